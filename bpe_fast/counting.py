@@ -1,0 +1,265 @@
+"""Stage 2, counting: stream files or documents and count their unique chunks.
+
+The corpus is never held whole: files are read in blocks (cut only where ``pretokenize.find_cut``
+allows), documents from an iterator are sent on in batches, and each worker process keeps only
+its own ``Counter`` of chunks. The result is a dict ``{chunk UTF-8 bytes: count}`` that does not
+depend on the number of workers or the block size.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Iterator
+
+from .errors import InputError
+from .patterns import BLOCK_SAFE, compile_pattern
+from .pretokenize import find_cut, special_splitter, split_chunks
+
+DEFAULT_BLOCK_SIZE = 1 << 20      # bytes of a file per task
+DEFAULT_BATCH_CHARS = 1 << 20     # characters of iterator documents per task
+_CUT_WINDOW = 1 << 16             # bytes read at a time while looking for a cut
+
+
+@dataclass(frozen=True)
+class CountConfig:
+    """What every worker needs to turn text into chunks. Picklable."""
+    pattern: str | None
+    special_tokens: tuple[str, ...] = ()
+    errors: str = "strict"
+
+
+@dataclass
+class FileTask:
+    path: str
+    start: int
+    end: int
+
+    @property
+    def size(self) -> int:
+        return self.end - self.start
+
+
+@dataclass
+class DocsTask:
+    docs: list = field(default_factory=list)   # str or bytes items
+    first_index: int = 0                       # index of docs[0] in the iterator, for messages
+    size: int = 0                              # characters (or bytes), for progress
+
+
+def decode(data: bytes, errors: str, where: str, base_offset: int = 0) -> str:
+    """UTF-8 decode; on failure name the file/document and the absolute byte offset."""
+    try:
+        return data.decode("utf-8", errors=errors)
+    except UnicodeDecodeError as exc:
+        bad = data[exc.start:exc.end]
+        raise InputError(
+            f"{where}: invalid UTF-8 at byte offset {base_offset + exc.start} (bytes {bad!r}: "
+            f"{exc.reason}); pass errors='replace' (CLI: --errors replace) to replace such bytes"
+        ) from None
+
+
+class ChunkCounter:
+    """Counts the chunks of tasks; one lives in each worker (or in the caller for small input)."""
+
+    def __init__(self, config: CountConfig):
+        self.config = config
+        self.pattern = compile_pattern(config.pattern) if config.pattern is not None else None
+        self.specials = special_splitter(config.special_tokens)
+        self.counts: Counter[str] = Counter()
+
+    def add_text(self, text: str) -> None:
+        if self.pattern is None and self.specials is None:
+            if text:
+                self.counts[text] += 1
+            return
+        if self.specials is None:
+            self.counts.update(self.pattern.findall(text))
+        else:
+            self.counts.update(split_chunks(text, self.pattern, self.specials))
+
+    def run(self, task: FileTask | DocsTask) -> None:
+        if isinstance(task, FileTask):
+            with open(task.path, "rb") as fh:
+                fh.seek(task.start)
+                data = fh.read(task.size)
+            self.add_text(decode(data, self.config.errors, task.path, task.start))
+            return
+        for i, doc in enumerate(task.docs):
+            if isinstance(doc, bytes):
+                doc = decode(doc, self.config.errors, f"document {task.first_index + i}")
+            self.add_text(doc)
+
+    def result(self) -> dict[bytes, int]:
+        """The counts keyed by UTF-8 bytes (encoded once per unique chunk, here in the worker)."""
+        return {chunk.encode("utf-8"): n for chunk, n in self.counts.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Planning: which tasks make up the input
+
+
+def check_file(path: str) -> int:
+    """The file's size; a clear InputError if it is missing, a directory or unreadable."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise InputError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise InputError(f"{path}: is a directory, not a text file (pass the files inside it)")
+    try:
+        with open(path, "rb") as fh:
+            fh.read(1)
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    return os.path.getsize(path)
+
+
+def _next_cut(fh, pos: int, size: int) -> int:
+    """The first safe cut at or after byte ``pos`` of an open file, or ``size`` if none."""
+    while pos < size:
+        fh.seek(max(pos - 2, 0))
+        data = fh.read(_CUT_WINDOW + 2)
+        lead = pos - max(pos - 2, 0)
+        cut = find_cut(data, lead)
+        if cut is not None and cut < len(data):
+            return pos - lead + cut
+        pos += _CUT_WINDOW
+    return size
+
+
+def file_tasks(path: str, size: int, config: CountConfig, block_size: int) -> Iterator[FileTask]:
+    """Blocks of about ``block_size`` bytes, cut only where the pattern allows it."""
+    path = os.fspath(path)
+    splittable = config.pattern in BLOCK_SAFE and not any("\n" in s for s in config.special_tokens)
+    if not splittable or size <= block_size:
+        if size:
+            yield FileTask(path, 0, size)
+        return
+    with open(path, "rb") as fh:
+        start = 0
+        while start < size:
+            end = _next_cut(fh, start + block_size, size) if start + block_size < size else size
+            yield FileTask(path, start, end)
+            start = end
+
+
+def docs_tasks(docs: Iterable, batch_chars: int) -> Iterator[DocsTask]:
+    """Documents grouped into batches of about ``batch_chars`` characters."""
+    task = DocsTask()
+    for index, doc in enumerate(docs):
+        if not isinstance(doc, (str, bytes)):
+            raise InputError(f"document {index}: expected str or bytes, got {type(doc).__name__}")
+        if not task.docs:
+            task.first_index = index
+        task.docs.append(doc)
+        task.size += len(doc)
+        if task.size >= batch_chars:
+            yield task
+            task = DocsTask()
+    if task.docs:
+        yield task
+
+
+# ---------------------------------------------------------------------------------------------
+# Running: in this process, or spread over worker processes
+
+
+def _worker(config: CountConfig, tasks: "mp.Queue", results: "mp.Queue") -> None:
+    counter = ChunkCounter(config)
+    error = None
+    while (task := tasks.get()) is not None:
+        if error is None:        # after an error, keep draining so the feeder never blocks
+            try:
+                counter.run(task)
+            except Exception as exc:  # reported to the parent, which raises it
+                error = exc
+    results.put(("error", error) if error is not None else ("ok", counter.result()))
+
+
+def _merge(parts: list[dict[bytes, int]]) -> dict[bytes, int]:
+    parts.sort(key=len, reverse=True)
+    total = parts[0] if parts else {}
+    for part in parts[1:]:
+        for chunk, n in part.items():
+            total[chunk] = total.get(chunk, 0) + n
+    return total
+
+
+def default_workers() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def count_tasks(tasks: Iterable, config: CountConfig, workers: int | None = None,
+                on_progress: Callable[[int], None] | None = None,
+                parallel_threshold: int = 2) -> dict[bytes, int]:
+    """Count the chunks of all tasks with ``workers`` processes.
+
+    Tasks are pulled lazily. If fewer than ``parallel_threshold`` tasks come, or workers == 1,
+    they are counted here, without starting processes.
+    """
+    workers = default_workers() if workers is None else workers
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1, got {workers}")
+    tasks = iter(tasks)
+    head = []
+    for task in tasks:
+        head.append(task)
+        if len(head) >= parallel_threshold:
+            break
+    if workers == 1 or len(head) < parallel_threshold:
+        counter = ChunkCounter(config)
+        for task in _chain(head, tasks):
+            counter.run(task)
+            if on_progress:
+                on_progress(task.size)
+        return counter.result()
+    return _count_in_workers(_chain(head, tasks), config, workers, on_progress)
+
+
+def _chain(head: list, rest: Iterator) -> Iterator:
+    yield from head
+    yield from rest
+
+
+def _count_in_workers(tasks: Iterator, config: CountConfig, workers: int,
+                      on_progress: Callable[[int], None] | None) -> dict[bytes, int]:
+    ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
+    task_queue = ctx.Queue(maxsize=2 * workers)   # bounded: at most a few blocks in flight
+    result_queue = ctx.Queue()
+    procs = [ctx.Process(target=_worker, args=(config, task_queue, result_queue), daemon=True)
+             for _ in range(workers)]
+    for p in procs:
+        p.start()
+    try:
+        for task in tasks:
+            task_queue.put(task)
+            if on_progress:
+                on_progress(task.size)
+        for _ in procs:
+            task_queue.put(None)
+        parts, errors = [], []
+        for _ in procs:
+            status, payload = _get_result(result_queue, procs)
+            (parts if status == "ok" else errors).append(payload)
+        for p in procs:
+            p.join()
+    finally:
+        for p in procs:
+            if p.is_alive():
+                p.terminate()
+    if errors:
+        raise errors[0]
+    return _merge(parts)
+
+
+def _get_result(results: "mp.Queue", procs: list) -> tuple[str, object]:
+    """Wait for one worker's result, noticing a worker that died without sending one."""
+    while True:
+        try:
+            return results.get(timeout=1.0)
+        except queue.Empty:
+            dead = [p for p in procs if p.exitcode not in (None, 0)]
+            if dead:
+                raise RuntimeError(f"a counting worker died (exit code {dead[0].exitcode})") from None

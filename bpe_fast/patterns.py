@@ -1,0 +1,75 @@
+"""Pre-tokenization patterns: the named ones, character for character as tiktoken has them.
+
+A pattern splits text into *chunks*; BPE never merges across a chunk boundary. ``None`` means
+no split at all: each document is one chunk (plain byte-level BPE, minbpe's BasicTokenizer).
+"""
+from __future__ import annotations
+
+import regex
+
+# tiktoken_ext/openai_public.py: r50k_pat_str (GPT-2, also r50k_base and p50k_base).
+GPT2 = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
+
+# tiktoken_ext/openai_public.py: cl100k_base's pat_str (GPT-4).
+CL100K = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+
+# tiktoken_ext/openai_public.py: o200k_base's pat_str (GPT-4o), joined from the same pieces.
+O200K = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+
+NAMED = {"gpt2": GPT2, "r50k": GPT2, "p50k": GPT2, "cl100k": CL100K, "o200k": O200K}
+
+# Patterns for which a file may be cut into blocks after a "\n" (see pretokenize.safe_cut):
+# none of their alternatives matches across such a cut, so blocks give the same chunks as the
+# whole file. For any other pattern we cannot know that, so files are read whole.
+BLOCK_SAFE = frozenset({GPT2, CL100K, O200K})
+
+
+class PatternError(ValueError):
+    """The pattern argument names no known pattern and does not compile."""
+
+
+def resolve(pattern: str | None) -> str | None:
+    """Map a name ("gpt2", "cl100k", "o200k", ...) or a regex string to the regex string."""
+    if pattern is None:
+        return None
+    if not isinstance(pattern, str):
+        raise PatternError(f"pattern must be a name, a regex string or None, not {type(pattern).__name__}")
+    text = NAMED.get(pattern.lower(), pattern)
+    compile_pattern(text)  # fail early, with the user's own spelling in the message
+    return text
+
+
+def compile_pattern(text: str) -> "regex.Pattern[str]":
+    try:
+        compiled = regex.compile(text)
+    except regex.error as exc:
+        raise PatternError(
+            f"pattern {text!r} does not compile: {exc} (named patterns: {', '.join(sorted(NAMED))})"
+        ) from None
+    if compiled.search("") is not None:
+        # A pattern that matches the empty string would make findall return empty chunks.
+        raise PatternError(f"pattern {text!r} matches the empty string; every chunk must be non-empty")
+    return compiled
+
+
+def name_of(text: str | None) -> str:
+    """A short name for summaries: the canonical named pattern, 'none', or 'custom'."""
+    if text is None:
+        return "none"
+    for name in ("gpt2", "cl100k", "o200k"):
+        if NAMED[name] == text:
+            return name
+    return "custom"

@@ -1,0 +1,100 @@
+"""Stage 1, pre-tokenization: split text into chunks, and find where a file may be cut.
+
+Two facts are kept here:
+* ``split_chunks`` is the one place that turns a document into chunks (special tokens are cut
+  out first, so they are never learned from the text).
+* ``find_cut`` only returns positions where the named patterns cannot match across the cut, so
+  counting a file block by block gives exactly the chunks of the whole file.
+"""
+from __future__ import annotations
+
+from typing import Iterable, Iterator
+
+import regex
+
+from .patterns import compile_pattern
+
+_WHITESPACE = regex.compile(r"\s")
+
+
+def special_splitter(special_tokens: Iterable[str]) -> "regex.Pattern[str] | None":
+    """A regex that matches any special token, longest first, or None if there are none."""
+    specials = sorted(set(special_tokens), key=len, reverse=True)
+    if not specials:
+        return None
+    return regex.compile("|".join(regex.escape(s) for s in specials))
+
+
+def split_chunks(text: str, pattern: "regex.Pattern[str] | None",
+                 specials: "regex.Pattern[str] | None" = None) -> Iterator[str]:
+    """The chunks of one document: the pattern's matches, or the whole text if pattern is None.
+
+    Special tokens split the document into independent pieces and are themselves dropped.
+    """
+    pieces = specials.split(text) if specials is not None else (text,)
+    for piece in pieces:
+        if not piece:
+            continue
+        if pattern is None:
+            yield piece
+        else:
+            yield from pattern.findall(piece)
+
+
+def chunks_of(texts: Iterable[str], pattern: str | None, special_tokens: Iterable[str] = ()) -> list[str]:
+    """Convenience for tests and notebooks: every chunk of every document, in order."""
+    compiled = compile_pattern(pattern) if pattern is not None else None
+    splitter = special_splitter(special_tokens)
+    return [c for t in texts for c in split_chunks(t, compiled, splitter)]
+
+
+def _char_at(data: bytes, i: int) -> str | None:
+    """The character whose UTF-8 encoding starts at byte i, or None if it is not valid there."""
+    lead = data[i]
+    width = 1 if lead < 0x80 else 2 if lead >> 5 == 6 else 3 if lead >> 4 == 14 else 4 if lead >> 3 == 30 else 0
+    try:
+        return data[i:i + width].decode("utf-8") if width else None
+    except UnicodeDecodeError:
+        return None
+
+
+def _char_before(data: bytes, end: int) -> str | None:
+    """The character whose UTF-8 encoding ends just before byte ``end``."""
+    start = end - 1
+    while start > 0 and end - start < 4 and 0x80 <= data[start] < 0xC0:
+        start -= 1
+    ch = _char_at(data, start)
+    return ch if ch is not None and len(ch.encode("utf-8")) == end - start else None
+
+
+def is_safe_cut(data: bytes, i: int) -> bool:
+    """True if cutting ``data`` before byte i cannot change the chunks of the named patterns.
+
+    The cut must follow a "\\n" that itself follows a non-space character, and come before a
+    character that is neither a space nor "/". Then, for gpt2, cl100k and o200k alike:
+    * no alternative matches a "\\n" followed by such a character (letter runs exclude "\\r\\n"
+      in their optional prefix, space runs end before a non-space, punctuation runs end with
+      newlines, or with newlines and "/" in o200k, hence "/" is excluded);
+    * the "\\n" is a chunk of its own, or ends a punctuation chunk, both with and without the
+      rest of the text after it (so "\\s++$" and "\\s+(?!\\S)" decide the same way);
+    * the patterns have no look-behind, so matching after the cut ignores what came before.
+    """
+    if i < 2 or i >= len(data) or data[i - 1] != 0x0A:
+        return False
+    nxt, prev = data[i], data[i - 2]
+    if 0x21 <= nxt <= 0x7E and nxt != 0x2F and 0x21 <= prev <= 0x7E:
+        return True  # the common ASCII case, decided without decoding
+    after, before = _char_at(data, i), _char_before(data, i - 1)
+    if after is None or before is None or after == "/":
+        return False
+    return not _WHITESPACE.match(after) and not _WHITESPACE.match(before)
+
+
+def find_cut(data: bytes, start: int = 0) -> int | None:
+    """The first safe cut at or after byte ``start`` of ``data``, or None."""
+    i = data.find(b"\n", max(start - 1, 0))
+    while i != -1:
+        if is_safe_cut(data, i + 1):
+            return i + 1
+        i = data.find(b"\n", i + 1)
+    return None

@@ -1,0 +1,175 @@
+"""The training pipeline: pre-tokenize and count -> word table -> kernel -> Tokenizer."""
+from __future__ import annotations
+
+import os
+import sys
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from . import _kernel
+from .counting import (DEFAULT_BATCH_CHARS, DEFAULT_BLOCK_SIZE, CountConfig, check_file, count_tasks,
+                       docs_tasks, file_tasks)
+from .errors import EmptyCorpusError
+from .patterns import resolve
+from .tokenizer import Tokenizer
+from .wordtable import WordTable
+
+
+class VocabSizeWarning(UserWarning):
+    """The corpus could not give as many merges as vocab_size asked for."""
+
+
+@dataclass
+class TrainReport:
+    """What a training run read, learned and how long each stage took."""
+    input_size: int = 0                     # bytes of files (characters for iterators)
+    input_unit: str = "bytes"
+    total_chunks: int = 0
+    unique_chunks: int = 0
+    table_symbols: int = 0
+    merges: int = 0
+    merges_requested: int = 0
+    vocab_size: int = 0
+    seconds: dict = field(default_factory=dict)   # stage -> seconds
+
+    def summary(self) -> str:
+        stages = ", ".join(f"{k} {v:.2f}s" for k, v in self.seconds.items())
+        return (f"read {self.input_size:,} {self.input_unit}; {self.total_chunks:,} chunks, "
+                f"{self.unique_chunks:,} unique; {self.merges:,} merges -> vocab size "
+                f"{self.vocab_size:,}; {stages}")
+
+
+def _progress_enabled(show_progress: bool | None) -> bool:
+    return sys.stderr.isatty() if show_progress is None else bool(show_progress)
+
+
+def _bar(enabled: bool, **kwargs):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+    return tqdm(file=sys.stderr, dynamic_ncols=True, **kwargs)
+
+
+def _check_args(vocab_size, special_tokens, min_frequency, errors) -> tuple[str, ...]:
+    specials = (special_tokens,) if isinstance(special_tokens, str) else tuple(special_tokens or ())
+    if len(set(specials)) != len(specials) or not all(isinstance(s, str) and s for s in specials):
+        raise ValueError(f"special_tokens must be distinct non-empty strings, got {list(specials)}")
+    if not isinstance(vocab_size, (int, np.integer)) or isinstance(vocab_size, bool):
+        raise TypeError(f"vocab_size must be an integer, got {vocab_size!r}")
+    need = 256 + len(specials)
+    if vocab_size < need:
+        raise ValueError(f"vocab_size={vocab_size} is too small: it must be at least {need} "
+                         f"(256 byte tokens + {len(specials)} special tokens)")
+    if min_frequency < 0:
+        raise ValueError(f"min_frequency must be >= 0, got {min_frequency}")
+    if errors not in ("strict", "replace"):
+        raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
+    return specials
+
+
+def train_from_table(table: WordTable, vocab_size: int, pattern: str | None = "cl100k",
+                     special_tokens: Sequence[str] = (), min_frequency: int = 0,
+                     show_progress: bool | None = None, report: TrainReport | None = None) -> Tokenizer:
+    """Learn merges from a ready word table (the kernel stage alone)."""
+    specials = _check_args(vocab_size, special_tokens, min_frequency, "strict")
+    report = report or TrainReport()
+    if len(table) == 0:
+        raise EmptyCorpusError("the corpus is empty: no text to learn merges from")
+    n_merges = vocab_size - 256 - len(specials)
+    bar = _bar(_progress_enabled(show_progress), total=n_merges, unit="merge", desc="merging")
+    last = [0]
+
+    def progress(done: int) -> None:
+        bar.update(done - last[0])
+        last[0] = done
+
+    t0 = time.perf_counter()
+    try:
+        merges = _kernel.train_merges(table.symbols, table.offsets, table.counts, n_merges,
+                                      max(1, min_frequency), progress if bar is not None else None)
+    finally:
+        if bar is not None:
+            bar.close()
+    report.seconds["merging"] = time.perf_counter() - t0
+    tok = Tokenizer(merges, pattern=pattern, special_tokens=list(specials))
+    report.merges, report.merges_requested, report.vocab_size = len(merges), n_merges, tok.vocab_size
+    report.unique_chunks, report.total_chunks, report.table_symbols = len(table), table.total_chunks, table.n_symbols
+    if len(merges) < n_merges:
+        why = (f"no pair occurs {max(1, min_frequency)} or more times" if min_frequency > 1
+               else "every chunk is a single token")
+        warnings.warn(f"stopped after {len(merges)} of {n_merges} merges ({why}): vocab size "
+                      f"{tok.vocab_size} instead of {vocab_size}", VocabSizeWarning, stacklevel=3)
+    tok.training_report = report
+    return tok
+
+
+def _count(tasks, config: CountConfig, workers, show_progress, total, unit, report: TrainReport) -> WordTable:
+    bar = _bar(_progress_enabled(show_progress), total=total, unit="B" if unit == "bytes" else "char",
+               unit_scale=True, desc="counting")
+    t0 = time.perf_counter()
+
+    def progress(n: int) -> None:
+        report.input_size += n
+        if bar is not None:
+            bar.update(n)
+
+    try:
+        counts = count_tasks(tasks, config, workers, progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    report.input_unit = unit
+    report.seconds["counting"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    table = WordTable.from_counts(counts)
+    del counts
+    report.seconds["table"] = time.perf_counter() - t0
+    return table
+
+
+def train(files: str | os.PathLike | Iterable[str | os.PathLike], vocab_size: int,
+          pattern: str | None = "cl100k", special_tokens: Sequence[str] = (), min_frequency: int = 0,
+          workers: int | None = None, show_progress: bool | None = None, errors: str = "strict",
+          block_size: int = DEFAULT_BLOCK_SIZE) -> Tokenizer:
+    """Train on text files, read in blocks by ``workers`` processes (default: one per CPU).
+
+    The result is the same as treating each whole file as one document, for any block size
+    and number of workers.
+    """
+    specials = _check_args(vocab_size, special_tokens, min_frequency, errors)
+    paths = [files] if isinstance(files, (str, os.PathLike)) else list(files)
+    if not paths:
+        raise EmptyCorpusError("no input files given")
+    if block_size < 1:
+        raise ValueError(f"block_size must be positive, got {block_size}")
+    sizes = [check_file(p) for p in paths]
+    config = CountConfig(resolve(pattern), specials, errors)
+    tasks = (t for p, s in zip(paths, sizes) for t in file_tasks(p, s, config, block_size))
+    report = TrainReport()
+    table = _count(tasks, config, workers, show_progress, sum(sizes), "bytes", report)
+    if len(table) == 0:
+        raise EmptyCorpusError(f"the corpus is empty: {', '.join(map(str, paths))} hold no text")
+    return train_from_table(table, vocab_size, config.pattern, specials, min_frequency, show_progress, report)
+
+
+def train_from_iterator(docs: Iterable[str | bytes], vocab_size: int, pattern: str | None = "cl100k",
+                        special_tokens: Sequence[str] = (), min_frequency: int = 0,
+                        workers: int | None = None, show_progress: bool | None = None,
+                        errors: str = "strict", batch_chars: int = DEFAULT_BATCH_CHARS) -> Tokenizer:
+    """Train on documents from an iterator; each item is a separate document.
+
+    Items are consumed lazily and sent to worker processes in batches, so the iterator may be
+    far larger than memory.
+    """
+    specials = _check_args(vocab_size, special_tokens, min_frequency, errors)
+    if isinstance(docs, (str, bytes)):
+        raise TypeError("docs must be an iterable of documents, not a single str/bytes "
+                        "(wrap it in a list: [text])")
+    config = CountConfig(resolve(pattern), specials, errors)
+    report = TrainReport()
+    table = _count(docs_tasks(docs, batch_chars), config, workers, show_progress, None, "chars", report)
+    return train_from_table(table, vocab_size, config.pattern, specials, min_frequency, show_progress, report)

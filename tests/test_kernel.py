@@ -1,0 +1,90 @@
+"""The Cython kernel learns exactly the merges of the plain-Python reference."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from bpe_fast import CL100K, GPT2, O200K, WordTable
+from bpe_fast._kernel import train_merges
+from bpe_fast.pretokenize import chunks_of
+from bpe_fast.reference import count_pairs, train_reference
+
+PATTERNS = [GPT2, CL100K, O200K, None]
+
+# Characters that stress the patterns and the byte-level merges: NUL, CR/LF, runs of one
+# letter, digits, apostrophes, emoji (4-byte UTF-8, with ZWJ), combining marks, CJK, spaces.
+TRICKY = "aaab \0\r\n\t'sé\u0301\u0300😀👍🏽\u200d中文ñ1234567!?.,/ \u00a0\u3000Zz"
+texts = st.lists(st.text(alphabet=TRICKY, max_size=60), min_size=1, max_size=8)
+
+
+def kernel_merges(word_counts: dict[bytes, int], n_merges: int, min_count: int = 1) -> list[tuple[int, int]]:
+    table = WordTable.from_counts(word_counts)
+    merges = train_merges(table.symbols, table.offsets, table.counts, n_merges, min_count)
+    return [tuple(m) for m in merges.tolist()]
+
+
+def table_of(docs: list[str], pattern) -> dict[bytes, int]:
+    return WordTable.from_words(c.encode("utf-8") for c in chunks_of(docs, pattern)).as_dict()
+
+
+@pytest.mark.parametrize("pattern", PATTERNS, ids=["gpt2", "cl100k", "o200k", "none"])
+@given(docs=texts, n_merges=st.integers(0, 60))
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+def test_kernel_equals_reference_on_random_corpora(pattern, docs, n_merges):
+    counts = table_of(docs, pattern)
+    assert kernel_merges(counts, n_merges) == train_reference(counts, n_merges)
+
+
+@given(words=st.dictionaries(st.binary(min_size=1, max_size=12), st.integers(1, 2**40), min_size=1, max_size=20),
+       n_merges=st.integers(0, 40), min_count=st.integers(0, 5))
+@settings(max_examples=200, deadline=None)
+def test_kernel_equals_reference_on_random_tables(words, n_merges, min_count):
+    """Arbitrary bytes (not only UTF-8), counts far beyond 32 bits, and min_count."""
+    assert kernel_merges(words, n_merges, min_count) == train_reference(words, n_merges, min_count)
+
+
+@pytest.mark.parametrize("word", [b"a" * 2, b"a" * 3, b"a" * 7, b"a" * 64, b"ab" * 20, b"aab" * 9, b"\0" * 9])
+def test_runs_of_one_symbol(word):
+    """Overlapping pairs count ("aaa" holds (a, a) twice) but merge left to right without overlap."""
+    counts = {word: 3, b"xa": 1}
+    assert kernel_merges(counts, 20) == train_reference(counts, 20)
+
+
+def test_overlapping_count_is_weighted():
+    # (a, a) occurs twice in "aaa" (weight 5 -> 10) against (b, c) once in "bc" (weight 9).
+    assert kernel_merges({b"aaa": 5, b"bc": 9}, 1) == [(97, 97)]
+    assert count_pairs([[97, 97, 97]], [5])[(97, 97)] == 10
+
+
+def test_ties_go_to_the_smallest_pair():
+    # Every pair occurs once: the first merge is the smallest (left, right).
+    assert kernel_merges({b"zy": 1, b"ba": 1, b"bb": 1}, 1) == [(ord("b"), ord("a"))]
+
+
+def test_stops_when_no_pair_is_left():
+    assert kernel_merges({b"abc": 1}, 10) == [(97, 98), (256, 99)]
+
+
+def test_min_count_stops_early():
+    assert kernel_merges({b"ab": 3, b"cd": 2}, 10, min_count=3) == [(97, 98)]
+
+
+def test_counts_beyond_32_bits():
+    big = 3 * 2**33   # would wrap or tie if counts were kept in 32 bits
+    assert kernel_merges({b"ab": big, b"cd": big - 1}, 1) == [(97, 98)]
+    assert kernel_merges({b"ab": 2**33, b"cd": 2**33 + 1}, 1) == [(99, 100)]
+
+
+def test_one_huge_word():
+    """Pattern None on a long document: one word of many symbols, merged by positions."""
+    rng = np.random.default_rng(0)
+    text = bytes(rng.choice(list(b"abcab  \n"), size=4000).astype(np.uint8))
+    counts = {text: 1}
+    assert kernel_merges(counts, 40) == train_reference(counts, 40)
+
+
+def test_rejects_inconsistent_table():
+    with pytest.raises(ValueError, match="inconsistent"):
+        train_merges(np.zeros(3, np.int32), np.array([0, 2], np.int64), np.array([1], np.int64), 1)
