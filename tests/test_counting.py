@@ -1,0 +1,96 @@
+"""Counting gives the same chunks whatever the block size and the number of workers."""
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bpe_fast
+from bpe_fast import CL100K, GPT2, O200K
+from bpe_fast.counting import CountConfig, count_tasks, docs_tasks, file_tasks
+from bpe_fast.pretokenize import chunks_of, find_cut, is_safe_cut
+
+from .conftest import SHARED, corpus_files
+
+NAMED = [GPT2, CL100K, O200K]
+IDS = ["gpt2", "cl100k", "o200k"]
+LINEY = "ab 1'\n\n\r\n  \t!/\u00a0é😀中\u3000.x"
+documents = st.text(alphabet=LINEY, max_size=300)
+
+
+def whole_counts(text: str, pattern: str) -> Counter:
+    return Counter(c.encode("utf-8") for c in chunks_of([text], pattern))
+
+
+@pytest.mark.parametrize("pattern", NAMED, ids=IDS)
+@given(text=documents)
+@settings(max_examples=300, deadline=None)
+def test_every_safe_cut_keeps_the_chunks(pattern, text):
+    """Splitting at *all* safe cuts at once gives exactly the chunks of the whole text."""
+    data = text.encode("utf-8")
+    cuts = [i for i in range(len(data) + 1) if is_safe_cut(data, i)]
+    pieces = [data[a:b].decode("utf-8") for a, b in zip([0, *cuts], [*cuts, len(data)])]
+    assert Counter(c.encode() for c in chunks_of(pieces, pattern)) == whole_counts(text, pattern)
+
+
+def test_cut_rule_refuses_the_dangerous_places():
+    assert find_cut(b"abc\ndef") == 4
+    assert find_cut(b"abc \ndef") is None       # gpt2: "\s++$" would take " \n" at a block end
+    assert find_cut(b"abc\n def") is None       # the next chunk starts with the space
+    assert find_cut(b"abc!\n/def") is None      # o200k: "!\n/" is one chunk
+    assert find_cut(b"abc\n\ndef") is None      # gpt2: "\n\n" is two chunks, but one at a block end
+    assert find_cut(b"abc\n\ndef\nghi") == 9
+
+
+@pytest.mark.parametrize("pattern", NAMED, ids=IDS)
+@pytest.mark.parametrize("block_size", [1, 7, 64, 1 << 30])
+def test_file_blocks_give_whole_file_counts(tmp_path, pattern, block_size):
+    text = ("Hello world!\nIt's 2024.\n\n  indented\r\nλόγος 😀\n/path\n" * 50) + "end  \n"
+    path = tmp_path / "doc.txt"
+    path.write_bytes(text.encode("utf-8"))
+    config = CountConfig(pattern)
+    tasks = list(file_tasks(str(path), path.stat().st_size, config, block_size))
+    assert len(tasks) > 1 or block_size == 1 << 30
+    counts = count_tasks(tasks, config, workers=1)
+    assert Counter(counts) == whole_counts(text, pattern)
+
+
+def test_custom_patterns_read_files_whole(tmp_path):
+    path = tmp_path / "doc.txt"
+    path.write_text("a b\nc d\n" * 100)
+    tasks = list(file_tasks(str(path), path.stat().st_size, CountConfig(r"\S+|\s+"), 8))
+    assert len(tasks) == 1 and tasks[0].size == path.stat().st_size
+
+
+@pytest.mark.parametrize("workers", [1, 2, 4])
+def test_workers_do_not_change_counts(workers):
+    docs = [f"doc {i}: " + "lorem ipsum dolor " * (i % 7) + "\n" for i in range(3000)]
+    config = CountConfig(CL100K)
+    got = count_tasks(docs_tasks(docs, 2000), config, workers=workers)
+    assert Counter(got) == Counter(c.encode() for c in chunks_of(docs, CL100K))
+
+
+def test_special_tokens_are_cut_out_and_never_counted():
+    config = CountConfig(CL100K, ("<|endoftext|>",))
+    got = count_tasks(docs_tasks(["one<|endoftext|>two <|endoftext|>"], 100), config, workers=1)
+    assert not any(b"endoftext" in chunk for chunk in got)
+    assert got == {b"one": 1, b"two": 1, b" ": 1}
+
+
+pytestmark_data = pytest.mark.skipif(SHARED is None, reason="shared corpora not found (BPE_FAST_DATA or ../shared)")
+
+
+@pytestmark_data
+@pytest.mark.parametrize("pattern", ["gpt2", "cl100k", "o200k"])
+def test_same_merges_for_workers_and_block_sizes(pattern):
+    files = [p for p in corpus_files() if p.name in {"taylorswift.txt", "ja_wagahaiwa_nekodearu.txt", "ru.txt"}]
+    runs = [bpe_fast.train(files, 1500, pattern=pattern, workers=w, block_size=b)
+            for w, b in [(1, 1 << 30), (2, 4096), (4, 100_000), (2, 1)]]
+    for tok in runs[1:]:
+        assert np.array_equal(tok.merges, runs[0].merges)
+    whole = [p.read_bytes().decode("utf-8") for p in files]  # no newline translation
+    assert np.array_equal(bpe_fast.train_from_iterator(whole, 1500, pattern=pattern, workers=1).merges,
+                          runs[0].merges)

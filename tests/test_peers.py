@@ -1,0 +1,56 @@
+"""Merges equal to rustbpe's and bpeasy's: independent Rust trainers with the same tie-break.
+
+Both take tiktoken's pattern strings and break ties by the smallest (left, right) pair, so on
+the same documents all three must learn the same vocabulary, rank for rank.
+"""
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+import bpe_fast
+
+from .conftest import SHARED
+
+rustbpe = pytest.importorskip("rustbpe", reason="rustbpe is a dev dependency: pip install -e '.[dev]'")
+bpeasy = pytest.importorskip("bpeasy", reason="bpeasy is a dev dependency: pip install -e '.[dev]'")
+
+pytestmark = pytest.mark.skipif(SHARED is None, reason="shared corpora not found (BPE_FAST_DATA or ../shared)")
+
+CASES = [  # (corpus, pattern, vocab_size): named patterns, vocab sizes from 300 to 32768
+    ("the-verdict.txt", "gpt2", 300),
+    ("the-verdict.txt", "o200k", 1000),
+    ("taylorswift.txt", "cl100k", 300),
+    ("taylorswift.txt", "gpt2", 2000),
+    ("taylorswift.txt", "o200k", 5000),
+    ("tinyshakespeare.txt", "cl100k", 4096),
+    ("multilingual/ja_wagahaiwa_nekodearu.txt", "o200k", 8192),
+    ("multilingual/hi.txt", "gpt2", 3000),   # runs out of pairs first: all three stop early
+    ("code_python.txt", "o200k", 16384),
+    ("big.txt", "cl100k", 32768),
+]
+
+
+def read_docs(name: str) -> list[str]:
+    """The file as documents of 64 KB (bytes decoded as they are: no newline translation)."""
+    text = (SHARED / "corpora" / name).read_bytes().decode("utf-8")
+    return [text[i:i + 65536] for i in range(0, len(text), 65536)]
+
+
+@pytest.mark.parametrize("corpus,pattern,vocab_size", CASES)
+def test_same_vocabulary_as_rustbpe_and_bpeasy(corpus, pattern, vocab_size):
+    docs = read_docs(corpus)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tok = bpe_fast.train_from_iterator(docs, vocab_size, pattern=pattern)
+    ours = tok.mergeable_ranks()
+    assert len(ours) == tok.vocab_size <= vocab_size
+    stopped_early = [w for w in caught if issubclass(w.category, bpe_fast.VocabSizeWarning)]
+    assert bool(stopped_early) == (tok.vocab_size < vocab_size)
+
+    rust = rustbpe.Tokenizer()
+    rust.train_from_iterator(iter(docs), vocab_size, pattern=tok.pattern)
+    assert dict(rust.get_mergeable_ranks()) == ours
+
+    assert bpeasy.train_bpe(iter(docs), tok.pattern, 10**6, vocab_size) == ours
