@@ -70,7 +70,7 @@ def test_special_tokens_follow_the_merges_and_obey_allowed_special():
 
 
 def test_save_load_round_trips_exactly(tmp_path):
-    tok = bpe_fast.train_from_iterator(["the cat sat on the mat, the end. " * 30, "ünïcödé 😀"], 320,
+    tok = bpe_fast.train_from_iterator(["the cat sat on the mat, the end. " * 30, "ünïcödé 😀"], 280,
                                        pattern="o200k", special_tokens=["<|endoftext|>"])
     path = tmp_path / "tok.json"
     tok.save(path)
@@ -82,7 +82,7 @@ def test_save_load_round_trips_exactly(tmp_path):
 
 
 def test_mergeable_ranks_rebuild_the_merges():
-    tok = bpe_fast.train_from_iterator(["abracadabra " * 20], 270, pattern="gpt2")
+    tok = bpe_fast.train_from_iterator(["abracadabra " * 20], 262, pattern="gpt2")
     ranks = tok.mergeable_ranks()
     by_id = {i: b for b, i in ranks.items()}
     for i, (left, right) in enumerate(tok.merges.tolist()):

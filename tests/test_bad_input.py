@@ -1,0 +1,138 @@
+"""Bad input gets a clear error naming the file or argument; the CLI never shows a traceback."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import warnings
+
+import pytest
+
+import bpe_fast
+from bpe_fast.counting import CountConfig, count_tasks, file_tasks
+from bpe_fast.cli import main
+
+
+def write(tmp_path, name, data: bytes):
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(bpe_fast.InputError, match=r"nope\.txt: no such file"):
+        bpe_fast.train([tmp_path / "nope.txt"], 300)
+
+
+def test_directory(tmp_path):
+    with pytest.raises(bpe_fast.InputError, match="is a directory"):
+        bpe_fast.train([tmp_path], 300)
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/mem"), reason="needs Linux's /proc")
+def test_unreadable_file():
+    # A file that opens but cannot be read (I/O error at offset 0), even for root.
+    with pytest.raises(bpe_fast.InputError, match="/proc/self/mem: cannot be read"):
+        bpe_fast.train(["/proc/self/mem"], 300)
+
+
+@pytest.mark.parametrize("workers,block_size", [(1, 1 << 20), (2, 16)])
+def test_invalid_utf8_names_file_and_offset(tmp_path, workers, block_size):
+    good = b"hello world\nsecond line\n" * 10
+    path = write(tmp_path, "latin1.txt", good + b"caf\xe9 au lait\nmore\n" + good)
+    with pytest.raises(bpe_fast.InputError, match=rf"latin1.txt: invalid UTF-8 at byte offset {len(good) + 3}\b"):
+        bpe_fast.train([path], 300, workers=workers, block_size=block_size)
+    config = CountConfig(bpe_fast.CL100K, errors="replace")
+    counts = count_tasks(file_tasks(str(path), path.stat().st_size, config, block_size), config, workers)
+    assert counts["\ufffd".encode()] == 1 and counts[b"caf"] == 1
+
+
+def test_invalid_utf8_in_iterator_document():
+    with pytest.raises(bpe_fast.InputError, match=r"document 1: invalid UTF-8 at byte offset 1"):
+        bpe_fast.train_from_iterator(["fine", b"a\xffb"], 300)
+
+
+def test_empty_corpus(tmp_path):
+    path = write(tmp_path, "empty.txt", b"")
+    with pytest.raises(bpe_fast.EmptyCorpusError, match="empty.txt hold no text"):
+        bpe_fast.train([path], 300)
+    with pytest.raises(bpe_fast.EmptyCorpusError, match="empty"):
+        bpe_fast.train_from_iterator(["", ""], 300)
+
+
+def test_vocab_size_too_small():
+    with pytest.raises(ValueError, match="vocab_size=255 is too small: it must be at least 256"):
+        bpe_fast.train_from_iterator(["abc"], 255)
+    with pytest.raises(ValueError, match="at least 258"):
+        bpe_fast.train_from_iterator(["abc"], 257, special_tokens=["<a>", "<b>"])
+
+
+def test_pattern_that_does_not_compile():
+    with pytest.raises(bpe_fast.PatternError, match=r"pattern '\(\[a-' does not compile"):
+        bpe_fast.train_from_iterator(["abc"], 300, pattern="([a-")
+
+
+def test_pattern_matching_empty_string():
+    with pytest.raises(bpe_fast.PatternError, match="matches the empty string"):
+        bpe_fast.train_from_iterator(["abc"], 300, pattern=r"\w*")
+
+
+def test_vocab_larger_than_the_corpus_gives_stops_and_warns():
+    with pytest.warns(bpe_fast.VocabSizeWarning, match=r"stopped after 3 of 744 merges.*vocab size 259 instead of 1000"):
+        tok = bpe_fast.train_from_iterator(["abcd"], 1000, pattern=None)
+    assert tok.vocab_size == 259 and tok.training_report.merges == 3
+
+
+def test_single_string_is_not_an_iterator_of_documents():
+    with pytest.raises(TypeError, match="wrap it in a list"):
+        bpe_fast.train_from_iterator("a long text", 300)
+
+
+def test_non_text_document():
+    with pytest.raises(bpe_fast.InputError, match="document 2: expected str or bytes, got int"):
+        bpe_fast.train_from_iterator(["a", "b", 3], 300)
+
+
+# -- CLI: one line on stderr, exit status 2 ------------------------------------------------
+
+@pytest.mark.parametrize("args,message", [
+    (["train", "MISSING.txt", "--vocab-size", "300", "-o", "t.json"], "MISSING.txt: no such file"),
+    (["train", "DIR", "--vocab-size", "300", "-o", "t.json"], "is a directory"),
+    (["train", "BAD", "--vocab-size", "300", "-o", "t.json"], "invalid UTF-8 at byte offset 2"),
+    (["train", "EMPTY", "--vocab-size", "300", "-o", "t.json"], "corpus is empty"),
+    (["train", "GOOD", "--vocab-size", "100", "-o", "t.json"], "vocab_size=100 is too small"),
+    (["train", "GOOD", "--vocab-size", "300", "--pattern", "([", "-o", "t.json"], "does not compile"),
+    (["train", "GOOD", "--vocab-size", "300"], "-o/--output is required"),
+    (["train", "--vocab-size", "300", "-o", "t.json"], "no input"),
+])
+def test_cli_errors_are_one_line(tmp_path, capsys, monkeypatch, args, message):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "DIR").mkdir()
+    write(tmp_path, "BAD", b"ok\xff\n")
+    write(tmp_path, "EMPTY", b"")
+    write(tmp_path, "GOOD", b"some text to learn from\n" * 20)
+    assert main(args + ["--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_cli_train_writes_a_loadable_tokenizer_and_a_summary(tmp_path):
+    lines = [f"It's test {i} of the CLI, {i * 7919 % 1000} times over.\n" for i in range(300)]
+    corpus = write(tmp_path, "c.txt", "".join(lines).encode())
+    out = tmp_path / "tok.json"
+    proc = subprocess.run([sys.executable, "-m", "bpe_fast", "train", str(corpus), "--vocab-size", "300",
+                           "--special", "<|endoftext|>", "--pattern", "gpt2", "-o", str(out)],
+                          capture_output=True, text=True, check=True)
+    assert proc.stderr == ""          # not a terminal: no progress bars
+    for word in ("read", "chunks", "merges", "time", "saved"):
+        assert word in proc.stdout
+    tok = bpe_fast.Tokenizer.load(out)
+    assert tok.vocab_size == 300 and tok.special_tokens == {"<|endoftext|>": 299}
+    assert tok.pattern == bpe_fast.GPT2
+
+
+def test_cli_reports_a_vocab_the_corpus_cannot_give(tmp_path, capsys):
+    corpus = write(tmp_path, "c.txt", b"ab ab ab\n")
+    assert main(["train", str(corpus), "--vocab-size", "5000", "-o", str(tmp_path / "t.json"), "-q"]) == 0
+    captured = capsys.readouterr()
+    assert "warning: stopped after" in captured.err and "vocab size 258" in captured.out
