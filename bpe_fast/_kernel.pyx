@@ -40,7 +40,7 @@ cdef class _Pairs:
     cdef vector[uint64_t] keys
     cdef vector[int64_t] count
     cdef vector[vector[int32_t]] occ
-    cdef vector[int64_t] stamp          # last merge step in which a pair was (re)created
+    cdef vector[int32_t] stamp          # last merge step in which a pair was (re)created
     cdef vector[int32_t] touched        # pairs created in the current merge step
     cdef priority_queue[HeapEntry] heap
 
@@ -62,7 +62,7 @@ cdef class _Pairs:
             self.stamp.push_back(-1)
         return pid
 
-    cdef inline void add(self, int32_t left, int32_t right, int64_t weight, int32_t pos, int64_t step) except *:
+    cdef inline void add(self, int32_t left, int32_t right, int64_t weight, int32_t pos, int32_t step) except *:
         """One more occurrence of (left, right) at pos; the pair is new in this merge step."""
         cdef int32_t pid = self.get_or_add(pair_key(left, right))
         self.count[pid] += weight
@@ -127,21 +127,33 @@ def train_merges(const int32_t[::1] symbols, const int64_t[::1] offsets, const i
     cdef int64_t weight
     cdef int32_t pid
 
-    # Count every adjacent pair once (stamp -1: nothing is "touched" before the first merge).
+    # Count every adjacent pair once. Two passes, so that each occurrence list is allocated at
+    # its exact size (prv holds each position's pair id in between).
+    cdef vector[int32_t] n_occ
     for w in range(n_words):
         start = offsets[w]
         end = offsets[w + 1]
         weight = counts[w]
         for p in range(start, end):
             word_of[p] = <int32_t>w
-            prv[p] = <int32_t>(p - 1) if p > start else -1
             nxt[p] = <int32_t>(p + 1) if p + 1 < end else -1
             if p + 1 < end:
-                pairs.add(sym[p], sym[p + 1], weight, <int32_t>p, -1)
+                pid = pairs.get_or_add(pair_key(sym[p], sym[p + 1]))
+                pairs.count[pid] += weight
+                prv[p] = pid
+                if <size_t>pid == n_occ.size():
+                    n_occ.push_back(0)
+                n_occ[pid] += 1
+    for pid in range(<int32_t>n_occ.size()):
+        pairs.occ[pid].reserve(n_occ[pid])
+    vector[int32_t]().swap(n_occ)
+    for p in range(n_sym):
+        if nxt[p] >= 0:
+            pairs.occ[prv[p]].push_back(<int32_t>p)
+        prv[p] = <int32_t>(p - 1) if p > 0 and nxt[p - 1] == p else -1
     for pid in range(<int32_t>pairs.keys.size()):
         if pairs.count[pid] > 0:
             pairs.push(pid)
-    pairs.touched.clear()
 
     cdef Py_ssize_t m = 0
     cdef int32_t a, b, z, x, y, q
@@ -171,10 +183,10 @@ def train_merges(const int32_t[::1] symbols, const int64_t[::1] offsets, const i
             y = nxt[q]
             if x >= 0:
                 pairs.remove(sym[x], a, weight)
-                pairs.add(sym[x], z, weight, x, m)
+                pairs.add(sym[x], z, weight, x, <int32_t>m)
             if y >= 0:
                 pairs.remove(b, sym[y], weight)
-                pairs.add(z, sym[y], weight, <int32_t>p, m)
+                pairs.add(z, sym[y], weight, <int32_t>p, <int32_t>m)
             sym[p] = z
             sym[q] = -1
             nxt[p] = y
