@@ -1,18 +1,21 @@
-"""Builds the Cython kernels. Everything else is declared in pyproject.toml."""
+"""Builds the Cython kernels: every .pyx under bpe_fast/. Everything else is in pyproject.toml."""
+from pathlib import Path
+
 import numpy as np
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 
-EXTENSIONS = [
-    Extension(
-        f"bpe_fast.{name}",
-        [f"bpe_fast/{name}.pyx"],
-        include_dirs=[np.get_include()],
-        language="c++",
-        extra_compile_args=["-O3", "-std=c++17"],
-        define_macros=[("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")],
-    )
-    for name in ("_kernel", "_encode")
-]
+
+def extension(pyx: Path) -> Extension:
+    module = ".".join(pyx.with_suffix("").parts)
+    macros = [("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION")]
+    if "linetrace=True" in pyx.read_text(encoding="utf-8").split("\n", 1)[0]:
+        # Kernels that opt in to line_profiler (the profiling ladder) need the tracing hooks.
+        macros += [("CYTHON_TRACE", "1"), ("CYTHON_TRACE_NOGIL", "1")]
+    return Extension(module, [str(pyx)], include_dirs=[np.get_include()], language="c++",
+                     extra_compile_args=["-O3", "-std=c++17"], define_macros=macros)
+
+
+EXTENSIONS = [extension(p) for p in sorted(Path("bpe_fast").rglob("*.pyx"))]
 
 setup(ext_modules=cythonize(EXTENSIONS, compiler_directives={"language_level": "3"}))

@@ -36,9 +36,7 @@ def stdlib_sources(limit_bytes: int = 8 << 20) -> list[str]:
     return files
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="bpe-fast", description="Train byte-pair-encoding tokenizers fast.")
-    sub = parser.add_subparsers(dest="command", required=True)
+def add_train_parser(sub) -> None:
     t = sub.add_parser("train", help="learn a BPE vocabulary from text files")
     t.add_argument("files", nargs="*", metavar="FILE", help="UTF-8 text files")
     t.add_argument("--demo", action="store_true",
@@ -56,6 +54,20 @@ def _parser() -> argparse.ArgumentParser:
     t.add_argument("--block-size", type=int, default=None, help=argparse.SUPPRESS)
     t.add_argument("-o", "--output", default=None, help="where to write the tokenizer (JSON)")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    t.set_defaults(run=cmd_train)
+
+
+# Each subcommand module has add_*_parser(subparsers), which sets ``run`` to its handler.
+SUBCOMMANDS = [("bpe_fast.cli", "add_train_parser")]
+
+
+def _parser() -> argparse.ArgumentParser:
+    import importlib
+
+    parser = argparse.ArgumentParser(prog="bpe-fast", description="Train byte-pair-encoding tokenizers fast.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    for module, function in SUBCOMMANDS:
+        getattr(importlib.import_module(module), function)(sub)
     return parser
 
 
@@ -112,7 +124,7 @@ def cmd_train(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        return cmd_train(args)
+        return args.run(args)
     except (BpeFastError, ValueError, TypeError, OSError) as exc:
         print(f"bpe-fast {args.command}: error: {exc}", file=sys.stderr)
         return 2
