@@ -16,7 +16,8 @@ from typing import Callable, Iterable, Iterator
 
 from .errors import InputError
 from .patterns import BLOCK_SAFE, compile_pattern
-from .pretokenize import find_cut, special_splitter, split_chunks
+from ._pretok import ChunkCounts
+from .pretokenize import char_classes, find_cut, native_scanner, special_splitter
 
 DEFAULT_BLOCK_SIZE = 1 << 20      # bytes of a file per task
 DEFAULT_BATCH_CHARS = 1 << 20     # characters of iterator documents per task
@@ -61,40 +62,75 @@ def decode(data: bytes, errors: str, where: str, base_offset: int = 0) -> str:
         ) from None
 
 
+def to_utf8(text: str, errors: str, where: str) -> bytes:
+    """UTF-8 bytes of text; a lone surrogate is an error, or U+FFFD with errors='replace'."""
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        if errors == "replace":
+            return text.encode("utf-8", errors="replace")
+        raise InputError(f"{where}: lone surrogate {text[exc.start]!r} at character {exc.start} "
+                         f"cannot be UTF-8 encoded; pass errors='replace' to replace it") from None
+
+
 class ChunkCounter:
-    """Counts the chunks of tasks; one lives in each worker (or in the caller for small input)."""
+    """Counts the chunks of tasks; one lives in each worker (or in the caller for small input).
+
+    Named patterns use the native scanner and a C++ hash map (no Python object per chunk);
+    custom patterns use ``regex.findall`` and a Counter; with no pattern a piece is one chunk.
+    """
 
     def __init__(self, config: CountConfig):
         self.config = config
-        self.pattern = compile_pattern(config.pattern) if config.pattern is not None else None
+        self.scanner = native_scanner(config.pattern)
+        self.regex = compile_pattern(config.pattern) if config.pattern is not None and self.scanner is None else None
         self.specials = special_splitter(config.special_tokens)
-        self.counts: Counter[str] = Counter()
+        self.native = ChunkCounts()
+        self.by_regex: Counter[str] = Counter()
 
-    def add_text(self, text: str) -> None:
-        if self.pattern is None and self.specials is None:
-            if text:
-                self.counts[text] += 1
-            return
-        if self.specials is None:
-            self.counts.update(self.pattern.findall(text))
-        else:
-            self.counts.update(split_chunks(text, self.pattern, self.specials))
+    def add_text(self, text: str, where: str) -> None:
+        for piece in (self.specials.split(text) if self.specials is not None else (text,)):
+            if not piece:
+                continue
+            if self.regex is not None:
+                self.by_regex.update(self.regex.findall(piece))
+            elif self.scanner is not None:
+                self.native.add_text(self.scanner, to_utf8(piece, self.config.errors, where))
+            else:
+                self.native.add(to_utf8(piece, self.config.errors, where))
+
+    def add_utf8(self, data: bytes, where: str, base_offset: int = 0) -> None:
+        if self.scanner is not None and self.specials is None:
+            try:
+                data.decode("utf-8")                    # only to validate
+            except UnicodeDecodeError:
+                pass                                    # strict: raise below, naming the offset
+            else:
+                self.native.add_text(self.scanner, data)
+                return
+        self.add_text(decode(data, self.config.errors, where, base_offset), where)
 
     def run(self, task: FileTask | DocsTask) -> None:
         if isinstance(task, FileTask):
             with open(task.path, "rb") as fh:
                 fh.seek(task.start)
                 data = fh.read(task.size)
-            self.add_text(decode(data, self.config.errors, task.path, task.start))
+            self.add_utf8(data, task.path, task.start)
             return
         for i, doc in enumerate(task.docs):
+            where = f"document {task.first_index + i}"
             if isinstance(doc, bytes):
-                doc = decode(doc, self.config.errors, f"document {task.first_index + i}")
-            self.add_text(doc)
+                self.add_utf8(doc, where)
+            else:
+                self.add_text(doc, where)
 
     def result(self) -> dict[bytes, int]:
         """The counts keyed by UTF-8 bytes (encoded once per unique chunk, here in the worker)."""
-        return {chunk.encode("utf-8"): n for chunk, n in self.counts.items()}
+        counts = self.native.to_dict()
+        for chunk, n in self.by_regex.items():
+            key = to_utf8(chunk, self.config.errors, "chunk")
+            counts[key] = counts.get(key, 0) + n
+        return counts
 
 
 # ---------------------------------------------------------------------------------------------
@@ -225,6 +261,8 @@ def _chain(head: list, rest: Iterator) -> Iterator:
 
 def _count_in_workers(tasks: Iterator, config: CountConfig, workers: int,
                       on_progress: Callable[[int], None] | None) -> dict[bytes, int]:
+    if native_scanner(config.pattern) is not None:
+        char_classes()            # build the tables once, here; forked workers inherit them
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     task_queue = ctx.Queue(maxsize=2 * workers)   # bounded: at most a few blocks in flight
     result_queue = ctx.Queue()

@@ -8,11 +8,13 @@ Two facts are kept here:
 """
 from __future__ import annotations
 
+import functools
 from typing import Iterable, Iterator
 
+import numpy as np
 import regex
 
-from .patterns import compile_pattern
+from .patterns import compile_pattern, name_of
 
 _WHITESPACE = regex.compile(r"\s")
 
@@ -98,3 +100,45 @@ def find_cut(data: bytes, start: int = 0) -> int | None:
             return i + 1
         i = data.find(b"\n", i + 1)
     return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Native scanners for the named patterns (bpe_fast/_scan.pxd), built on tables made here with
+# the regex module itself, so that the classes mean exactly what they mean in the patterns.
+
+_CLASS_REGEXES = [  # (bit in _scan.pxd, character class)
+    (1, r"\p{L}"), (2, r"\p{N}"), (4, r"\s"),
+    (8, r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]"), (16, r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"), (32, r"[\r\n]"),
+]
+_FOLD_LIMIT = 0x400
+
+
+@functools.lru_cache(maxsize=1)
+def char_classes() -> tuple[np.ndarray, np.ndarray]:
+    """(class bits per code point, contraction letter per code point below _FOLD_LIMIT)."""
+    codepoints = np.array([c for c in range(0x110000) if not 0xD800 <= c < 0xE000], dtype=np.int64)
+    text = "".join(map(chr, codepoints.tolist()))
+    classes = np.zeros(0x110000, dtype=np.uint8)
+    for bit, char_class in _CLASS_REGEXES:
+        in_class = np.zeros(len(codepoints), dtype=bool)
+        for m in regex.finditer(char_class + "+", text):
+            in_class[m.start():m.end()] = True
+        classes[codepoints[in_class]] |= bit
+    fold = np.zeros(_FOLD_LIMIT, dtype=np.uint8)
+    for letter in "sdmtlver":   # what (?i) lets each contraction letter match, e.g. U+017F for s
+        for m in regex.finditer("(?i)" + letter, text):
+            c = ord(m.group())
+            if c >= _FOLD_LIMIT:   # not so in any Unicode version yet; the table would need to grow
+                raise RuntimeError(f"(?i){letter} matches U+{c:04X}, beyond the contraction table")
+            fold[c] = ord(letter)
+    return classes, fold
+
+
+def native_scanner(pattern: str | None):
+    """The native Scanner for a named pattern's regex string, or None for any other pattern."""
+    from ._pretok import PATTERN_IDS, Scanner
+    name = name_of(pattern) if pattern is not None else "none"
+    if name not in PATTERN_IDS:
+        return None
+    classes, fold = char_classes()
+    return Scanner(PATTERN_IDS[name], classes, fold)

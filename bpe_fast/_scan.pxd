@@ -1,0 +1,271 @@
+# cython: language_level=3
+"""Native pre-tokenizers for the named patterns, on UTF-8 bytes.
+
+Each ``scan_*`` function returns the end of the chunk that starts at byte ``i``: exactly the
+match ``regex.findall`` finds there with the pattern of the same name in patterns.py. For these
+three patterns every position starts a match, so chunks tile the text and the scanners never
+skip. The alternatives are tried in the pattern's order, and where the pattern can backtrack
+(o200k's letter classes overlap; "\\s+(?!\\S)" gives back one character) the scanner computes the
+match the backtracking would settle on; the comments name the alternative each branch is.
+
+Character classes come from a table ``cls`` built with the ``regex`` module itself
+(pretokenize.char_classes), so \\p{L}, \\p{N}, \\s, ... mean exactly what they mean there; ``fold``
+maps the code points that (?i) matches to the ASCII letters s d m t l v e r of the contractions.
+The input must be valid UTF-8 (it always comes from str.encode).
+"""
+from libc.stdint cimport uint8_t, uint32_t
+
+cdef enum:
+    C_L = 1        # \p{L}
+    C_N = 2        # \p{N}
+    C_S = 4        # \s
+    C_U = 8        # [\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]   (o200k's "upper" class)
+    C_W = 16       # [\p{Ll}\p{Lm}\p{Lo}\p{M}]         (o200k's "lower" class)
+    C_NL = 32      # \r or \n
+    FOLD_LIMIT = 0x400
+
+cdef enum:
+    PAT_GPT2 = 1
+    PAT_CL100K = 2
+    PAT_O200K = 3
+
+
+cdef inline uint32_t cp_at(const unsigned char* s, size_t i, size_t* width) noexcept nogil:
+    cdef unsigned char c = s[i]
+    if c < 0x80:
+        width[0] = 1
+        return c
+    if c < 0xE0:
+        width[0] = 2
+        return ((c & 0x1F) << 6) | (s[i + 1] & 0x3F)
+    if c < 0xF0:
+        width[0] = 3
+        return ((c & 0x0F) << 12) | ((s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F)
+    width[0] = 4
+    return ((c & 0x07) << 18) | ((s[i + 1] & 0x3F) << 12) | ((s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F)
+
+
+cdef inline uint8_t cls_at(const unsigned char* s, size_t i, size_t* width, const uint8_t* cls) noexcept nogil:
+    if s[i] < 0x80:                      # ASCII: no decoding
+        width[0] = 1
+        return cls[s[i]]
+    return cls[cp_at(s, i, width)]
+
+
+cdef inline bint is_punct(uint8_t f) noexcept nogil:
+    """[^\\s\\p{L}\\p{N}]"""
+    return (f & (C_L | C_N | C_S)) == 0
+
+
+cdef inline size_t run_end(const unsigned char* s, size_t n, size_t i, const uint8_t* cls, uint8_t want) noexcept nogil:
+    """End of the run of characters, from i, whose class has any bit of ``want``."""
+    cdef size_t w
+    while i < n and cls_at(s, i, &w, cls) & want:
+        i += w
+    return i
+
+
+cdef inline size_t punct_run_end(const unsigned char* s, size_t n, size_t i, const uint8_t* cls) noexcept nogil:
+    cdef size_t w
+    while i < n and is_punct(cls_at(s, i, &w, cls)):
+        i += w
+    return i
+
+
+cdef inline size_t bytes_run_end(const unsigned char* s, size_t n, size_t i, bint slash) noexcept nogil:
+    """[\\r\\n]* (and "/" too when slash is set), all ASCII."""
+    while i < n and (s[i] == 13 or s[i] == 10 or (slash and s[i] == 47)):
+        i += 1
+    return i
+
+
+cdef inline uint8_t fold_at(const unsigned char* s, size_t n, size_t i, size_t* width, const uint8_t* fold) noexcept nogil:
+    """The contraction letter that character i matches case-insensitively, or 0."""
+    if i >= n:
+        return 0
+    cdef uint32_t c = cp_at(s, i, width)
+    return fold[c] if c < FOLD_LIMIT else 0
+
+
+cdef inline size_t contraction_ci(const unsigned char* s, size_t n, size_t q, const uint8_t* fold, bint short_re) noexcept nogil:
+    """End of (?i:[sdmt]|ll|ve|re) (cl100k) or (?i:s|t|re|ve|m|ll|d) (o200k) after the quote at q-1,
+    or 0. Both sets are the same letters: s d m t, then ll ve re."""
+    cdef size_t w1, w2
+    cdef uint8_t a = fold_at(s, n, q, &w1, fold)
+    if a == b's' or a == b'd' or a == b'm' or a == b't':
+        return q + w1
+    cdef uint8_t b
+    if a == b'l' or a == b'v' or a == b'r':
+        b = fold_at(s, n, q + w1, &w2, fold)
+        if (a == b'l' and b == b'l') or ((a == b'v' or a == b'r') and b == b'e'):
+            return q + w1 + w2
+    return 0
+
+
+cdef inline size_t contraction_gpt2(const unsigned char* s, size_t n, size_t q) noexcept nogil:
+    """End of '(?:[sdmt]|ll|ve|re) after the quote at q-1 (case-sensitive, ASCII), or 0."""
+    if q >= n:
+        return 0
+    cdef unsigned char a = s[q]
+    if a == b's' or a == b'd' or a == b'm' or a == b't':
+        return q + 1
+    if q + 1 < n and ((a == b'l' and s[q + 1] == b'l') or ((a == b'v' or a == b'r') and s[q + 1] == b'e')):
+        return q + 2
+    return 0
+
+
+cdef inline size_t whitespace_end(const unsigned char* s, size_t n, size_t i, const uint8_t* cls,
+                                  size_t* last_start, size_t* last_nl_end) noexcept nogil:
+    """End of the \\s run from i; also where its last character starts and where its last \\r/\\n
+    ends (0 if it has none)."""
+    cdef size_t w
+    cdef uint8_t f
+    last_nl_end[0] = 0
+    while i < n:
+        f = cls_at(s, i, &w, cls)
+        if not (f & C_S):
+            break
+        last_start[0] = i
+        i += w
+        if f & C_NL:
+            last_nl_end[0] = i
+    return i
+
+
+cdef inline size_t scan_gpt2(const unsigned char* s, size_t n, size_t i, const uint8_t* cls) noexcept nogil:
+    cdef size_t w, w2, e, last_start, last_nl
+    cdef uint8_t f = cls_at(s, i, &w, cls), g
+    if s[i] == b"'":                                    # '(?:[sdmt]|ll|ve|re)
+        e = contraction_gpt2(s, n, i + 1)
+        if e:
+            return e
+    if s[i] == b' ' and i + 1 < n:                      # " ?" before a letter, digit or punct run
+        g = cls_at(s, i + 1, &w2, cls)
+        if g & C_L:
+            return run_end(s, n, i + 1, cls, C_L)
+        if g & C_N:
+            return run_end(s, n, i + 1, cls, C_N)
+        if is_punct(g):
+            return punct_run_end(s, n, i + 1, cls)
+    if f & C_L:                                         # ?\p{L}++
+        return run_end(s, n, i, cls, C_L)
+    if f & C_N:                                         # ?\p{N}++
+        return run_end(s, n, i, cls, C_N)
+    if is_punct(f):                                     # ?[^\s\p{L}\p{N}]++
+        return punct_run_end(s, n, i, cls)
+    e = whitespace_end(s, n, i, cls, &last_start, &last_nl)
+    if e == n:                                          # \s++$
+        return e
+    if last_start > i:                                  # \s+(?!\S): the run less its last char
+        return last_start
+    return i + w                                        # \s
+
+
+cdef inline size_t scan_cl100k(const unsigned char* s, size_t n, size_t i, const uint8_t* cls, const uint8_t* fold) noexcept nogil:
+    cdef size_t w, w2, e, k, last_start, last_nl
+    cdef uint8_t f = cls_at(s, i, &w, cls)
+    if s[i] == b"'":                                    # '(?i:[sdmt]|ll|ve|re)
+        e = contraction_ci(s, n, i + 1, fold, False)
+        if e:
+            return e
+    if f & C_L:                                         # [^\r\n\p{L}\p{N}]?+\p{L}++, no prefix
+        return run_end(s, n, i, cls, C_L)
+    if not (f & (C_N | C_NL)) and i + w < n and cls_at(s, i + w, &w2, cls) & C_L:
+        return run_end(s, n, i + w, cls, C_L)           # ... with a one-character prefix
+    if f & C_N:                                         # \p{N}{1,3}+
+        e = i + w
+        for k in range(2):
+            if e < n and cls_at(s, e, &w2, cls) & C_N:
+                e += w2
+        return e
+    if s[i] == b' ' and i + 1 < n and is_punct(cls_at(s, i + 1, &w2, cls)):
+        return bytes_run_end(s, n, punct_run_end(s, n, i + 1, cls), False)   # ?[^\s\p{L}\p{N}]++[\r\n]*+
+    if is_punct(f):
+        return bytes_run_end(s, n, punct_run_end(s, n, i, cls), False)
+    e = whitespace_end(s, n, i, cls, &last_start, &last_nl)
+    if e == n:                                          # \s++$
+        return e
+    if last_nl:                                         # \s*[\r\n]: up to the run's last newline
+        return last_nl
+    if last_start > i:                                  # \s+(?!\S)
+        return last_start
+    return i + w                                        # \s
+
+
+cdef inline size_t o200k_letters_a(const unsigned char* s, size_t n, size_t i, const uint8_t* cls) noexcept nogil:
+    """[\\p{Lu}..\\p{M}]*[\\p{Ll}..\\p{M}]+ from i: the end of the match, or 0.
+
+    U* is greedy but gives back characters until W+ can start: W+ starts at the end of the U
+    run if that character is W, else at the last W character inside the U run."""
+    cdef size_t w, j = i, w_start = 0
+    cdef bint found = False
+    cdef uint8_t f
+    while j < n:
+        f = cls_at(s, j, &w, cls)
+        if not (f & C_U):
+            break
+        if f & C_W:
+            w_start, found = j, True
+        j += w
+    if j < n and cls_at(s, j, &w, cls) & C_W:
+        w_start, found = j, True
+    if not found:
+        return 0
+    return run_end(s, n, w_start, cls, C_W)
+
+
+cdef inline size_t o200k_letters_b(const unsigned char* s, size_t n, size_t i, const uint8_t* cls) noexcept nogil:
+    """[\\p{Lu}..\\p{M}]+[\\p{Ll}..\\p{M}]* from i: the end of the match, or 0."""
+    cdef size_t j = run_end(s, n, i, cls, C_U)
+    if j == i:
+        return 0
+    return run_end(s, n, j, cls, C_W)
+
+
+cdef inline size_t scan_o200k(const unsigned char* s, size_t n, size_t i, const uint8_t* cls, const uint8_t* fold) noexcept nogil:
+    cdef size_t w, w2, e, k, last_start, last_nl
+    cdef uint8_t f = cls_at(s, i, &w, cls)
+    # The two letter alternatives, each tried with the optional prefix, then without it.
+    cdef bint prefix = not (f & (C_L | C_N | C_NL))     # [^\r\n\p{L}\p{N}]?
+    e = 0
+    if prefix and i + w < n:
+        e = o200k_letters_a(s, n, i + w, cls)
+    if not e:
+        e = o200k_letters_a(s, n, i, cls)
+    if not e and prefix and i + w < n:
+        e = o200k_letters_b(s, n, i + w, cls)
+    if not e:
+        e = o200k_letters_b(s, n, i, cls)
+    if e:                                               # (?i:'s|'t|'re|'ve|'m|'ll|'d)?
+        if e < n and s[e] == b"'":
+            k = contraction_ci(s, n, e + 1, fold, True)
+            if k:
+                return k
+        return e
+    if f & C_N:                                         # \p{N}{1,3}
+        e = i + w
+        for k in range(2):
+            if e < n and cls_at(s, e, &w2, cls) & C_N:
+                e += w2
+        return e
+    if s[i] == b' ' and i + 1 < n and is_punct(cls_at(s, i + 1, &w2, cls)):
+        return bytes_run_end(s, n, punct_run_end(s, n, i + 1, cls), True)   # ?[^\s\p{L}\p{N}]+[\r\n/]*
+    if is_punct(f):
+        return bytes_run_end(s, n, punct_run_end(s, n, i, cls), True)
+    e = whitespace_end(s, n, i, cls, &last_start, &last_nl)
+    if last_nl:                                         # \s*[\r\n]+
+        return last_nl
+    if e == n:                                          # \s+(?!\S) at the end of the text
+        return e
+    if last_start > i:                                  # \s+(?!\S)
+        return last_start
+    return e                                            # \s+
+
+
+cdef inline size_t scan_next(int pattern, const unsigned char* s, size_t n, size_t i,
+                             const uint8_t* cls, const uint8_t* fold) noexcept nogil:
+    if pattern == PAT_CL100K:
+        return scan_cl100k(s, n, i, cls, fold)
+    if pattern == PAT_O200K:
+        return scan_o200k(s, n, i, cls, fold)
+    return scan_gpt2(s, n, i, cls)

@@ -1,0 +1,57 @@
+"""The native scanners split text exactly as regex.findall does with the named patterns."""
+from __future__ import annotations
+
+import pytest
+import regex
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from bpe_fast import CL100K, GPT2, O200K
+from bpe_fast._pretok import ChunkCounts
+from bpe_fast.pretokenize import native_scanner
+
+from .conftest import SHARED, corpus_files
+
+PATTERNS = {"gpt2": GPT2, "cl100k": CL100K, "o200k": O200K}
+
+# One or more characters of every class the patterns tell apart: Lu Ll Lt Lm Lo, marks (Mn Mc
+# Me), Nd Nl No, every kind of \s, \r and \n, quotes before (case-folded) contraction letters
+# including U+017F (long s, which (?i)s matches), punctuation with "/", emoji, CJK.
+ALPHABET = ("AZaz\u01c5\u02b0\u4e2d\u3042\u00e9\u0301\u0300\u0903\u20dd079\u00b2\u216b"
+            "\t\n\r\x0b\x0c \x85\u00a0\u2028\u3000''sSdDmMtTlLvVeErR\u017f!./-_?😀👍🏽\u200d")
+tricky = st.text(alphabet=ALPHABET, max_size=80)
+
+
+@pytest.mark.parametrize("name", PATTERNS)
+@given(text=tricky)
+@settings(max_examples=2000, deadline=None)
+def test_scanner_equals_regex_on_tricky_text(name, text):
+    assert native_scanner(PATTERNS[name]).chunks(text) == regex.findall(PATTERNS[name], text)
+
+
+@pytest.mark.parametrize("name", PATTERNS)
+@given(text=st.text(max_size=60))
+@settings(max_examples=1000, deadline=None)
+def test_scanner_equals_regex_on_any_text(name, text):
+    assert native_scanner(PATTERNS[name]).chunks(text) == regex.findall(PATTERNS[name], text)
+
+
+@pytest.mark.skipif(SHARED is None, reason="shared corpora not found (BPE_FAST_DATA or ../shared)")
+@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
+def test_scanner_equals_regex_on_every_corpus(path):
+    text = path.read_bytes().decode("utf-8")
+    for pattern in PATTERNS.values():
+        assert native_scanner(pattern).chunks(text) == regex.findall(pattern, text)
+
+
+def test_chunk_counts_count_the_scanned_chunks():
+    text = "the cat and the hat, the end\n"
+    counts = ChunkCounts()
+    counts.add_text(native_scanner(CL100K), text.encode())
+    counts.add(b" the", 2)
+    assert counts.to_dict() == {b"the": 1, b" cat": 1, b" and": 1, b" the": 4, b" hat": 1, b",": 1,
+                                b" end": 1, b"\n": 1}
+
+
+def test_only_named_patterns_have_a_scanner():
+    assert native_scanner(r"\w+|\s+") is None and native_scanner(None) is None
