@@ -1,56 +1,113 @@
 """Stage 5, the tokenizer: merges + pattern + special tokens; encode, decode, save, load.
 
-Token ids: 0..255 are the bytes, 256 + i is the token made by merge i, and special tokens
-come after the merges unless their ids are given.
+A vocabulary is 256 single-byte tokens and a list of merges in rank order: merge m joins
+(left id, right id) into token ``merge_ids[m]``. Trained tokenizers number bytes 0..255 and
+merge m 256 + m; vocabularies loaded from other tools keep their own ids (tiktoken ranks,
+GPT-2's encoder.json, ...). Special tokens come after the learned ids unless given ids.
+
+Encoding follows tiktoken's rule (see _encode.pyx); with a named pattern the whole text is split
+and encoded natively, otherwise ``regex.findall`` splits and each chunk is encoded natively.
 """
 from __future__ import annotations
 
 import json
 import os
-from typing import AbstractSet, Collection, Iterable, Literal, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from typing import AbstractSet, Collection, Iterable, Literal, Mapping, Sequence
 
 import numpy as np
 import regex
 
-from ._encode import MergeEncoder
+from ._encode import MergeEncoder, recover_merges
+from ._pretok import PATTERN_IDS
 from .errors import BpeFastError
 from .patterns import compile_pattern, name_of, resolve
+from .pretokenize import char_classes
 
 FORMAT_NAME = "bpe_fast.tokenizer"
 FORMAT_VERSION = 1
 
 
 class TokenizerFileError(BpeFastError):
-    """A tokenizer file that is not ours, of an unknown version, or inconsistent."""
+    """A vocabulary or tokenizer file that is not valid: names the file (and line) at fault."""
 
 
-def _check_merges(merges) -> np.ndarray:
-    arr = np.ascontiguousarray(np.asarray(merges, dtype=np.int64).reshape(-1, 2))
-    limit = 256 + np.arange(len(arr))          # merge i may only use ids below 256 + i
-    bad = np.flatnonzero((arr < 0).any(axis=1) | (arr >= limit[:, None]).any(axis=1))
-    if len(bad):
-        i = int(bad[0])
-        raise ValueError(f"merge {i} is {tuple(arr[i])}: its ids must lie in 0..{255 + i} "
-                         f"(bytes, then tokens made by earlier merges)")
-    return arr.astype(np.int32)
+class VocabularyError(BpeFastError):
+    """Merges, ids or special tokens that do not make a consistent vocabulary."""
+
+
+def _as_ids(values) -> np.ndarray:
+    return np.ascontiguousarray(np.asarray(values, dtype=np.int64))
+
+
+def _build_vocab(merges: np.ndarray, merge_ids: np.ndarray, byte_ids: np.ndarray) -> list:
+    """id -> token bytes (None where no token has the id), checking that ids are consistent."""
+    all_ids = np.concatenate([byte_ids, merge_ids])
+    if len(all_ids) and all_ids.min() < 0:
+        raise VocabularyError(f"token ids must be >= 0, got {int(all_ids.min())}")
+    if len(np.unique(byte_ids)) != 256:
+        raise VocabularyError("the 256 single-byte tokens must have 256 distinct ids")
+    size = int(all_ids.max()) + 1 if len(all_ids) else 256
+    vocab: list = [None] * size
+    for b, i in enumerate(byte_ids.tolist()):
+        vocab[i] = bytes([b])
+    for m, ((left, right), new) in enumerate(zip(merges.tolist(), merge_ids.tolist())):
+        if not (0 <= left < size and 0 <= right < size) or vocab[left] is None or vocab[right] is None:
+            raise VocabularyError(f"merge {m} is ({left}, {right}): its ids must be single bytes or "
+                                  f"tokens made by earlier merges")
+        if vocab[new] is not None:
+            raise VocabularyError(f"merge {m} makes token id {new}, which is already "
+                                  f"{vocab[new]!r} (duplicate id)")
+        vocab[new] = vocab[left] + vocab[right]
+    return vocab
 
 
 class Tokenizer:
     def __init__(self, merges, pattern: str | None = None,
-                 special_tokens: Mapping[str, int] | Iterable[str] | None = None):
-        self.merges = _check_merges(merges)
+                 special_tokens: Mapping[str, int] | Iterable[str] | None = None, *,
+                 merge_ids=None, byte_ids=None):
+        merges = _as_ids(merges).reshape(-1, 2)
+        merge_ids = np.arange(256, 256 + len(merges)) if merge_ids is None else _as_ids(merge_ids)
+        byte_ids = np.arange(256) if byte_ids is None else _as_ids(byte_ids)
+        if merge_ids.shape != (len(merges),) or byte_ids.shape != (256,):
+            raise VocabularyError("merge_ids needs one id per merge and byte_ids 256 ids")
+        self._vocab = _build_vocab(merges, merge_ids, byte_ids)
+        self.merges = merges.astype(np.int32)
+        self.merge_ids = merge_ids.astype(np.int32)
+        self.byte_ids = byte_ids.astype(np.int32)
         self.pattern = resolve(pattern)
         self._regex = compile_pattern(self.pattern) if self.pattern is not None else None
-        self._vocab = [bytes([i]) for i in range(256)]
-        for left, right in self.merges.tolist():
-            self._vocab.append(self._vocab[left] + self._vocab[right])
         self.special_tokens = self._assign_special_ids(special_tokens)
-        self._special_by_id = {i: s for s, i in self.special_tokens.items()}
-        n = len(self.merges)
-        self._encoder = MergeEncoder(self.merges, np.arange(256, 256 + n, dtype=np.int32),
-                                     np.arange(256, dtype=np.int32))
+        self._special_regexes: dict[frozenset, "regex.Pattern[str]"] = {}
+        self._native = MergeEncoder(self.merges, self.merge_ids, self.byte_ids, self._vocab,
+                                    {s.encode("utf-8"): i for s, i in self.special_tokens.items()})
+        self._scanned = self.pattern_name in PATTERN_IDS
+        if self._scanned:
+            self._native.set_scanner(PATTERN_IDS[self.pattern_name], *char_classes())
         self._cache: dict[str, list[int]] = {}
         self.training_report = None     # set by the trainer
+
+    @classmethod
+    def from_ranks(cls, ranks: Mapping[bytes, int], pattern: str | None = None,
+                   special_tokens: Mapping[str, int] | Iterable[str] | None = None,
+                   source: str = "mergeable_ranks") -> "Tokenizer":
+        """From tiktoken-style ``{token bytes: rank}``: the merges are recovered from the ranks."""
+        by_rank = sorted(ranks.items(), key=lambda item: item[1])
+        for (tok_a, rank_a), (tok_b, rank_b) in zip(by_rank, by_rank[1:]):
+            if rank_a == rank_b:
+                raise VocabularyError(f"{source}: rank {rank_a} is given to both {tok_a!r} and {tok_b!r}")
+        missing = [b for b in range(256) if bytes([b]) not in ranks]
+        if missing:
+            raise VocabularyError(f"{source}: no token for the single byte {bytes([missing[0]])!r} "
+                                  f"({len(missing)} of the 256 bytes are missing)")
+        byte_ids = np.array([ranks[bytes([b])] for b in range(256)], dtype=np.int32)
+        tokens = [t for t, _ in by_rank]
+        ids = np.array([r for _, r in by_rank], dtype=np.int32)
+        merges, merge_ids, bad = recover_merges(tokens, ids, byte_ids)
+        if bad >= 0:
+            raise VocabularyError(f"{source}: token {tokens[bad]!r} (rank {ids[bad]}) cannot be made by "
+                                  f"merging two tokens of lower rank: a merge is missing for this rank")
+        return cls(merges, pattern, special_tokens, merge_ids=merge_ids, byte_ids=byte_ids)
 
     def _assign_special_ids(self, specials) -> dict[str, int]:
         if specials is None:
@@ -58,60 +115,76 @@ class Tokenizer:
         if not isinstance(specials, Mapping):
             specials = list(specials)
             if len(set(specials)) != len(specials):
-                raise ValueError(f"special_tokens has duplicates: {specials}")
+                raise VocabularyError(f"special_tokens has duplicates: {specials}")
             specials = {s: self.n_base + i for i, s in enumerate(specials)}
         for s, i in specials.items():
             if not isinstance(s, str) or not s:
-                raise ValueError(f"special token {s!r} must be a non-empty string")
-            if i < self.n_base:
-                raise ValueError(f"special token {s!r} has id {i}, which is a learned token's id "
-                                 f"(ids below {self.n_base} are bytes and merges)")
+                raise VocabularyError(f"special token {s!r} must be a non-empty string")
+            if not isinstance(i, (int, np.integer)) or i < 0:
+                raise VocabularyError(f"special token {s!r} has id {i!r}; ids are non-negative integers")
+            if i < len(self._vocab) and self._vocab[i] is not None:
+                raise VocabularyError(f"special token {s!r} has id {i}, which is already the learned "
+                                      f"token {self._vocab[i]!r}")
         if len(set(specials.values())) != len(specials):
-            raise ValueError(f"special tokens share ids: {dict(specials)}")
-        return dict(specials)
+            raise VocabularyError(f"special tokens share ids: {dict(specials)}")
+        return {s: int(i) for s, i in specials.items()}
 
     # -- sizes and vocabulary -------------------------------------------------------------
     @property
     def n_base(self) -> int:
-        """Number of learned tokens: 256 bytes plus one per merge."""
-        return 256 + len(self.merges)
+        """One more than the largest learned (non-special) id."""
+        return len(self._vocab)
 
     @property
     def vocab_size(self) -> int:
         return max([self.n_base - 1, *self.special_tokens.values()]) + 1
+
+    n_vocab = vocab_size
 
     @property
     def pattern_name(self) -> str:
         return name_of(self.pattern)
 
     def token_bytes(self, token: int) -> bytes:
-        if 0 <= token < self.n_base:
-            return self._vocab[token]
-        if token in self._special_by_id:
-            return self._special_by_id[token].encode("utf-8")
-        raise ValueError(f"token id {token} is out of range (vocabulary: 0..{self.vocab_size - 1})")
+        return self._native.decode_bytes([token])
 
     def mergeable_ranks(self) -> dict[bytes, int]:
         """tiktoken's mergeable_ranks: token bytes -> id, for the bytes and the merges."""
-        return {b: i for i, b in enumerate(self._vocab)}
+        return {b: i for i, b in enumerate(self._vocab) if b is not None}
 
     # -- encoding -------------------------------------------------------------------------
+    @staticmethod
+    def _utf8(text: str) -> bytes:
+        try:
+            return text.encode("utf-8")
+        except UnicodeEncodeError:   # lone surrogates become U+FFFD, as tiktoken does
+            return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
+
     def _encode_chunk(self, chunk: str) -> list[int]:
         ids = self._cache.get(chunk)
         if ids is None:
-            ids = self._encoder.encode_chunk(chunk.encode("utf-8"))
+            ids = self._native.encode_chunk(self._utf8(chunk))
             if len(self._cache) < 1_000_000:
                 self._cache[chunk] = ids
         return ids
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Token ids of text; special tokens' text is encoded as ordinary text."""
+        if self._scanned:
+            return self._native.encode_text(self._utf8(text))
         if self._regex is None:
-            return self._encoder.encode_chunk(text.encode("utf-8")) if text else []
+            return self._native.encode_chunk(self._utf8(text))
         out: list[int] = []
         for chunk in self._regex.findall(text):
             out.extend(self._encode_chunk(chunk))
         return out
+
+    def _special_regex(self, tokens: AbstractSet[str]) -> "regex.Pattern[str]":
+        key = frozenset(tokens)
+        if key not in self._special_regexes:
+            self._special_regexes[key] = regex.compile(
+                "|".join(map(regex.escape, sorted(tokens, key=len, reverse=True))))
+        return self._special_regexes[key]
 
     def encode(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
                disallowed_special: Literal["all"] | Collection[str] = "all") -> list[int]:
@@ -122,7 +195,7 @@ class Tokenizer:
             raise ValueError(f"allowed_special names tokens this tokenizer does not have: {sorted(unknown)}")
         disallowed = (set(self.special_tokens) - allowed) if disallowed_special == "all" else set(disallowed_special)
         if disallowed:
-            found = regex.search("|".join(map(regex.escape, sorted(disallowed, key=len, reverse=True))), text)
+            found = self._special_regex(disallowed).search(text)
             if found:
                 raise ValueError(
                     f"text contains the special token {found.group()!r} at character {found.start()}; "
@@ -130,21 +203,32 @@ class Tokenizer:
                     f"disallowed_special=() to encode it as text")
         if not allowed:
             return self.encode_ordinary(text)
-        splitter = regex.compile("|".join(map(regex.escape, sorted(allowed, key=len, reverse=True))))
         out: list[int] = []
         pos = 0
-        for m in splitter.finditer(text):
+        for m in self._special_regex(allowed).finditer(text):
             out.extend(self.encode_ordinary(text[pos:m.start()]))
             out.append(self.special_tokens[m.group()])
             pos = m.end()
         out.extend(self.encode_ordinary(text[pos:]))
         return out
 
+    def encode_batch(self, texts: Sequence[str], *, allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
+                     disallowed_special: Literal["all"] | Collection[str] = "all",
+                     workers: int | None = None) -> list[list[int]]:
+        """encode() of each text, on ``workers`` threads (native encoding runs without the GIL)."""
+        def one(text: str) -> list[int]:
+            return self.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
+
+        workers = workers or os.cpu_count() or 1
+        if workers == 1 or len(texts) < 2:
+            return [one(t) for t in texts]
+        with ThreadPoolExecutor(workers) as pool:
+            return list(pool.map(one, texts))
+
     # -- decoding -------------------------------------------------------------------------
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
-        vocab, n_base = self._vocab, self.n_base
         try:
-            return b"".join(vocab[i] if 0 <= i < n_base else self.token_bytes(i) for i in ids)
+            return self._native.decode_bytes(ids)
         except TypeError:
             raise ValueError("decode takes a sequence of integer token ids") from None
 
@@ -153,27 +237,29 @@ class Tokenizer:
 
     # -- persistence ----------------------------------------------------------------------
     def to_dict(self) -> dict:
-        return {
+        data = {
             "format": FORMAT_NAME,
             "version": FORMAT_VERSION,
             "pattern": self.pattern,
             "pattern_name": self.pattern_name,
             "vocab_size": self.vocab_size,
             "special_tokens": self.special_tokens,
-            "merges": self.merges.tolist(),
         }
+        if not np.array_equal(self.byte_ids, np.arange(256)):
+            data["byte_ids"] = self.byte_ids.tolist()
+        if not np.array_equal(self.merge_ids, np.arange(256, 256 + len(self.merges))):
+            data["merge_ids"] = self.merge_ids.tolist()
+        data["merges"] = self.merges.tolist()
+        return data
 
     def save(self, path: str | os.PathLike) -> None:
-        """Write the tokenizer as JSON, one merge per line (with the token it makes) for humans."""
-        head = self.to_dict()
-        merges = head.pop("merges")
-        lines = [json.dumps(head, ensure_ascii=False, indent=1)[:-2] + ',\n "merges": [']
-        for i, (left, right) in enumerate(merges):
-            sep = "," if i + 1 < len(merges) else ""
-            lines.append(f"\n  [{left}, {right}]{sep}")
-        lines.append("\n ]\n}\n")
+        """Write the tokenizer as JSON, one merge per line."""
+        data = self.to_dict()
+        merges = data.pop("merges")
+        head = json.dumps(data, ensure_ascii=False, indent=1)[:-2]
+        body = ",\n".join(f"  [{left}, {right}]" for left, right in merges)
         with open(path, "w", encoding="utf-8") as fh:
-            fh.write("".join(lines))
+            fh.write(f'{head},\n "merges": [\n{body}\n ]\n}}\n')
 
     @classmethod
     def from_dict(cls, data: dict, source: str = "tokenizer data") -> "Tokenizer":
@@ -183,10 +269,11 @@ class Tokenizer:
             raise TokenizerFileError(f"{source}: format version {data.get('version')!r} is not supported "
                                      f"(this bpe_fast reads version {FORMAT_VERSION})")
         try:
-            return cls(data["merges"], pattern=data.get("pattern"), special_tokens=data.get("special_tokens") or {})
+            return cls(data["merges"], pattern=data.get("pattern"), special_tokens=data.get("special_tokens") or {},
+                       merge_ids=data.get("merge_ids"), byte_ids=data.get("byte_ids"))
         except KeyError as exc:
             raise TokenizerFileError(f"{source}: missing field {exc}") from None
-        except ValueError as exc:
+        except (ValueError, TypeError) as exc:
             raise TokenizerFileError(f"{source}: {exc}") from None
 
     @classmethod
@@ -202,6 +289,7 @@ class Tokenizer:
 
     def __eq__(self, other) -> bool:
         return (isinstance(other, Tokenizer) and np.array_equal(self.merges, other.merges)
+                and np.array_equal(self.merge_ids, other.merge_ids) and np.array_equal(self.byte_ids, other.byte_ids)
                 and self.pattern == other.pattern and self.special_tokens == other.special_tokens)
 
     def __repr__(self) -> str:

@@ -106,5 +106,5 @@ def test_bad_tokenizer_files_name_the_file_and_the_fault(tmp_path, content, mess
 
 def test_decode_rejects_ids_out_of_range():
     tok = Tokenizer([], pattern="gpt2")
-    with pytest.raises(ValueError, match="token id 256 is out of range"):
+    with pytest.raises(ValueError, match=r"token id 256 \(position 1\) is not in the vocabulary"):
         tok.decode([104, 256])

@@ -8,7 +8,9 @@ declared ``list``/``dict``/``tuple``, so indexing and the loop itself are C; eve
 and new list is still a Python object, which is why this rung is only a few times faster.
 
 ``linetrace=True`` (first line) compiles in line_profiler's hooks, so ``--line-profile`` can
-show these lines.
+show these lines. With no profiler attached they cost nothing we could measure (see
+benchmarks/RESULTS_ladder.md: timed against a copy compiled without them), so this one file is
+both the timed and the profiled build.
 """
 
 from .v1_dict import train as v1_train

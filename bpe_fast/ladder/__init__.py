@@ -1,0 +1,166 @@
+"""The profiling ladder: one BPE trainer written six ways, each rung adding one idea.
+
+    from bpe_fast.ladder import RUNGS, Workload
+    work = Workload.load("big.txt", chars=1_000_000, pattern="gpt2")
+    merges = RUNGS["v1"].train(work.chunks, 20)      # [(left, right), ...]; merge k makes 256 + k
+
+Every rung takes the same pre-split chunks (a list of str) and a number of merges, and returns
+the merges it chose. ``harness.py`` times them, checks them against ``bpe_fast.reference`` and
+draws the chart; ``bpe-fast profile`` is its command line.
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import sysconfig
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from ..errors import BpeFastError
+from ..patterns import name_of, resolve
+from ..pretokenize import chunks_of
+
+# The notebook's workload: the first 1,000,000 characters of big.txt, 20 merges, GPT-2 split.
+DEFAULT_CHARS = 1_000_000
+DEFAULT_MERGES = 20
+DEFAULT_PATTERN = "gpt2"
+
+
+@dataclass(frozen=True)
+class Rung:
+    name: str      # "v1", "v2", ... -- the name in tables and JSON
+    label: str     # a word or two for charts
+    idea: str      # the one idea this rung adds
+    module: str    # the module holding train(chunks, n_merges), TIE_RULE and HOT
+    cost: str      # "recount": every merge re-reads the corpus; "incremental": it does not
+
+    @property
+    def impl(self):
+        return importlib.import_module(self.module)
+
+    def train(self, chunks: list[str], n_merges: int) -> list[tuple[int, int]]:
+        return self.impl.train(chunks, n_merges)
+
+    @property
+    def tie_rule(self) -> str:
+        return self.impl.TIE_RULE
+
+    @property
+    def hot_functions(self) -> tuple:
+        """The functions ``--line-profile`` times line by line."""
+        return self.impl.HOT
+
+
+_LADDER = [
+    Rung("v1", "dict", "dict of pair counts, running maximum, list-building merge (the notebook)",
+         "bpe_fast.ladder.v1_dict", "recount"),
+    Rung("v2", "Counter", "collections.Counter per chunk, most_common(1) per chunk (the notebook)",
+         "bpe_fast.ladder.v2_counter", "recount"),
+    Rung("v3", "Cython", "v1's get_stats and merge compiled with Cython, typed loop index",
+         "bpe_fast.ladder._v3_cython", "recount"),
+    Rung("v4", "word counts", "count each distinct chunk once; merge the distinct chunks",
+         "bpe_fast.ladder.v4_wordcounts", "recount"),
+    Rung("v5", "incremental", "update only the words a merge touches; a heap picks the best pair",
+         "bpe_fast.ladder.v5_incremental", "incremental"),
+    Rung("v6", "kernel", "v5 on NumPy arrays in compiled code: bpe_fast's own kernel",
+         "bpe_fast.ladder.v6_kernel", "incremental"),
+]
+RUNGS: dict[str, Rung] = {r.name: r for r in _LADDER}
+
+
+def select(versions: str | list[str] | None, argument: str = "versions") -> list[Rung]:
+    """Rungs by name ("v1,v3,v6" or a list), in ladder order; all of them for None.
+    ``argument`` names the argument in the error message."""
+    if versions is None:
+        return list(_LADDER)
+    names = [v.strip().lower() for v in (versions.split(",") if isinstance(versions, str) else versions)]
+    names = [n for n in names if n]
+    unknown = [n for n in names if n not in RUNGS]
+    if unknown or not names:
+        raise BpeFastError(f"{argument}: unknown rung {', '.join(map(repr, unknown)) or '(none given)'}; "
+                           f"choose from {', '.join(RUNGS)}")
+    return [r for r in _LADDER if r.name in names]
+
+
+def shared_corpus(name: str = "big.txt") -> Path | None:
+    """A file of the shared corpora ($BPE_FAST_DATA/corpora, else ../shared/corpora beside the
+    project checkout), or None if it is not there."""
+    roots = [os.environ.get("BPE_FAST_DATA"), Path(__file__).resolve().parents[2].parent / "shared"]
+    for root in roots:
+        if root and (Path(root) / "corpora" / name).is_file():
+            return Path(root) / "corpora" / name
+    return None
+
+
+def stdlib_text(chars: int) -> tuple[str, str]:
+    """The first ``chars`` characters of this Python's standard library sources, concatenated
+    (the corpus that needs no download), and a description of it."""
+    from ..cli import stdlib_sources  # imported here: bpe_fast.cli imports the ladder's CLI
+
+    pieces, total, files = [], 0, stdlib_sources()
+    used = 0
+    for path in files:
+        if total >= chars:
+            break
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            piece = fh.read(chars - total)
+        pieces.append(piece)
+        total += len(piece)
+        used += 1
+    return "".join(pieces), f"Python standard library ({used} .py files from {sysconfig.get_paths()['stdlib']})"
+
+
+def read_prefix(path: str | os.PathLike, chars: int) -> str:
+    """The first ``chars`` characters of a UTF-8 file (only those are read)."""
+    path = Path(path)
+    if not path.exists():
+        raise BpeFastError(f"corpus {str(path)!r}: no such file")
+    if path.is_dir():
+        raise BpeFastError(f"corpus {str(path)!r} is a directory; give a text file")
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return fh.read(chars)
+    except UnicodeDecodeError as exc:
+        raise BpeFastError(f"corpus {str(path)!r} is not UTF-8 text ({exc.reason})") from None
+
+
+@dataclass
+class Workload:
+    """What every rung trains on: a slice of a corpus, split into chunks by a pattern."""
+    text: str
+    pattern: str | None          # the pattern's name or regex, as given
+    source: str                  # where the text came from, for reports
+    chunks: list[str] = field(repr=False, default_factory=list)
+
+    @classmethod
+    def from_text(cls, text: str, pattern: str | None = DEFAULT_PATTERN, source: str = "text") -> "Workload":
+        regex = resolve(pattern) if pattern not in (None, "none") else None
+        chunks = chunks_of([text], regex)
+        if not chunks:
+            raise BpeFastError(f"the workload from {source} holds no text to train on")
+        return cls(text, pattern, source, chunks)
+
+    @classmethod
+    def load(cls, corpus: str | os.PathLike | None = None, chars: int = DEFAULT_CHARS,
+             pattern: str | None = DEFAULT_PATTERN) -> "Workload":
+        """The first ``chars`` characters of ``corpus`` (a UTF-8 file), or of the Python standard
+        library's sources if ``corpus`` is None."""
+        if not isinstance(chars, int) or chars <= 0:
+            raise BpeFastError(f"chars must be a positive number of characters, not {chars!r}")
+        if corpus is None:
+            text, source = stdlib_text(chars)
+        else:
+            text, source = read_prefix(corpus, chars), str(corpus)
+        return cls.from_text(text, pattern, source)
+
+    @cached_property
+    def word_counts(self) -> dict[bytes, int]:
+        """{chunk bytes: occurrences} in order of first appearance (what the reference takes)."""
+        return {chunk.encode("utf-8"): n for chunk, n in Counter(self.chunks).items()}
+
+    def describe(self) -> dict:
+        pattern = self.pattern if self.pattern in (None, "none") else name_of(resolve(self.pattern))
+        return {"corpus": self.source, "chars": len(self.text), "pattern": pattern or "none",
+                "chunks": len(self.chunks), "unique_chunks": len(self.word_counts)}

@@ -1,0 +1,97 @@
+"""``bpe-fast profile``: the profiling workshop's command line (see harness.py).
+
+    bpe-fast profile --corpus ../shared/corpora/big.txt            # the notebook's workload
+    bpe-fast profile --merges 200 --versions v1,v3,v4,v5,v6 --plot ladder.png --json ladder.json
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+from ..errors import BpeFastError
+from ..patterns import NAMED
+from . import DEFAULT_CHARS, DEFAULT_MERGES, DEFAULT_PATTERN, RUNGS, Workload, select
+from .harness import DEFAULT_BUDGET, DEFAULT_REPEATS, run_ladder
+
+
+def add_profile_parser(sub) -> None:
+    p = sub.add_parser("profile", help="time the profiling ladder: the notebook's trainers up to bpe_fast's kernel",
+                       description="Train the same merges with each rung of the ladder (v1 = the notebook's "
+                                   "dict version ... v6 = bpe_fast's kernel), from the same pre-split chunks; "
+                                   "print seconds, speed-up over v1 and whether the merges agree.")
+    p.add_argument("--corpus", metavar="FILE", default=None,
+                   help="UTF-8 text to read from (default: this Python's standard library sources, no "
+                        "download; the notebook used Norvig's big.txt, e.g. ../shared/corpora/big.txt)")
+    p.add_argument("--chars", type=int, default=DEFAULT_CHARS,
+                   help=f"characters to read from the start of the corpus (default {DEFAULT_CHARS:,})")
+    p.add_argument("--merges", type=int, default=DEFAULT_MERGES, help=f"merges to learn (default {DEFAULT_MERGES})")
+    p.add_argument("--pattern", default=DEFAULT_PATTERN,
+                   help=f"pre-tokenization: {', '.join(NAMED)}, a regex, or 'none' (default {DEFAULT_PATTERN})")
+    p.add_argument("--versions", default=",".join(RUNGS),
+                   help=f"comma-separated rungs to run (default all: {','.join(RUNGS)})")
+    p.add_argument("--line-profile", action="store_true",
+                   help="also run each rung under line_profiler and print its per-line tables (like %%lprun)")
+    p.add_argument("--plot", metavar="PNG", help="draw the chart (time per rung; time against merges) to this file")
+    p.add_argument("--json", metavar="FILE", help="write the results as JSON")
+    p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS,
+                   help=f"time a rung up to this many times while cheap; report the median (default {DEFAULT_REPEATS})")
+    p.add_argument("--budget", type=float, default=DEFAULT_BUDGET,
+                   help=f"skip a rung estimated to take longer than this many seconds; 0 never skips "
+                        f"(default {DEFAULT_BUDGET:.0f}; v1-v3 always run at the notebook's workload)")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
+    p.set_defaults(run=cmd_profile)
+
+
+def _require(module: str, option: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        raise BpeFastError(f"{option} needs the {module} package: pip install {module}")
+
+
+def _check_output(path: str | None, option: str) -> None:
+    if path is not None and not Path(path).resolve().parent.is_dir():
+        raise BpeFastError(f"{option} {path}: directory {Path(path).resolve().parent} does not exist")
+
+
+def check_args(args) -> list:
+    """Fail before any work, with the option at fault named; returns the rungs to run."""
+    if args.chars <= 0:
+        raise BpeFastError(f"--chars must be a positive number of characters, not {args.chars}")
+    if args.merges <= 0:
+        raise BpeFastError(f"--merges must be a positive number of merges, not {args.merges}")
+    if args.repeats <= 0:
+        raise BpeFastError(f"--repeats must be at least 1, not {args.repeats}")
+    if args.budget < 0:
+        raise BpeFastError(f"--budget must be >= 0 seconds (0: never skip), not {args.budget}")
+    if args.corpus is not None and not Path(args.corpus).is_file():
+        what = "is a directory" if Path(args.corpus).is_dir() else "no such file"
+        raise BpeFastError(f"--corpus {args.corpus}: {what}")
+    rungs = select(args.versions, argument="--versions")
+    if args.line_profile:
+        _require("line_profiler", "--line-profile")
+    if args.plot:
+        _require("matplotlib", "--plot")
+    _check_output(args.plot, "--plot")
+    _check_output(args.json, "--json")
+    return rungs
+
+
+def cmd_profile(args) -> int:
+    rungs = check_args(args)
+    log = None if args.quiet else (lambda message: print(message, file=sys.stderr, flush=True))
+    workload = Workload.load(args.corpus, args.chars, args.pattern)
+    report = run_ladder(workload, args.merges, [r.name for r in rungs], repeats=args.repeats,
+                        budget=args.budget, line_profiler=args.line_profile, sweep=bool(args.plot), log=log)
+    print(report.table())
+    if args.line_profile:
+        print()
+        print(report.line_profiles())
+    if args.plot:
+        report.plot(args.plot)
+        print(f"chart: {args.plot}")
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(report.to_json(), fh, indent=1)
+        print(f"json: {args.json}")
+    return 0
