@@ -13,6 +13,11 @@ other. The child times only its training call, document streaming included. Mean
 samples, every 20 ms, the summed VmRSS of the child and all its descendants (found by scanning
 the ppid field of /proc/*/stat), so the worker processes of bpe_fast count too; the same sampler
 is used for every library. The child also reports its own ru_maxrss, for reference.
+Summed RSS counts pages shared between a forked parent and its workers once per process.
+
+Timings are only as good as the machine is idle: the second table gives, per run, the CPU time
+of the child's tree, of the sampler, and of every other process on the machine meanwhile (busy
+time from /proc/stat minus those two); a large "other" figure means another job competed.
 
 Options: --vocab-size (32768), --repeats (3), --libs bpe_fast,rustbpe,hf,bpeasy, --markdown.
 """
@@ -124,19 +129,27 @@ def run_one(lib: str, vocab_size: int, files: list[Path], ranks_out: str | None)
 
 
 # -- process-tree RSS (parent side) ----------------------------------------------------------
-def parent_map() -> dict[int, list[int]]:
-    """{ppid: [pid, ...]} for every process in /proc."""
-    children: dict[int, list[int]] = {}
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry.name}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-        except OSError:  # exited meanwhile
-            continue
-        children.setdefault(int(fields[1]), []).append(int(entry.name))
-    return children
+def read_ppid(pid: str) -> int | None:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fh:
+            return int(fh.read().rsplit(b")", 1)[1].split()[1])
+    except OSError:  # exited meanwhile
+        return None
+
+
+class ProcessTable:
+    """pid -> ppid for every process; each new pid's /proc/<pid>/stat is read only once."""
+
+    def __init__(self):
+        self.ppid: dict[int, int | None] = {}
+
+    def children(self) -> dict[int, list[int]]:
+        pids = {int(name) for name in os.listdir("/proc") if name.isdigit()}
+        self.ppid = {pid: self.ppid[pid] if pid in self.ppid else read_ppid(str(pid)) for pid in pids}
+        children: dict[int, list[int]] = {}
+        for pid, ppid in self.ppid.items():
+            children.setdefault(ppid, []).append(pid)
+        return children
 
 
 def vm_rss_kb(pid: int) -> int:
@@ -150,9 +163,9 @@ def vm_rss_kb(pid: int) -> int:
     return 0  # exited, or a zombie (no VmRSS line)
 
 
-def tree_rss_kb(root: int) -> int:
+def tree_rss_kb(root: int, table: ProcessTable) -> int:
     """Sum of VmRSS over root and all its descendants."""
-    children = parent_map()
+    children = table.children()
     total, stack = 0, [root]
     while stack:
         pid = stack.pop()
@@ -161,18 +174,33 @@ def tree_rss_kb(root: int) -> int:
     return total
 
 
+def system_busy_s() -> float:
+    """CPU seconds all processes have spent busy since boot (the 'cpu' line of /proc/stat)."""
+    with open("/proc/stat") as fh:
+        user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fh.readline().split()[1:9])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def own_cpu_s() -> tuple[float, float]:
+    """CPU seconds of this process, and of its waited-for children (and theirs)."""
+    me, kids = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
+    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
+
+
 def run_child(lib: str, args, ranks_out: str, sample_s: float) -> dict:
     """Run `--one lib` in a fresh interpreter, sampling its tree's RSS; return its result."""
     cmd = [sys.executable, os.path.abspath(__file__), "--one", lib, "--vocab-size", str(args.vocab_size),
            "--corpus-dir", str(args.corpus_dir), "--ranks-out", ranks_out]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        busy0, (self0, kids0) = system_busy_s(), own_cpu_s()
         t0 = time.perf_counter()
         proc = subprocess.Popen(cmd, stdout=out, stderr=err)
-        peak_kb = 0
+        peak_kb, table = 0, ProcessTable()
         while proc.poll() is None:
-            peak_kb = max(peak_kb, tree_rss_kb(proc.pid))
+            peak_kb = max(peak_kb, tree_rss_kb(proc.pid, table))
             time.sleep(sample_s)
         process_s = time.perf_counter() - t0
+        (self1, kids1), busy1 = own_cpu_s(), system_busy_s()
         out.seek(0), err.seek(0)
         stdout, stderr = out.read(), err.read()
     if proc.returncode == IMPORT_ERROR_EXIT:
@@ -181,7 +209,9 @@ def run_child(lib: str, args, ranks_out: str, sample_s: float) -> dict:
     if proc.returncode != 0 or not lines:
         return {"error": f"exit {proc.returncode}: {stderr.strip()[-2000:]}"}
     result = json.loads(lines[-1][len(RESULT_MARK):])
-    result.update(peak_tree_mb=peak_kb / 1024, process_s=process_s)
+    child_cpu_s = kids1 - kids0
+    result.update(peak_tree_mb=peak_kb / 1024, process_s=process_s, child_cpu_s=child_cpu_s,
+                  sampler_cpu_s=self1 - self0, other_cpu_s=busy1 - busy0 - child_cpu_s - (self1 - self0))
     return result
 
 
@@ -227,7 +257,8 @@ def bench_lib(lib: str, args, tmpdir: str) -> dict | None:
         deterministic &= ranks == first_ranks
         runs.append(result)
         print(f"  {lib} run {rep + 1}/{args.repeats}: train {result['train_s']:.2f} s, "
-              f"peak tree RSS {result['peak_tree_mb']:.0f} MB", file=sys.stderr)
+              f"peak tree RSS {result['peak_tree_mb']:.0f} MB, CPU {result['child_cpu_s']:.1f} s, "
+              f"other processes' CPU {max(result['other_cpu_s'], 0):.1f} s", file=sys.stderr)
     return summarize(runs, first_ranks, deterministic)
 
 
@@ -239,6 +270,9 @@ def summarize(runs: list[dict], ranks: dict, deterministic: bool) -> dict:
         "process_s": statistics.median(r["process_s"] for r in runs),
         "maxrss_self_mb": max(r["maxrss_self_mb"] for r in runs),
         "maxrss_children_mb": max(r["maxrss_children_mb"] for r in runs),
+        "cpu_s": statistics.median(r["child_cpu_s"] for r in runs),
+        "sampler_cpu_s": max(r["sampler_cpu_s"] for r in runs),
+        "other_cpu_s": max(r["other_cpu_s"] for r in runs),
         "vocab": runs[0]["vocab"], "docs": runs[0]["docs"], "chars": runs[0]["chars"],
         "ranks": ranks, "deterministic": deterministic,
     }
@@ -262,14 +296,16 @@ def main_rows(results: dict) -> list[list[str]]:
 
 
 def extra_rows(results: dict) -> list[list[str]]:
-    return [[lib, str(r["vocab"]), f"{r['import_s']:.2f}", f"{r['process_s']:.2f}",
-             f"{r['maxrss_self_mb']:.0f}", f"{r['maxrss_children_mb']:.0f}"] for lib, r in results.items()]
+    return [[lib, str(r["vocab"]), f"{r['import_s']:.2f}", f"{r['process_s']:.2f}", f"{r['cpu_s']:.1f}",
+             f"{r['maxrss_self_mb']:.0f}", f"{r['maxrss_children_mb']:.0f}",
+             f"{r['sampler_cpu_s']:.1f}", f"{max(r['other_cpu_s'], 0):.1f}"] for lib, r in results.items()]
 
 
 MAIN_HEADER = ["library", "pattern", "median wall s", "wall ratio to rustbpe", "peak tree RSS MB",
                "RSS ratio to rustbpe", "merges agree with rustbpe"]
 EXTRA_HEADER = ["library", "vocab", "median import s", "median process s (start to exit)",
-                "ru_maxrss self MB", "ru_maxrss children MB"]
+                "median CPU s (tree)", "ru_maxrss self MB", "ru_maxrss children MB",
+                "sampler CPU s (max)", "other processes' CPU s (max)"]
 
 
 def format_table(header: list[str], rows: list[list[str]], markdown: bool) -> str:

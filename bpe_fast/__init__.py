@@ -9,14 +9,15 @@ reference.py is the plain-Python oracle) -> tokenizer -> cli.
 """
 from .errors import BpeFastError, EmptyCorpusError, InputError
 from .patterns import CL100K, GPT2, O200K, PatternError
-from .tokenizer import Tokenizer, TokenizerFileError
+from .tokenizer import Tokenizer, TokenizerFileError, VocabularyError
+from .formats import load
 from .trainer import TrainReport, VocabSizeWarning, train, train_from_iterator, train_from_table
 from .wordtable import WordTable
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "BpeFastError", "EmptyCorpusError", "InputError", "PatternError", "TokenizerFileError",
+    "BpeFastError", "EmptyCorpusError", "InputError", "PatternError", "TokenizerFileError", "VocabularyError", "load",
     "VocabSizeWarning", "Tokenizer", "TrainReport", "WordTable", "train", "train_from_iterator",
     "train_from_table", "GPT2", "CL100K", "O200K",
 ]

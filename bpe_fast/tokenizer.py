@@ -287,6 +287,47 @@ class Tokenizer:
             raise TokenizerFileError(f"{path}: not valid JSON: {exc}") from None
         return cls.from_dict(data, source=str(path))
 
+    # -- other formats (bpe_fast/formats.py) ----------------------------------------------
+    @classmethod
+    def from_tiktoken(cls, path, pattern: str | None = None, special_tokens=None) -> "Tokenizer":
+        from .formats import from_tiktoken
+        return from_tiktoken(path, pattern, special_tokens)
+
+    @classmethod
+    def from_gpt2(cls, encoder_json, vocab_bpe) -> "Tokenizer":
+        from .formats import from_gpt2
+        return from_gpt2(encoder_json, vocab_bpe)
+
+    @classmethod
+    def from_huggingface(cls, path) -> "Tokenizer":
+        from .formats import from_huggingface
+        return from_huggingface(path)
+
+    @classmethod
+    def from_minbpe(cls, path) -> "Tokenizer":
+        from .formats import from_minbpe
+        return from_minbpe(path)
+
+    def save_tiktoken(self, path) -> None:
+        from .formats import save_tiktoken
+        save_tiktoken(self, path)
+
+    def to_tiktoken(self, name: str = "bpe_fast"):
+        from .formats import to_tiktoken
+        return to_tiktoken(self, name)
+
+    def save_huggingface(self, path) -> None:
+        from .formats import save_huggingface
+        save_huggingface(self, path)
+
+    def save_minbpe(self, prefix) -> None:
+        from .formats import save_minbpe
+        save_minbpe(self, prefix)
+
+    def save_gpt2(self, encoder_json, vocab_bpe) -> None:
+        from .formats import save_gpt2
+        save_gpt2(self, encoder_json, vocab_bpe)
+
     def __eq__(self, other) -> bool:
         return (isinstance(other, Tokenizer) and np.array_equal(self.merges, other.merges)
                 and np.array_equal(self.merge_ids, other.merge_ids) and np.array_equal(self.byte_ids, other.byte_ids)
