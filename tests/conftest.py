@@ -43,3 +43,19 @@ def mix33_files() -> list[Path]:
     base = SHARED / "corpora"
     return [base / "big.txt", base / "tinyshakespeare.txt", base / "code_python.txt",
             *sorted((base / "multilingual").glob("*.txt"))]
+
+
+def vocab_dir() -> Path | None:
+    return SHARED / "vocabs" if SHARED is not None and (SHARED / "vocabs").is_dir() else None
+
+
+@pytest.fixture(scope="session")
+def vocabs() -> Path:
+    if vocab_dir() is None:
+        pytest.skip("shared vocabularies not found: set BPE_FAST_DATA or put shared/ beside the project")
+    return vocab_dir()
+
+
+def read_corpus(path: Path) -> str:
+    """A corpus file's text exactly (no newline translation)."""
+    return path.read_bytes().decode("utf-8")

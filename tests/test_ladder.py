@@ -30,13 +30,15 @@ TEXTS = {
 }
 
 
-def assert_most_frequent_each_time(merges, word_counts):
-    """Replay the merges: each must be a most frequent pair at its step (ties allowed)."""
+def assert_most_frequent_each_time(merges, word_counts, n_merges):
+    """Replay the merges: each must be a most frequent pair at its step (ties allowed), and
+    fewer than n_merges only if no pair is left."""
     words, counts = [list(w) for w in word_counts], list(word_counts.values())
     for k, pair in enumerate(merges):
         stats = count_pairs(words, counts)
         assert stats.get(pair, 0) == max(stats.values()), f"merge {k} {pair} is not a most frequent pair"
         words = [merge_word(w, pair, 256 + k) for w in words]
+    assert len(merges) == n_merges or not count_pairs(words, counts), "stopped early with pairs left"
 
 
 def check_rungs(text: str, pattern, n_merges: int) -> None:
@@ -45,8 +47,7 @@ def check_rungs(text: str, pattern, n_merges: int) -> None:
     learned = {name: rung.train(work.chunks, n_merges) for name, rung in RUNGS.items()}
     for name, merges in learned.items():
         assert all(isinstance(a, int) and isinstance(b, int) for a, b in merges), name
-        assert len(merges) == len(reference), name  # all stop when no pair is left
-        assert_most_frequent_each_time(merges, work.word_counts)
+        assert_most_frequent_each_time(merges, work.word_counts, n_merges)
     for name in LIKE_REFERENCE:
         assert learned[name] == reference, name
     for name in LIKE_V1:
@@ -121,9 +122,7 @@ def test_cli_line_profile_prints_per_line_timings(profile_main, capsys):
     out = capsys.readouterr().out
     assert "with line_profiler" in out and "Line #" in out and "% Time" in out
     # The counting line of v1 and of its Cython twin (v3's .pyx), each with a hit count.
-    for source in ("v1_dict.py", "_v3_cython.pyx"):
-        section = out[out.index(f"File: ") :]
-        assert source in section
+    assert re.search(r"^File: .*v1_dict\.py$", out, re.M) and re.search(r"^File: .*_v3_cython\.pyx$", out, re.M)
     hits = re.findall(r"^\s*\d+\s+(\d+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+counts\[pair\] = counts.get\(pair, 0\) \+ 1",
                       out, re.M)
     assert len(hits) == 2 and all(int(h) > 0 for h in hits), out
@@ -161,8 +160,7 @@ def test_budget_skips_slow_rungs_with_a_message():
 def test_budget_never_skips_v1_to_v3_at_the_notebook_workload():
     work = Workload.from_text(TEXTS["prose"], "gpt2")      # smaller than the notebook's
     for name in ("v1", "v2", "v3"):
-        estimate, skip = budget_check(RUNGS[name], work, 20, budget=1e-9)
-        assert estimate > 0 and skip is None
+        assert budget_check(RUNGS[name], work, 20, budget=1e-9) == (None, None)  # not even probed
         assert budget_check(RUNGS[name], work, 21, budget=1e-9)[1] is not None   # beyond it, they may be
     assert budget_check(RUNGS["v4"], work, 20, budget=1e-9)[1] is not None
     assert budget_check(RUNGS["v1"], work, 20, budget=0) == (None, None)          # 0: no budget

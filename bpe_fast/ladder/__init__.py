@@ -136,7 +136,8 @@ class Workload:
 
     @classmethod
     def from_text(cls, text: str, pattern: str | None = DEFAULT_PATTERN, source: str = "text") -> "Workload":
-        regex = resolve(pattern) if pattern not in (None, "none") else None
+        no_split = pattern is None or (isinstance(pattern, str) and pattern.lower() == "none")
+        regex = None if no_split else resolve(pattern)
         chunks = chunks_of([text], regex)
         if not chunks:
             raise BpeFastError(f"the workload from {source} holds no text to train on")
@@ -161,6 +162,7 @@ class Workload:
         return {chunk.encode("utf-8"): n for chunk, n in Counter(self.chunks).items()}
 
     def describe(self) -> dict:
-        pattern = self.pattern if self.pattern in (None, "none") else name_of(resolve(self.pattern))
-        return {"corpus": self.source, "chars": len(self.text), "pattern": pattern or "none",
+        no_split = self.pattern is None or self.pattern.lower() == "none"
+        return {"corpus": self.source, "chars": len(self.text),
+                "pattern": "none" if no_split else name_of(resolve(self.pattern)),
                 "chunks": len(self.chunks), "unique_chunks": len(self.word_counts)}

@@ -16,8 +16,8 @@
   is wrong, and the report says so.
 * Budget: a rung whose every merge re-reads the corpus (cost "recount") is first timed on one
   merge; if that times the number of merges exceeds ``budget`` seconds, it is skipped with a
-  message. v1-v3 are never skipped at the notebook's workload (or a smaller one).
-* ``line_profile=True`` runs each rung once more under line_profiler (its hot functions, as the
+  message. v1-v3 are never skipped (nor probed) at the notebook's workload or a smaller one.
+* ``line_profiler=True`` runs each rung once more under line_profiler (its hot functions, as the
   notebook's ``%lprun``) and keeps both times: the tracing overhead is part of the lesson.
 """
 from __future__ import annotations
@@ -96,9 +96,11 @@ def budget_check(rung: Rung, workload: Workload, n_merges: int, budget: float) -
     """
     if rung.cost != "recount" or budget <= 0 or n_merges <= 1:
         return None, None
+    if rung.name in ALWAYS_RUN and is_notebook_workload(workload, n_merges):
+        return None, None
     probe, _ = time_once(rung, workload.chunks, 1)
     estimate = probe * n_merges
-    if estimate <= budget or (rung.name in ALWAYS_RUN and is_notebook_workload(workload, n_merges)):
+    if estimate <= budget:
         return estimate, None
     return estimate, (f"skipped: one merge took {probe:.2f} s, so {n_merges} merges would take about "
                       f"{estimate:,.0f} s, over the budget of {budget:,.0f} s (--budget)")
@@ -124,14 +126,17 @@ class Referee:
     def __init__(self, workload: Workload, n_merges: int):
         self.word_counts = workload.word_counts
         self.reference = train_reference(self.word_counts, n_merges)
+        self._counts_before: dict[int, dict] = {}
 
     def pair_counts_before(self, k: int) -> dict:
         """Every pair's count after the reference's first k merges (they are the same for
-        the rung up to its first difference)."""
-        words = [list(w) for w in self.word_counts]
-        for i, pair in enumerate(self.reference[:k]):
-            words = [merge_word(w, pair, 256 + i) for w in words]
-        return count_pairs(words, list(self.word_counts.values()))
+        the rung up to its first difference). Cached: rungs that tie alike ask the same k."""
+        if k not in self._counts_before:
+            words = [list(w) for w in self.word_counts]
+            for i, pair in enumerate(self.reference[:k]):
+                words = [merge_word(w, pair, 256 + i) for w in words]
+            self._counts_before[k] = count_pairs(words, list(self.word_counts.values()))
+        return self._counts_before[k]
 
     def judge(self, rung: Rung, merges: list[tuple[int, int]]) -> tuple[bool, str]:
         ref = self.reference
@@ -173,19 +178,19 @@ def sweep_points(n_merges: int) -> list[int]:
     return sorted({m for m in SWEEP_MERGES} | {n_merges})
 
 
-def merge_sweep(result: RungResult, chunks: list[str], points: list[int], log) -> None:
-    """Time the rung at each number of merges, if the whole sweep is estimated to be quick."""
-    per_merge = result.seconds / max(len(result.merges), 1)
-    if result.rung.cost == "recount":
-        estimate = per_merge * sum(points)
-    else:  # mostly set-up: a few times one run per point is a generous guess
-        estimate = 3 * result.seconds * len(points)
-    if estimate > SWEEP_LIMIT:
+def merge_sweep(result: RungResult, chunks: list[str], points: list[int], limit: float, log) -> None:
+    """Time the rung at each number of merges, if the whole sweep is estimated to be quick
+    (the median of 3 runs per point if that fits in ``limit`` too)."""
+    if result.rung.cost == "recount":               # every merge costs about the same
+        estimate = result.seconds / max(len(result.merges), 1) * sum(points)
+    else:  # mostly set-up; allow 3x for points beyond the merges already timed
+        estimate = result.seconds * len(points) * (1 if max(points) <= len(result.merges) else 3)
+    if estimate > limit:
         log(f"  {result.name}: not swept (about {estimate:.0f} s); the chart extrapolates it")
         return
+    runs = 3 if 3 * estimate <= limit else 1
     for m in points:
-        runs = [time_once(result.rung, chunks, m)[0] for _ in range(3 if result.seconds < 0.5 else 1)]
-        result.sweep.append((m, statistics.median(runs)))
+        result.sweep.append((m, statistics.median(time_once(result.rung, chunks, m)[0] for _ in range(runs))))
 
 
 # -- the whole ladder --------------------------------------------------------------------------
@@ -200,8 +205,14 @@ def check_run_args(n_merges: int, repeats: int, budget: float) -> None:
 
 def run_ladder(workload: Workload, n_merges: int = DEFAULT_MERGES, versions=None,
                repeats: int = DEFAULT_REPEATS, budget: float = DEFAULT_BUDGET,
-               line_profiler: bool = False, sweep: bool = False, log=_stderr) -> "Report":
-    """Time, check (and optionally line-profile and sweep) the chosen rungs on one workload."""
+               line_profiler: bool = False, sweep: bool = False, sweep_limit: float = SWEEP_LIMIT,
+               log=_stderr) -> "Report":
+    """Time, check (and optionally line-profile and sweep) the chosen rungs on one workload.
+
+    ``sweep`` also times each rung at SWEEP_MERGES merges (for the chart's second panel) when
+    that is estimated to take under ``sweep_limit`` seconds; the chart extrapolates the others.
+    ``log`` gets progress messages (None: silent).
+    """
     check_run_args(n_merges, repeats, budget)
     rungs = select(versions)
     log = log or (lambda message: None)
@@ -229,7 +240,7 @@ def run_ladder(workload: Workload, n_merges: int = DEFAULT_MERGES, versions=None
     if sweep:
         log(f"timing against the number of merges ({', '.join(map(str, sweep_points(n_merges)))}) ...")
         for result in ran:
-            merge_sweep(result, workload.chunks, sweep_points(n_merges), log)
+            merge_sweep(result, workload.chunks, sweep_points(n_merges), sweep_limit, log)
     return report
 
 
@@ -365,7 +376,8 @@ def _draw_rungs(ax, report: Report) -> None:
     ax.set_ylabel("seconds (log scale)")
     ax.set_title(f"time per rung, {report.workload['merges']} merges (speed-up over v1)")
     ax.margins(y=0.25)
-    ax.legend(loc="upper right", fontsize=8)
+    if any(profiled):
+        ax.legend(loc="upper right", fontsize=8)
 
 
 def _draw_merges(ax, report: Report) -> None:

@@ -1,0 +1,130 @@
+"""Real OpenAI vocabularies: bpe_fast encodes exactly as tiktoken (and GPT-2's files say).
+
+The reference encodings are built by tiktoken itself from the same .tiktoken files, with the
+patterns and special tokens of tiktoken_ext.openai_public (its download is redirected to the
+local file), so nothing of bpe_fast's is in the oracle.
+"""
+from __future__ import annotations
+
+import functools
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bpe_fast
+
+from .conftest import corpus_files, read_corpus, vocab_dir
+
+tiktoken = pytest.importorskip("tiktoken", reason="tiktoken is a dev dependency: pip install -e '.[dev]'")
+pytestmark = pytest.mark.skipif(vocab_dir() is None, reason="shared vocabularies not found (BPE_FAST_DATA or ../shared)")
+
+NAMES = ["cl100k_base", "o200k_base", "r50k_base"]
+
+
+@functools.lru_cache(maxsize=None)
+def reference(name: str) -> "tiktoken.Encoding":
+    import tiktoken.load
+    import tiktoken_ext.openai_public as openai_public
+
+    local = vocab_dir() / f"{name}.tiktoken"
+    original = openai_public.load_tiktoken_bpe
+    openai_public.load_tiktoken_bpe = lambda *args, **kwargs: tiktoken.load.load_tiktoken_bpe(str(local))
+    try:
+        spec = getattr(openai_public, name)()
+    finally:
+        openai_public.load_tiktoken_bpe = original
+    return tiktoken.Encoding(**spec)
+
+
+@functools.lru_cache(maxsize=None)
+def ours(name: str) -> bpe_fast.Tokenizer:
+    return bpe_fast.load(name, path=vocab_dir())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_named_encodings_carry_tiktokens_pattern_and_specials(name):
+    assert ours(name).pattern == reference(name)._pat_str
+    assert ours(name).special_tokens == reference(name)._special_tokens
+    assert ours(name).n_vocab == reference(name).n_vocab
+    assert ours(name).mergeable_ranks() == reference(name)._mergeable_ranks
+
+
+@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
+def test_encode_equals_tiktoken_on_every_corpus(name, path):
+    text = read_corpus(path)
+    ids = ours(name).encode_ordinary(text)
+    assert ids == reference(name).encode_ordinary(text)
+    assert ours(name).decode(ids) == text
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_encode_equals_tiktoken_line_by_line(name):
+    lines = [line for path in corpus_files() for line in read_corpus(path).splitlines(keepends=True)[:3000]]
+    assert ours(name).encode_batch(lines) == reference(name).encode_ordinary_batch(lines)
+
+
+# Characters assigned in this Python's Unicode database. tiktoken's Rust regex and the regex
+# module bpe_fast follows may be at different Unicode versions; they disagree only on characters
+# assigned since (for example U+323B0, new in Unicode 17, is a letter to regex 2026 and not to
+# tiktoken 0.14), so those are left out here. README "Unicode versions" says the same.
+assigned = st.characters(exclude_categories=("Cs", "Cn"))
+
+
+@pytest.mark.parametrize("name", NAMES)
+@given(text=st.text(alphabet=assigned, max_size=300))
+@settings(max_examples=300, deadline=None)
+def test_encode_equals_tiktoken_on_any_text(name, text):
+    ids = ours(name).encode(text, disallowed_special=())
+    assert ids == reference(name).encode(text, disallowed_special=())
+    assert ours(name).decode(ids) == text
+
+
+def test_lone_surrogates_become_replacement_characters_as_in_tiktoken():
+    text = "ab\ud800cd"
+    assert ours("cl100k_base").encode(text) == reference("cl100k_base").encode(text)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_special_tokens_as_tiktoken(name):
+    text = "a<|endoftext|>b<|endoftext|>"
+    assert ours(name).encode(text, allowed_special="all") == reference(name).encode(text, allowed_special="all")
+    with pytest.raises(ValueError):
+        ours(name).encode(text)
+    with pytest.raises(ValueError):
+        reference(name).encode(text)
+
+
+def test_gpt2_files_hello_world(vocabs):
+    gpt2 = bpe_fast.Tokenizer.from_gpt2(vocabs / "gpt2_encoder.json", vocabs / "gpt2_vocab.bpe")
+    assert gpt2.encode("Hello, world!") == [15496, 11, 995, 0]
+    assert gpt2.special_tokens == {"<|endoftext|>": 50256}
+
+
+@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
+def test_gpt2_files_encode_as_tiktoken_r50k(vocabs, path):
+    gpt2 = _gpt2(str(vocabs))
+    text = read_corpus(path)
+    assert gpt2.encode_ordinary(text) == reference("r50k_base").encode_ordinary(text)
+
+
+@functools.lru_cache(maxsize=None)
+def _gpt2(vocabs: str) -> bpe_fast.Tokenizer:
+    return bpe_fast.Tokenizer.from_gpt2(f"{vocabs}/gpt2_encoder.json", f"{vocabs}/gpt2_vocab.bpe")
+
+
+def test_p50k_has_a_gap_for_its_special_token(vocabs):
+    p50k = bpe_fast.load("p50k_base", path=vocabs)
+    assert p50k.special_tokens == {"<|endoftext|>": 50256} and p50k.n_vocab == 50281
+    text = "    indented code\n        more"
+    import tiktoken.load
+    assert p50k.encode(text) == tiktoken.Encoding(
+        "p50k", pat_str=p50k.pattern, mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(vocabs / "p50k_base.tiktoken")),
+        special_tokens={"<|endoftext|>": 50256}).encode(text)
+
+
+def test_long_chunk_is_not_quadratic():
+    tok = ours("cl100k_base")
+    text = "x" * 1_000_000            # a single 1 MB chunk
+    assert tok.encode(text) == reference("cl100k_base").encode(text)

@@ -1,0 +1,182 @@
+"""Exports load in their target libraries with identical ids; imports of our exports round-trip;
+corrupt vocabulary files get errors that name the file and line."""
+from __future__ import annotations
+
+import base64
+import functools
+import json
+
+import pytest
+
+import bpe_fast
+from bpe_fast import Tokenizer, TokenizerFileError, VocabularyError
+from bpe_fast.formats import bytes_to_unicode
+
+from .conftest import SHARED, corpus_files, read_corpus, vocab_dir
+
+tiktoken = pytest.importorskip("tiktoken", reason="tiktoken is a dev dependency")
+import tiktoken.load  # noqa: E402  (a submodule importorskip does not load)
+hf = pytest.importorskip("tokenizers", reason="tokenizers is a dev dependency")
+needs_data = pytest.mark.skipif(SHARED is None, reason="shared corpora not found (BPE_FAST_DATA or ../shared)")
+needs_vocabs = pytest.mark.skipif(vocab_dir() is None, reason="shared vocabularies not found")
+
+
+@functools.lru_cache(maxsize=None)
+def trained(pattern: str) -> Tokenizer:
+    corpora = SHARED / "corpora"
+    files = [corpora / "taylorswift.txt", corpora / "multilingual" / "ru.txt", corpora / "multilingual" / "ja.txt"]
+    return bpe_fast.train(files, 2000, pattern=pattern, special_tokens=["<|endoftext|>", "<|pad|>"])
+
+
+SAMPLE_FILES = ["taylorswift.txt", "the-verdict.txt", "ko.txt", "th.txt", "yo.txt", "ar.txt", "zh.txt"]
+
+
+def sample_texts() -> list[str]:
+    return [read_corpus(p) for p in corpus_files() if p.name in SAMPLE_FILES]
+
+
+# -- exports load in the target library and give the same ids ------------------------------
+
+@needs_data
+@pytest.mark.parametrize("pattern", ["gpt2", "cl100k", "o200k"])
+def test_tiktoken_export(tmp_path, pattern):
+    tok = trained(pattern)
+    tok.save_tiktoken(tmp_path / "tok.tiktoken")
+    ranks = tiktoken.load.load_tiktoken_bpe(str(tmp_path / "tok.tiktoken"))
+    enc = tiktoken.Encoding("t", pat_str=tok.pattern, mergeable_ranks=ranks, special_tokens=tok.special_tokens)
+    direct = tok.to_tiktoken()
+    for text in sample_texts():
+        ids = tok.encode(text)
+        assert enc.encode(text) == ids and direct.encode(text) == ids
+    again = Tokenizer.from_tiktoken(tmp_path / "tok.tiktoken", pattern=tok.pattern, special_tokens=tok.special_tokens)
+    assert again == tok
+
+
+@needs_data
+@pytest.mark.parametrize("pattern", ["gpt2", "cl100k", "o200k", None])
+def test_huggingface_export(tmp_path, pattern):
+    tok = trained(pattern) if pattern else bpe_fast.train_from_iterator(sample_texts(), 400, pattern=None)
+    tok.save_huggingface(tmp_path / "tokenizer.json")
+    theirs = hf.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    texts = sample_texts() if pattern else [t[:3000] for t in sample_texts()]
+    for text in texts:
+        assert theirs.encode(text).ids == tok.encode(text)
+    if pattern is not None:   # the special tokens are HF added tokens with the same ids
+        ids = tok.encode("hello <|endoftext|> world", allowed_special="all")
+        assert theirs.encode("hello <|endoftext|> world").ids == ids
+    assert Tokenizer.from_huggingface(tmp_path / "tokenizer.json") == tok
+
+
+@needs_vocabs
+@needs_data
+@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
+def test_huggingface_export_of_cl100k_encodes_every_corpus_alike(tmp_path_factory, path):
+    tok, theirs = _cl100k_pair(str(tmp_path_factory.getbasetemp()))
+    text = read_corpus(path)
+    assert theirs.encode(text).ids == tok.encode_ordinary(text)
+
+
+@functools.lru_cache(maxsize=1)
+def _cl100k_pair(tmp: str):
+    tok = bpe_fast.load("cl100k_base", path=vocab_dir())
+    tok.save_huggingface(f"{tmp}/cl100k.json")
+    return tok, hf.Tokenizer.from_file(f"{tmp}/cl100k.json")
+
+
+@needs_data
+@pytest.mark.parametrize("pattern", ["cl100k", None])
+def test_minbpe_round_trip(tmp_path, pattern):
+    tok = trained(pattern) if pattern else bpe_fast.train_from_iterator(["hello world " * 30], 270, pattern=None)
+    tok.save_minbpe(tmp_path / "tok")
+    assert Tokenizer.from_minbpe(tmp_path / "tok.model") == tok
+    model = (tmp_path / "tok.model").read_text().split("\n")
+    assert model[0] == "minbpe v1" and model[1] == (tok.pattern or "")
+    vocab = (tmp_path / "tok.vocab").read_text()
+    assert vocab.count("\n") == tok.n_base and " -> " in vocab
+
+
+@needs_vocabs
+def test_gpt2_round_trip(tmp_path):
+    gpt2 = Tokenizer.from_gpt2(vocab_dir() / "gpt2_encoder.json", vocab_dir() / "gpt2_vocab.bpe")
+    gpt2.save_gpt2(tmp_path / "encoder.json", tmp_path / "vocab.bpe")
+    assert Tokenizer.from_gpt2(tmp_path / "encoder.json", tmp_path / "vocab.bpe") == gpt2
+    assert (tmp_path / "vocab.bpe").read_text(encoding="utf-8").split("\n")[:3] == \
+        (vocab_dir() / "gpt2_vocab.bpe").read_text(encoding="utf-8").split("\n")[:3]
+
+
+@needs_vocabs
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base", "r50k_base", "p50k_base"])
+def test_own_format_round_trips_real_vocabularies(tmp_path, name):
+    tok = bpe_fast.load(name, path=vocab_dir())
+    tok.save(tmp_path / "tok.json")
+    assert Tokenizer.load(tmp_path / "tok.json") == tok
+
+
+def test_bytes_to_unicode_is_gpt2s_table():
+    table = bytes_to_unicode()
+    assert len(set(table.values())) == 256 and table[ord("A")] == "A" and table[ord(" ")] == "\u0120"
+
+
+# -- corrupt input -----------------------------------------------------------------------
+
+def tiktoken_lines(ranks: dict[bytes, int]) -> str:
+    return "".join(f"{base64.b64encode(t).decode()} {r}\n" for t, r in ranks.items())
+
+
+BYTES = {bytes([b]): b for b in range(256)}
+
+
+@pytest.mark.parametrize("content,message", [
+    ("", "no tokens"),
+    (tiktoken_lines(BYTES) + "QQ== 300 extra\n", "line 257: expected 'base64-token rank'"),
+    (tiktoken_lines(BYTES) + "!!!! 300\n", "line 257: bad base64"),
+    (tiktoken_lines(BYTES) + "YWI= 255\n", "line 257: rank 255 was already given on line 256"),
+    (tiktoken_lines({**BYTES, b"ab": 256, b"abcd": 257}), r"b'abcd' \(rank 257\) cannot be made by merging"),
+    (tiktoken_lines({bytes([b]): b for b in range(255)}), "no token for the single byte b'\\\\xff'"),
+])
+def test_corrupt_tiktoken_files(tmp_path, content, message):
+    path = tmp_path / "bad.tiktoken"
+    path.write_text(content)
+    with pytest.raises(TokenizerFileError, match=message) as err:
+        Tokenizer.from_tiktoken(path)
+    assert str(path) in str(err.value)
+
+
+def test_truncated_gpt2_files(tmp_path):
+    table = bytes_to_unicode()
+    encoder = {table[b]: b for b in range(256)} | {"ab": 256, "abc": 257}
+    (tmp_path / "encoder.json").write_text(json.dumps(encoder))
+    (tmp_path / "vocab.bpe").write_text("#version: 0.2\na b\n")          # the merge for "abc" is missing
+    with pytest.raises(TokenizerFileError, match=r"vocab.bpe: no merge makes 'abc' \(id 257"):
+        Tokenizer.from_gpt2(tmp_path / "encoder.json", tmp_path / "vocab.bpe")
+    (tmp_path / "vocab.bpe").write_text("#version: 0.2\na b\nab\n")
+    with pytest.raises(TokenizerFileError, match=r"vocab.bpe, line 3: expected two tokens"):
+        Tokenizer.from_gpt2(tmp_path / "encoder.json", tmp_path / "vocab.bpe")
+    (tmp_path / "encoder.json").write_text(json.dumps(encoder)[:-10])
+    with pytest.raises(TokenizerFileError, match=r"encoder.json, line 1: not valid JSON"):
+        Tokenizer.from_gpt2(tmp_path / "encoder.json", tmp_path / "vocab.bpe")
+
+
+def test_truncated_minbpe_file(tmp_path):
+    (tmp_path / "t.model").write_text("minbpe v1\n\n2\n<a> 300\n")
+    with pytest.raises(TokenizerFileError, match=r"t.model, line 5: expected 'token id' for special token 2 of 2"):
+        Tokenizer.from_minbpe(tmp_path / "t.model")
+    (tmp_path / "t.model").write_text("minbpe v1\n\n0\n97 98\n256 999\n")
+    with pytest.raises(TokenizerFileError, match=r"t.model: merge 1 is \(256, 999\)"):
+        Tokenizer.from_minbpe(tmp_path / "t.model")
+
+
+def test_duplicate_ids_and_colliding_specials():
+    with pytest.raises(VocabularyError, match="merge 1 makes token id 256, which is already b'ab'"):
+        Tokenizer([[97, 98], [98, 99]], merge_ids=[256, 256])
+    with pytest.raises(VocabularyError, match="special token '<s>' has id 256, which is already the learned token b'ab'"):
+        Tokenizer([[97, 98]], special_tokens={"<s>": 256})
+    with pytest.raises(VocabularyError, match="rank 5 is given to both"):
+        Tokenizer.from_ranks({**BYTES, b"ab": 5})
+
+
+def test_unknown_encoding_and_missing_file(tmp_path):
+    with pytest.raises(ValueError, match="unknown encoding 'cl200k'"):
+        bpe_fast.load("cl200k")
+    with pytest.raises(TokenizerFileError, match="cl100k_base.tiktoken not found"):
+        bpe_fast.load("cl100k_base", path=tmp_path)
