@@ -52,6 +52,8 @@ def add_train_parser(sub) -> None:
     t.add_argument("--errors", choices=("strict", "replace"), default="strict",
                    help="invalid UTF-8: stop with an error (strict) or replace the bytes")
     t.add_argument("--block-size", type=int, default=None, help=argparse.SUPPRESS)
+    t.add_argument("--tie-break", choices=("bytes", "huggingface"), default="bytes",
+                   help="equal counts go to the smallest pair by byte ids (rustbpe, bpeasy) or by Hugging Face ids")
     t.add_argument("-o", "--output", default=None, help="where to write the tokenizer (JSON)")
     t.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     t.set_defaults(run=cmd_train)
@@ -103,7 +105,8 @@ def cmd_train(args) -> int:
         warnings.simplefilter("always")
         tok = train(args.files, args.vocab_size, pattern=pattern, special_tokens=args.special,
                     min_frequency=args.min_frequency, workers=args.workers,
-                    show_progress=False if args.quiet else None, errors=args.errors, **extra)
+                    show_progress=False if args.quiet else None, errors=args.errors,
+                    tie_break=args.tie_break, **extra)
     tok.save(output)
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)

@@ -71,11 +71,34 @@ def _check_args(vocab_size, special_tokens, min_frequency, errors) -> tuple[str,
     return specials
 
 
+TIE_BREAKS = ("bytes", "huggingface")
+
+
+def _tie_break_order(tie_break: str) -> np.ndarray | None:
+    """Bytes in the order whose ids break ties, or None for byte order (rustbpe, bpeasy).
+
+    Hugging Face's BpeTrainer numbers its alphabet by GPT-2's bytes-to-unicode characters in
+    code point order, and breaks ties between equal counts by those ids."""
+    if tie_break == "bytes":
+        return None
+    if tie_break == "huggingface":
+        from .formats import bytes_to_unicode
+        table = bytes_to_unicode()
+        return np.array(sorted(range(256), key=lambda b: table[b]), dtype=np.int32)
+    raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
+
+
 def train_from_table(table: WordTable, vocab_size: int, pattern: str | None = "cl100k",
                      special_tokens: Sequence[str] = (), min_frequency: int = 0,
-                     show_progress: bool | None = None, report: TrainReport | None = None) -> Tokenizer:
-    """Learn merges from a ready word table (the kernel stage alone)."""
+                     show_progress: bool | None = None, report: TrainReport | None = None,
+                     tie_break: str = "bytes") -> Tokenizer:
+    """Learn merges from a ready word table (the kernel stage alone).
+
+    Ties between pairs of equal count go to the smallest (left id, right id) with bytes as ids
+    0..255 (``tie_break="bytes"``, as rustbpe and bpeasy), or with Hugging Face's ids for the
+    bytes (``"huggingface"``, as tokenizers' BpeTrainer with the ByteLevel pre-tokenizer)."""
     specials = _check_args(vocab_size, special_tokens, min_frequency, "strict")
+    _tie_break_order(tie_break)         # reject a bad value before any work
     report = report or TrainReport()
     if len(table) == 0:
         raise EmptyCorpusError("the corpus is empty: no text to learn merges from")
@@ -88,12 +111,16 @@ def train_from_table(table: WordTable, vocab_size: int, pattern: str | None = "c
         last[0] = done
 
     t0 = time.perf_counter()
+    byte_order = _tie_break_order(tie_break)
+    symbols = table.symbols if byte_order is None else np.argsort(byte_order).astype(np.int32)[table.symbols]
     try:
-        merges = _kernel.train_merges(table.symbols, table.offsets, table.counts, n_merges,
+        merges = _kernel.train_merges(symbols, table.offsets, table.counts, n_merges,
                                       max(1, min_frequency), progress if bar is not None else None)
     finally:
         if bar is not None:
             bar.close()
+    if byte_order is not None:   # back from the tie-break ids to byte ids (merge ids are the same)
+        merges = np.where(merges < 256, byte_order[np.minimum(merges, 255)], merges).astype(np.int32)
     report.seconds["merging"] = time.perf_counter() - t0
     tok = Tokenizer(merges, pattern=pattern, special_tokens=list(specials))
     report.merges, report.merges_requested, report.vocab_size = len(merges), n_merges, tok.vocab_size
@@ -134,7 +161,7 @@ def _count(tasks, config: CountConfig, workers, show_progress, total, unit, repo
 def train(files: str | os.PathLike | Iterable[str | os.PathLike], vocab_size: int,
           pattern: str | None = "cl100k", special_tokens: Sequence[str] = (), min_frequency: int = 0,
           workers: int | None = None, show_progress: bool | None = None, errors: str = "strict",
-          block_size: int = DEFAULT_BLOCK_SIZE) -> Tokenizer:
+          block_size: int = DEFAULT_BLOCK_SIZE, tie_break: str = "bytes") -> Tokenizer:
     """Train on text files, read in blocks by ``workers`` processes (default: one per CPU).
 
     The result is the same as treating each whole file as one document, for any block size
@@ -153,13 +180,15 @@ def train(files: str | os.PathLike | Iterable[str | os.PathLike], vocab_size: in
     table = _count(tasks, config, workers, show_progress, sum(sizes), "bytes", report)
     if len(table) == 0:
         raise EmptyCorpusError(f"the corpus is empty: {', '.join(map(str, paths))} hold no text")
-    return train_from_table(table, vocab_size, config.pattern, specials, min_frequency, show_progress, report)
+    return train_from_table(table, vocab_size, config.pattern, specials, min_frequency, show_progress, report,
+                            tie_break)
 
 
 def train_from_iterator(docs: Iterable[str | bytes], vocab_size: int, pattern: str | None = "cl100k",
                         special_tokens: Sequence[str] = (), min_frequency: int = 0,
                         workers: int | None = None, show_progress: bool | None = None,
-                        errors: str = "strict", batch_chars: int = DEFAULT_BATCH_CHARS) -> Tokenizer:
+                        errors: str = "strict", batch_chars: int = DEFAULT_BATCH_CHARS,
+                        tie_break: str = "bytes") -> Tokenizer:
     """Train on documents from an iterator; each item is a separate document.
 
     Items are consumed lazily and sent to worker processes in batches, so the iterator may be
@@ -172,4 +201,5 @@ def train_from_iterator(docs: Iterable[str | bytes], vocab_size: int, pattern: s
     config = CountConfig(resolve(pattern), specials, errors)
     report = TrainReport()
     table = _count(docs_tasks(docs, batch_chars), config, workers, show_progress, None, "chars", report)
-    return train_from_table(table, vocab_size, config.pattern, specials, min_frequency, show_progress, report)
+    return train_from_table(table, vocab_size, config.pattern, specials, min_frequency, show_progress, report,
+                            tie_break)

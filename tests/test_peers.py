@@ -54,3 +54,30 @@ def test_same_vocabulary_as_rustbpe_and_bpeasy(corpus, pattern, vocab_size):
     assert dict(rust.get_mergeable_ranks()) == ours
 
     assert bpeasy.train_bpe(iter(docs), tok.pattern, 10**6, vocab_size) == ours
+
+
+HF_CASES = [("the-verdict.txt", 500), ("taylorswift.txt", 3000), ("multilingual/ru.txt", 2000),
+            ("multilingual/ja_wagahaiwa_nekodearu.txt", 6000), ("tinyshakespeare.txt", 8000)]
+
+
+@pytest.mark.parametrize("corpus,vocab_size", HF_CASES)
+def test_huggingface_tie_break_reproduces_bpetrainer(tmp_path, corpus, vocab_size):
+    """tie_break="huggingface" learns the merges of tokenizers' BpeTrainer with ByteLevel."""
+    hf = pytest.importorskip("tokenizers", reason="tokenizers is a dev dependency")
+    docs = read_docs(corpus)
+    theirs = hf.Tokenizer(hf.models.BPE())
+    theirs.pre_tokenizer = hf.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    trainer = hf.trainers.BpeTrainer(vocab_size=vocab_size, show_progress=False,
+                                     initial_alphabet=hf.pre_tokenizers.ByteLevel.alphabet())
+    theirs.train_from_iterator(docs, trainer)
+    theirs.save(str(tmp_path / "hf.json"))
+    hf_merges = _merges_as_bytes(bpe_fast.Tokenizer.from_huggingface(tmp_path / "hf.json"))
+
+    ours = bpe_fast.train_from_iterator(docs, vocab_size, pattern="gpt2", tie_break="huggingface")
+    assert _merges_as_bytes(ours) == hf_merges
+    by_bytes = bpe_fast.train_from_iterator(docs, vocab_size, pattern="gpt2")
+    assert _merges_as_bytes(by_bytes) != hf_merges      # the tie-break really matters here
+
+
+def _merges_as_bytes(tok: bpe_fast.Tokenizer) -> list[tuple[bytes, bytes]]:
+    return [(tok.token_bytes(a), tok.token_bytes(b)) for a, b in tok.merges.tolist()]
