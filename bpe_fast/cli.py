@@ -1,4 +1,4 @@
-"""Stage 6, the command line: ``bpe-fast train ...``.
+"""Stage 6, the command line: ``bpe-fast train ...`` (encode/decode/show/stats: cli_tools.py).
 
 Bad input ends with a one-line message and exit status 2, never a traceback.
 """
@@ -60,7 +60,7 @@ def add_train_parser(sub) -> None:
 
 
 # Each subcommand module has add_*_parser(subparsers), which sets ``run`` to its handler.
-SUBCOMMANDS = [("bpe_fast.cli", "add_train_parser")]
+SUBCOMMANDS = [("bpe_fast.cli", "add_train_parser"), ("bpe_fast.cli_tools", "add_tool_parsers")]
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -144,6 +144,31 @@ def load(name: str, path: str | os.PathLike | None = None) -> Tokenizer:
     return from_tiktoken(find_vocab_file(f"{name}.tiktoken", path), pattern, specials)
 
 
+def open_tokenizer(spec: str | os.PathLike, vocabs: str | os.PathLike | None = None) -> Tokenizer:
+    """A tokenizer from what a user would type: a named encoding ("cl100k_base", "gpt2"), or a
+    file in any supported format (bpe_fast .json, tokenizer.json, .tiktoken, minbpe .model)."""
+    spec = str(spec)
+    if spec in ENCODINGS:
+        return load(spec, vocabs)
+    if spec == "gpt2":
+        directory = Path(vocabs or os.environ.get("BPE_FAST_VOCABS") or ".")
+        return from_gpt2(directory / "gpt2_encoder.json", directory / "gpt2_vocab.bpe")
+    path = Path(spec)
+    if not path.is_file():
+        raise TokenizerFileError(f"{spec}: no such file, and not a named encoding ({', '.join([*ENCODINGS, 'gpt2'])})")
+    if path.suffix == ".tiktoken":
+        if path.stem not in ENCODINGS:
+            raise TokenizerFileError(f"{spec}: a .tiktoken file holds no pattern or special tokens; name it "
+                                     f"after an encoding ({', '.join(ENCODINGS)}) or load it in Python with a pattern")
+        return load(path.stem, path)
+    if path.suffix == ".model":
+        return from_minbpe(path)
+    data = _read_json(path)
+    if isinstance(data, dict) and "model" in data:
+        return from_huggingface(path)
+    return Tokenizer.from_dict(data, source=str(path))
+
+
 # -- GPT-2 ------------------------------------------------------------------------------------
 
 def from_gpt2(encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLike) -> Tokenizer:
@@ -369,6 +394,6 @@ def _vocab_errors_name(path, build, *args, **kwargs) -> Tokenizer:
         raise TokenizerFileError(message if message.startswith(str(path)) else f"{path}: {message}") from None
 
 
-__all__ = ["ENCODINGS", "load", "read_tiktoken", "from_tiktoken", "save_tiktoken", "to_tiktoken", "from_gpt2",
+__all__ = ["ENCODINGS", "load", "open_tokenizer", "read_tiktoken", "from_tiktoken", "save_tiktoken", "to_tiktoken", "from_gpt2",
            "save_gpt2", "from_huggingface", "save_huggingface", "huggingface_json", "from_minbpe", "save_minbpe",
            "bytes_to_unicode", "name_of"]

@@ -1,0 +1,136 @@
+"""The CLI's tokenizer commands: encode, decode, show, stats."""
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+from .errors import BpeFastError
+from .formats import open_tokenizer
+
+# Background colours for alternating tokens, as the Tiktokenizer page shows them.
+COLOURS = ["\x1b[48;5;153m", "\x1b[48;5;229m", "\x1b[48;5;158m", "\x1b[48;5;217m", "\x1b[48;5;183m"]
+RESET = "\x1b[0m"
+
+
+def _add_tokenizer_option(parser, many: bool = False) -> None:
+    parser.add_argument("-t", "--tokenizer", required=True, action="append" if many else "store",
+                        help="a file (bpe_fast .json, tokenizer.json, .tiktoken, minbpe .model) or a named "
+                             "encoding (cl100k_base, o200k_base, r50k_base, p50k_base, gpt2)"
+                             + ("; repeatable" if many else ""))
+    parser.add_argument("--vocabs", default=None,
+                        help="directory of the named encodings' files (default: $BPE_FAST_VOCABS)")
+
+
+def add_tool_parsers(sub) -> None:
+    enc = sub.add_parser("encode", help="text -> token ids (stdin or a file -> stdout)")
+    _add_tokenizer_option(enc)
+    enc.add_argument("input", nargs="?", default="-", help="a text file, or - for stdin (default)")
+    enc.add_argument("--allow-special", action="store_true", help="encode special tokens' text as special tokens")
+    enc.add_argument("--json", action="store_true", help="write a JSON list instead of space-separated ids")
+    enc.set_defaults(run=cmd_encode)
+
+    dec = sub.add_parser("decode", help="token ids -> text (stdin or a file -> stdout)")
+    _add_tokenizer_option(dec)
+    dec.add_argument("input", nargs="?", default="-", help="ids separated by spaces/commas or a JSON list; - for stdin")
+    dec.set_defaults(run=cmd_decode)
+
+    show = sub.add_parser("show", help="show token boundaries in colour")
+    _add_tokenizer_option(show)
+    show.add_argument("text", help="the text, or a file holding it")
+    show.add_argument("--no-color", action="store_true", help="separate tokens with '|' instead of colours")
+    show.add_argument("--ids", action="store_true", help="also list the ids")
+    show.set_defaults(run=cmd_show)
+
+    stats = sub.add_parser("stats", help="tokens and bytes per token of files, per tokenizer")
+    stats.add_argument("files", nargs="+", metavar="FILE")
+    _add_tokenizer_option(stats, many=True)
+    stats.set_defaults(run=cmd_stats)
+
+
+def _read_text(source: str) -> str:
+    if source == "-":
+        return sys.stdin.buffer.read().decode("utf-8")
+    path = Path(source)
+    if path.is_dir():
+        raise BpeFastError(f"{source}: is a directory")
+    try:
+        return path.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise BpeFastError(f"{source}: no such file") from None
+    except UnicodeDecodeError as exc:
+        raise BpeFastError(f"{source}: invalid UTF-8 at byte offset {exc.start}") from None
+
+
+def cmd_encode(args) -> int:
+    tok = open_tokenizer(args.tokenizer, args.vocabs)
+    text = _read_text(args.input)
+    ids = tok.encode(text, allowed_special="all" if args.allow_special else frozenset(),
+                     disallowed_special=() if not args.allow_special else "all")
+    sys.stdout.write((json.dumps(ids) if args.json else " ".join(map(str, ids))) + "\n")
+    return 0
+
+
+def _parse_ids(text: str, source: str) -> list[int]:
+    text = text.strip()
+    try:
+        ids = json.loads(text) if text.startswith("[") else [int(t) for t in text.replace(",", " ").split()]
+    except ValueError as exc:
+        raise BpeFastError(f"{source}: expected token ids (integers): {exc}") from None
+    if not all(isinstance(i, int) for i in ids):
+        raise BpeFastError(f"{source}: expected a list of integer token ids")
+    return ids
+
+
+def cmd_decode(args) -> int:
+    tok = open_tokenizer(args.tokenizer, args.vocabs)
+    source = "stdin" if args.input == "-" else args.input
+    data = tok.decode_bytes(_parse_ids(_read_text(args.input), source))
+    sys.stdout.buffer.write(data)
+    sys.stdout.flush()
+    return 0
+
+
+def cmd_show(args) -> int:
+    tok = open_tokenizer(args.tokenizer, args.vocabs)
+    text = _read_text(args.text) if os.path.isfile(args.text) else args.text
+    ids = tok.encode(text, allowed_special="all")
+    colour = sys.stdout.isatty() and not args.no_color and not os.environ.get("NO_COLOR")
+    pieces, pending = [], b""
+    for i, token in enumerate(ids):
+        pending += tok.token_bytes(token)
+        try:
+            piece = pending.decode("utf-8")       # a character split over tokens shows once whole
+        except UnicodeDecodeError:
+            continue
+        pending = b""
+        pieces.append(f"{COLOURS[i % len(COLOURS)]}{piece}{RESET}" if colour else piece)
+    if pending:
+        pieces.append(pending.decode("utf-8", "replace"))
+    print(("" if colour else "|").join(pieces))
+    print(f"{len(ids)} tokens, {len(text.encode('utf-8'))} bytes, {len(text)} characters")
+    if args.ids:
+        print(" ".join(map(str, ids)))
+    return 0
+
+
+def cmd_stats(args) -> int:
+    toks = [(spec, open_tokenizer(spec, args.vocabs)) for spec in args.tokenizer]
+    names = [Path(spec).stem if os.path.isfile(spec) else spec for spec, _ in toks]
+    width = max(12, *map(len, names))
+    print(f"{'file':<30} {'bytes':>12} " + " ".join(f"{n:>{width}} {'B/tok':>6}" for n in names))
+    totals = [0] * len(toks)
+    total_bytes = 0
+    for f in args.files:
+        text = _read_text(f)
+        size = len(text.encode("utf-8"))
+        total_bytes += size
+        counts = [len(tok.encode(text, disallowed_special=())) for _, tok in toks]
+        totals = [a + b for a, b in zip(totals, counts)]
+        print(f"{Path(f).name[:30]:<30} {size:>12,} " + " ".join(
+            f"{c:>{width},} {size / max(c, 1):>6.2f}" for c in counts))
+    if len(args.files) > 1:
+        print(f"{'total':<30} {total_bytes:>12,} " + " ".join(
+            f"{c:>{width},} {total_bytes / max(c, 1):>6.2f}" for c in totals))
+    return 0

@@ -1,0 +1,87 @@
+"""bpe-fast encode / decode / show / stats."""
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+import pytest
+
+import bpe_fast
+from bpe_fast.cli import main
+
+from .conftest import vocab_dir
+
+
+@pytest.fixture
+def tok_path(tmp_path):
+    docs = [f"The quick brown fox {i} jumps over the lazy dog. Ünïcödé 日本語 😀\n" for i in range(300)]
+    tok = bpe_fast.train_from_iterator(docs, 400, pattern="o200k", special_tokens=["<|endoftext|>"])
+    path = tmp_path / "tok.json"
+    tok.save(path)
+    return path, tok
+
+
+def run(args, stdin: bytes = b"", monkeypatch=None, capsys=None):
+    monkeypatch.setattr(sys, "stdin", io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8"))
+    code = main(args)
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_encode_then_decode_round_trips_through_stdin(tok_path, monkeypatch, capsys):
+    path, tok = tok_path
+    text = "The lazy fox 😀 <|endoftext|> jumps\n"
+    code, out, _ = run(["encode", "-t", str(path)], text.encode(), monkeypatch, capsys)
+    assert code == 0 and [int(x) for x in out.split()] == tok.encode(text, disallowed_special=())
+    code, out2, _ = run(["decode", "-t", str(path)], out.encode(), monkeypatch, capsys)
+    assert code == 0 and out2 == text
+
+
+def test_encode_special_tokens_when_allowed_and_json_output(tok_path, tmp_path, monkeypatch, capsys):
+    path, tok = tok_path
+    (tmp_path / "in.txt").write_text("fox<|endoftext|>")
+    code, out, _ = run(["encode", "-t", str(path), str(tmp_path / "in.txt"), "--allow-special", "--json"],
+                       b"", monkeypatch, capsys)
+    assert json.loads(out) == tok.encode("fox<|endoftext|>", allowed_special="all")
+    assert json.loads(out)[-1] == tok.special_tokens["<|endoftext|>"]
+
+
+def test_show_marks_token_boundaries(tok_path, monkeypatch, capsys):
+    path, tok = tok_path
+    code, out, _ = run(["show", "-t", str(path), "The quick brown fox", "--ids"], b"", monkeypatch, capsys)
+    lines = out.splitlines()
+    pieces = lines[0].split("|")
+    assert "".join(pieces) == "The quick brown fox"
+    assert [tok.decode(tok.encode(p)) for p in pieces] == pieces
+    assert len(pieces) == len(tok.encode("The quick brown fox"))
+    assert lines[2].split() == [str(i) for i in tok.encode("The quick brown fox")]
+
+
+def test_stats_reports_bytes_per_token(tok_path, tmp_path, monkeypatch, capsys):
+    path, tok = tok_path
+    text = "The quick brown fox jumps over the lazy dog.\n" * 20
+    (tmp_path / "a.txt").write_text(text)
+    code, out, _ = run(["stats", str(tmp_path / "a.txt"), "-t", str(path)], b"", monkeypatch, capsys)
+    row = out.splitlines()[1].split()
+    n = len(tok.encode(text))
+    assert row[0] == "a.txt" and row[2] == f"{n:,}" and float(row[3]) == pytest.approx(len(text) / n, abs=0.01)
+
+
+@pytest.mark.skipif(vocab_dir() is None, reason="shared vocabularies not found")
+def test_named_encodings_from_the_vocab_directory(monkeypatch, capsys):
+    code, out, _ = run(["encode", "-t", "gpt2", "--vocabs", str(vocab_dir())], b"Hello, world!", monkeypatch, capsys)
+    assert out.split() == ["15496", "11", "995", "0"]
+
+
+@pytest.mark.parametrize("args,stdin,message", [
+    (["decode", "-t", "TOK"], b"1 2 x", "stdin: expected token ids"),
+    (["decode", "-t", "TOK"], b"1 99999", "token id 99999 (position 1) is not in the vocabulary"),
+    (["encode", "-t", "missing.json"], b"x", "missing.json: no such file, and not a named encoding"),
+    (["encode", "-t", "TOK", "nofile.txt"], b"", "nofile.txt: no such file"),
+])
+def test_tool_errors_are_one_line(tok_path, monkeypatch, capsys, args, stdin, message):
+    path, _ = tok_path
+    args = [str(path) if a == "TOK" else a for a in args]
+    code, _, err = run(args, stdin, monkeypatch, capsys)
+    assert code == 2 and message in err and err.count("\n") == 1
