@@ -152,20 +152,26 @@ cdef class MergeEncoder:
             out.push_back(sym[p])
             p = nxt[p]
 
-    cdef void encode_piece(self, const unsigned char* s, size_t n, vector[int32_t]* out) noexcept nogil:
-        if n == 0:
-            return
+    cdef inline bint whole_token(self, const unsigned char* s, size_t n, vector[int32_t]* out) noexcept nogil:
+        """Append the id of a chunk that is itself a token (as tiktoken does first); 1 byte always is."""
         if n == 1:
             out.push_back(self.byte_ids[s[0]])
-            return
+            return True
         cdef unordered_map[string, int32_t].iterator found = self.whole.find(string(<const char*>s, n))
-        if found != self.whole.end():
-            out.push_back(deref(found).second)
-            return
+        if found == self.whole.end():
+            return False
+        out.push_back(deref(found).second)
+        return True
+
+    cdef inline void merge_piece(self, const unsigned char* s, size_t n, vector[int32_t]* out) noexcept nogil:
         if n <= SHORT_CHUNK:
             self.merge_short(s, n, out)
         else:
             self.merge_long(s, n, out)
+
+    cdef void encode_piece(self, const unsigned char* s, size_t n, vector[int32_t]* out) noexcept nogil:
+        if n and not self.whole_token(s, n, out):
+            self.merge_piece(s, n, out)
 
     def encode_chunk(self, const unsigned char[::1] data):
         """The ids of one chunk (UTF-8 bytes), as a list."""
@@ -176,7 +182,11 @@ cdef class MergeEncoder:
         return out
 
     def encode_text(self, const unsigned char[::1] data):
-        """Split UTF-8 text with the named pattern and encode every chunk: a list of ids."""
+        """Split UTF-8 text with the named pattern and encode every chunk: a list of ids.
+
+        No cache of merged chunks here: most chunks are whole tokens, found by one lookup, and
+        the rest merge in a few steps; a per-call cache of them measured slower on mix33 with
+        cl100k_base (1.75 s against 1.33 s), as it costs a second hash lookup per chunk."""
         if self.pattern == 0:
             raise ValueError("encode_text needs a named pattern's scanner (set_scanner)")
         cdef vector[int32_t] out
