@@ -74,8 +74,8 @@ def main() -> int:
 
     print(f"{args.encoding} on mix33 ({size_mb:.1f} MB, {len(ids_b):,} tokens, ids identical), "
           f"median of {args.repeats}, {args.threads} threads for batches")
-    print(f"| mode | tiktoken MB/s | bpe_fast MB/s | bpe_fast / tiktoken |")
-    print(f"|---|---:|---:|---:|")
+    print("| mode | tiktoken MB/s | bpe_fast MB/s | bpe_fast / tiktoken |")
+    print("|---|---:|---:|---:|")
     for mode, times in (("single thread", single), (f"batch, {args.threads} threads", batch)):
         t_tk, t_bf = statistics.median(times["tiktoken"]), statistics.median(times["bpe_fast"])
         print(f"| {mode} | {size_mb / t_tk:.1f} | {size_mb / t_bf:.1f} | {t_tk / t_bf:.2f}x |")

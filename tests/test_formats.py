@@ -14,8 +14,9 @@ from bpe_fast.formats import bytes_to_unicode
 
 from .conftest import SHARED, corpus_files, read_corpus, vocab_dir
 
-tiktoken = pytest.importorskip("tiktoken", reason="tiktoken is a dev dependency")
-import tiktoken.load  # noqa: E402  (a submodule importorskip does not load)
+pytest.importorskip("tiktoken", reason="tiktoken is a dev dependency")
+import tiktoken  # noqa: E402  (after the importorskip above)
+import tiktoken.load  # noqa: E402
 hf = pytest.importorskip("tokenizers", reason="tokenizers is a dev dependency")
 needs_data = pytest.mark.skipif(SHARED is None, reason="shared corpora not found (BPE_FAST_DATA or ../shared)")
 needs_vocabs = pytest.mark.skipif(vocab_dir() is None, reason="shared vocabularies not found")
