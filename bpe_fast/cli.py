@@ -60,7 +60,8 @@ def add_train_parser(sub) -> None:
 
 
 # Each subcommand module has add_*_parser(subparsers), which sets ``run`` to its handler.
-SUBCOMMANDS = [("bpe_fast.cli", "add_train_parser"), ("bpe_fast.cli_tools", "add_tool_parsers")]
+SUBCOMMANDS = [("bpe_fast.cli", "add_train_parser"), ("bpe_fast.cli_tools", "add_tool_parsers"),
+               ("bpe_fast.ladder.cli", "add_profile_parser")]
 
 
 def _parser() -> argparse.ArgumentParser:
