@@ -86,13 +86,11 @@ def test_harness_explains_a_tie_broken_differently():
 
 
 @pytest.fixture
-def profile_main(monkeypatch):
-    """bpe_fast.cli.main with the profile subcommand registered (it is, once cli.py lists it)."""
+def profile_main():
+    """bpe_fast.cli.main, which must have the profile subcommand registered."""
     from bpe_fast import cli
 
-    entry = ("bpe_fast.ladder.cli", "add_profile_parser")
-    if entry not in cli.SUBCOMMANDS:
-        monkeypatch.setattr(cli, "SUBCOMMANDS", cli.SUBCOMMANDS + [entry])
+    assert ("bpe_fast.ladder.cli", "add_profile_parser") in cli.SUBCOMMANDS
     return cli.main
 
 
