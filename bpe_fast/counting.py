@@ -2,7 +2,8 @@
 
 The corpus is never held whole: files are read in blocks (cut only where ``pretokenize.find_cut``
 allows), documents from an iterator are sent on in batches, and each worker process keeps only
-its own ``Counter`` of chunks. The result is a dict ``{chunk UTF-8 bytes: count}`` that does not
+its own counts of chunks (a C++ hash map fed by the native scanner for the named patterns, a
+``Counter`` of ``regex.findall`` for others). The result is a dict ``{chunk UTF-8 bytes: count}`` that does not
 depend on the number of workers or the block size.
 """
 from __future__ import annotations

@@ -1,8 +1,11 @@
 """Stage 1, pre-tokenization: split text into chunks, and find where a file may be cut.
 
-Two facts are kept here:
-* ``split_chunks`` is the one place that turns a document into chunks (special tokens are cut
-  out first, so they are never learned from the text).
+Three facts are kept here:
+* ``split_chunks`` defines what the chunks of a document are: ``regex.findall`` of the pattern,
+  after special tokens are cut out (so they are never learned from the text). It is the slow
+  reference; counting and encoding use it for custom patterns.
+* for the named patterns, ``native_scanner`` gives a Cython scanner (_scan.pxd) that returns
+  exactly the same chunks from UTF-8 bytes, about 20x faster; the tests hold it to regex.
 * ``find_cut`` only returns positions where the named patterns cannot match across the cut, so
   counting a file block by block gives exactly the chunks of the whole file.
 """
