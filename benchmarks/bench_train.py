@@ -74,10 +74,14 @@ def documents(files: list[Path], stats: dict):
 
 
 # -- the four trainers (child side) ----------------------------------------------------------
-def import_trainer(lib: str):
-    """Import lib and return train(docs, vocab_size) -> its vocabulary ({token bytes: rank})."""
-    import bpe_fast  # for the pattern string, shared by all cl100k trainers
+def import_trainer(lib: str, cl100k: str):
+    """Import lib and return train(docs, vocab_size) -> its vocabulary ({token bytes: rank}).
+
+    cl100k is bpe_fast.CL100K, passed in by the parent so that the other libraries' processes
+    do not import bpe_fast (and NumPy) and pay for its memory.
+    """
     if lib == "bpe_fast":
+        import bpe_fast
         return lambda docs, n: bpe_fast.train_from_iterator(
             docs, n, pattern="cl100k", show_progress=False).mergeable_ranks()
     if lib == "rustbpe":
@@ -85,7 +89,7 @@ def import_trainer(lib: str):
 
         def train_rustbpe(docs, n):
             tok = rustbpe.Tokenizer()
-            tok.train_from_iterator(docs, n, pattern=bpe_fast.CL100K)
+            tok.train_from_iterator(docs, n, pattern=cl100k)
             return dict(tok.get_mergeable_ranks())
         return train_rustbpe
     if lib == "hf":
@@ -101,25 +105,25 @@ def import_trainer(lib: str):
         return train_hf
     if lib == "bpeasy":
         import bpeasy
-        return lambda docs, n: bpeasy.train_bpe(docs, bpe_fast.CL100K, 10**6, n)
+        return lambda docs, n: bpeasy.train_bpe(docs, cl100k, 10**6, n)
     raise ValueError(f"unknown library {lib!r}")
 
 
-def run_one(lib: str, vocab_size: int, files: list[Path], ranks_out: str | None) -> None:
+def run_one(lib: str, args, files: list[Path]) -> None:
     """Child process: train once, print one RESULT_MARK line of JSON."""
     t_import = time.perf_counter()
     try:
-        train = import_trainer(lib)
+        train = import_trainer(lib, args.cl100k)
     except ImportError as exc:
         print(f"cannot import {lib}: {exc}", file=sys.stderr)
         sys.exit(IMPORT_ERROR_EXIT)
     import_s = time.perf_counter() - t_import
     stats = {"docs": 0, "chars": 0}
     t0 = time.perf_counter()
-    ranks = train(documents(files, stats), vocab_size)
+    ranks = train(documents(files, stats), args.vocab_size)
     train_s = time.perf_counter() - t0
-    if ranks_out:
-        with open(ranks_out, "wb") as fh:
+    if args.ranks_out:
+        with open(args.ranks_out, "wb") as fh:
             pickle.dump(ranks, fh)
     kb = 1024
     print(RESULT_MARK + json.dumps({
@@ -190,7 +194,7 @@ def own_cpu_s() -> tuple[float, float]:
 def run_child(lib: str, args, ranks_out: str, sample_s: float) -> dict:
     """Run `--one lib` in a fresh interpreter, sampling its tree's RSS; return its result."""
     cmd = [sys.executable, os.path.abspath(__file__), "--one", lib, "--vocab-size", str(args.vocab_size),
-           "--corpus-dir", str(args.corpus_dir), "--ranks-out", ranks_out]
+           "--corpus-dir", str(args.corpus_dir), "--ranks-out", ranks_out, "--cl100k", args.cl100k]
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         busy0, (self0, kids0) = system_busy_s(), own_cpu_s()
         t0 = time.perf_counter()
@@ -338,6 +342,7 @@ def parse_args(argv=None):
     parser.add_argument("--sample-ms", type=float, default=20.0, help="RSS sampling interval")
     parser.add_argument("--one", choices=LIBS, help=argparse.SUPPRESS)  # child mode
     parser.add_argument("--ranks-out", help=argparse.SUPPRESS)
+    parser.add_argument("--cl100k", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     args.corpus_dir = corpus_dir(args.corpus_dir)
     return args
@@ -347,11 +352,16 @@ def main(argv=None) -> None:
     args = parse_args(argv)
     files = mix33_files(args.corpus_dir)
     if args.one:
-        return run_one(args.one, args.vocab_size, files, args.ranks_out)
+        return run_one(args.one, args, files)
     libs = [lib.strip() for lib in args.libs.split(",") if lib.strip()]
     unknown = set(libs) - set(LIBS)
     if unknown:
         sys.exit(f"unknown libraries: {sorted(unknown)}; choose from {LIBS}")
+    try:  # the project under test; its pattern string is given to every cl100k trainer
+        from bpe_fast import CL100K
+    except ImportError as exc:
+        sys.exit(f"cannot import bpe_fast, whose CL100K pattern every trainer uses: {exc}")
+    args.cl100k = CL100K
     results = {}
     with tempfile.TemporaryDirectory() as tmpdir:
         for lib in libs:
