@@ -20,17 +20,11 @@ from pathlib import Path
 
 import bpe_fast
 from bpe_fast.formats import ENCODINGS
-
-
-def shared_dir() -> Path:
-    root = os.environ.get("BPE_FAST_DATA") or Path(__file__).resolve().parents[2] / "shared"
-    return Path(root)
+from mix33 import corpus_dir, mix33_files  # benchmarks/ is on sys.path
 
 
 def mix33_text(corpora: Path) -> str:
-    files = [corpora / "big.txt", corpora / "tinyshakespeare.txt", corpora / "code_python.txt",
-             *sorted((corpora / "multilingual").glob("*.txt"))]
-    return "".join(f.read_bytes().decode("utf-8") for f in files)
+    return "".join(f.read_bytes().decode("utf-8") for f in mix33_files(corpora))
 
 
 def timed(fn, *args):
@@ -49,12 +43,12 @@ def main() -> int:
     import tiktoken
     import tiktoken.load
 
-    vocab = shared_dir() / "vocabs" / f"{args.encoding}.tiktoken"
+    vocab = corpus_dir().parent / "vocabs" / f"{args.encoding}.tiktoken"
     pattern, specials = ENCODINGS[args.encoding]
     theirs = tiktoken.Encoding(args.encoding, pat_str=pattern, special_tokens=specials,
                                mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(vocab)))
     ours = bpe_fast.load(args.encoding, path=vocab)
-    text = mix33_text(shared_dir() / "corpora")
+    text = mix33_text(corpus_dir())
     size_mb = len(text.encode("utf-8")) / 1e6
     docs = [text[i:i + 65536] for i in range(0, len(text), 65536)]
 

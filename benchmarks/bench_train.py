@@ -35,6 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from mix33 import corpus_dir, mix33_files  # noqa: E402  (benchmarks/ is on sys.path)
+
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 LIBS = ("bpe_fast", "rustbpe", "hf", "bpeasy")
 PATTERNS = {"bpe_fast": "cl100k", "rustbpe": "cl100k", "bpeasy": "cl100k",
@@ -45,24 +47,6 @@ IMPORT_ERROR_EXIT = 3
 
 
 # -- corpus -----------------------------------------------------------------------------------
-def corpus_dir(option: str | None) -> Path:
-    if option:
-        return Path(option)
-    shared = os.environ.get("BPE_FAST_DATA")
-    if shared:
-        return Path(shared) / "corpora" if (Path(shared) / "corpora").is_dir() else Path(shared)
-    return PROJECT_ROOT.parent / "shared" / "corpora"
-
-
-def mix33_files(directory: Path) -> list[Path]:
-    files = [directory / name for name in ("big.txt", "tinyshakespeare.txt", "code_python.txt")]
-    files += sorted((directory / "multilingual").glob("*.txt"), key=lambda p: p.name)
-    missing = [str(f) for f in files if not f.is_file()]
-    if missing or len(files) == 3:
-        sys.exit(f"mix33 corpus incomplete in {directory}: missing {missing or 'multilingual/*.txt'}")
-    return files
-
-
 def documents(files: list[Path], stats: dict):
     """Yield each file in pieces of DOC_CHARS characters; counts documents and characters."""
     for path in files:

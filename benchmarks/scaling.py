@@ -26,13 +26,14 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import os
 import shutil
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
+
+from mix33 import corpus_dir, mix33_files  # noqa: E402  (benchmarks/ is on sys.path)
 
 HERE = Path(__file__).resolve().parent
 PROJECT_ROOT = HERE.parent
@@ -49,24 +50,6 @@ QUICK = {"sizes_mb": [1, 2, 4], "size_vocab": 4096, "vocabs": [1000, 4000, 16000
 
 
 # -- corpus --------------------------------------------------------------------------------------
-def corpus_dir(option: str | None) -> Path:
-    if option:
-        return Path(option)
-    shared = os.environ.get("BPE_FAST_DATA")
-    if shared:
-        return Path(shared) / "corpora" if (Path(shared) / "corpora").is_dir() else Path(shared)
-    return PROJECT_ROOT.parent / "shared" / "corpora"
-
-
-def mix33_files(directory: Path) -> list[Path]:
-    files = [directory / name for name in ("big.txt", "tinyshakespeare.txt", "code_python.txt")]
-    files += sorted((directory / "multilingual").glob("*.txt"), key=lambda p: p.name)
-    missing = [str(f) for f in files if not f.is_file()]
-    if missing or len(files) == 3:
-        sys.exit(f"mix33 corpus incomplete in {directory}: missing {missing or 'multilingual/*.txt'}")
-    return files
-
-
 def read_piece(fh) -> bytes:
     """Up to PIECE_BYTES bytes, extended to the end of a UTF-8 character."""
     data = fh.read(PIECE_BYTES)
