@@ -132,6 +132,17 @@ cdef inline size_t whitespace_end(const unsigned char* s, size_t n, size_t i, co
     return i
 
 
+cdef inline size_t digits_1_to_3(const unsigned char* s, size_t n, size_t e, const uint8_t* cls) noexcept nogil:
+    """End of \\p{N}{1,3} whose first digit ends at e: up to two more digits."""
+    cdef size_t w, k
+    for k in range(2):
+        if e < n and cls_at(s, e, &w, cls) & C_N:
+            e += w
+        else:
+            break
+    return e
+
+
 cdef inline size_t scan_gpt2(const unsigned char* s, size_t n, size_t i, const uint8_t* cls) noexcept nogil:
     cdef size_t w, w2, e, last_start, last_nl
     cdef uint8_t f = cls_at(s, i, &w, cls), g
@@ -162,7 +173,7 @@ cdef inline size_t scan_gpt2(const unsigned char* s, size_t n, size_t i, const u
 
 
 cdef inline size_t scan_cl100k(const unsigned char* s, size_t n, size_t i, const uint8_t* cls, const uint8_t* fold) noexcept nogil:
-    cdef size_t w, w2, e, k, last_start, last_nl
+    cdef size_t w, w2, e, last_start, last_nl
     cdef uint8_t f = cls_at(s, i, &w, cls)
     if s[i] == b"'":                                    # '(?i:[sdmt]|ll|ve|re)
         e = contraction_ci(s, n, i + 1, fold, False)
@@ -173,11 +184,7 @@ cdef inline size_t scan_cl100k(const unsigned char* s, size_t n, size_t i, const
     if not (f & (C_N | C_NL)) and i + w < n and cls_at(s, i + w, &w2, cls) & C_L:
         return run_end(s, n, i + w, cls, C_L)           # ... with a one-character prefix
     if f & C_N:                                         # \p{N}{1,3}+
-        e = i + w
-        for k in range(2):
-            if e < n and cls_at(s, e, &w2, cls) & C_N:
-                e += w2
-        return e
+        return digits_1_to_3(s, n, i + w, cls)
     if s[i] == b' ' and i + 1 < n and is_punct(cls_at(s, i + 1, &w2, cls)):
         return bytes_run_end(s, n, punct_run_end(s, n, i + 1, cls), False)   # ?[^\s\p{L}\p{N}]++[\r\n]*+
     if is_punct(f):
@@ -243,11 +250,7 @@ cdef inline size_t scan_o200k(const unsigned char* s, size_t n, size_t i, const 
                 return k
         return e
     if f & C_N:                                         # \p{N}{1,3}
-        e = i + w
-        for k in range(2):
-            if e < n and cls_at(s, e, &w2, cls) & C_N:
-                e += w2
-        return e
+        return digits_1_to_3(s, n, i + w, cls)
     if s[i] == b' ' and i + 1 < n and is_punct(cls_at(s, i + 1, &w2, cls)):
         return bytes_run_end(s, n, punct_run_end(s, n, i + 1, cls), True)   # ?[^\s\p{L}\p{N}]+[\r\n/]*
     if is_punct(f):

@@ -188,12 +188,10 @@ def from_gpt2(encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLike) -> 
             parts = line.split()
             if len(parts) != 2:
                 raise TokenizerFileError(f"{vocab_bpe}, line {lineno}: expected two tokens, got {line.rstrip()!r}")
-            left, right = (str_to_token(p, f"{vocab_bpe}, line {lineno}") for p in parts)
-            for part in (left, right, left + right):
-                if part not in ids:
-                    raise TokenizerFileError(f"{vocab_bpe}, line {lineno}: {token_to_str(part)!r} is not in {encoder_json}")
-            merges.append((ids[left], ids[right]))
-            merge_ids.append(ids[left + right])
+            where = f"{vocab_bpe}, line {lineno}"
+            pair, made = _merge_ids(*(str_to_token(p, where) for p in parts), ids, where, str(encoder_json))
+            merges.append(pair)
+            merge_ids.append(made)
     byte_ids = [ids.get(bytes([b])) for b in range(256)]
     if None in byte_ids:
         raise TokenizerFileError(f"{encoder_json}: no id for the byte {bytes([byte_ids.index(None)])!r}")
@@ -216,6 +214,14 @@ def save_gpt2(tok: Tokenizer, encoder_json: str | os.PathLike, vocab_bpe: str | 
             fh.write(f"{token_to_str(tok.token_bytes(left))} {token_to_str(tok.token_bytes(right))}\n")
 
 
+def _merge_ids(left: bytes, right: bytes, ids: dict[bytes, int], where: str, vocab_name: str):
+    """((left id, right id), id of left + right) for a merge read from a file, all looked up in ids."""
+    for part in (left, right, left + right):
+        if part not in ids:
+            raise TokenizerFileError(f"{where}: {token_to_str(part)!r} is not in {vocab_name}")
+    return (ids[left], ids[right]), ids[left + right]
+
+
 def _is_special(s: str) -> bool:
     return len(s) > 4 and s.startswith("<|") and s.endswith("|>")
 
@@ -235,12 +241,10 @@ def from_huggingface(path: str | os.PathLike) -> Tokenizer:
         parts = merge.split(" ") if isinstance(merge, str) else merge
         if len(parts) != 2:
             raise TokenizerFileError(f"{path}: model.merges[{k}] is {merge!r}, not a pair")
-        left, right = (str_to_token(p, f"{path}: model.merges[{k}]") for p in parts)
-        for part in (left, right, left + right):
-            if part not in vocab:
-                raise TokenizerFileError(f"{path}: model.merges[{k}]: {token_to_str(part)!r} is not in model.vocab")
-        merges.append((vocab[left], vocab[right]))
-        merge_ids.append(vocab[left + right])
+        where = f"{path}: model.merges[{k}]"
+        pair, made = _merge_ids(*(str_to_token(p, where) for p in parts), vocab, where, "model.vocab")
+        merges.append(pair)
+        merge_ids.append(made)
     missing = [b for b in range(256) if bytes([b]) not in vocab]
     if missing:
         raise TokenizerFileError(f"{path}: model.vocab has no token for the byte {bytes([missing[0]])!r} "
