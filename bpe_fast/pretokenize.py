@@ -109,31 +109,41 @@ def find_cut(data: bytes, start: int = 0) -> int | None:
 # Native scanners for the named patterns (bpe_fast/_scan.pxd), built on tables made here with
 # the regex module itself, so that the classes mean exactly what they mean in the patterns.
 
-_CLASS_REGEXES = [  # (bit in _scan.pxd, character class)
-    (1, r"\p{L}"), (2, r"\p{N}"), (4, r"\s"),
-    (8, r"[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]"), (16, r"[\p{Ll}\p{Lm}\p{Lo}\p{M}]"), (32, r"[\r\n]"),
-]
 _FOLD_LIMIT = 0x400
+_BITS = {"L": 1, "N": 2, "S": 4, "U": 8, "W": 16, "NL": 32}     # as in _scan.pxd
 
 
 @functools.lru_cache(maxsize=1)
 def char_classes() -> tuple[np.ndarray, np.ndarray]:
-    """(class bits per code point, contraction letter per code point below _FOLD_LIMIT)."""
-    codepoints = np.array([c for c in range(0x110000) if not 0xD800 <= c < 0xE000], dtype=np.int64)
-    text = "".join(map(chr, codepoints.tolist()))
+    """(class bits per code point, contraction letter per code point below _FOLD_LIMIT).
+
+    Built once per process (~0.1 s) by running the regex module over every code point, so the
+    classes mean exactly what they mean in the patterns."""
+    codepoints = np.arange(0x110000, dtype=np.uint32)
+    codepoints = codepoints[(codepoints < 0xD800) | (codepoints >= 0xE000)]
+    text = codepoints.astype("<u4").tobytes().decode("utf-32-le")
+
+    def members(char_class: str) -> np.ndarray:
+        inside = np.zeros(0x110000, dtype=bool)
+        for m in regex.finditer(char_class + "+", text):   # runs: few matches, fast
+            inside[codepoints[m.start():m.end()]] = True
+        return inside
+
+    cat = {name: members(rf"\p{{{name}}}") for name in ("L", "N", "Lu", "Ll", "Lt", "Lm", "Lo", "M")}
+    masks = {
+        "L": cat["L"], "N": cat["N"], "S": members(r"\s"), "NL": members(r"[\r\n]"),
+        "U": cat["Lu"] | cat["Lt"] | cat["Lm"] | cat["Lo"] | cat["M"],     # o200k's upper class
+        "W": cat["Ll"] | cat["Lm"] | cat["Lo"] | cat["M"],                 # o200k's lower class
+    }
     classes = np.zeros(0x110000, dtype=np.uint8)
-    for bit, char_class in _CLASS_REGEXES:
-        in_class = np.zeros(len(codepoints), dtype=bool)
-        for m in regex.finditer(char_class + "+", text):
-            in_class[m.start():m.end()] = True
-        classes[codepoints[in_class]] |= bit
+    for name, bit in _BITS.items():
+        classes[masks[name]] |= bit
     fold = np.zeros(_FOLD_LIMIT, dtype=np.uint8)
-    for letter in "sdmtlver":   # what (?i) lets each contraction letter match, e.g. U+017F for s
-        for m in regex.finditer("(?i)" + letter, text):
-            c = ord(m.group())
-            if c >= _FOLD_LIMIT:   # not so in any Unicode version yet; the table would need to grow
-                raise RuntimeError(f"(?i){letter} matches U+{c:04X}, beyond the contraction table")
-            fold[c] = ord(letter)
+    for m in regex.finditer("(?i)[sdmtlver]", text):   # e.g. U+017F (long s) matches (?i)s
+        c = ord(m.group())
+        if c >= _FOLD_LIMIT:   # not so in any Unicode version yet; the table would need to grow
+            raise RuntimeError(f"(?i)[sdmtlver] matches U+{c:04X}, beyond the contraction table")
+        fold[c] = next(ord(x) for x in "sdmtlver" if regex.fullmatch("(?i)" + x, m.group()))
     return classes, fold
 
 
