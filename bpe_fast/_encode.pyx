@@ -208,9 +208,12 @@ cdef class MergeEncoder:
         cdef int64_t size = self.token_bytes.size()
         cdef Py_ssize_t k = 0
         for k, t in enumerate(ids):
-            token = t
+            try:
+                token = t
+            except OverflowError:
+                token = -1                      # far out of range: reported below like any other
             if token < 0 or token >= size or not self.defined[token]:
-                raise ValueError(f"token id {token} (position {k}) is not in the vocabulary (ids 0..{size - 1})")
+                raise ValueError(f"token id {t} (position {k}) is not in the vocabulary (ids 0..{size - 1})")
             out.append(self.token_bytes[token])
         return <bytes>out
 

@@ -100,6 +100,10 @@ def train_merges(const int32_t[::1] symbols, const int64_t[::1] offsets, const i
         raise ValueError(f"word table has {n_sym} symbols; the kernel indexes them with int32 (< 2**31 - 1)")
     if 256 + n_merges >= 2 ** 31:
         raise ValueError("too many merges for int32 token ids")
+    if n_words and (offsets[0] != 0 or np.any(np.diff(offsets) < 0)):
+        raise ValueError("word table is inconsistent: offsets must start at 0 and never decrease")
+    if n_words and np.min(counts) <= 0:
+        raise ValueError("word table is inconsistent: every word count must be positive")
     if n_sym and (np.min(symbols) < 0 or np.max(symbols) > 255):
         raise ValueError("symbols must be byte ids 0..255")
     min_count = max(min_count, 1)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import multiprocessing as mp
 import os
 import queue
+import time
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
@@ -205,14 +206,13 @@ def docs_tasks(docs: Iterable, batch_chars: int) -> Iterator[DocsTask]:
 
 def _worker(config: CountConfig, tasks: "mp.Queue", results: "mp.Queue") -> None:
     counter = ChunkCounter(config)
-    error = None
-    while (task := tasks.get()) is not None:
-        if error is None:        # after an error, keep draining so the feeder never blocks
-            try:
-                counter.run(task)
-            except Exception as exc:  # reported to the parent, which raises it
-                error = exc
-    results.put(("error", error) if error is not None else ("ok", counter.result()))
+    try:
+        while (task := tasks.get()) is not None:
+            counter.run(task)
+    except Exception as exc:   # reported at once; the parent stops feeding and raises it
+        results.put(("error", exc))
+        return
+    results.put(("ok", counter.result()))
 
 
 def _merge(parts: list[dict[bytes, int]]) -> dict[bytes, int]:
@@ -265,40 +265,66 @@ def _count_in_workers(tasks: Iterator, config: CountConfig, workers: int,
     if native_scanner(config.pattern) is not None:
         char_classes()            # build the tables once, here; forked workers inherit them
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-    task_queue = ctx.Queue(maxsize=2 * workers)   # bounded: at most a few blocks in flight
-    result_queue = ctx.Queue()
-    procs = [ctx.Process(target=_worker, args=(config, task_queue, result_queue), daemon=True)
-             for _ in range(workers)]
-    for p in procs:
-        p.start()
+    pool = _Workers(ctx, config, workers)
     try:
         for task in tasks:
-            task_queue.put(task)
+            pool.send(task)
             if on_progress:
                 on_progress(task.size)
-        for _ in procs:
-            task_queue.put(None)
-        parts, errors = [], []
-        for _ in procs:
-            status, payload = _get_result(result_queue, procs)
-            (parts if status == "ok" else errors).append(payload)
-        for p in procs:
-            p.join()
+        return _merge(pool.finish())
     finally:
-        for p in procs:
+        pool.stop()
+
+
+class _Workers:
+    """Worker processes fed through a bounded queue. Every wait is short and checks that the
+    workers are alive and have reported no error, so a failure surfaces at once: never a hang,
+    never the rest of the corpus read first."""
+
+    def __init__(self, ctx, config: CountConfig, n: int):
+        self.tasks = ctx.Queue(maxsize=2 * n)   # bounded: at most a few blocks in flight
+        self.results = ctx.Queue()
+        self.procs = [ctx.Process(target=_worker, args=(config, self.tasks, self.results), daemon=True)
+                      for _ in range(n)]
+        self.parts: list[dict[bytes, int]] = []
+        for p in self.procs:
+            p.start()
+
+    def send(self, item) -> None:
+        while True:
+            self._check()
+            try:
+                self.tasks.put(item, timeout=0.5)
+                return
+            except queue.Full:
+                continue
+
+    def finish(self) -> list[dict[bytes, int]]:
+        for _ in self.procs:
+            self.send(None)
+        while len(self.parts) < len(self.procs):
+            self._check(wait=0.5)
+        return self.parts
+
+    def _check(self, wait: float = 0.0) -> None:
+        """Take in a result if one is there; raise a worker's error, or if a worker is gone."""
+        try:
+            status, payload = self.results.get(timeout=wait) if wait else self.results.get_nowait()
+        except queue.Empty:
+            gone = [p for p in self.procs if p.exitcode is not None]
+            if len(gone) > len(self.parts) and self.results.empty():
+                time.sleep(0.2)            # a result sent just before exiting may be in the pipe
+                if self.results.empty():
+                    raise RuntimeError(f"a counting worker exited (code {gone[0].exitcode}) "
+                                       f"without sending its counts") from None
+            return
+        if status == "error":
+            raise payload
+        self.parts.append(payload)
+
+    def stop(self) -> None:
+        for p in self.procs:
             if p.is_alive():
                 p.terminate()
-    if errors:
-        raise errors[0]
-    return _merge(parts)
-
-
-def _get_result(results: "mp.Queue", procs: list) -> tuple[str, object]:
-    """Wait for one worker's result, noticing a worker that died without sending one."""
-    while True:
-        try:
-            return results.get(timeout=1.0)
-        except queue.Empty:
-            dead = [p for p in procs if p.exitcode not in (None, 0)]
-            if dead:
-                raise RuntimeError(f"a counting worker died (exit code {dead[0].exitcode})") from None
+        for p in self.procs:
+            p.join(timeout=5)

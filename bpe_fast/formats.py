@@ -19,7 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .patterns import CL100K, GPT2, O200K, name_of
+from .patterns import CL100K, GPT2, O200K, PatternError, name_of
 from .tokenizer import Tokenizer, TokenizerFileError, VocabularyError
 
 # The named OpenAI encodings: tiktoken's patterns and special tokens (tiktoken_ext/openai_public.py).
@@ -235,7 +235,8 @@ def from_huggingface(path: str | os.PathLike) -> Tokenizer:
     if not isinstance(model, dict) or model.get("type") != "BPE":
         raise TokenizerFileError(f"{path}: not a BPE tokenizer.json (model.type is {model and model.get('type')!r})")
     pattern = _hf_pattern(data.get("pre_tokenizer"), path)
-    vocab = {str_to_token(s, f"{path}: model.vocab"): i for s, i in model.get("vocab", {}).items()}
+    added = {t["content"] for t in data.get("added_tokens", [])}   # kept in model.vocab too, as text
+    vocab = {str_to_token(s, f"{path}: model.vocab"): i for s, i in model.get("vocab", {}).items() if s not in added}
     merges, merge_ids = [], []
     for k, merge in enumerate(model.get("merges", [])):
         parts = merge.split(" ") if isinstance(merge, str) else merge
@@ -380,6 +381,9 @@ def _read_json(path):
             return json.load(fh)
         except json.JSONDecodeError as exc:
             raise TokenizerFileError(f"{path}, line {exc.lineno}: not valid JSON ({exc.msg}); truncated?") from None
+        except UnicodeDecodeError as exc:
+            raise TokenizerFileError(f"{path}: not UTF-8 text (byte offset {exc.start}), so not a JSON "
+                                     f"tokenizer file") from None
 
 
 def _int_field(text: str, path, lineno: int, what: str) -> int:
@@ -390,10 +394,10 @@ def _int_field(text: str, path, lineno: int, what: str) -> int:
 
 
 def _vocab_errors_name(path, build, *args, **kwargs) -> Tokenizer:
-    """Call a Tokenizer constructor; a VocabularyError gets the file's name in front."""
+    """Call a Tokenizer constructor; a bad vocabulary or pattern gets the file's name in front."""
     try:
         return build(*args, **kwargs)
-    except VocabularyError as exc:
+    except (VocabularyError, PatternError) as exc:
         message = str(exc)
         raise TokenizerFileError(message if message.startswith(str(path)) else f"{path}: {message}") from None
 

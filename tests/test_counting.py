@@ -94,3 +94,37 @@ def test_same_merges_for_workers_and_block_sizes(pattern):
     whole = [p.read_bytes().decode("utf-8") for p in files]  # no newline translation
     assert np.array_equal(bpe_fast.train_from_iterator(whole, 1500, pattern=pattern, workers=1).merges,
                           runs[0].merges)
+
+
+def test_a_killed_worker_is_an_error_not_a_hang():
+    import multiprocessing as mp
+    import os
+    import signal
+    import time
+
+    def docs():
+        for i in range(400):
+            if i == 50:
+                for child in mp.active_children():     # as the OOM killer would
+                    os.kill(child.pid, signal.SIGKILL)
+                time.sleep(0.3)
+            yield "hello world " * 10
+
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match="counting worker exited"):
+        count_tasks(docs_tasks(docs(), 100), CountConfig(CL100K), workers=2)
+    assert time.monotonic() - start < 30
+
+
+def test_a_worker_error_stops_the_reading_early():
+    consumed = []
+
+    def docs():
+        yield b"\xff not utf-8"
+        for i in range(5000):
+            consumed.append(i)
+            yield "hello world " * 10
+
+    with pytest.raises(bpe_fast.InputError, match="document 0: invalid UTF-8 at byte offset 0"):
+        count_tasks(docs_tasks(docs(), 100), CountConfig(CL100K), workers=2)
+    assert len(consumed) < 1000       # it did not read on to the end

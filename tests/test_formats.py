@@ -181,3 +181,28 @@ def test_unknown_encoding_and_missing_file(tmp_path):
         bpe_fast.load("cl200k")
     with pytest.raises(TokenizerFileError, match="cl100k_base.tiktoken not found"):
         bpe_fast.load("cl100k_base", path=tmp_path)
+
+
+def test_huggingface_special_tokens_listed_in_the_vocab(tmp_path):
+    tok = Tokenizer([[97, 98]], pattern="gpt2")
+    data = bpe_fast.formats.huggingface_json(tok)
+    special = "<｜begin▁of▁sentence｜>"          # not spelled in GPT-2's byte alphabet
+    data["model"]["vocab"][special] = 300
+    data["added_tokens"].append({"id": 300, "content": special, "special": True})
+    (tmp_path / "t.json").write_text(json.dumps(data), encoding="utf-8")
+    loaded = Tokenizer.from_huggingface(tmp_path / "t.json")
+    assert loaded.special_tokens == {special: 300} and loaded.merges.tolist() == [[97, 98]]
+
+
+def test_bad_patterns_and_binary_files_name_the_file(tmp_path):
+    (tmp_path / "m.model").write_text("minbpe v1\n(unclosed\n0\n")
+    with pytest.raises(TokenizerFileError, match=r"m.model: pattern '\(unclosed' does not compile"):
+        Tokenizer.from_minbpe(tmp_path / "m.model")
+    (tmp_path / "bin.json").write_bytes(b"\xff\xfe{\x00")
+    with pytest.raises(TokenizerFileError, match=r"bin.json: not UTF-8 text \(byte offset 0\)"):
+        bpe_fast.formats.open_tokenizer(tmp_path / "bin.json")
+
+
+def test_decode_of_an_id_beyond_64_bits():
+    with pytest.raises(ValueError, match=r"token id 1180591620717411303424 \(position 1\) is not in the vocabulary"):
+        Tokenizer([]).decode([97, 2**70])

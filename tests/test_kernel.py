@@ -88,3 +88,13 @@ def test_one_huge_word():
 def test_rejects_inconsistent_table():
     with pytest.raises(ValueError, match="inconsistent"):
         train_merges(np.zeros(3, np.int32), np.array([0, 2], np.int64), np.array([1], np.int64), 1)
+
+
+@pytest.mark.parametrize("offsets,counts,message", [
+    ([1, 2, 3], [1, 1], "start at 0"),
+    ([0, 3000, 3], [1, 1], "never decrease"),
+    ([0, 2, 3], [5, -5], "positive"),
+])
+def test_rejects_bad_offsets_and_counts(offsets, counts, message):
+    with pytest.raises(ValueError, match=message):
+        train_merges(np.array([97, 98, 99], np.int32), np.array(offsets, np.int64), np.array(counts, np.int64), 5)
