@@ -54,7 +54,7 @@ def _bar(enabled: bool, **kwargs):
     return tqdm(file=sys.stderr, dynamic_ncols=True, **kwargs)
 
 
-def _check_args(vocab_size, special_tokens, min_frequency, errors) -> tuple[str, ...]:
+def _check_args(vocab_size, special_tokens, min_frequency, errors, tie_break) -> tuple[str, ...]:
     specials = (special_tokens,) if isinstance(special_tokens, str) else tuple(special_tokens or ())
     if len(set(specials)) != len(specials) or not all(isinstance(s, str) and s for s in specials):
         raise ValueError(f"special_tokens must be distinct non-empty strings, got {list(specials)}")
@@ -68,6 +68,8 @@ def _check_args(vocab_size, special_tokens, min_frequency, errors) -> tuple[str,
         raise ValueError(f"min_frequency must be >= 0, got {min_frequency}")
     if errors not in ("strict", "replace"):
         raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
+    if tie_break not in TIE_BREAKS:
+        raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
     return specials
 
 
@@ -97,8 +99,8 @@ def train_from_table(table: WordTable, vocab_size: int, pattern: str | None = "c
     Ties between pairs of equal count go to the smallest (left id, right id) with bytes as ids
     0..255 (``tie_break="bytes"``, as rustbpe and bpeasy), or with Hugging Face's ids for the
     bytes (``"huggingface"``, as tokenizers' BpeTrainer with the ByteLevel pre-tokenizer)."""
-    specials = _check_args(vocab_size, special_tokens, min_frequency, "strict")
-    _tie_break_order(tie_break)         # reject a bad value before any work
+    specials = _check_args(vocab_size, special_tokens, min_frequency, "strict", tie_break)
+    byte_order = _tie_break_order(tie_break)
     report = report or TrainReport()
     if len(table) == 0:
         raise EmptyCorpusError("the corpus is empty: no text to learn merges from")
@@ -111,7 +113,6 @@ def train_from_table(table: WordTable, vocab_size: int, pattern: str | None = "c
         last[0] = done
 
     t0 = time.perf_counter()
-    byte_order = _tie_break_order(tie_break)
     symbols = table.symbols if byte_order is None else np.argsort(byte_order).astype(np.int32)[table.symbols]
     try:
         merges = _kernel.train_merges(symbols, table.offsets, table.counts, n_merges,
@@ -167,7 +168,7 @@ def train(files: str | os.PathLike | Iterable[str | os.PathLike], vocab_size: in
     The result is the same as treating each whole file as one document, for any block size
     and number of workers.
     """
-    specials = _check_args(vocab_size, special_tokens, min_frequency, errors)
+    specials = _check_args(vocab_size, special_tokens, min_frequency, errors, tie_break)
     paths = [files] if isinstance(files, (str, os.PathLike)) else list(files)
     if not paths:
         raise EmptyCorpusError("no input files given")
@@ -194,7 +195,7 @@ def train_from_iterator(docs: Iterable[str | bytes], vocab_size: int, pattern: s
     Items are consumed lazily and sent to worker processes in batches, so the iterator may be
     far larger than memory.
     """
-    specials = _check_args(vocab_size, special_tokens, min_frequency, errors)
+    specials = _check_args(vocab_size, special_tokens, min_frequency, errors, tie_break)
     if isinstance(docs, (str, bytes)):
         raise TypeError("docs must be an iterable of documents, not a single str/bytes "
                         "(wrap it in a list: [text])")

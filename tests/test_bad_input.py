@@ -135,3 +135,12 @@ def test_cli_reports_a_vocab_the_corpus_cannot_give(tmp_path, capsys):
     assert main(["train", str(corpus), "--vocab-size", "5000", "-o", str(tmp_path / "t.json"), "-q"]) == 0
     captured = capsys.readouterr()
     assert "warning: stopped after" in captured.err and "vocab size 258" in captured.out
+
+
+def test_unknown_tie_break_is_rejected_before_counting():
+    def docs():
+        raise AssertionError("the corpus was read")
+        yield "never"
+
+    with pytest.raises(ValueError, match="tie_break must be one of"):
+        bpe_fast.train_from_iterator(docs(), 300, tie_break="hf")
