@@ -240,7 +240,7 @@ def main(argv=None) -> None:
     OUT.mkdir(exist_ok=True)
     total = sum(f.stat().st_size for f in files)
     print(f"mix33: {len(files)} files, {total:,} bytes, from {args.corpus_dir}", file=sys.stderr)
-    tables = []
+    tables, charts = [], []
     if args.only in (None, "corpus"):
         points = [(mb * MB if mb else None, plan["size_vocab"]) for mb in plan["sizes_mb"]]
         rows = sweep("corpus", points, libs, args)
@@ -248,6 +248,7 @@ def main(argv=None) -> None:
         plot(rows, "corpus_bytes", "corpus size, MB (log scale)",
              f"training time against corpus size (mix33 prefix, vocab {plan['size_vocab']:,})",
              OUT / "scaling_corpus.png")
+        charts.append("scaling_corpus.png")
         tables.append(f"vocab size {plan['size_vocab']:,}\n\n" + markdown(rows, "corpus_bytes"))
     if args.only in (None, "vocab"):
         limit = plan["vocab_mb"] * MB if plan["vocab_mb"] else None
@@ -257,11 +258,11 @@ def main(argv=None) -> None:
         plot(rows, "vocab_size", "vocab size (log scale)",
              f"training time against vocab size ({corpus}, {rows[0]['corpus_bytes'] / MB:.1f} MB)",
              OUT / "scaling_vocab.png")
+        charts.append("scaling_vocab.png")
         tables.append(f"{corpus}\n\n" + markdown(rows, "vocab_size"))
     if not args.quick:
-        for name in ("scaling_corpus.png", "scaling_vocab.png"):
-            if (OUT / name).exists():
-                shutil.copy(OUT / name, HERE / name)
+        for name in charts:        # only this run's charts: never a stale one from benchmarks/out
+            shutil.copy(OUT / name, HERE / name)
     print("\n\n".join(tables))
     print(f"\nCSV and PNG in {OUT}" + ("" if args.quick else f"; charts copied to {HERE}"), file=sys.stderr)
 
