@@ -5,7 +5,8 @@ Three facts are kept here:
   after special tokens are cut out (so they are never learned from the text). It is the slow
   reference; counting and encoding use it for custom patterns.
 * for the named patterns, ``native_scanner`` gives a Cython scanner (_scan.pxd) that returns
-  exactly the same chunks from UTF-8 bytes, about 20x faster; the tests hold it to regex.
+  exactly the same chunks from UTF-8 bytes, 13-30x faster (mix33: 0.11-0.25 s per pattern
+  against 3.4 s for regex.findall with cl100k); the tests hold it to regex.
 * ``find_cut`` only returns positions where the named patterns cannot match across the cut, so
   counting a file block by block gives exactly the chunks of the whole file.
 """
