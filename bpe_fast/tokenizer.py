@@ -22,7 +22,7 @@ from ._encode import MergeEncoder, recover_merges
 from ._pretok import PATTERN_IDS
 from .errors import BpeFastError
 from .patterns import compile_pattern, name_of, resolve
-from .pretokenize import char_classes
+from .pretokenize import char_classes, special_splitter
 
 FORMAT_NAME = "bpe_fast.tokenizer"
 FORMAT_VERSION = 1
@@ -182,8 +182,7 @@ class Tokenizer:
     def _special_regex(self, tokens: AbstractSet[str]) -> "regex.Pattern[str]":
         key = frozenset(tokens)
         if key not in self._special_regexes:
-            self._special_regexes[key] = regex.compile(
-                "|".join(map(regex.escape, sorted(tokens, key=len, reverse=True))))
+            self._special_regexes[key] = special_splitter(tokens)
         return self._special_regexes[key]
 
     def encode(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
