@@ -19,7 +19,7 @@ from typing import Callable, Iterable, Iterator
 from .errors import InputError
 from .patterns import BLOCK_SAFE, compile_pattern
 from ._pretok import ChunkCounts
-from .pretokenize import char_classes, find_cut, native_scanner, special_splitter
+from .pretokenize import char_classes, find_cut, native_scanner, special_pieces, special_splitter
 
 DEFAULT_BLOCK_SIZE = 1 << 20      # bytes of a file per task
 DEFAULT_BATCH_CHARS = 1 << 20     # characters of iterator documents per task
@@ -91,9 +91,7 @@ class ChunkCounter:
         self.by_regex: Counter[str] = Counter()
 
     def add_text(self, text: str, where: str) -> None:
-        for piece in (self.specials.split(text) if self.specials is not None else (text,)):
-            if not piece:
-                continue
+        for piece in special_pieces(text, self.specials):
             if self.regex is not None:
                 self.by_regex.update(self.regex.findall(piece))
             elif self.scanner is not None:

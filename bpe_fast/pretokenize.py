@@ -31,16 +31,20 @@ def special_splitter(special_tokens: Iterable[str]) -> "regex.Pattern[str] | Non
     return regex.compile("|".join(regex.escape(s) for s in specials))
 
 
+def special_pieces(text: str, specials: "regex.Pattern[str] | None") -> Iterator[str]:
+    """The non-empty pieces of text between special tokens (the tokens themselves dropped)."""
+    for piece in (specials.split(text) if specials is not None else (text,)):
+        if piece:
+            yield piece
+
+
 def split_chunks(text: str, pattern: "regex.Pattern[str] | None",
                  specials: "regex.Pattern[str] | None" = None) -> Iterator[str]:
     """The chunks of one document: the pattern's matches, or the whole text if pattern is None.
 
     Special tokens split the document into independent pieces and are themselves dropped.
     """
-    pieces = specials.split(text) if specials is not None else (text,)
-    for piece in pieces:
-        if not piece:
-            continue
+    for piece in special_pieces(text, specials):
         if pattern is None:
             yield piece
         else:
