@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import bpe_fast
-from bpe_fast.formats import ENCODINGS
+from bpe_fast.registry import ENCODINGS, find_vocab_file
 from mix33 import corpus_dir, mix33_files  # benchmarks/ is on sys.path
 
 
@@ -35,7 +35,7 @@ def timed(fn, *args):
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--encoding", default="cl100k_base", choices=list(ENCODINGS))
+    ap.add_argument("--encoding", default="cl100k_base", choices=[n for n in ENCODINGS if n != "gpt2"])
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1)
     args = ap.parse_args()
@@ -43,9 +43,9 @@ def main() -> int:
     import tiktoken
     import tiktoken.load
 
-    vocab = corpus_dir().parent / "vocabs" / f"{args.encoding}.tiktoken"
-    pattern, specials = ENCODINGS[args.encoding]
-    theirs = tiktoken.Encoding(args.encoding, pat_str=pattern, special_tokens=specials,
+    vocab = find_vocab_file(f"{args.encoding}.tiktoken")
+    theirs = tiktoken.Encoding(args.encoding, pat_str=ENCODINGS[args.encoding].pattern,
+                               special_tokens=ENCODINGS[args.encoding].special_tokens,
                                mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(vocab)))
     ours = bpe_fast.load(args.encoding, path=vocab)
     text = mix33_text(corpus_dir())

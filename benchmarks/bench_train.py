@@ -1,6 +1,6 @@
 """Training benchmark: bpe_fast against rustbpe, HF tokenizers and bpeasy on the "mix33" corpus.
 
-    cd /work/main && /work/venv/bin/python benchmarks/bench_train.py --repeats 3 --markdown
+    python benchmarks/bench_train.py --repeats 3 --markdown      # from the project root, in its venv
 
 The corpus is big.txt, tinyshakespeare.txt, code_python.txt and multilingual/*.txt (sorted by
 name), in that order, from the shared corpora directory: `--corpus-dir DIR`, else

@@ -1,7 +1,7 @@
 """Scaling study: training time against corpus size and against vocabulary size.
 
-    cd /work/main && /work/venv/bin/python benchmarks/scaling.py            # full sweep
-    cd /work/main && /work/venv/bin/python benchmarks/scaling.py --quick    # a small one, for a try
+    python benchmarks/scaling.py            # full sweep (from the project root, in its venv)
+    python benchmarks/scaling.py --quick    # a small one, for a try
 
 Libraries: bpe_fast, and rustbpe and HF tokenizers where installed (a library that cannot be
 imported is left out, with a message). bpe_fast and rustbpe split with the cl100k pattern; HF's

@@ -4,20 +4,26 @@
     tok = bpe_fast.train(["a.txt"], vocab_size=4096, pattern="cl100k")
     tok.encode("hello world"); tok.save("tok.json")
 
-Stages, one module each: patterns/pretokenize -> counting -> wordtable -> _kernel (Cython;
-reference.py is the plain-Python oracle) -> tokenizer -> cli.
+Stages, one module each: patterns, pretokenize -> counting -> wordtable -> _kernel (Cython;
+reference.py is the plain-Python oracle) -> tokenizer (formats.py reads and writes its files,
+registry.py names the encodings) -> cli; trainer.py runs the stages in order. errors.py,
+paths.py and bytelevel.py are leaves any module may use. There is no import cycle
+(``python tests/test_architecture.py`` prints the graph).
 """
-from .errors import BpeFastError, EmptyCorpusError, InputError
-from .patterns import CL100K, GPT2, O200K, PatternError
-from .tokenizer import Tokenizer, TokenizerFileError, VocabularyError
-from .formats import load
-from .trainer import TrainReport, VocabSizeWarning, train, train_from_iterator, train_from_table
+from .errors import (ArgumentError, ArgumentTypeError, BpeFastError, BpeFastWarning, EmptyCorpusError,
+                     EncodingError, InputError, PatternError, TokenizerFileError, VocabSizeWarning,
+                     VocabularyError, WorkerError)
+from .patterns import CL100K, GPT2, O200K
+from .registry import ENCODINGS, load
+from .tokenizer import Tokenizer
+from .trainer import TrainReport, train, train_from_iterator, train_from_table
 from .wordtable import WordTable
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "BpeFastError", "EmptyCorpusError", "InputError", "PatternError", "TokenizerFileError", "VocabularyError", "load",
-    "VocabSizeWarning", "Tokenizer", "TrainReport", "WordTable", "train", "train_from_iterator",
-    "train_from_table", "GPT2", "CL100K", "O200K",
+    "train", "train_from_iterator", "train_from_table", "load", "Tokenizer", "TrainReport", "WordTable",
+    "ENCODINGS", "GPT2", "CL100K", "O200K",
+    "BpeFastError", "ArgumentError", "ArgumentTypeError", "PatternError", "InputError", "EmptyCorpusError",
+    "WorkerError", "VocabularyError", "TokenizerFileError", "EncodingError", "BpeFastWarning", "VocabSizeWarning",
 ]

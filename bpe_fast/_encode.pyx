@@ -185,8 +185,8 @@ cdef class MergeEncoder:
         """Split UTF-8 text with the named pattern and encode every chunk: a list of ids.
 
         No cache of merged chunks here: most chunks are whole tokens, found by one lookup, and
-        the rest merge in a few steps; a per-call cache of them measured slower on mix33 with
-        cl100k_base (1.75 s against 1.33 s), as it costs a second hash lookup per chunk."""
+        the rest merge in a few steps; a per-call cache of them measured slower on mix33
+        (benchmarks/RESULTS.md), as it costs a second hash lookup per chunk."""
         if self.pattern == 0:
             raise ValueError("encode_text needs a named pattern's scanner (set_scanner)")
         cdef vector[int32_t] out

@@ -7,33 +7,17 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import sysconfig
 import time
 import warnings
-from pathlib import Path
 
+from .cli_tools import add_tool_parsers
 from .errors import BpeFastError
-from .patterns import NAMED
+from .ladder.cli import add_profile_parser
+from .paths import stdlib_root, stdlib_sources
+from .patterns import known_names
 from .trainer import train
 
 DEMO_VOCAB_SIZE = 4096
-
-
-def stdlib_sources(limit_bytes: int = 8 << 20) -> list[str]:
-    """Python files of the running interpreter's standard library (sorted, up to limit_bytes):
-    a corpus that exists wherever Python does, so the demo needs no download."""
-    root = Path(sysconfig.get_paths()["stdlib"])
-    skip = {"site-packages", "dist-packages", "test", "tests", "idle_test", "__pycache__"}
-    files, total = [], 0
-    for path in sorted(root.rglob("*.py")):
-        if skip.intersection(path.relative_to(root).parts):
-            continue
-        size = path.stat().st_size
-        if total + size > limit_bytes:
-            break
-        files.append(str(path))
-        total += size
-    return files
 
 
 def add_train_parser(sub) -> None:
@@ -44,7 +28,7 @@ def add_train_parser(sub) -> None:
     t.add_argument("--vocab-size", type=int, default=None,
                    help=f"tokens in the vocabulary: 256 bytes + merges + specials (demo: {DEMO_VOCAB_SIZE})")
     t.add_argument("--pattern", default="cl100k",
-                   help=f"pre-tokenization: a name ({', '.join(NAMED)}), a regex, or 'none' for no split")
+                   help=f"pre-tokenization: a name ({known_names()}; 'none': no split) or a regex")
     t.add_argument("--special", action="append", default=[], metavar="TOKEN",
                    help="a special token (repeatable); gets an id after the merges")
     t.add_argument("--min-frequency", type=int, default=0, help="stop when the best pair occurs fewer times")
@@ -59,18 +43,15 @@ def add_train_parser(sub) -> None:
     t.set_defaults(run=cmd_train)
 
 
-# Each subcommand module has add_*_parser(subparsers), which sets ``run`` to its handler.
-SUBCOMMANDS = [("bpe_fast.cli", "add_train_parser"), ("bpe_fast.cli_tools", "add_tool_parsers"),
-               ("bpe_fast.ladder.cli", "add_profile_parser")]
+# Each adds its subcommands to the parser and sets ``run`` to their handlers.
+SUBCOMMANDS = [add_train_parser, add_tool_parsers, add_profile_parser]
 
 
 def _parser() -> argparse.ArgumentParser:
-    import importlib
-
     parser = argparse.ArgumentParser(prog="bpe-fast", description="Train byte-pair-encoding tokenizers fast.")
     sub = parser.add_subparsers(dest="command", required=True)
-    for module, function in SUBCOMMANDS:
-        getattr(importlib.import_module(module), function)(sub)
+    for add_parsers in SUBCOMMANDS:
+        add_parsers(sub)
     return parser
 
 
@@ -90,7 +71,7 @@ def cmd_train(args) -> int:
             raise BpeFastError("--demo trains on the Python standard library; give no FILE with it")
         args.files = stdlib_sources()
         print(f"demo: training on {len(args.files)} files of the Python standard library "
-              f"({sysconfig.get_paths()['stdlib']})", file=sys.stderr)
+              f"({stdlib_root()})", file=sys.stderr)
         args.vocab_size = args.vocab_size or DEMO_VOCAB_SIZE
     if not args.files:
         raise BpeFastError("no input: give one or more FILEs, or --demo")
@@ -99,12 +80,11 @@ def cmd_train(args) -> int:
     output = args.output or ("demo-tokenizer.json" if args.demo else None)
     if output is None:
         raise BpeFastError("-o/--output is required: where to write the tokenizer")
-    pattern = None if args.pattern.lower() == "none" else args.pattern
     extra = {"block_size": args.block_size} if args.block_size else {}
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        tok = train(args.files, args.vocab_size, pattern=pattern, special_tokens=args.special,
+        tok = train(args.files, args.vocab_size, pattern=args.pattern, special_tokens=args.special,
                     min_frequency=args.min_frequency, workers=args.workers,
                     show_progress=False if args.quiet else None, errors=args.errors,
                     tie_break=args.tie_break, **extra)
@@ -129,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         return args.run(args)
-    except (BpeFastError, ValueError, TypeError, OSError) as exc:
+    except (BpeFastError, OSError) as exc:      # the user's to fix; anything else is a bug
         print(f"bpe-fast {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

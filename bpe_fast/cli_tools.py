@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from .errors import BpeFastError
-from .formats import open_tokenizer
+from .registry import ENCODINGS, load
 
 # Background colours for alternating tokens, as the Tiktokenizer page shows them.
 COLOURS = ["\x1b[48;5;153m", "\x1b[48;5;229m", "\x1b[48;5;158m", "\x1b[48;5;217m", "\x1b[48;5;183m"]
@@ -17,10 +17,10 @@ RESET = "\x1b[0m"
 def _add_tokenizer_option(parser, many: bool = False) -> None:
     parser.add_argument("-t", "--tokenizer", required=True, action="append" if many else "store",
                         help="a file (bpe_fast .json, tokenizer.json, .tiktoken, minbpe .model) or a named "
-                             "encoding (cl100k_base, o200k_base, r50k_base, p50k_base, gpt2)"
+                             f"encoding ({', '.join(ENCODINGS)})"
                              + ("; repeatable" if many else ""))
     parser.add_argument("--vocabs", default=None,
-                        help="directory of the named encodings' files (default: $BPE_FAST_VOCABS)")
+                        help="folder of the named encodings' files (default: $BPE_FAST_VOCABS, else the shared vocabs/)")
 
 
 def add_tool_parsers(sub) -> None:
@@ -64,7 +64,7 @@ def _read_text(source: str) -> str:
 
 
 def cmd_encode(args) -> int:
-    tok = open_tokenizer(args.tokenizer, args.vocabs)
+    tok = load(args.tokenizer, args.vocabs)
     text = _read_text(args.input)
     ids = tok.encode(text, allowed_special="all" if args.allow_special else frozenset(),
                      disallowed_special=() if not args.allow_special else "all")
@@ -84,7 +84,7 @@ def _parse_ids(text: str, source: str) -> list[int]:
 
 
 def cmd_decode(args) -> int:
-    tok = open_tokenizer(args.tokenizer, args.vocabs)
+    tok = load(args.tokenizer, args.vocabs)
     source = "stdin" if args.input == "-" else args.input
     data = tok.decode_bytes(_parse_ids(_read_text(args.input), source))
     sys.stdout.buffer.write(data)
@@ -93,7 +93,7 @@ def cmd_decode(args) -> int:
 
 
 def cmd_show(args) -> int:
-    tok = open_tokenizer(args.tokenizer, args.vocabs)
+    tok = load(args.tokenizer, args.vocabs)
     text = _read_text(args.text) if os.path.isfile(args.text) else args.text
     ids = tok.encode(text, allowed_special="all")
     colour = sys.stdout.isatty() and not args.no_color and not os.environ.get("NO_COLOR")
@@ -116,7 +116,7 @@ def cmd_show(args) -> int:
 
 
 def cmd_stats(args) -> int:
-    toks = [(spec, open_tokenizer(spec, args.vocabs)) for spec in args.tokenizer]
+    toks = [(spec, load(spec, args.vocabs)) for spec in args.tokenizer]
     names = [Path(spec).stem if os.path.isfile(spec) else spec for spec, _ in toks]
     width = max(12, *map(len, names))
     print(f"{'file':<30} {'bytes':>12} " + " ".join(f"{n:>{width}} {'B/tok':>6}" for n in names))

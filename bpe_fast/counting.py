@@ -16,7 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Iterator
 
-from .errors import InputError
+from .errors import ArgumentError, InputError, WorkerError
 from .patterns import BLOCK_SAFE, compile_pattern
 from ._pretok import ChunkCounts
 from .pretokenize import char_classes, find_cut, native_scanner, special_pieces, special_splitter
@@ -236,7 +236,7 @@ def count_tasks(tasks: Iterable, config: CountConfig, workers: int | None = None
     """
     workers = default_workers() if workers is None else workers
     if workers < 1:
-        raise ValueError(f"workers must be at least 1, got {workers}")
+        raise ArgumentError(f"workers must be at least 1, got {workers}")
     tasks = iter(tasks)
     head = []
     for task in tasks:
@@ -313,7 +313,7 @@ class _Workers:
             if len(gone) > len(self.parts) and self.results.empty():
                 time.sleep(0.2)            # a result sent just before exiting may be in the pipe
                 if self.results.empty():
-                    raise RuntimeError(f"a counting worker exited (code {gone[0].exitcode}) "
+                    raise WorkerError(f"a counting worker exited (code {gone[0].exitcode}) "
                                        f"without sending its counts") from None
             return
         if status == "error":

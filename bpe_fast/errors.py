@@ -1,13 +1,75 @@
-"""The errors bpe_fast raises for bad input. Each message names the argument or file at fault."""
+"""Every error and warning bpe_fast raises on purpose, in one place.
+
+Each exception is a ``BpeFastError``: something the user can fix (a file, an argument, a
+vocabulary), and its message names the file or argument at fault and what is wrong. The CLI
+prints these (and ``OSError``) as one line; any other exception is a bug and keeps its traceback.
+Most are also ``ValueError`` (or ``TypeError``), so code written for tiktoken's errors still works.
+This module imports nothing from bpe_fast: every other module may import it.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+from typing import Iterator
 
 
-class BpeFastError(ValueError):
-    """Base class: bad input that the user can fix (the CLI prints it without a traceback)."""
+class BpeFastError(Exception):
+    """Base class: a problem with the input that the user can fix."""
 
 
-class InputError(BpeFastError):
+class ArgumentError(BpeFastError, ValueError):
+    """A function argument or command-line option out of range: vocab_size, workers, tie_break..."""
+
+
+class ArgumentTypeError(ArgumentError, TypeError):
+    """An argument of the wrong type: vocab_size="4k", a single str where documents are expected."""
+
+
+class PatternError(ArgumentError):
+    """A pre-tokenization pattern that names no known pattern, does not compile, or matches ""."""
+
+
+class InputError(BpeFastError, ValueError):
     """A file or document that cannot be read as text: missing, a directory, invalid UTF-8..."""
 
 
-class EmptyCorpusError(BpeFastError):
+class EmptyCorpusError(InputError):
     """The input holds no text to learn from."""
+
+
+class WorkerError(BpeFastError, RuntimeError):
+    """A counting worker process died without reporting (killed, most often for lack of memory)."""
+
+
+class VocabularyError(BpeFastError, ValueError):
+    """Merges, ids or special tokens that do not make a consistent vocabulary."""
+
+
+class TokenizerFileError(VocabularyError):
+    """A vocabulary or tokenizer file that is not valid: names the file (and line) at fault."""
+
+
+class EncodingError(BpeFastError, ValueError):
+    """Text or ids a tokenizer cannot encode or decode: a disallowed special token, an unknown id."""
+
+
+class BpeFastWarning(UserWarning):
+    """Base class of bpe_fast's warnings."""
+
+
+class VocabSizeWarning(BpeFastWarning):
+    """The corpus could not give as many merges as vocab_size asked for."""
+
+
+@contextlib.contextmanager
+def naming_file(path: str | os.PathLike | None) -> Iterator[None]:
+    """Within this block, a bad vocabulary or pattern becomes a TokenizerFileError naming ``path``
+    (no-op for None: errors about objects built in memory stay as they are)."""
+    if path is None:
+        yield
+        return
+    try:
+        yield
+    except (VocabularyError, PatternError) as exc:
+        message = str(exc)
+        raise TokenizerFileError(message if message.startswith(str(path)) else f"{path}: {message}") from None

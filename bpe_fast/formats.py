@@ -1,35 +1,36 @@
 """Reading and writing the vocabulary formats people use.
 
+* bpe_fast's own JSON: pattern, special tokens and merges as id pairs (one per line).
 * tiktoken ``.tiktoken``: one "base64(token) rank" per line; merges are recovered from the ranks.
 * GPT-2's ``encoder.json`` (token string -> id) and ``vocab.bpe`` (one merge "a b" per line), both
-  spelling bytes with GPT-2's bytes-to-unicode table.
+  spelling bytes with GPT-2's bytes-to-unicode table (bytelevel.py).
 * Hugging Face ``tokenizer.json`` with a byte-level BPE model.
 * minbpe ``.model`` ("minbpe v1", pattern, special tokens, merges as id pairs) and ``.vocab``.
 
-Every error names the file (and the line, where there are lines) and what is wrong with it.
+Readers return a plain ``Vocabulary`` record, which ``Tokenizer.from_vocabulary`` checks and
+turns into a tokenizer; writers take a tokenizer. So this module never imports ``Tokenizer``:
+the dependency runs one way, tokenizer -> formats. Every error names the file (and the line,
+where there are lines) and what is wrong with it.
 """
 from __future__ import annotations
 
 import base64
 import binascii
-import functools
 import json
 import os
-from pathlib import Path
+import unicodedata
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from .patterns import CL100K, GPT2, O200K, PatternError, name_of
-from .tokenizer import Tokenizer, TokenizerFileError, VocabularyError
+from ._encode import recover_merges
+from .bytelevel import str_to_token, token_to_str
+from .errors import TokenizerFileError, VocabularyError, naming_file
+from .patterns import CL100K, GPT2, O200K
 
-# The named OpenAI encodings: tiktoken's patterns and special tokens (tiktoken_ext/openai_public.py).
-ENCODINGS = {
-    "r50k_base": (GPT2, {"<|endoftext|>": 50256}),
-    "p50k_base": (GPT2, {"<|endoftext|>": 50256}),
-    "cl100k_base": (CL100K, {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259,
-                             "<|fim_suffix|>": 100260, "<|endofprompt|>": 100276}),
-    "o200k_base": (O200K, {"<|endoftext|>": 199999, "<|endofprompt|>": 200018}),
-}
+BPE_FAST_FORMAT = "bpe_fast.tokenizer"
+BPE_FAST_VERSION = 1
 
 # The same patterns as Hugging Face's Oniguruma engine must be told them: there "{1,3}+" is not
 # possessive but a repeated group, and "$" also matches before any newline. Equivalence with
@@ -39,46 +40,73 @@ HF_PATTERNS = {
     CL100K: r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++\z|\s*[\r\n]|\s+(?!\S)|\s""",
     O200K: O200K,
 }
-# Hugging Face's own ByteLevel regex (use_regex=true), the GPT-2 pattern in its older spelling.
-HF_BYTELEVEL_REGEX = r"""'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+"""
 
 
-@functools.lru_cache(maxsize=1)
-def bytes_to_unicode() -> dict[int, str]:
-    """GPT-2's table: printable bytes stand for themselves, the others for chars from U+0100 up."""
-    printable = [*range(ord("!"), ord("~") + 1), *range(ord("¡"), ord("¬") + 1), *range(ord("®"), ord("ÿ") + 1)]
-    table, extra = {}, 0
-    for b in range(256):
-        if b in printable:
-            table[b] = chr(b)
-        else:
-            table[b] = chr(256 + extra)
-            extra += 1
-    return table
+@dataclass
+class Vocabulary:
+    """What a vocabulary file says, before ``Tokenizer.from_vocabulary`` checks it.
+
+    Merge m joins (left id, right id) into ``merge_ids[m]`` (default 256 + m); byte b has id
+    ``byte_ids[b]`` (default b). ``source`` is the file it was read from, named in errors."""
+    merges: Any                                    # (n, 2) ids, in merge (rank) order
+    pattern: str | None = None
+    special_tokens: Mapping[str, int] | Sequence[str] | None = None
+    merge_ids: Any = None
+    byte_ids: Any = None
+    source: str | None = None
 
 
-@functools.lru_cache(maxsize=1)
-def unicode_to_bytes() -> dict[str, int]:
-    return {c: b for b, c in bytes_to_unicode().items()}
+# -- bpe_fast's own JSON ------------------------------------------------------------------------
+
+def bpe_fast_dict(tok) -> dict:
+    """The JSON object ``write_bpe_fast`` writes (ids left out where they are the defaults)."""
+    data = {
+        "format": BPE_FAST_FORMAT,
+        "version": BPE_FAST_VERSION,
+        "pattern": tok.pattern,
+        "pattern_name": tok.pattern_name,
+        "vocab_size": tok.vocab_size,
+        "special_tokens": tok.special_tokens,
+    }
+    if not np.array_equal(tok.byte_ids, np.arange(256)):
+        data["byte_ids"] = tok.byte_ids.tolist()
+    if not np.array_equal(tok.merge_ids, np.arange(256, 256 + len(tok.merges))):
+        data["merge_ids"] = tok.merge_ids.tolist()
+    data["merges"] = tok.merges.tolist()
+    return data
 
 
-def token_to_str(token: bytes) -> str:
-    table = bytes_to_unicode()
-    return "".join(table[b] for b in token)
+def write_bpe_fast(tok, path: str | os.PathLike) -> None:
+    """bpe_fast's JSON, one merge per line (diffs of two vocabularies stay readable)."""
+    data = bpe_fast_dict(tok)
+    merges = data.pop("merges")
+    head = json.dumps(data, ensure_ascii=False, indent=1)[:-2]
+    body = ",\n".join(f"  [{left}, {right}]" for left, right in merges)
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(f'{head},\n "merges": [\n{body}\n ]\n}}\n')
 
 
-def str_to_token(text: str, where: str) -> bytes:
-    table = unicode_to_bytes()
-    try:
-        return bytes(table[c] for c in text)
-    except KeyError as exc:
-        raise TokenizerFileError(f"{where}: {text!r} has {exc.args[0]!r}, which is not in GPT-2's "
-                                 f"bytes-to-unicode alphabet") from None
+def bpe_fast_vocabulary(data: Any, source: str | None = None) -> Vocabulary:
+    """The vocabulary of a parsed bpe_fast JSON object."""
+    where = source or "tokenizer data"
+    if not isinstance(data, dict) or data.get("format") != BPE_FAST_FORMAT:
+        raise TokenizerFileError(f"{where}: not a bpe_fast tokenizer file (no \"format\": \"{BPE_FAST_FORMAT}\")")
+    if data.get("version") != BPE_FAST_VERSION:
+        raise TokenizerFileError(f"{where}: format version {data.get('version')!r} is not supported "
+                                 f"(this bpe_fast reads version {BPE_FAST_VERSION})")
+    if "merges" not in data:
+        raise TokenizerFileError(f"{where}: missing field 'merges'")
+    return Vocabulary(data["merges"], data.get("pattern"), data.get("special_tokens") or {},
+                      data.get("merge_ids"), data.get("byte_ids"), source=where)
+
+
+def read_bpe_fast(path: str | os.PathLike) -> Vocabulary:
+    return bpe_fast_vocabulary(read_json(path), str(path))
 
 
 # -- tiktoken --------------------------------------------------------------------------------
 
-def read_tiktoken(path: str | os.PathLike) -> dict[bytes, int]:
+def read_tiktoken_ranks(path: str | os.PathLike) -> dict[bytes, int]:
     """``{token bytes: rank}`` from a .tiktoken file."""
     ranks: dict[bytes, int] = {}
     seen_ranks: dict[int, int] = {}
@@ -104,76 +132,56 @@ def read_tiktoken(path: str | os.PathLike) -> dict[bytes, int]:
     return ranks
 
 
-def from_tiktoken(path, pattern: str | None = None, special_tokens=None) -> Tokenizer:
-    return _vocab_errors_name(path, Tokenizer.from_ranks, read_tiktoken(path), pattern, special_tokens, str(path))
+def vocabulary_from_ranks(ranks: Mapping[bytes, int], pattern: str | None = None,
+                          special_tokens: Mapping[str, int] | Sequence[str] | None = None,
+                          source: str = "mergeable_ranks") -> Vocabulary:
+    """tiktoken's ``{token bytes: rank}``: the merges are recovered from the ranks (each token
+    of two or more bytes must be made by BPE from tokens of lower rank)."""
+    by_rank = sorted(ranks.items(), key=lambda item: item[1])
+    for (tok_a, rank_a), (tok_b, rank_b) in zip(by_rank, by_rank[1:]):
+        if rank_a == rank_b:
+            raise VocabularyError(f"{source}: rank {rank_a} is given to both {tok_a!r} and {tok_b!r}")
+    missing = [b for b in range(256) if bytes([b]) not in ranks]
+    if missing:
+        raise VocabularyError(f"{source}: no token for the single byte {bytes([missing[0]])!r} "
+                              f"({len(missing)} of the 256 bytes are missing)")
+    byte_ids = np.array([ranks[bytes([b])] for b in range(256)], dtype=np.int32)
+    tokens = [t for t, _ in by_rank]
+    ids = np.array([r for _, r in by_rank], dtype=np.int32)
+    merges, merge_ids, bad = recover_merges(tokens, ids, byte_ids)
+    if bad >= 0:
+        raise VocabularyError(f"{source}: token {tokens[bad]!r} (rank {ids[bad]}) cannot be made by "
+                              f"merging two tokens of lower rank: a merge is missing for this rank")
+    return Vocabulary(merges, pattern, special_tokens, merge_ids, byte_ids)
 
 
-def save_tiktoken(tok: Tokenizer, path: str | os.PathLike) -> None:
+def read_tiktoken(path: str | os.PathLike, pattern: str | None = None,
+                  special_tokens: Mapping[str, int] | Sequence[str] | None = None) -> Vocabulary:
+    """A .tiktoken file; it holds no pattern or special tokens, so they are given here."""
+    with naming_file(path):
+        vocab = vocabulary_from_ranks(read_tiktoken_ranks(path), pattern, special_tokens, str(path))
+    vocab.source = str(path)
+    return vocab
+
+
+def write_tiktoken(tok, path: str | os.PathLike) -> None:
     with open(path, "wb") as fh:
         for token, rank in sorted(tok.mergeable_ranks().items(), key=lambda item: item[1]):
             fh.write(base64.b64encode(token) + b" " + str(rank).encode() + b"\n")
 
 
-def to_tiktoken(tok: Tokenizer, name: str = "bpe_fast"):
+def to_tiktoken(tok, name: str = "bpe_fast"):
     """A ``tiktoken.Encoding`` with the same ranks, pattern and special tokens."""
     import tiktoken
     return tiktoken.Encoding(name, pat_str=tok.pattern if tok.pattern is not None else r"[\s\S]+",
                              mergeable_ranks=tok.mergeable_ranks(), special_tokens=tok.special_tokens)
 
 
-def find_vocab_file(filename: str, path: str | os.PathLike | None) -> Path:
-    """``path`` itself, a file in the directory ``path``, or in $BPE_FAST_VOCABS."""
-    candidates = []
-    if path is not None:
-        p = Path(path)
-        candidates.append(p / filename if p.is_dir() else p)
-    elif os.environ.get("BPE_FAST_VOCABS"):
-        candidates.append(Path(os.environ["BPE_FAST_VOCABS"]) / filename)
-    for c in candidates:
-        if c.is_file():
-            return c
-    where = f" (looked in {', '.join(map(str, candidates))})" if candidates else ""
-    raise TokenizerFileError(f"{filename} not found{where}: pass path= (a file or a directory) or set BPE_FAST_VOCABS")
-
-
-def load(name: str, path: str | os.PathLike | None = None) -> Tokenizer:
-    """One of tiktoken's named encodings from its .tiktoken file, with tiktoken's pattern and specials."""
-    if name not in ENCODINGS:
-        raise ValueError(f"unknown encoding {name!r}; known: {', '.join(ENCODINGS)}")
-    pattern, specials = ENCODINGS[name]
-    return from_tiktoken(find_vocab_file(f"{name}.tiktoken", path), pattern, specials)
-
-
-def open_tokenizer(spec: str | os.PathLike, vocabs: str | os.PathLike | None = None) -> Tokenizer:
-    """A tokenizer from what a user would type: a named encoding ("cl100k_base", "gpt2"), or a
-    file in any supported format (bpe_fast .json, tokenizer.json, .tiktoken, minbpe .model)."""
-    spec = str(spec)
-    if spec in ENCODINGS:
-        return load(spec, vocabs)
-    if spec == "gpt2":
-        directory = Path(vocabs or os.environ.get("BPE_FAST_VOCABS") or ".")
-        return from_gpt2(directory / "gpt2_encoder.json", directory / "gpt2_vocab.bpe")
-    path = Path(spec)
-    if not path.is_file():
-        raise TokenizerFileError(f"{spec}: no such file, and not a named encoding ({', '.join([*ENCODINGS, 'gpt2'])})")
-    if path.suffix == ".tiktoken":
-        if path.stem not in ENCODINGS:
-            raise TokenizerFileError(f"{spec}: a .tiktoken file holds no pattern or special tokens; name it "
-                                     f"after an encoding ({', '.join(ENCODINGS)}) or load it in Python with a pattern")
-        return load(path.stem, path)
-    if path.suffix == ".model":
-        return from_minbpe(path)
-    data = _read_json(path)
-    if isinstance(data, dict) and "model" in data:
-        return from_huggingface(path)
-    return Tokenizer.from_dict(data, source=str(path))
-
-
 # -- GPT-2 ------------------------------------------------------------------------------------
 
-def from_gpt2(encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLike) -> Tokenizer:
+def read_gpt2(encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLike) -> Vocabulary:
     """GPT-2's own files: ids from encoder.json, merge ranks from vocab.bpe's line order."""
-    encoder = _read_json(encoder_json)
+    encoder = read_json(encoder_json)
     if not isinstance(encoder, dict) or not all(isinstance(v, int) for v in encoder.values()):
         raise TokenizerFileError(f"{encoder_json}: expected a JSON object of token -> id")
     ids = {str_to_token(s, f"{encoder_json}"): i for s, i in encoder.items() if not _is_special(s)}
@@ -200,10 +208,10 @@ def from_gpt2(encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLike) -> 
     if unmade:
         raise TokenizerFileError(f"{vocab_bpe}: no merge makes {token_to_str(unmade[0][0])!r} (id {unmade[0][1]} in "
                                  f"{encoder_json}); {len(unmade)} tokens lack their merge (truncated file?)")
-    return _vocab_errors_name(vocab_bpe, Tokenizer, merges, GPT2, specials, merge_ids=merge_ids, byte_ids=byte_ids)
+    return Vocabulary(merges, GPT2, specials, merge_ids, byte_ids, source=str(vocab_bpe))
 
 
-def save_gpt2(tok: Tokenizer, encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLike) -> None:
+def write_gpt2(tok, encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLike) -> None:
     vocab = {token_to_str(t): i for t, i in tok.mergeable_ranks().items()}
     vocab.update(tok.special_tokens)
     with open(encoder_json, "w", encoding="utf-8") as fh:
@@ -228,34 +236,37 @@ def _is_special(s: str) -> bool:
 
 # -- Hugging Face ----------------------------------------------------------------------------
 
-def from_huggingface(path: str | os.PathLike) -> Tokenizer:
-    """A byte-level BPE ``tokenizer.json``."""
-    data = _read_json(path)
+def huggingface_vocabulary(data: Any, source: str) -> Vocabulary:
+    """The vocabulary of a parsed byte-level BPE ``tokenizer.json``."""
     model = data.get("model") if isinstance(data, dict) else None
     if not isinstance(model, dict) or model.get("type") != "BPE":
-        raise TokenizerFileError(f"{path}: not a BPE tokenizer.json (model.type is {model and model.get('type')!r})")
-    pattern = _hf_pattern(data.get("pre_tokenizer"), path)
+        raise TokenizerFileError(f"{source}: not a BPE tokenizer.json (model.type is {model and model.get('type')!r})")
+    pattern = _hf_pattern(data.get("pre_tokenizer"), source)
     added = {t["content"] for t in data.get("added_tokens", [])}   # kept in model.vocab too, as text
-    vocab = {str_to_token(s, f"{path}: model.vocab"): i for s, i in model.get("vocab", {}).items() if s not in added}
+    vocab = {str_to_token(s, f"{source}: model.vocab"): i for s, i in model.get("vocab", {}).items() if s not in added}
     merges, merge_ids = [], []
     for k, merge in enumerate(model.get("merges", [])):
         parts = merge.split(" ") if isinstance(merge, str) else merge
         if len(parts) != 2:
-            raise TokenizerFileError(f"{path}: model.merges[{k}] is {merge!r}, not a pair")
-        where = f"{path}: model.merges[{k}]"
+            raise TokenizerFileError(f"{source}: model.merges[{k}] is {merge!r}, not a pair")
+        where = f"{source}: model.merges[{k}]"
         pair, made = _merge_ids(*(str_to_token(p, where) for p in parts), vocab, where, "model.vocab")
         merges.append(pair)
         merge_ids.append(made)
     missing = [b for b in range(256) if bytes([b]) not in vocab]
     if missing:
-        raise TokenizerFileError(f"{path}: model.vocab has no token for the byte {bytes([missing[0]])!r} "
+        raise TokenizerFileError(f"{source}: model.vocab has no token for the byte {bytes([missing[0]])!r} "
                                  f"(not a byte-level BPE with the full byte alphabet)")
     specials = {t["content"]: t["id"] for t in data.get("added_tokens", []) if t.get("special", True)}
-    return _vocab_errors_name(path, Tokenizer, merges, pattern, specials, merge_ids=merge_ids,
-                              byte_ids=[vocab[bytes([b])] for b in range(256)])
+    return Vocabulary(merges, pattern, specials, merge_ids, [vocab[bytes([b])] for b in range(256)], source=source)
 
 
-def _hf_pattern(pre, path) -> str | None:
+def read_huggingface(path: str | os.PathLike) -> Vocabulary:
+    """A byte-level BPE ``tokenizer.json``."""
+    return huggingface_vocabulary(read_json(path), str(path))
+
+
+def _hf_pattern(pre, source: str) -> str | None:
     """The split pattern of a pre_tokenizer that bpe_fast can reproduce exactly."""
     if pre is None:
         return None
@@ -265,7 +276,7 @@ def _hf_pattern(pre, path) -> str | None:
         kind = step.get("type")
         if kind == "ByteLevel":
             if step.get("add_prefix_space"):
-                raise TokenizerFileError(f"{path}: ByteLevel add_prefix_space=true is not supported")
+                raise TokenizerFileError(f"{source}: ByteLevel add_prefix_space=true is not supported")
             if step.get("use_regex", True):
                 pattern = GPT2
         elif kind == "Split" and "Regex" in step.get("pattern", {}) and step.get("behavior") == "Isolated" \
@@ -273,11 +284,11 @@ def _hf_pattern(pre, path) -> str | None:
             regex_text = step["pattern"]["Regex"]
             pattern = {hf: ours for ours, hf in HF_PATTERNS.items()}.get(regex_text, regex_text)
         else:
-            raise TokenizerFileError(f"{path}: pre_tokenizer step {kind!r} ({json.dumps(step)[:80]}) is not supported")
+            raise TokenizerFileError(f"{source}: pre_tokenizer step {kind!r} ({json.dumps(step)[:80]}) is not supported")
     return pattern
 
 
-def huggingface_json(tok: Tokenizer) -> dict:
+def huggingface_json(tok) -> dict:
     vocab = {token_to_str(t): i for t, i in tok.mergeable_ranks().items()}
     merges = [[token_to_str(tok.token_bytes(a)), token_to_str(tok.token_bytes(b))] for a, b in tok.merges.tolist()]
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}
@@ -298,14 +309,14 @@ def huggingface_json(tok: Tokenizer) -> dict:
     }
 
 
-def save_huggingface(tok: Tokenizer, path: str | os.PathLike) -> None:
+def write_huggingface(tok, path: str | os.PathLike) -> None:
     with open(path, "w", encoding="utf-8") as fh:
         json.dump(huggingface_json(tok), fh, ensure_ascii=False)
 
 
 # -- minbpe -----------------------------------------------------------------------------------
 
-def from_minbpe(path: str | os.PathLike) -> Tokenizer:
+def read_minbpe(path: str | os.PathLike) -> Vocabulary:
     """A minbpe ``.model`` file (BasicTokenizer: empty pattern line; RegexTokenizer: its pattern)."""
     with _open(path, "r", encoding="utf-8") as fh:
         lines = fh.read().split("\n")
@@ -313,7 +324,6 @@ def from_minbpe(path: str | os.PathLike) -> Tokenizer:
         raise TokenizerFileError(f"{path}, line 1: expected 'minbpe v1', got {lines[0][:40]!r}")
     if len(lines) < 3:
         raise TokenizerFileError(f"{path}: truncated (no pattern or special-token count)")
-    pattern = lines[1].strip("\n") or None
     n_special = _int_field(lines[2], path, 3, "the number of special tokens")
     specials = {}
     for k in range(n_special):
@@ -330,12 +340,11 @@ def from_minbpe(path: str | os.PathLike) -> Tokenizer:
         if len(parts) != 2:
             raise TokenizerFileError(f"{path}, line {lineno}: expected two ids, got {line!r}")
         merges.append([_int_field(p, path, lineno, "a token id") for p in parts])
-    if pattern is not None:
-        pattern = {p: p for p in (GPT2, CL100K, O200K)}.get(pattern, pattern)
-    return _vocab_errors_name(path, Tokenizer, merges, pattern, specials)
+    pattern = lines[1] or None      # an empty line is minbpe's BasicTokenizer: no split
+    return Vocabulary(merges, pattern, specials, source=str(path))
 
 
-def save_minbpe(tok: Tokenizer, prefix: str | os.PathLike) -> None:
+def write_minbpe(tok, prefix: str | os.PathLike) -> None:
     """``prefix.model`` (for loading) and ``prefix.vocab`` (for people), as minbpe writes them."""
     if not (np.array_equal(tok.byte_ids, np.arange(256))
             and np.array_equal(tok.merge_ids, np.arange(256, 256 + len(tok.merges)))):
@@ -359,7 +368,6 @@ def save_minbpe(tok: Tokenizer, prefix: str | os.PathLike) -> None:
 
 def _render(token: bytes) -> str:
     """minbpe's rendering: decoded text with control characters escaped."""
-    import unicodedata
     text = token.decode("utf-8", errors="replace")
     return "".join(c if unicodedata.category(c)[0] != "C" else f"\\u{ord(c):04x}" for c in text)
 
@@ -375,7 +383,8 @@ def _open(path, mode, **kwargs):
         raise TokenizerFileError(f"{path}: is a directory") from None
 
 
-def _read_json(path):
+def read_json(path):
+    """A JSON file's contents; a missing, truncated or binary file is a TokenizerFileError."""
     with _open(path, "r", encoding="utf-8") as fh:
         try:
             return json.load(fh)
@@ -391,17 +400,3 @@ def _int_field(text: str, path, lineno: int, what: str) -> int:
         return int(text)
     except ValueError:
         raise TokenizerFileError(f"{path}, line {lineno}: expected {what}, got {text!r}") from None
-
-
-def _vocab_errors_name(path, build, *args, **kwargs) -> Tokenizer:
-    """Call a Tokenizer constructor; a bad vocabulary or pattern gets the file's name in front."""
-    try:
-        return build(*args, **kwargs)
-    except (VocabularyError, PatternError) as exc:
-        message = str(exc)
-        raise TokenizerFileError(message if message.startswith(str(path)) else f"{path}: {message}") from None
-
-
-__all__ = ["ENCODINGS", "load", "open_tokenizer", "read_tiktoken", "from_tiktoken", "save_tiktoken", "to_tiktoken", "from_gpt2",
-           "save_gpt2", "from_huggingface", "save_huggingface", "huggingface_json", "from_minbpe", "save_minbpe",
-           "bytes_to_unicode", "name_of"]

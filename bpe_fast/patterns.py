@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import regex
 
+from .errors import PatternError
+
 # tiktoken_ext/openai_public.py: r50k_pat_str (GPT-2, also r50k_base and p50k_base).
 GPT2 = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
 
@@ -29,27 +31,43 @@ O200K = "|".join(
     ]
 )
 
-NAMED = {"gpt2": GPT2, "r50k": GPT2, "p50k": GPT2, "cl100k": CL100K, "o200k": O200K}
+# Names a pattern may be given by, in any case: the short names and tiktoken's encoding names.
+NAMED = {"gpt2": GPT2, "r50k": GPT2, "r50k_base": GPT2, "p50k": GPT2, "p50k_base": GPT2,
+         "cl100k": CL100K, "cl100k_base": CL100K, "o200k": O200K, "o200k_base": O200K}
+NO_SPLIT = "none"     # the name for "no pre-tokenization": each document is one chunk
 
 # Patterns for which a file may be cut into blocks after a "\n" (see pretokenize.safe_cut):
 # none of their alternatives matches across such a cut, so blocks give the same chunks as the
 # whole file. For any other pattern we cannot know that, so files are read whole.
 BLOCK_SAFE = frozenset({GPT2, CL100K, O200K})
 
+# A bare word ("gpt4", "cl100", "o200k-base") is almost surely a mistyped name, not a regex
+# meant to match that literal word; as a regex it would find no chunk in most corpora.
+_BARE_WORD = regex.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 
-class PatternError(ValueError):
-    """The pattern argument names no known pattern and does not compile."""
+
+def known_names() -> str:
+    return ", ".join([NO_SPLIT, *NAMED])
 
 
 def resolve(pattern: str | None) -> str | None:
-    """Map a name ("gpt2", "cl100k", "o200k", ...) or a regex string to the regex string."""
+    """The one place a pattern argument is understood: None or "none" (any case) -> None (no
+    split); a name from NAMED (any case) -> its regex; any other string must be a regex that
+    compiles, does not match "", and is not a bare word (a mistyped name)."""
     if pattern is None:
         return None
     if not isinstance(pattern, str):
         raise PatternError(f"pattern must be a name, a regex string or None, not {type(pattern).__name__}")
-    text = NAMED.get(pattern.lower(), pattern)
-    compile_pattern(text)  # fail early, with the user's own spelling in the message
-    return text
+    name = pattern.lower()
+    if name == NO_SPLIT:
+        return None
+    if name in NAMED:
+        return NAMED[name]
+    if _BARE_WORD.fullmatch(pattern):
+        raise PatternError(f"pattern {pattern!r} is no known pattern name (known: {known_names()}); "
+                           f"to match the literal text {pattern!r}, write the regex (?:{pattern})")
+    compile_pattern(pattern)  # fail early, with the user's own spelling in the message
+    return pattern
 
 
 def compile_pattern(text: str) -> "regex.Pattern[str]":
@@ -57,7 +75,7 @@ def compile_pattern(text: str) -> "regex.Pattern[str]":
         compiled = regex.compile(text)
     except regex.error as exc:
         raise PatternError(
-            f"pattern {text!r} does not compile: {exc} (named patterns: {', '.join(sorted(NAMED))})"
+            f"pattern {text!r} does not compile: {exc} (named patterns: {known_names()})"
         ) from None
     if compiled.search("") is not None:
         # A pattern that matches the empty string would make findall return empty chunks.

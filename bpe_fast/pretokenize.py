@@ -5,8 +5,8 @@ Three facts are kept here:
   after special tokens are cut out (so they are never learned from the text). It is the slow
   reference; counting and encoding use it for custom patterns.
 * for the named patterns, ``native_scanner`` gives a Cython scanner (_scan.pxd) that returns
-  exactly the same chunks from UTF-8 bytes, 13-30x faster (mix33: 0.11-0.25 s per pattern
-  against 3.4 s for regex.findall with cl100k); the tests hold it to regex.
+  exactly the same chunks from UTF-8 bytes, an order of magnitude faster (benchmarks/RESULTS.md);
+  the tests hold it to regex.
 * ``find_cut`` only returns positions where the named patterns cannot match across the cut, so
   counting a file block by block gives exactly the chunks of the whole file.
 """
@@ -18,7 +18,7 @@ from typing import Iterable, Iterator
 import numpy as np
 import regex
 
-from .patterns import compile_pattern, name_of
+from .patterns import compile_pattern, name_of, resolve
 
 _WHITESPACE = regex.compile(r"\s")
 
@@ -53,6 +53,7 @@ def split_chunks(text: str, pattern: "regex.Pattern[str] | None",
 
 def chunks_of(texts: Iterable[str], pattern: str | None, special_tokens: Iterable[str] = ()) -> list[str]:
     """Convenience for tests and notebooks: every chunk of every document, in order."""
+    pattern = resolve(pattern)
     compiled = compile_pattern(pattern) if pattern is not None else None
     splitter = special_splitter(special_tokens)
     return [c for t in texts for c in split_chunks(t, compiled, splitter)]
@@ -122,7 +123,7 @@ _BITS = {"L": 1, "N": 2, "S": 4, "U": 8, "W": 16, "NL": 32}     # as in _scan.px
 def char_classes() -> tuple[np.ndarray, np.ndarray]:
     """(class bits per code point, contraction letter per code point below _FOLD_LIMIT).
 
-    Built once per process (~0.1 s) by running the regex module over every code point, so the
+    Built once per process by running the regex module over every code point, so the
     classes mean exactly what they mean in the patterns."""
     codepoints = np.arange(0x110000, dtype=np.uint32)
     codepoints = codepoints[(codepoints < 0xD800) | (codepoints >= 0xE000)]

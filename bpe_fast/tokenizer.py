@@ -10,7 +10,6 @@ and encoded natively, otherwise ``regex.findall`` splits and each chunk is encod
 """
 from __future__ import annotations
 
-import json
 import os
 from concurrent.futures import ThreadPoolExecutor
 from typing import AbstractSet, Collection, Iterable, Literal, Mapping, Sequence
@@ -18,26 +17,24 @@ from typing import AbstractSet, Collection, Iterable, Literal, Mapping, Sequence
 import numpy as np
 import regex
 
-from ._encode import MergeEncoder, recover_merges
+from . import formats
+from ._encode import MergeEncoder
 from ._pretok import PATTERN_IDS
-from .errors import BpeFastError
+from .errors import EncodingError, VocabularyError, naming_file
+from .formats import Vocabulary
 from .patterns import compile_pattern, name_of, resolve
 from .pretokenize import char_classes, special_splitter
 
-FORMAT_NAME = "bpe_fast.tokenizer"
-FORMAT_VERSION = 1
 
-
-class TokenizerFileError(BpeFastError):
-    """A vocabulary or tokenizer file that is not valid: names the file (and line) at fault."""
-
-
-class VocabularyError(BpeFastError):
-    """Merges, ids or special tokens that do not make a consistent vocabulary."""
-
-
-def _as_ids(values) -> np.ndarray:
-    return np.ascontiguousarray(np.asarray(values, dtype=np.int64))
+def _as_ids(values, what: str) -> np.ndarray:
+    """values as an int64 array; anything but integers (floats, strings, ragged lists) is refused."""
+    try:
+        ids = np.asarray(values)
+    except (ValueError, TypeError) as exc:
+        raise VocabularyError(f"{what} must be integer ids: {exc}") from None
+    if ids.size and ids.dtype.kind not in "iu":
+        raise VocabularyError(f"{what} must be integer ids, got values of type {ids.dtype}")
+    return np.ascontiguousarray(ids, dtype=np.int64)
 
 
 def _build_vocab(merges: np.ndarray, merge_ids: np.ndarray, byte_ids: np.ndarray) -> list:
@@ -66,9 +63,12 @@ class Tokenizer:
     def __init__(self, merges, pattern: str | None = None,
                  special_tokens: Mapping[str, int] | Iterable[str] | None = None, *,
                  merge_ids=None, byte_ids=None):
-        merges = _as_ids(merges).reshape(-1, 2)
-        merge_ids = np.arange(256, 256 + len(merges)) if merge_ids is None else _as_ids(merge_ids)
-        byte_ids = np.arange(256) if byte_ids is None else _as_ids(byte_ids)
+        merges = _as_ids(merges, "merges")
+        if merges.size % 2 or (merges.ndim != 2 and merges.size):
+            raise VocabularyError(f"merges must be pairs of ids, got an array of shape {merges.shape}")
+        merges = merges.reshape(-1, 2)
+        merge_ids = np.arange(256, 256 + len(merges)) if merge_ids is None else _as_ids(merge_ids, "merge_ids")
+        byte_ids = np.arange(256) if byte_ids is None else _as_ids(byte_ids, "byte_ids")
         if merge_ids.shape != (len(merges),) or byte_ids.shape != (256,):
             raise VocabularyError("merge_ids needs one id per merge and byte_ids 256 ids")
         self._vocab = _build_vocab(merges, merge_ids, byte_ids)
@@ -88,26 +88,17 @@ class Tokenizer:
         self.training_report = None     # set by the trainer
 
     @classmethod
+    def from_vocabulary(cls, vocab: Vocabulary) -> "Tokenizer":
+        """From what a format reader returns; a bad vocabulary read from a file names the file."""
+        with naming_file(vocab.source):
+            return cls(vocab.merges, vocab.pattern, vocab.special_tokens,
+                       merge_ids=vocab.merge_ids, byte_ids=vocab.byte_ids)
+
+    @classmethod
     def from_ranks(cls, ranks: Mapping[bytes, int], pattern: str | None = None,
-                   special_tokens: Mapping[str, int] | Iterable[str] | None = None,
-                   source: str = "mergeable_ranks") -> "Tokenizer":
+                   special_tokens: Mapping[str, int] | Iterable[str] | None = None) -> "Tokenizer":
         """From tiktoken-style ``{token bytes: rank}``: the merges are recovered from the ranks."""
-        by_rank = sorted(ranks.items(), key=lambda item: item[1])
-        for (tok_a, rank_a), (tok_b, rank_b) in zip(by_rank, by_rank[1:]):
-            if rank_a == rank_b:
-                raise VocabularyError(f"{source}: rank {rank_a} is given to both {tok_a!r} and {tok_b!r}")
-        missing = [b for b in range(256) if bytes([b]) not in ranks]
-        if missing:
-            raise VocabularyError(f"{source}: no token for the single byte {bytes([missing[0]])!r} "
-                                  f"({len(missing)} of the 256 bytes are missing)")
-        byte_ids = np.array([ranks[bytes([b])] for b in range(256)], dtype=np.int32)
-        tokens = [t for t, _ in by_rank]
-        ids = np.array([r for _, r in by_rank], dtype=np.int32)
-        merges, merge_ids, bad = recover_merges(tokens, ids, byte_ids)
-        if bad >= 0:
-            raise VocabularyError(f"{source}: token {tokens[bad]!r} (rank {ids[bad]}) cannot be made by "
-                                  f"merging two tokens of lower rank: a merge is missing for this rank")
-        return cls(merges, pattern, special_tokens, merge_ids=merge_ids, byte_ids=byte_ids)
+        return cls.from_vocabulary(formats.vocabulary_from_ranks(ranks, pattern, special_tokens))
 
     def _assign_special_ids(self, specials) -> dict[str, int]:
         if specials is None:
@@ -191,12 +182,12 @@ class Tokenizer:
         allowed = set(self.special_tokens) if allowed_special == "all" else set(allowed_special)
         unknown = allowed - set(self.special_tokens)
         if unknown:
-            raise ValueError(f"allowed_special names tokens this tokenizer does not have: {sorted(unknown)}")
+            raise EncodingError(f"allowed_special names tokens this tokenizer does not have: {sorted(unknown)}")
         disallowed = (set(self.special_tokens) - allowed) if disallowed_special == "all" else set(disallowed_special)
         if disallowed:
             found = self._special_regex(disallowed).search(text)
             if found:
-                raise ValueError(
+                raise EncodingError(
                     f"text contains the special token {found.group()!r} at character {found.start()}; "
                     f"pass allowed_special={{{found.group()!r}}} to encode it as a special token, or "
                     f"disallowed_special=() to encode it as text")
@@ -229,103 +220,60 @@ class Tokenizer:
         try:
             return self._native.decode_bytes(ids)
         except TypeError:
-            raise ValueError("decode takes a sequence of integer token ids") from None
+            raise EncodingError("decode takes a sequence of integer token ids") from None
+        except ValueError as exc:      # an id that is not in the vocabulary
+            raise EncodingError(str(exc)) from None
 
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
         return self.decode_bytes(ids).decode("utf-8", errors=errors)
 
-    # -- persistence ----------------------------------------------------------------------
+    # -- files: bpe_fast's JSON and the other formats (formats.py) ----------------------------
     def to_dict(self) -> dict:
-        data = {
-            "format": FORMAT_NAME,
-            "version": FORMAT_VERSION,
-            "pattern": self.pattern,
-            "pattern_name": self.pattern_name,
-            "vocab_size": self.vocab_size,
-            "special_tokens": self.special_tokens,
-        }
-        if not np.array_equal(self.byte_ids, np.arange(256)):
-            data["byte_ids"] = self.byte_ids.tolist()
-        if not np.array_equal(self.merge_ids, np.arange(256, 256 + len(self.merges))):
-            data["merge_ids"] = self.merge_ids.tolist()
-        data["merges"] = self.merges.tolist()
-        return data
-
-    def save(self, path: str | os.PathLike) -> None:
-        """Write the tokenizer as JSON, one merge per line."""
-        data = self.to_dict()
-        merges = data.pop("merges")
-        head = json.dumps(data, ensure_ascii=False, indent=1)[:-2]
-        body = ",\n".join(f"  [{left}, {right}]" for left, right in merges)
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(f'{head},\n "merges": [\n{body}\n ]\n}}\n')
+        return formats.bpe_fast_dict(self)
 
     @classmethod
-    def from_dict(cls, data: dict, source: str = "tokenizer data") -> "Tokenizer":
-        if not isinstance(data, dict) or data.get("format") != FORMAT_NAME:
-            raise TokenizerFileError(f"{source}: not a bpe_fast tokenizer file (no \"format\": \"{FORMAT_NAME}\")")
-        if data.get("version") != FORMAT_VERSION:
-            raise TokenizerFileError(f"{source}: format version {data.get('version')!r} is not supported "
-                                     f"(this bpe_fast reads version {FORMAT_VERSION})")
-        try:
-            return cls(data["merges"], pattern=data.get("pattern"), special_tokens=data.get("special_tokens") or {},
-                       merge_ids=data.get("merge_ids"), byte_ids=data.get("byte_ids"))
-        except KeyError as exc:
-            raise TokenizerFileError(f"{source}: missing field {exc}") from None
-        except (ValueError, TypeError) as exc:
-            raise TokenizerFileError(f"{source}: {exc}") from None
+    def from_dict(cls, data: dict, source: str | None = None) -> "Tokenizer":
+        return cls.from_vocabulary(formats.bpe_fast_vocabulary(data, source))
+
+    def save(self, path: str | os.PathLike) -> None:
+        """Write bpe_fast's JSON, one merge per line."""
+        formats.write_bpe_fast(self, path)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Tokenizer":
-        try:
-            with open(path, encoding="utf-8") as fh:
-                data = json.load(fh)
-        except FileNotFoundError:
-            raise TokenizerFileError(f"{path}: no such file") from None
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise TokenizerFileError(f"{path}: not valid JSON: {exc}") from None
-        return cls.from_dict(data, source=str(path))
+        """A tokenizer saved with ``save``. (``bpe_fast.load`` opens any format, or a named encoding.)"""
+        return cls.from_vocabulary(formats.read_bpe_fast(path))
 
-    # -- other formats (bpe_fast/formats.py) ----------------------------------------------
     @classmethod
     def from_tiktoken(cls, path, pattern: str | None = None, special_tokens=None) -> "Tokenizer":
-        from .formats import from_tiktoken
-        return from_tiktoken(path, pattern, special_tokens)
+        return cls.from_vocabulary(formats.read_tiktoken(path, pattern, special_tokens))
 
     @classmethod
     def from_gpt2(cls, encoder_json, vocab_bpe) -> "Tokenizer":
-        from .formats import from_gpt2
-        return from_gpt2(encoder_json, vocab_bpe)
+        return cls.from_vocabulary(formats.read_gpt2(encoder_json, vocab_bpe))
 
     @classmethod
     def from_huggingface(cls, path) -> "Tokenizer":
-        from .formats import from_huggingface
-        return from_huggingface(path)
+        return cls.from_vocabulary(formats.read_huggingface(path))
 
     @classmethod
     def from_minbpe(cls, path) -> "Tokenizer":
-        from .formats import from_minbpe
-        return from_minbpe(path)
+        return cls.from_vocabulary(formats.read_minbpe(path))
 
     def save_tiktoken(self, path) -> None:
-        from .formats import save_tiktoken
-        save_tiktoken(self, path)
+        formats.write_tiktoken(self, path)
 
     def to_tiktoken(self, name: str = "bpe_fast"):
-        from .formats import to_tiktoken
-        return to_tiktoken(self, name)
+        return formats.to_tiktoken(self, name)
 
     def save_huggingface(self, path) -> None:
-        from .formats import save_huggingface
-        save_huggingface(self, path)
+        formats.write_huggingface(self, path)
 
     def save_minbpe(self, prefix) -> None:
-        from .formats import save_minbpe
-        save_minbpe(self, prefix)
+        formats.write_minbpe(self, prefix)
 
     def save_gpt2(self, encoder_json, vocab_bpe) -> None:
-        from .formats import save_gpt2
-        save_gpt2(self, encoder_json, vocab_bpe)
+        formats.write_gpt2(self, encoder_json, vocab_bpe)
 
     def __eq__(self, other) -> bool:
         return (isinstance(other, Tokenizer) and np.array_equal(self.merges, other.merges)

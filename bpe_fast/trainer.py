@@ -13,14 +13,11 @@ import numpy as np
 from . import _kernel
 from .counting import (DEFAULT_BATCH_CHARS, DEFAULT_BLOCK_SIZE, CountConfig, check_file, count_tasks,
                        docs_tasks, file_tasks)
-from .errors import EmptyCorpusError
+from .bytelevel import huggingface_byte_order
+from .errors import ArgumentError, ArgumentTypeError, EmptyCorpusError, VocabSizeWarning
 from .patterns import resolve
 from .tokenizer import Tokenizer
 from .wordtable import WordTable
-
-
-class VocabSizeWarning(UserWarning):
-    """The corpus could not give as many merges as vocab_size asked for."""
 
 
 @dataclass
@@ -57,19 +54,19 @@ def _bar(enabled: bool, **kwargs):
 def _check_args(vocab_size, special_tokens, min_frequency, errors, tie_break) -> tuple[str, ...]:
     specials = (special_tokens,) if isinstance(special_tokens, str) else tuple(special_tokens or ())
     if len(set(specials)) != len(specials) or not all(isinstance(s, str) and s for s in specials):
-        raise ValueError(f"special_tokens must be distinct non-empty strings, got {list(specials)}")
+        raise ArgumentError(f"special_tokens must be distinct non-empty strings, got {list(specials)}")
     if not isinstance(vocab_size, (int, np.integer)) or isinstance(vocab_size, bool):
-        raise TypeError(f"vocab_size must be an integer, got {vocab_size!r}")
+        raise ArgumentTypeError(f"vocab_size must be an integer, got {vocab_size!r}")
     need = 256 + len(specials)
     if vocab_size < need:
-        raise ValueError(f"vocab_size={vocab_size} is too small: it must be at least {need} "
-                         f"(256 byte tokens + {len(specials)} special tokens)")
+        raise ArgumentError(f"vocab_size={vocab_size} is too small: it must be at least {need} "
+                            f"(256 byte tokens + {len(specials)} special tokens)")
     if min_frequency < 0:
-        raise ValueError(f"min_frequency must be >= 0, got {min_frequency}")
+        raise ArgumentError(f"min_frequency must be >= 0, got {min_frequency}")
     if errors not in ("strict", "replace"):
-        raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
+        raise ArgumentError(f"errors must be 'strict' or 'replace', got {errors!r}")
     if tie_break not in TIE_BREAKS:
-        raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
+        raise ArgumentError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
     return specials
 
 
@@ -81,16 +78,10 @@ def _tie_break_order(tie_break: str) -> np.ndarray | None:
 
     Hugging Face's BpeTrainer numbers its alphabet by GPT-2's bytes-to-unicode characters in
     code point order, and breaks ties between equal counts by those ids."""
-    if tie_break == "bytes":
-        return None
-    if tie_break == "huggingface":
-        from .formats import bytes_to_unicode
-        table = bytes_to_unicode()
-        return np.array(sorted(range(256), key=lambda b: table[b]), dtype=np.int32)
-    raise ValueError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
+    return None if tie_break == "bytes" else np.array(huggingface_byte_order(), dtype=np.int32)
 
 
-def train_from_table(table: WordTable, vocab_size: int, pattern: str | None = "cl100k",
+def train_from_table(table: WordTable, vocab_size: int, *, pattern: str | None = "cl100k",
                      special_tokens: Sequence[str] = (), min_frequency: int = 0,
                      show_progress: bool | None = None, report: TrainReport | None = None,
                      tie_break: str = "bytes") -> Tokenizer:
@@ -100,6 +91,7 @@ def train_from_table(table: WordTable, vocab_size: int, pattern: str | None = "c
     0..255 (``tie_break="bytes"``, as rustbpe and bpeasy), or with Hugging Face's ids for the
     bytes (``"huggingface"``, as tokenizers' BpeTrainer with the ByteLevel pre-tokenizer)."""
     specials = _check_args(vocab_size, special_tokens, min_frequency, "strict", tie_break)
+    pattern = resolve(pattern)     # the pattern the table was counted with, recorded in the tokenizer
     byte_order = _tie_break_order(tie_break)
     report = report or TrainReport()
     if len(table) == 0:
@@ -159,7 +151,7 @@ def _count(tasks, config: CountConfig, workers, show_progress, total, unit, repo
     return table
 
 
-def train(files: str | os.PathLike | Iterable[str | os.PathLike], vocab_size: int,
+def train(files: str | os.PathLike | Iterable[str | os.PathLike], vocab_size: int, *,
           pattern: str | None = "cl100k", special_tokens: Sequence[str] = (), min_frequency: int = 0,
           workers: int | None = None, show_progress: bool | None = None, errors: str = "strict",
           block_size: int = DEFAULT_BLOCK_SIZE, tie_break: str = "bytes") -> Tokenizer:
@@ -173,7 +165,7 @@ def train(files: str | os.PathLike | Iterable[str | os.PathLike], vocab_size: in
     if not paths:
         raise EmptyCorpusError("no input files given")
     if block_size < 1:
-        raise ValueError(f"block_size must be positive, got {block_size}")
+        raise ArgumentError(f"block_size must be positive, got {block_size}")
     sizes = [check_file(p) for p in paths]
     config = CountConfig(resolve(pattern), specials, errors)
     tasks = (t for p, s in zip(paths, sizes) for t in file_tasks(p, s, config, block_size))
@@ -181,11 +173,12 @@ def train(files: str | os.PathLike | Iterable[str | os.PathLike], vocab_size: in
     table = _count(tasks, config, workers, show_progress, sum(sizes), "bytes", report)
     if len(table) == 0:
         raise EmptyCorpusError(f"the corpus is empty: {', '.join(map(str, paths))} hold no text")
-    return train_from_table(table, vocab_size, config.pattern, specials, min_frequency, show_progress, report,
-                            tie_break)
+    return train_from_table(table, vocab_size, pattern=config.pattern, special_tokens=specials,
+                            min_frequency=min_frequency, show_progress=show_progress, report=report,
+                            tie_break=tie_break)
 
 
-def train_from_iterator(docs: Iterable[str | bytes], vocab_size: int, pattern: str | None = "cl100k",
+def train_from_iterator(docs: Iterable[str | bytes], vocab_size: int, *, pattern: str | None = "cl100k",
                         special_tokens: Sequence[str] = (), min_frequency: int = 0,
                         workers: int | None = None, show_progress: bool | None = None,
                         errors: str = "strict", batch_chars: int = DEFAULT_BATCH_CHARS,
@@ -197,10 +190,11 @@ def train_from_iterator(docs: Iterable[str | bytes], vocab_size: int, pattern: s
     """
     specials = _check_args(vocab_size, special_tokens, min_frequency, errors, tie_break)
     if isinstance(docs, (str, bytes)):
-        raise TypeError("docs must be an iterable of documents, not a single str/bytes "
+        raise ArgumentTypeError("docs must be an iterable of documents, not a single str/bytes "
                         "(wrap it in a list: [text])")
     config = CountConfig(resolve(pattern), specials, errors)
     report = TrainReport()
     table = _count(docs_tasks(docs, batch_chars), config, workers, show_progress, None, "chars", report)
-    return train_from_table(table, vocab_size, config.pattern, specials, min_frequency, show_progress, report,
-                            tie_break)
+    return train_from_table(table, vocab_size, pattern=config.pattern, special_tokens=specials,
+                            min_frequency=min_frequency, show_progress=show_progress, report=report,
+                            tie_break=tie_break)

@@ -1,33 +1,28 @@
-"""Shared fixtures: where the real corpora and vocabularies are.
+"""Shared fixtures: where the real corpora and vocabularies are, and the small corpus in tests/data.
 
-They live outside the repository, in $BPE_FAST_DATA or ../shared beside the project root.
-Tests that need them skip, saying where they looked, when they are absent.
+The shared data lives outside the repository, found by ``bpe_fast.paths`` ($BPE_FAST_DATA, else
+../shared beside the project root); tests that need it skip, saying so, when it is absent.
+``tests/data/small_corpus.txt`` is part of the repository, so the tests built on it always run.
 """
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
+from bpe_fast import paths
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def shared_dir() -> Path | None:
-    candidates = [os.environ.get("BPE_FAST_DATA"), ROOT.parent / "shared"]
-    for c in candidates:
-        if c and (Path(c) / "corpora").is_dir():
-            return Path(c)
-    return None
-
-
-SHARED = shared_dir()
+SMALL_CORPUS = Path(__file__).resolve().parent / "data" / "small_corpus.txt"
+SHARED = paths.corpora_dir().parent if paths.corpora_dir() is not None else None
+NO_SHARED = "shared corpora not found: set BPE_FAST_DATA or put shared/ beside the project"
+NO_VOCABS = "shared vocabularies not found: set BPE_FAST_VOCABS or BPE_FAST_DATA, or put shared/ beside the project"
 
 
 @pytest.fixture(scope="session")
 def corpora() -> Path:
     if SHARED is None:
-        pytest.skip("shared corpora not found: set BPE_FAST_DATA or put shared/ beside the project")
+        pytest.skip(NO_SHARED)
     return SHARED / "corpora"
 
 
@@ -46,16 +41,32 @@ def mix33_files() -> list[Path]:
 
 
 def vocab_dir() -> Path | None:
-    return SHARED / "vocabs" if SHARED is not None and (SHARED / "vocabs").is_dir() else None
+    """The folder of the real OpenAI vocabularies, or None."""
+    folders = [d for d in paths.vocab_dirs() if (d / "cl100k_base.tiktoken").is_file()]
+    return folders[0] if folders else None
 
 
 @pytest.fixture(scope="session")
 def vocabs() -> Path:
     if vocab_dir() is None:
-        pytest.skip("shared vocabularies not found: set BPE_FAST_DATA or put shared/ beside the project")
+        pytest.skip(NO_VOCABS)
     return vocab_dir()
 
 
 def read_corpus(path: Path) -> str:
     """A corpus file's text exactly (no newline translation)."""
     return path.read_bytes().decode("utf-8")
+
+
+def small_text() -> str:
+    """The repository's own small corpus (always there)."""
+    return read_corpus(SMALL_CORPUS)
+
+
+needs_data = pytest.mark.skipif(SHARED is None, reason=NO_SHARED)
+needs_vocabs = pytest.mark.skipif(vocab_dir() is None, reason=NO_VOCABS)
+
+
+def need(module: str):
+    """Import a peer library the test cross-checks against, or skip saying how to install it."""
+    return pytest.importorskip(module, reason=f"{module} is a dev dependency: pip install -e '.[dev]'")

@@ -10,6 +10,7 @@ import pytest
 import bpe_fast
 from bpe_fast.counting import CountConfig, count_tasks, file_tasks
 from bpe_fast.cli import main
+from bpe_fast.pretokenize import chunks_of
 
 
 def write(tmp_path, name, data: bytes):
@@ -144,3 +145,79 @@ def test_unknown_tie_break_is_rejected_before_counting():
 
     with pytest.raises(ValueError, match="tie_break must be one of"):
         bpe_fast.train_from_iterator(docs(), 300, tie_break="hf")
+
+
+# -- patterns are resolved in one place --------------------------------------------------------
+
+@pytest.mark.parametrize("spelling", ["none", "NONE", "None", None])
+def test_none_in_any_case_means_no_split_everywhere(spelling):
+    docs = ["ab ab ab", "cab cab"]
+    tok = bpe_fast.train_from_iterator(docs, 262, pattern=spelling, workers=1)
+    assert tok.pattern is None and tok.pattern_name == "none"
+    # with no split, merges cross the spaces: "ab " (ab, then (ab, " ")) is learned
+    assert [tok.token_bytes(i) for i in range(256, tok.n_base)][:2] == [b"ab", b"ab "]
+    assert bpe_fast.Tokenizer([], pattern=spelling).pattern is None
+    assert chunks_of(docs, spelling) == docs
+
+
+@pytest.mark.parametrize("name,regex", [("cl100k_base", bpe_fast.CL100K), ("O200K_BASE", bpe_fast.O200K),
+                                        ("r50k_base", bpe_fast.GPT2), ("p50k_base", bpe_fast.GPT2),
+                                        ("GPT2", bpe_fast.GPT2)])
+def test_encoding_names_are_pattern_names(name, regex):
+    assert bpe_fast.Tokenizer([], pattern=name).pattern == regex
+
+
+@pytest.mark.parametrize("typo", ["gpt4", "cl100", "o200k-base", "None_"])
+def test_a_bare_word_that_is_no_known_name_is_refused(typo):
+    def docs():
+        raise AssertionError("the corpus was read")
+        yield "never"
+
+    with pytest.raises(bpe_fast.PatternError, match=rf"pattern '{typo}' is no known pattern name \(known: none, gpt2,.*cl100k.*o200k_base\)"):
+        bpe_fast.train_from_iterator(docs(), 300, pattern=typo)
+    with pytest.raises(bpe_fast.PatternError, match="no known pattern name"):
+        bpe_fast.Tokenizer([], pattern=typo)
+    # spelled as a regex, a literal word is still a pattern
+    assert chunks_of(["a gpt4 b"], r"(?:gpt4)") == ["gpt4"]
+
+
+def test_cli_names_the_known_patterns(tmp_path, capsys):
+    corpus = write(tmp_path, "c.txt", b"some text\n")
+    assert main(["train", str(corpus), "--vocab-size", "300", "--pattern", "gpt4", "-o", str(tmp_path / "t.json"),
+                 "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "pattern 'gpt4' is no known pattern name" in err and "cl100k" in err and err.count("\n") == 1
+    assert not (tmp_path / "t.json").exists()
+
+
+def test_options_after_vocab_size_are_keyword_only(tmp_path):
+    with pytest.raises(TypeError):
+        bpe_fast.train_from_iterator(["abc"], 300, "gpt2")
+    with pytest.raises(TypeError):
+        bpe_fast.train([write(tmp_path, "a.txt", b"abc")], 300, "gpt2")
+    table = bpe_fast.WordTable.from_words([b"abc"])
+    with pytest.raises(TypeError):
+        bpe_fast.train_from_table(table, 300, "gpt2")
+
+
+def test_the_cli_shows_a_bug_as_a_traceback(tmp_path, monkeypatch):
+    """Only the user's errors become one-line messages; a bug keeps its traceback."""
+    def broken(*args, **kwargs):
+        raise KeyError("a bug")
+
+    monkeypatch.setattr("bpe_fast.cli.train", broken)
+    corpus = write(tmp_path, "c.txt", b"some text\n")
+    with pytest.raises(KeyError, match="a bug"):
+        main(["train", str(corpus), "--vocab-size", "300", "-o", str(tmp_path / "t.json"), "-q"])
+
+
+def test_every_error_bpe_fast_raises_on_purpose_is_a_bpe_fast_error():
+    for call in (lambda: bpe_fast.train_from_iterator(["abc"], 10),
+                 lambda: bpe_fast.train_from_iterator("abc", 300),
+                 lambda: bpe_fast.train_from_iterator(["abc"], 300, workers=0),
+                 lambda: bpe_fast.Tokenizer([[1.5, 3]]),
+                 lambda: bpe_fast.Tokenizer([]).decode([300]),
+                 lambda: bpe_fast.Tokenizer([], special_tokens=["<s>"]).encode("<s>"),
+                 lambda: bpe_fast.load("no-such-encoding")):
+        with pytest.raises(bpe_fast.BpeFastError):
+            call()

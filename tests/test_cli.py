@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 import bpe_fast
-from bpe_fast.cli import main, stdlib_sources
+from bpe_fast.cli import main
+from bpe_fast.paths import stdlib_sources
 
 
 def test_demo_corpus_is_the_standard_library():

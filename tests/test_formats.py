@@ -10,16 +10,9 @@ import pytest
 
 import bpe_fast
 from bpe_fast import Tokenizer, TokenizerFileError, VocabularyError
-from bpe_fast.formats import bytes_to_unicode
+from bpe_fast.bytelevel import bytes_to_unicode
 
-from .conftest import SHARED, corpus_files, read_corpus, vocab_dir
-
-pytest.importorskip("tiktoken", reason="tiktoken is a dev dependency")
-import tiktoken  # noqa: E402  (after the importorskip above)
-import tiktoken.load  # noqa: E402
-hf = pytest.importorskip("tokenizers", reason="tokenizers is a dev dependency")
-needs_data = pytest.mark.skipif(SHARED is None, reason="shared corpora not found (BPE_FAST_DATA or ../shared)")
-needs_vocabs = pytest.mark.skipif(vocab_dir() is None, reason="shared vocabularies not found")
+from .conftest import SHARED, corpus_files, need, needs_data, needs_vocabs, read_corpus, small_text, vocab_dir
 
 
 @functools.lru_cache(maxsize=None)
@@ -41,6 +34,8 @@ def sample_texts() -> list[str]:
 @needs_data
 @pytest.mark.parametrize("pattern", ["gpt2", "cl100k", "o200k"])
 def test_tiktoken_export(tmp_path, pattern):
+    tiktoken = need("tiktoken")
+    import tiktoken.load
     tok = trained(pattern)
     tok.save_tiktoken(tmp_path / "tok.tiktoken")
     ranks = tiktoken.load.load_tiktoken_bpe(str(tmp_path / "tok.tiktoken"))
@@ -56,6 +51,7 @@ def test_tiktoken_export(tmp_path, pattern):
 @needs_data
 @pytest.mark.parametrize("pattern", ["gpt2", "cl100k", "o200k", None])
 def test_huggingface_export(tmp_path, pattern):
+    hf = need("tokenizers")
     tok = trained(pattern) if pattern else bpe_fast.train_from_iterator(sample_texts(), 400, pattern=None)
     tok.save_huggingface(tmp_path / "tokenizer.json")
     theirs = hf.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
@@ -79,6 +75,7 @@ def test_huggingface_export_of_cl100k_encodes_every_corpus_alike(tmp_path_factor
 
 @functools.lru_cache(maxsize=1)
 def _cl100k_pair(tmp: str):
+    hf = need("tokenizers")
     tok = bpe_fast.load("cl100k_base", path=vocab_dir())
     tok.save_huggingface(f"{tmp}/cl100k.json")
     return tok, hf.Tokenizer.from_file(f"{tmp}/cl100k.json")
@@ -116,6 +113,60 @@ def test_own_format_round_trips_real_vocabularies(tmp_path, name):
 def test_bytes_to_unicode_is_gpt2s_table():
     table = bytes_to_unicode()
     assert len(set(table.values())) == 256 and table[ord("A")] == "A" and table[ord(" ")] == "\u0120"
+
+
+# -- every format round-trips, on the repository's own corpus (no peer library, no shared data) --
+
+@functools.lru_cache(maxsize=None)
+def small_trained(pattern: str | None) -> Tokenizer:
+    return bpe_fast.train_from_iterator([small_text()], 600, pattern=pattern, workers=1,
+                                        special_tokens=["<|endoftext|>", "<|pad|>"])
+
+
+FORMATS = {
+    "bpe_fast": (lambda tok, p: tok.save(p / "t.json"), lambda tok, p: Tokenizer.load(p / "t.json")),
+    "tiktoken": (lambda tok, p: tok.save_tiktoken(p / "t.tiktoken"),
+                 lambda tok, p: Tokenizer.from_tiktoken(p / "t.tiktoken", tok.pattern, tok.special_tokens)),
+    "huggingface": (lambda tok, p: tok.save_huggingface(p / "tokenizer.json"),
+                    lambda tok, p: Tokenizer.from_huggingface(p / "tokenizer.json")),
+    "minbpe": (lambda tok, p: tok.save_minbpe(p / "t"), lambda tok, p: Tokenizer.from_minbpe(p / "t.model")),
+    "gpt2": (lambda tok, p: tok.save_gpt2(p / "encoder.json", p / "vocab.bpe"),
+             lambda tok, p: Tokenizer.from_gpt2(p / "encoder.json", p / "vocab.bpe")),
+}
+
+
+# GPT-2's two files hold no pattern: they always mean the GPT-2 one.
+ROUND_TRIPS = [(f, p) for f in FORMATS for p in ("gpt2", "cl100k", "o200k", None) if f != "gpt2" or p == "gpt2"]
+
+
+@pytest.mark.parametrize("fmt,pattern", ROUND_TRIPS)
+def test_every_format_round_trips(tmp_path, fmt, pattern):
+    tok = small_trained(pattern)
+    save, load = FORMATS[fmt]
+    save(tok, tmp_path)
+    again = load(tok, tmp_path)
+    assert again == tok and again.mergeable_ranks() == tok.mergeable_ranks()
+    text = small_text()
+    assert again.encode(text, disallowed_special=()) == tok.encode(text, disallowed_special=())
+
+
+def test_bpe_fast_json_load_opens_every_format(tmp_path):
+    tok = small_trained("cl100k")
+    tok.save(tmp_path / "t.json")
+    tok.save_huggingface(tmp_path / "tokenizer.json")
+    tok.save_minbpe(tmp_path / "t")
+    for name in ("t.json", "tokenizer.json", "t.model"):
+        assert bpe_fast.load(tmp_path / name) == tok
+
+
+def test_decode_of_every_id_and_of_ids_out_of_range():
+    tok = small_trained("cl100k")
+    for i in range(tok.n_base):
+        assert tok.decode_bytes([i]) == tok.token_bytes(i) and len(tok.token_bytes(i)) >= 1
+    assert tok.decode([tok.special_tokens["<|pad|>"]]) == "<|pad|>"
+    for bad in (-1, tok.vocab_size, 2**40):
+        with pytest.raises(bpe_fast.EncodingError, match=f"token id {bad} .* is not in the vocabulary"):
+            tok.decode([97, bad])
 
 
 # -- corrupt input -----------------------------------------------------------------------
@@ -177,7 +228,7 @@ def test_duplicate_ids_and_colliding_specials():
 
 
 def test_unknown_encoding_and_missing_file(tmp_path):
-    with pytest.raises(ValueError, match="unknown encoding 'cl200k'"):
+    with pytest.raises(TokenizerFileError, match="cl200k: no such file, and not a named encoding"):
         bpe_fast.load("cl200k")
     with pytest.raises(TokenizerFileError, match="cl100k_base.tiktoken not found"):
         bpe_fast.load("cl100k_base", path=tmp_path)
@@ -200,9 +251,9 @@ def test_bad_patterns_and_binary_files_name_the_file(tmp_path):
         Tokenizer.from_minbpe(tmp_path / "m.model")
     (tmp_path / "bin.json").write_bytes(b"\xff\xfe{\x00")
     with pytest.raises(TokenizerFileError, match=r"bin.json: not UTF-8 text \(byte offset 0\)"):
-        bpe_fast.formats.open_tokenizer(tmp_path / "bin.json")
+        bpe_fast.load(tmp_path / "bin.json")
 
 
 def test_decode_of_an_id_beyond_64_bits():
-    with pytest.raises(ValueError, match=r"token id 1180591620717411303424 \(position 1\) is not in the vocabulary"):
+    with pytest.raises(bpe_fast.EncodingError, match=r"token id 1180591620717411303424 \(position 1\) is not in the vocabulary"):
         Tokenizer([]).decode([97, 2**70])

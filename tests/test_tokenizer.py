@@ -11,10 +11,7 @@ from hypothesis import strategies as st
 import bpe_fast
 from bpe_fast import Tokenizer
 
-from .conftest import SHARED, corpus_files
-
-tiktoken = pytest.importorskip("tiktoken", reason="tiktoken is a dev dependency: pip install -e '.[dev]'")
-needs_data = pytest.mark.skipif(SHARED is None, reason="shared corpora not found (BPE_FAST_DATA or ../shared)")
+from .conftest import corpus_files, need, needs_data
 
 
 @pytest.fixture(scope="module")
@@ -23,7 +20,8 @@ def trained(corpora) -> Tokenizer:
     return bpe_fast.train(files, 3000, pattern="cl100k", special_tokens=["<|endoftext|>", "<|pad|>"])
 
 
-def as_tiktoken(tok: Tokenizer) -> "tiktoken.Encoding":
+def as_tiktoken(tok: Tokenizer):
+    tiktoken = need("tiktoken")
     return tiktoken.Encoding("bpe_fast-test", pat_str=tok.pattern, mergeable_ranks=tok.mergeable_ranks(),
                              special_tokens=tok.special_tokens)
 
@@ -106,5 +104,5 @@ def test_bad_tokenizer_files_name_the_file_and_the_fault(tmp_path, content, mess
 
 def test_decode_rejects_ids_out_of_range():
     tok = Tokenizer([], pattern="gpt2")
-    with pytest.raises(ValueError, match=r"token id 256 \(position 1\) is not in the vocabulary"):
+    with pytest.raises(bpe_fast.EncodingError, match=r"token id 256 \(position 1\) is not in the vocabulary"):
         tok.decode([104, 256])

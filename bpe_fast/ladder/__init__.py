@@ -12,15 +12,17 @@ from __future__ import annotations
 
 import importlib
 import os
-import sysconfig
 from collections import Counter
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
 from ..errors import BpeFastError
+from ..paths import shared_corpus, stdlib_root, stdlib_sources
 from ..patterns import name_of, resolve
 from ..pretokenize import chunks_of
+
+__all__ = ["RUNGS", "Rung", "Workload", "select", "shared_corpus", "stdlib_text", "read_prefix"]
 
 # The notebook's workload: the first 1,000,000 characters of big.txt, 20 merges, GPT-2 split.
 DEFAULT_CHARS = 1_000_000
@@ -84,21 +86,9 @@ def select(versions: str | list[str] | None, argument: str = "versions") -> list
     return [r for r in _LADDER if r.name in names]
 
 
-def shared_corpus(name: str = "big.txt") -> Path | None:
-    """A file of the shared corpora ($BPE_FAST_DATA/corpora, else ../shared/corpora beside the
-    project checkout), or None if it is not there."""
-    roots = [os.environ.get("BPE_FAST_DATA"), Path(__file__).resolve().parents[2].parent / "shared"]
-    for root in roots:
-        if root and (Path(root) / "corpora" / name).is_file():
-            return Path(root) / "corpora" / name
-    return None
-
-
 def stdlib_text(chars: int) -> tuple[str, str]:
     """The first ``chars`` characters of this Python's standard library sources, concatenated
     (the corpus that needs no download), and a description of it."""
-    from ..cli import stdlib_sources  # imported here: bpe_fast.cli imports the ladder's CLI
-
     pieces, total, files = [], 0, stdlib_sources()
     used = 0
     for path in files:
@@ -109,7 +99,7 @@ def stdlib_text(chars: int) -> tuple[str, str]:
         pieces.append(piece)
         total += len(piece)
         used += 1
-    return "".join(pieces), f"Python standard library ({used} .py files from {sysconfig.get_paths()['stdlib']})"
+    return "".join(pieces), f"Python standard library ({used} .py files from {stdlib_root()})"
 
 
 def read_prefix(path: str | os.PathLike, chars: int) -> str:
@@ -136,9 +126,7 @@ class Workload:
 
     @classmethod
     def from_text(cls, text: str, pattern: str | None = DEFAULT_PATTERN, source: str = "text") -> "Workload":
-        no_split = pattern is None or (isinstance(pattern, str) and pattern.lower() == "none")
-        regex = None if no_split else resolve(pattern)
-        chunks = chunks_of([text], regex)
+        chunks = chunks_of([text], resolve(pattern))
         if not chunks:
             raise BpeFastError(f"the workload from {source} holds no text to train on")
         return cls(text, pattern, source, chunks)
@@ -162,7 +150,6 @@ class Workload:
         return {chunk.encode("utf-8"): n for chunk, n in Counter(self.chunks).items()}
 
     def describe(self) -> dict:
-        no_split = self.pattern is None or self.pattern.lower() == "none"
         return {"corpus": self.source, "chars": len(self.text),
-                "pattern": "none" if no_split else name_of(resolve(self.pattern)),
+                "pattern": name_of(resolve(self.pattern)),
                 "chunks": len(self.chunks), "unique_chunks": len(self.word_counts)}

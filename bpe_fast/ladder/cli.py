@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from ..errors import BpeFastError
-from ..patterns import NAMED
+from ..patterns import known_names
 from . import DEFAULT_CHARS, DEFAULT_MERGES, DEFAULT_PATTERN, RUNGS, Workload, select
 from .harness import DEFAULT_BUDGET, DEFAULT_REPEATS, run_ladder
 
@@ -28,7 +28,7 @@ def add_profile_parser(sub) -> None:
                    help=f"characters to read from the start of the corpus (default {DEFAULT_CHARS:,})")
     p.add_argument("--merges", type=int, default=DEFAULT_MERGES, help=f"merges to learn (default {DEFAULT_MERGES})")
     p.add_argument("--pattern", default=DEFAULT_PATTERN,
-                   help=f"pre-tokenization: {', '.join(NAMED)}, a regex, or 'none' (default {DEFAULT_PATTERN})")
+                   help=f"pre-tokenization: a name ({known_names()}; 'none': no split) or a regex (default {DEFAULT_PATTERN})")
     p.add_argument("--versions", default=",".join(RUNGS),
                    help=f"comma-separated rungs to run (default all: {','.join(RUNGS)})")
     p.add_argument("--line-profile", action="store_true",
