@@ -34,6 +34,7 @@ occurrences, then settle the counts of the pairs that appeared.
 cimport cython
 import numpy as np
 cimport numpy as cnp
+from cpython.exc cimport PyErr_CheckSignals
 from libc.stdint cimport int32_t, int64_t, uint64_t
 from libcpp.vector cimport vector
 from libcpp.queue cimport priority_queue
@@ -42,6 +43,11 @@ from libcpp.utility cimport pair
 from ._pairmap cimport pair_key, key_left, key_right
 
 cnp.import_array()
+
+# How often the set-up loops look for Ctrl-C (in words or positions); the merge loop looks once
+# per merge, so an interrupt stops training within one merge.
+cdef enum:
+    SIGNAL_CHECK_EVERY = 1 << 20
 
 # ((count, ~key), id): the max-heap's top has the highest count, then the smallest key.
 ctypedef pair[pair[int64_t, uint64_t], int32_t] HeapEntry
@@ -101,24 +107,29 @@ cdef class _Merger:
         self.count_pairs()
 
     # -- set-up ------------------------------------------------------------------------------
-    cdef void link_words(self, const int64_t[::1] offsets):
+    cdef int link_words(self, const int64_t[::1] offsets) except -1:
         """Each word a linked list over its slice; every position its word."""
         cdef Py_ssize_t w, p, start, end
         for w in range(self.weight.shape[0]):
+            if w % SIGNAL_CHECK_EVERY == 0:
+                PyErr_CheckSignals()                # Ctrl-C stops a long set-up at once
             start = offsets[w]
             end = offsets[w + 1]
             for p in range(start, end):
                 self.word_of[p] = <int32_t>w
                 self.prv[p] = <int32_t>(p - 1) if p > start else -1
                 self.nxt[p] = <int32_t>(p + 1) if p + 1 < end else -1
+        return 0
 
-    cdef void count_pairs(self):
+    cdef int count_pairs(self) except -1:
         """Count every adjacent pair once; occurrence lists are allocated at their exact size."""
         cdef int32_t[::1] byte_pair = np.full(256 * 256, -1, dtype=np.int32)
         cdef vector[int32_t] n_occ
         cdef Py_ssize_t p
         cdef int32_t pid, key
         for p in range(self.sym.shape[0]):
+            if p % SIGNAL_CHECK_EVERY == 0:
+                PyErr_CheckSignals()
             self.pair_at[p] = -1
             if self.nxt[p] < 0:
                 continue
@@ -140,6 +151,7 @@ cdef class _Merger:
             self.push(pid)
         self.created.clear()
         self.initial_pairs = self.keys.size()
+        return 0
 
     # -- pairs -------------------------------------------------------------------------------
     cdef inline int32_t new_pair(self, uint64_t key) noexcept:
@@ -271,6 +283,7 @@ def train_merges(const int32_t[::1] symbols, const int64_t[::1] offsets, const i
         merges[m, 1] = key_right(run.keys[pid])
         run.merge(pid, <int32_t>(256 + m))
         m += 1
+        PyErr_CheckSignals()                     # Ctrl-C: stop here, not when training ends
         if progress is not None and m % progress_every == 0:
             progress(m)
     if progress is not None:

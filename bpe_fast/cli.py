@@ -12,6 +12,7 @@ import warnings
 
 from .cli_tools import add_tool_parsers
 from .errors import BpeFastError
+from .outputs import check_output
 from .ladder.cli import add_profile_parser
 from .paths import stdlib_root, stdlib_sources
 from .patterns import known_names
@@ -80,6 +81,7 @@ def cmd_train(args) -> int:
     output = args.output or ("demo-tokenizer.json" if args.demo else None)
     if output is None:
         raise BpeFastError("-o/--output is required: where to write the tokenizer")
+    check_output(output, args.files, "-o")         # before reading anything
     extra = {"block_size": args.block_size} if args.block_size else {}
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -107,14 +109,29 @@ def cmd_train(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if sys.stdout is None:                      # started with standard output closed (">&-")
+        print(f"bpe-fast {args.command}: error: standard output is closed", file=sys.stderr)
+        return 2
     try:
         return args.run(args)
+    except BrokenPipeError:                     # the reader went away ("| head"): stop quietly
+        _silence_stdout()
+        return 141                              # as a Unix tool killed by SIGPIPE
     except (BpeFastError, OSError) as exc:      # the user's to fix; anything else is a bug
         print(f"bpe-fast {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("bpe-fast: interrupted", file=sys.stderr)
         return 130
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null, so that flushing it at exit raises no second BrokenPipeError."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

@@ -1,29 +1,41 @@
 """Stage 2, counting: stream files or documents and count their unique chunks.
 
-The corpus is never held whole: files are read in blocks (cut only where ``pretokenize.find_cut``
-allows), documents from an iterator are sent on in batches, and each worker process keeps only
-its own counts of chunks (a C++ hash map fed by the native scanner for the named patterns, a
-``Counter`` of ``regex.findall`` for others). The result is a dict ``{chunk UTF-8 bytes: count}`` that does not
-depend on the number of workers or the block size.
+The corpus is never held whole: regular files are read in blocks by the workers themselves (cut
+only where ``pretokenize.find_cut`` allows), streams (standard input, FIFOs, ``<(...)``) are
+read here and sent on in blocks cut the same way, documents from an iterator go in batches, and
+each worker process keeps only its own counts of chunks (a C++ hash map fed by the native
+scanner for the named patterns, a ``Counter`` of the pattern's matches for others). The result
+is a dict ``{chunk UTF-8 bytes: count}`` that does not depend on the number of workers or the
+block size.
+
+Workers never outlive the call: they die with their parent (a death signal on Linux, and a
+check of the parent while idle), ignore Ctrl-C (the parent stops them), and are stopped and
+their queues closed without waiting whenever the call ends early. Every wait is short and
+checks the workers, so a failure surfaces at once, never as a hang.
 """
 from __future__ import annotations
 
+import ctypes
 import multiprocessing as mp
 import os
 import queue
+import signal
+import stat
+import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Iterator
+from typing import BinaryIO, Callable, Iterable, Iterator
 
-from .errors import ArgumentError, InputError, WorkerError
-from .patterns import BLOCK_SAFE, compile_pattern
 from ._pretok import ChunkCounts
+from .errors import ArgumentError, InputError, WorkerError
+from .patterns import BLOCK_SAFE, compile_pattern, whole_matches
 from .pretokenize import char_classes, find_cut, native_scanner, special_pieces, special_splitter
 
 DEFAULT_BLOCK_SIZE = 1 << 20      # bytes of a file per task
 DEFAULT_BATCH_CHARS = 1 << 20     # characters of iterator documents per task
 _CUT_WINDOW = 1 << 16             # bytes read at a time while looking for a cut
+STDIN = "-"                       # the input name that means standard input
 
 
 @dataclass(frozen=True)
@@ -33,9 +45,15 @@ class CountConfig:
     special_tokens: tuple[str, ...] = ()
     errors: str = "strict"
 
+    @property
+    def block_safe(self) -> bool:
+        """May text be cut into blocks at ``find_cut``'s cuts without changing its chunks?"""
+        return self.pattern in BLOCK_SAFE and not any("\n" in s for s in self.special_tokens)
+
 
 @dataclass
 class FileTask:
+    """Bytes start..end of a regular file, read by the worker itself."""
     path: str
     start: int
     end: int
@@ -43,6 +61,18 @@ class FileTask:
     @property
     def size(self) -> int:
         return self.end - self.start
+
+
+@dataclass
+class DataTask:
+    """A block of a stream, read by the parent: ``data`` starts at byte ``offset`` of ``name``."""
+    name: str
+    offset: int
+    data: bytes
+
+    @property
+    def size(self) -> int:
+        return len(self.data)
 
 
 @dataclass
@@ -79,7 +109,8 @@ class ChunkCounter:
     """Counts the chunks of tasks; one lives in each worker (or in the caller for small input).
 
     Named patterns use the native scanner and a C++ hash map (no Python object per chunk);
-    custom patterns use ``regex.findall`` and a Counter; with no pattern a piece is one chunk.
+    custom patterns use the regex's whole matches and a Counter; with no pattern a piece is one
+    chunk.
     """
 
     def __init__(self, config: CountConfig):
@@ -93,7 +124,7 @@ class ChunkCounter:
     def add_text(self, text: str, where: str) -> None:
         for piece in special_pieces(text, self.specials):
             if self.regex is not None:
-                self.by_regex.update(self.regex.findall(piece))
+                self.by_regex.update(whole_matches(self.regex, piece))
             elif self.scanner is not None:
                 self.native.add_text(self.scanner, to_utf8(piece, self.config.errors, where))
             else:
@@ -110,19 +141,18 @@ class ChunkCounter:
                 return
         self.add_text(decode(data, self.config.errors, where, base_offset), where)
 
-    def run(self, task: FileTask | DocsTask) -> None:
+    def run(self, task: FileTask | DataTask | DocsTask) -> None:
         if isinstance(task, FileTask):
-            with open(task.path, "rb") as fh:
-                fh.seek(task.start)
-                data = fh.read(task.size)
-            self.add_utf8(data, task.path, task.start)
-            return
-        for i, doc in enumerate(task.docs):
-            where = f"document {task.first_index + i}"
-            if isinstance(doc, bytes):
-                self.add_utf8(doc, where)
-            else:
-                self.add_text(doc, where)
+            self.add_utf8(read_block(task), task.path, task.start)
+        elif isinstance(task, DataTask):
+            self.add_utf8(task.data, task.name, task.offset)
+        else:
+            for i, doc in enumerate(task.docs):
+                where = f"document {task.first_index + i}"
+                if isinstance(doc, bytes):
+                    self.add_utf8(doc, where)
+                else:
+                    self.add_text(doc, where)
 
     def result(self) -> dict[bytes, int]:
         """The counts keyed by UTF-8 bytes (encoded once per unique chunk, here in the worker)."""
@@ -133,23 +163,57 @@ class ChunkCounter:
         return counts
 
 
+def read_block(task: FileTask) -> bytes:
+    """The task's bytes; a file that shrank since it was planned is an error, not a short count."""
+    with open(task.path, "rb") as fh:
+        fh.seek(task.start)
+        data = fh.read(task.size)
+    if len(data) != task.size:
+        raise InputError(f"{task.path}: the file changed while it was read: {task.size:,} bytes were due at "
+                         f"byte offset {task.start:,}, {len(data):,} were there")
+    return data
+
+
 # ---------------------------------------------------------------------------------------------
 # Planning: which tasks make up the input
 
 
-def check_file(path: str) -> int:
-    """The file's size; a clear InputError if it is missing, a directory or unreadable."""
+def check_input(path: str | os.PathLike) -> int | None:
+    """The size of a regular file, or None for a stream (stdin as "-", a FIFO, a character
+    device): a clear InputError if it is missing, a directory or unreadable."""
     path = os.fspath(path)
-    if not os.path.exists(path):
-        raise InputError(f"{path}: no such file")
-    if os.path.isdir(path):
+    if path == STDIN:
+        return None
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
         raise InputError(f"{path}: is a directory, not a text file (pass the files inside it)")
+    if not stat.S_ISREG(mode):
+        if not os.access(path, os.R_OK):
+            raise InputError(f"{path}: cannot be read: permission denied")
+        return None            # a stream: read once, front to back, size unknown
     try:
         with open(path, "rb") as fh:
             fh.read(1)
     except OSError as exc:
         raise InputError(f"{path}: cannot be read: {exc.strerror or exc}") from None
     return os.path.getsize(path)
+
+
+def input_tasks(path: str | os.PathLike, size: int | None, config: CountConfig, block_size: int) -> Iterator:
+    """The tasks of one input: blocks of a regular file, or of a stream read here."""
+    path = os.fspath(path)
+    if size is not None:
+        yield from file_tasks(path, size, config, block_size)
+    elif path == STDIN:
+        yield from stream_tasks(sys.stdin.buffer, "standard input", config, block_size)
+    else:
+        with open(path, "rb") as stream:
+            yield from stream_tasks(stream, path, config, block_size)
 
 
 def _next_cut(fh, pos: int, size: int) -> int:
@@ -168,8 +232,7 @@ def _next_cut(fh, pos: int, size: int) -> int:
 def file_tasks(path: str, size: int, config: CountConfig, block_size: int) -> Iterator[FileTask]:
     """Blocks of about ``block_size`` bytes, cut only where the pattern allows it."""
     path = os.fspath(path)
-    splittable = config.pattern in BLOCK_SAFE and not any("\n" in s for s in config.special_tokens)
-    if not splittable or size <= block_size:
+    if not config.block_safe or size <= block_size:
         if size:
             yield FileTask(path, 0, size)
         return
@@ -179,6 +242,23 @@ def file_tasks(path: str, size: int, config: CountConfig, block_size: int) -> It
             end = _next_cut(fh, start + block_size, size) if start + block_size < size else size
             yield FileTask(path, start, end)
             start = end
+
+
+def stream_tasks(stream: BinaryIO, name: str, config: CountConfig, block_size: int) -> Iterator[DataTask]:
+    """A stream read front to back, sent on in blocks of about ``block_size`` bytes cut where
+    the pattern allows it (the whole stream as one block where it allows no cut)."""
+    pending, offset = b"", 0
+    while True:
+        data = stream.read(max(block_size, _CUT_WINDOW))
+        pending += data
+        cut = find_cut(pending, block_size) if config.block_safe and len(pending) > block_size else None
+        if cut is not None and cut < len(pending):
+            yield DataTask(name, offset, pending[:cut])
+            pending, offset = pending[cut:], offset + cut
+        if not data:
+            break
+    if pending:
+        yield DataTask(name, offset, pending)
 
 
 def docs_tasks(docs: Iterable, batch_chars: int) -> Iterator[DocsTask]:
@@ -202,26 +282,6 @@ def docs_tasks(docs: Iterable, batch_chars: int) -> Iterator[DocsTask]:
 # Running: in this process, or spread over worker processes
 
 
-def _worker(config: CountConfig, tasks: "mp.Queue", results: "mp.Queue") -> None:
-    counter = ChunkCounter(config)
-    try:
-        while (task := tasks.get()) is not None:
-            counter.run(task)
-    except Exception as exc:   # reported at once; the parent stops feeding and raises it
-        results.put(("error", exc))
-        return
-    results.put(("ok", counter.result()))
-
-
-def _merge(parts: list[dict[bytes, int]]) -> dict[bytes, int]:
-    parts.sort(key=len, reverse=True)
-    total = parts[0] if parts else {}
-    for part in parts[1:]:
-        for chunk, n in part.items():
-            total[chunk] = total.get(chunk, 0) + n
-    return total
-
-
 def default_workers() -> int:
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 
@@ -229,12 +289,14 @@ def default_workers() -> int:
 def count_tasks(tasks: Iterable, config: CountConfig, workers: int | None = None,
                 on_progress: Callable[[int], None] | None = None,
                 parallel_threshold: int = 2) -> dict[bytes, int]:
-    """Count the chunks of all tasks with ``workers`` processes.
+    """Count the chunks of all tasks with up to ``workers`` processes (never more than tasks).
 
     Tasks are pulled lazily. If fewer than ``parallel_threshold`` tasks come, or workers == 1,
     they are counted here, without starting processes.
     """
     workers = default_workers() if workers is None else workers
+    if isinstance(workers, bool) or not isinstance(workers, int):
+        raise ArgumentError(f"workers must be an integer, got {workers!r}")
     if workers < 1:
         raise ArgumentError(f"workers must be at least 1, got {workers}")
     tasks = iter(tasks)
@@ -274,21 +336,90 @@ def _count_in_workers(tasks: Iterator, config: CountConfig, workers: int,
         pool.stop()
 
 
+def _merge(parts: list[dict[bytes, int]]) -> dict[bytes, int]:
+    parts.sort(key=len, reverse=True)
+    total = parts[0] if parts else {}
+    for part in parts[1:]:
+        for chunk, n in part.items():
+            total[chunk] = total.get(chunk, 0) + n
+    return total
+
+
+# -- the worker side ---------------------------------------------------------------------------
+
+_PR_SET_PDEATHSIG = 1
+_IDLE_CHECK = 1.0          # seconds a worker waits for a task before checking on its parent
+
+
+def _die_with_parent(parent: int) -> None:
+    """Make sure this worker does not outlive the parent, even one killed by SIGKILL or SIGTERM
+    before it could stop its workers: Linux kills us when the parent dies; elsewhere the idle
+    loop notices a new parent process id."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the parent's to handle
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:                        # it died before the line above
+        os._exit(1)
+
+
+def _worker(config: CountConfig, tasks: "mp.Queue", results: "mp.Queue", parent: int) -> None:
+    _die_with_parent(parent)
+    counter = ChunkCounter(config)
+    seq = -1
+    try:
+        while True:
+            try:
+                item = tasks.get(timeout=_IDLE_CHECK)
+            except queue.Empty:
+                if os.getppid() != parent:
+                    os._exit(1)
+                continue
+            if item is None:
+                break
+            seq, task = item
+            counter.run(task)
+            results.put(("done", seq, None))
+    except Exception as exc:   # reported at once with the task's number; the parent stops feeding
+        results.put(("error", seq, exc))
+        return
+    results.put(("counts", seq, counter.result()))
+
+
+# -- the parent side ---------------------------------------------------------------------------
+
 class _Workers:
-    """Worker processes fed through a bounded queue. Every wait is short and checks that the
-    workers are alive and have reported no error, so a failure surfaces at once: never a hang,
-    never the rest of the corpus read first."""
+    """Worker processes fed through a bounded queue, started as tasks come (never more
+    processes than tasks). Every wait is short and checks that the workers are alive and have
+    reported no error, so a failure surfaces at once: never a hang, never the rest of the corpus
+    read first. When several workers fail, the error of the earliest task is the one raised (the
+    first invalid byte of a file, not the first one found)."""
 
     def __init__(self, ctx, config: CountConfig, n: int):
+        self.ctx, self.config, self.n = ctx, config, n
         self.tasks = ctx.Queue(maxsize=2 * n)   # bounded: at most a few blocks in flight
         self.results = ctx.Queue()
-        self.procs = [ctx.Process(target=_worker, args=(config, self.tasks, self.results), daemon=True)
-                      for _ in range(n)]
+        self.procs: list = []
         self.parts: list[dict[bytes, int]] = []
-        for p in self.procs:
-            p.start()
+        self.errors: list[tuple[int, Exception]] = []
+        self.finished: set[int] = set()        # tasks done or failed, by number
+        self.sent = 0
 
-    def send(self, item) -> None:
+    def send(self, task) -> None:
+        if len(self.procs) < min(self.n, self.sent + 1):
+            self._start_one()
+        self._put((self.sent, task))
+        self.sent += 1
+
+    def _start_one(self) -> None:
+        p = self.ctx.Process(target=_worker, args=(self.config, self.tasks, self.results, os.getpid()),
+                             daemon=True)
+        p.start()
+        self.procs.append(p)
+
+    def _put(self, item) -> None:
         while True:
             self._check()
             try:
@@ -299,30 +430,72 @@ class _Workers:
 
     def finish(self) -> list[dict[bytes, int]]:
         for _ in self.procs:
-            self.send(None)
+            self._put(None)
         while len(self.parts) < len(self.procs):
             self._check(wait=0.5)
         return self.parts
 
-    def _check(self, wait: float = 0.0) -> None:
-        """Take in a result if one is there; raise a worker's error, or if a worker is gone."""
+    def _take(self, wait: float) -> bool:
+        """Take in one message from the workers, if one comes within ``wait`` seconds."""
         try:
-            status, payload = self.results.get(timeout=wait) if wait else self.results.get_nowait()
+            kind, seq, payload = self.results.get(timeout=wait) if wait else self.results.get_nowait()
         except queue.Empty:
-            gone = [p for p in self.procs if p.exitcode is not None]
-            if len(gone) > len(self.parts) and self.results.empty():
-                time.sleep(0.2)            # a result sent just before exiting may be in the pipe
-                if self.results.empty():
-                    raise WorkerError(f"a counting worker exited (code {gone[0].exitcode}) "
-                                       f"without sending its counts") from None
-            return
-        if status == "error":
-            raise payload
-        self.parts.append(payload)
+            return False
+        if kind == "counts":
+            self.parts.append(payload)
+        else:
+            self.finished.add(seq)
+            if kind == "error":
+                self.errors.append((seq, payload))
+        return True
+
+    def _check(self, wait: float = 0.0) -> None:
+        """Take in a message if one is there; raise a worker's error, or if a worker is gone."""
+        if not self._take(wait):
+            self._check_alive()
+        if self.errors:
+            self._raise_earliest()
+
+    def _check_alive(self) -> None:
+        gone = [p for p in self.procs if p.exitcode is not None]
+        if len(gone) > len(self.parts) + len(self.errors) and self.results.empty():
+            time.sleep(0.2)            # a result sent just before exiting may be in the pipe
+            if self.results.empty():
+                raise WorkerError(_death_message(gone[0]))
+
+    def _raise_earliest(self) -> None:
+        """A task failed. The queue is first in, first out, so every earlier task is finished
+        or in another worker's hands: wait for those (a few at most), then raise the error of
+        the earliest task."""
+        first = min(seq for seq, _ in self.errors)
+        missing = [s for s in range(first) if s not in self.finished]
+        deadline = time.monotonic() + 30
+        while any(s not in self.finished for s in missing) and time.monotonic() < deadline:
+            if not self._take(0.2) and all(p.exitcode is not None for p in self.procs):
+                break
+        raise min(self.errors, key=lambda e: e[0])[1]
 
     def stop(self) -> None:
+        """Stop every worker and close the queues without waiting for them: a queue's feeder
+        thread blocked on a full pipe (its reader gone) must not keep the process from exiting."""
         for p in self.procs:
             if p.is_alive():
                 p.terminate()
         for p in self.procs:
             p.join(timeout=5)
+        for q in (self.tasks, self.results):
+            q.cancel_join_thread()
+            q.close()
+
+
+def _death_message(proc) -> str:
+    code = proc.exitcode
+    if code is not None and code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        cause = (" -- most likely by the system's out-of-memory killer" if -code == signal.SIGKILL else "")
+        return (f"a counting worker (process {proc.pid}) was killed by {name}{cause}; try fewer workers "
+                f"(--workers) or free some memory")
+    return f"a counting worker (process {proc.pid}) exited (code {code}) without sending its counts"

@@ -49,6 +49,11 @@ class TokenizerFileError(VocabularyError):
     """A vocabulary or tokenizer file that is not valid: names the file (and line) at fault."""
 
 
+class OutputError(BpeFastError, OSError):
+    """An output file that cannot be written (no such folder, no space left, ...); any file it
+    would have replaced is left as it was."""
+
+
 class EncodingError(BpeFastError, ValueError):
     """Text or ids a tokenizer cannot encode or decode: a disallowed special token, an unknown id."""
 
@@ -63,13 +68,14 @@ class VocabSizeWarning(BpeFastWarning):
 
 @contextlib.contextmanager
 def naming_file(path: str | os.PathLike | None) -> Iterator[None]:
-    """Within this block, a bad vocabulary or pattern becomes a TokenizerFileError naming ``path``
+    """Within this block, a bad vocabulary, pattern or special-token list becomes a
+    TokenizerFileError naming ``path``
     (no-op for None: errors about objects built in memory stay as they are)."""
     if path is None:
         yield
         return
     try:
         yield
-    except (VocabularyError, PatternError) as exc:
+    except (VocabularyError, ArgumentError) as exc:       # PatternError is an ArgumentError
         message = str(exc)
         raise TokenizerFileError(message if message.startswith(str(path)) else f"{path}: {message}") from None

@@ -27,9 +27,11 @@ import numpy as np
 from ._encode import recover_merges
 from .bytelevel import str_to_token, token_to_str
 from .errors import TokenizerFileError, VocabularyError, naming_file
+from .outputs import atomic_open
 from .patterns import CL100K, GPT2, O200K
 
 BPE_FAST_FORMAT = "bpe_fast.tokenizer"
+MAX_ID = 2**31 - 1          # token ids are int32 in the native code
 BPE_FAST_VERSION = 1
 
 # The same patterns as Hugging Face's Oniguruma engine must be told them: there "{1,3}+" is not
@@ -82,7 +84,7 @@ def write_bpe_fast(tok, path: str | os.PathLike) -> None:
     merges = data.pop("merges")
     head = json.dumps(data, ensure_ascii=False, indent=1)[:-2]
     body = ",\n".join(f"  [{left}, {right}]" for left, right in merges)
-    with open(path, "w", encoding="utf-8") as fh:
+    with atomic_open(path, "w", encoding="utf-8") as fh:
         fh.write(f'{head},\n "merges": [\n{body}\n ]\n}}\n')
 
 
@@ -96,8 +98,14 @@ def bpe_fast_vocabulary(data: Any, source: str | None = None) -> Vocabulary:
                                  f"(this bpe_fast reads version {BPE_FAST_VERSION})")
     if "merges" not in data:
         raise TokenizerFileError(f"{where}: missing field 'merges'")
-    return Vocabulary(data["merges"], data.get("pattern"), data.get("special_tokens") or {},
-                      data.get("merge_ids"), data.get("byte_ids"), source=where)
+    pattern = data.get("pattern")
+    if pattern is not None:
+        _expect(pattern, str, where, "pattern")
+    specials = data.get("special_tokens") or {}
+    _expect(specials, (dict, list), where, "special_tokens")
+    return Vocabulary(_expect(data["merges"], list, where, "merges"), pattern, specials,
+                      _expect_optional(data.get("merge_ids"), list, where, "merge_ids"),
+                      _expect_optional(data.get("byte_ids"), list, where, "byte_ids"), source=where)
 
 
 def read_bpe_fast(path: str | os.PathLike) -> Vocabulary:
@@ -121,6 +129,8 @@ def read_tiktoken_ranks(path: str | os.PathLike) -> dict[bytes, int]:
                 token, rank = base64.b64decode(parts[0], validate=True), int(parts[1])
             except (binascii.Error, ValueError):
                 raise TokenizerFileError(f"{path}, line {lineno}: bad base64 token or rank: {line[:60]!r}") from None
+            if not 0 <= rank < MAX_ID:
+                raise TokenizerFileError(f"{path}, line {lineno}: rank {rank} is out of range (0 to {MAX_ID - 1})")
             if rank in seen_ranks:
                 raise TokenizerFileError(f"{path}, line {lineno}: rank {rank} was already given on line {seen_ranks[rank]}")
             if token in ranks:
@@ -137,6 +147,9 @@ def vocabulary_from_ranks(ranks: Mapping[bytes, int], pattern: str | None = None
                           source: str = "mergeable_ranks") -> Vocabulary:
     """tiktoken's ``{token bytes: rank}``: the merges are recovered from the ranks (each token
     of two or more bytes must be made by BPE from tokens of lower rank)."""
+    bad = next(((t, r) for t, r in ranks.items() if not isinstance(r, int) or not 0 <= r < MAX_ID), None)
+    if bad is not None:
+        raise VocabularyError(f"{source}: token {bad[0]!r} has rank {bad[1]!r}; ranks are integers 0 to {MAX_ID - 1}")
     by_rank = sorted(ranks.items(), key=lambda item: item[1])
     for (tok_a, rank_a), (tok_b, rank_b) in zip(by_rank, by_rank[1:]):
         if rank_a == rank_b:
@@ -165,7 +178,7 @@ def read_tiktoken(path: str | os.PathLike, pattern: str | None = None,
 
 
 def write_tiktoken(tok, path: str | os.PathLike) -> None:
-    with open(path, "wb") as fh:
+    with atomic_open(path, "wb") as fh:
         for token, rank in sorted(tok.mergeable_ranks().items(), key=lambda item: item[1]):
             fh.write(base64.b64encode(token) + b" " + str(rank).encode() + b"\n")
 
@@ -187,36 +200,47 @@ def read_gpt2(encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLike) -> 
     ids = {str_to_token(s, f"{encoder_json}"): i for s, i in encoder.items() if not _is_special(s)}
     specials = {s: i for s, i in encoder.items() if _is_special(s)}
     merges, merge_ids = [], []
-    with _open(vocab_bpe, "r", encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, 1):
-            if lineno == 1 and line.startswith("#version"):
-                continue
-            if not line.strip():
-                continue
-            parts = line.split()
-            if len(parts) != 2:
-                raise TokenizerFileError(f"{vocab_bpe}, line {lineno}: expected two tokens, got {line.rstrip()!r}")
-            where = f"{vocab_bpe}, line {lineno}"
-            pair, made = _merge_ids(*(str_to_token(p, where) for p in parts), ids, where, str(encoder_json))
-            merges.append(pair)
-            merge_ids.append(made)
+    # splitlines() would also split at U+2028 and other separators inside a token: only "\n"
+    for lineno, line in enumerate(read_text(vocab_bpe).split("\n"), 1):
+        if lineno == 1 and line.startswith("#version"):
+            continue
+        if not line.strip():
+            continue
+        parts = line.split()
+        if len(parts) != 2:
+            raise TokenizerFileError(f"{vocab_bpe}, line {lineno}: expected two tokens, got {line.rstrip()!r}")
+        where = f"{vocab_bpe}, line {lineno}"
+        pair, made = _merge_ids(*(str_to_token(p, where) for p in parts), ids, where, str(encoder_json))
+        merges.append(pair)
+        merge_ids.append(made)
     byte_ids = [ids.get(bytes([b])) for b in range(256)]
     if None in byte_ids:
         raise TokenizerFileError(f"{encoder_json}: no id for the byte {bytes([byte_ids.index(None)])!r}")
-    made = set(byte_ids) | set(merge_ids)
-    unmade = [(t, i) for t, i in ids.items() if i not in made]
-    if unmade:
-        raise TokenizerFileError(f"{vocab_bpe}: no merge makes {token_to_str(unmade[0][0])!r} (id {unmade[0][1]} in "
-                                 f"{encoder_json}); {len(unmade)} tokens lack their merge (truncated file?)")
+    _check_every_token_made(ids, byte_ids, merge_ids, str(vocab_bpe), f"id {{}} in {encoder_json}")
     return Vocabulary(merges, GPT2, specials, merge_ids, byte_ids, source=str(vocab_bpe))
 
 
+def _check_every_token_made(ids: dict[bytes, int], byte_ids, merge_ids, merges_file: str, id_where: str) -> None:
+    """Every token of the vocabulary is a byte or made by a merge: else merges are missing (a
+    truncated file), and loading on would silently give a smaller vocabulary."""
+    made = set(byte_ids) | set(merge_ids)
+    unmade = [(t, i) for t, i in ids.items() if i not in made]
+    if unmade:
+        token, token_id = unmade[0]
+        raise TokenizerFileError(f"{merges_file}: no merge makes {token_to_str(token)!r} ({id_where.format(token_id)}); "
+                                 f"{len(unmade)} tokens lack their merge (truncated file?)")
+
+
 def write_gpt2(tok, encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLike) -> None:
+    odd = [s for s in tok.special_tokens if not _is_special(s)]
+    if odd:
+        raise VocabularyError(f"GPT-2's encoder.json can only hold special tokens spelled <|...|> (its loaders "
+                              f"tell them apart by that); {odd[0]!r} is not: save as tokenizer.json or bpe_fast JSON")
     vocab = {token_to_str(t): i for t, i in tok.mergeable_ranks().items()}
     vocab.update(tok.special_tokens)
-    with open(encoder_json, "w", encoding="utf-8") as fh:
+    with atomic_open(encoder_json, "w", encoding="utf-8") as fh:
         json.dump(vocab, fh, ensure_ascii=False)
-    with open(vocab_bpe, "w", encoding="utf-8") as fh:
+    with atomic_open(vocab_bpe, "w", encoding="utf-8") as fh:
         fh.write("#version: 0.2\n")
         for left, right in tok.merges.tolist():
             fh.write(f"{token_to_str(tok.token_bytes(left))} {token_to_str(tok.token_bytes(right))}\n")
@@ -240,15 +264,18 @@ def huggingface_vocabulary(data: Any, source: str) -> Vocabulary:
     """The vocabulary of a parsed byte-level BPE ``tokenizer.json``."""
     model = data.get("model") if isinstance(data, dict) else None
     if not isinstance(model, dict) or model.get("type") != "BPE":
-        raise TokenizerFileError(f"{source}: not a BPE tokenizer.json (model.type is {model and model.get('type')!r})")
+        kind = repr(model.get("type")) if isinstance(model, dict) else f"not an object but {model!r:.40}"
+        raise TokenizerFileError(f"{source}: not a BPE tokenizer.json (model.type is {kind})")
     pattern = _hf_pattern(data.get("pre_tokenizer"), source)
-    added = {t["content"] for t in data.get("added_tokens", [])}   # kept in model.vocab too, as text
-    vocab = {str_to_token(s, f"{source}: model.vocab"): i for s, i in model.get("vocab", {}).items() if s not in added}
+    added = _hf_added_tokens(data.get("added_tokens", []), source)
+    vocab = {str_to_token(s, f"{source}: model.vocab"): i
+             for s, i in _expect(model.get("vocab", {}), dict, source, "model.vocab").items()
+             if s not in added and _expect(i, int, source, f"model.vocab[{s!r}]") is not None}
     merges, merge_ids = [], []
-    for k, merge in enumerate(model.get("merges", [])):
+    for k, merge in enumerate(_expect(model.get("merges", []), list, source, "model.merges")):
         parts = merge.split(" ") if isinstance(merge, str) else merge
-        if len(parts) != 2:
-            raise TokenizerFileError(f"{source}: model.merges[{k}] is {merge!r}, not a pair")
+        if not isinstance(parts, list) or len(parts) != 2 or not all(isinstance(p, str) for p in parts):
+            raise TokenizerFileError(f"{source}: model.merges[{k}] is {merge!r:.60}, not a pair of tokens")
         where = f"{source}: model.merges[{k}]"
         pair, made = _merge_ids(*(str_to_token(p, where) for p in parts), vocab, where, "model.vocab")
         merges.append(pair)
@@ -257,8 +284,22 @@ def huggingface_vocabulary(data: Any, source: str) -> Vocabulary:
     if missing:
         raise TokenizerFileError(f"{source}: model.vocab has no token for the byte {bytes([missing[0]])!r} "
                                  f"(not a byte-level BPE with the full byte alphabet)")
-    specials = {t["content"]: t["id"] for t in data.get("added_tokens", []) if t.get("special", True)}
-    return Vocabulary(merges, pattern, specials, merge_ids, [vocab[bytes([b])] for b in range(256)], source=source)
+    byte_ids = [vocab[bytes([b])] for b in range(256)]
+    _check_every_token_made(vocab, byte_ids, merge_ids, f"{source}: model.merges", "id {} in model.vocab")
+    specials = {content: i for content, (i, special) in added.items() if special}
+    return Vocabulary(merges, pattern, specials, merge_ids, byte_ids, source=source)
+
+
+def _hf_added_tokens(entries: Any, source: str) -> dict[str, tuple[int, bool]]:
+    """added_tokens as {content: (id, special)}; they are kept in model.vocab too, as text."""
+    added = {}
+    for k, entry in enumerate(_expect(entries, list, source, "added_tokens")):
+        where = f"added_tokens[{k}]"
+        entry = _expect(entry, dict, source, where)
+        content = _expect(entry.get("content"), str, source, f"{where}.content")
+        added[content] = (_expect(entry.get("id"), int, source, f"{where}.id"),
+                          _expect(entry.get("special", True), bool, source, f"{where}.special"))
+    return added
 
 
 def read_huggingface(path: str | os.PathLike) -> Vocabulary:
@@ -270,19 +311,21 @@ def _hf_pattern(pre, source: str) -> str | None:
     """The split pattern of a pre_tokenizer that bpe_fast can reproduce exactly."""
     if pre is None:
         return None
+    pre = _expect(pre, dict, source, "pre_tokenizer")
     steps = pre.get("pretokenizers", []) if pre.get("type") == "Sequence" else [pre]
     pattern = None
-    for step in steps:
+    for k, step in enumerate(_expect(steps, list, source, "pre_tokenizer.pretokenizers")):
+        step = _expect(step, dict, source, f"pre_tokenizer step {k}")
         kind = step.get("type")
+        split = step.get("pattern")
         if kind == "ByteLevel":
             if step.get("add_prefix_space"):
                 raise TokenizerFileError(f"{source}: ByteLevel add_prefix_space=true is not supported")
             if step.get("use_regex", True):
                 pattern = GPT2
-        elif kind == "Split" and "Regex" in step.get("pattern", {}) and step.get("behavior") == "Isolated" \
-                and not step.get("invert"):
-            regex_text = step["pattern"]["Regex"]
-            pattern = {hf: ours for ours, hf in HF_PATTERNS.items()}.get(regex_text, regex_text)
+        elif kind == "Split" and isinstance(split, dict) and isinstance(split.get("Regex"), str) \
+                and step.get("behavior") == "Isolated" and not step.get("invert"):
+            pattern = {hf: ours for ours, hf in HF_PATTERNS.items()}.get(split["Regex"], split["Regex"])
         else:
             raise TokenizerFileError(f"{source}: pre_tokenizer step {kind!r} ({json.dumps(step)[:80]}) is not supported")
     return pattern
@@ -310,7 +353,7 @@ def huggingface_json(tok) -> dict:
 
 
 def write_huggingface(tok, path: str | os.PathLike) -> None:
-    with open(path, "w", encoding="utf-8") as fh:
+    with atomic_open(path, "w", encoding="utf-8") as fh:
         json.dump(huggingface_json(tok), fh, ensure_ascii=False)
 
 
@@ -318,8 +361,7 @@ def write_huggingface(tok, path: str | os.PathLike) -> None:
 
 def read_minbpe(path: str | os.PathLike) -> Vocabulary:
     """A minbpe ``.model`` file (BasicTokenizer: empty pattern line; RegexTokenizer: its pattern)."""
-    with _open(path, "r", encoding="utf-8") as fh:
-        lines = fh.read().split("\n")
+    lines = read_text(path).split("\n")
     if not lines or lines[0].strip() != "minbpe v1":
         raise TokenizerFileError(f"{path}, line 1: expected 'minbpe v1', got {lines[0][:40]!r}")
     if len(lines) < 3:
@@ -350,7 +392,11 @@ def write_minbpe(tok, prefix: str | os.PathLike) -> None:
             and np.array_equal(tok.merge_ids, np.arange(256, 256 + len(tok.merges)))):
         raise VocabularyError("minbpe numbers bytes 0..255 and merge i as 256 + i; this vocabulary "
                               "uses other ids (save it as tiktoken or tokenizer.json instead)")
-    with open(f"{prefix}.model", "w", encoding="utf-8") as fh:
+    odd = [s for s in tok.special_tokens if any(c.isspace() for c in s)]
+    if odd:
+        raise VocabularyError(f"minbpe's .model holds 'token id' per line, split at whitespace, so a special "
+                              f"token cannot hold any; {odd[0]!r} does: save as tokenizer.json or bpe_fast JSON")
+    with atomic_open(f"{prefix}.model", "w", encoding="utf-8") as fh:
         fh.write("minbpe v1\n")
         fh.write(f"{tok.pattern or ''}\n")
         fh.write(f"{len(tok.special_tokens)}\n")
@@ -358,7 +404,7 @@ def write_minbpe(tok, prefix: str | os.PathLike) -> None:
             fh.write(f"{s} {i}\n")
         for left, right in tok.merges.tolist():
             fh.write(f"{left} {right}\n")
-    with open(f"{prefix}.vocab", "w", encoding="utf-8") as fh:
+    with atomic_open(f"{prefix}.vocab", "w", encoding="utf-8") as fh:
         for i in range(256):
             fh.write(f"[{_render(tok.token_bytes(i))}] {i}\n")
         for (left, right), new in zip(tok.merges.tolist(), tok.merge_ids.tolist()):
@@ -374,6 +420,23 @@ def _render(token: bytes) -> str:
 
 # -- helpers ----------------------------------------------------------------------------------
 
+_KIND_NAMES = {dict: "an object", list: "a list", str: "a string", int: "an integer", bool: "true or false"}
+
+
+def _expect(value, kind, source: str, what: str):
+    """value, if it is of the kind a file format says; else an error naming the file and field.
+    (bool is not taken for int, though Python would.)"""
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        names = " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)
+        raise TokenizerFileError(f"{source}: {what} must be {names}, not {json.dumps(value)[:60]}")
+    return value
+
+
+def _expect_optional(value, kind, source: str, what: str):
+    return None if value is None else _expect(value, kind, source, what)
+
+
 def _open(path, mode, **kwargs):
     try:
         return open(path, mode, **kwargs)
@@ -381,6 +444,16 @@ def _open(path, mode, **kwargs):
         raise TokenizerFileError(f"{path}: no such file") from None
     except IsADirectoryError:
         raise TokenizerFileError(f"{path}: is a directory") from None
+
+
+def read_text(path) -> str:
+    """A whole UTF-8 text file; a binary or mis-encoded one is a TokenizerFileError."""
+    with _open(path, "rb") as fh:
+        data = fh.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TokenizerFileError(f"{path}: not UTF-8 text (byte offset {exc.start})") from None
 
 
 def read_json(path):

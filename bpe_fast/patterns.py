@@ -70,6 +70,11 @@ def resolve(pattern: str | None) -> str | None:
     return pattern
 
 
+# Text with a little of everything, to find patterns that can match an empty string somewhere
+# (at a word boundary, before a digit, at a line end...) and not only at the start of "".
+_EMPTY_PROBE = "".join(map(chr, range(32, 127))) + "\t\n\r\u00e9\u4e2d\U0001F600 words, 'like' these;\n 12 345\r\n  "
+
+
 def compile_pattern(text: str) -> "regex.Pattern[str]":
     try:
         compiled = regex.compile(text)
@@ -77,10 +82,21 @@ def compile_pattern(text: str) -> "regex.Pattern[str]":
         raise PatternError(
             f"pattern {text!r} does not compile: {exc} (named patterns: {known_names()})"
         ) from None
-    if compiled.search("") is not None:
-        # A pattern that matches the empty string would make findall return empty chunks.
-        raise PatternError(f"pattern {text!r} matches the empty string; every chunk must be non-empty")
+    empty = next((m for m in compiled.finditer(_EMPTY_PROBE) if m.end() == m.start()), None)
+    if compiled.search("") is not None or empty is not None:
+        # An empty match would be an empty chunk: nothing to learn, and a sign that the
+        # pattern (r"\b", r"\w*") does not say what a chunk is.
+        where = "" if empty is None else f" (e.g. before {_EMPTY_PROBE[empty.start():empty.start() + 5]!r})"
+        raise PatternError(f"pattern {text!r} matches the empty string{where}; every chunk must be non-empty")
     return compiled
+
+
+def whole_matches(compiled: "regex.Pattern[str]", text: str) -> list[str]:
+    """Every match of the pattern in text, in order: the chunks. (findall would return the
+    capturing groups instead of the whole match when the pattern has any.)"""
+    if compiled.groups == 0:
+        return compiled.findall(text)      # the fast path: findall builds no match objects
+    return [m.group() for m in compiled.finditer(text)]
 
 
 def name_of(text: str | None) -> str:

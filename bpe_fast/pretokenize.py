@@ -1,7 +1,7 @@
 """Stage 1, pre-tokenization: split text into chunks, and find where a file may be cut.
 
 Three facts are kept here:
-* ``split_chunks`` defines what the chunks of a document are: ``regex.findall`` of the pattern,
+* ``split_chunks`` defines what the chunks of a document are: the pattern's whole matches,
   after special tokens are cut out (so they are never learned from the text). It is the slow
   reference; counting and encoding use it for custom patterns.
 * for the named patterns, ``native_scanner`` gives a Cython scanner (_scan.pxd) that returns
@@ -18,9 +18,23 @@ from typing import Iterable, Iterator
 import numpy as np
 import regex
 
-from .patterns import compile_pattern, name_of, resolve
+from .errors import ArgumentError, ArgumentTypeError
+from .patterns import compile_pattern, name_of, resolve, whole_matches
 
 _WHITESPACE = regex.compile(r"\s")
+
+
+def special_token_list(special_tokens) -> tuple[str, ...]:
+    """Special tokens as an ordered tuple of distinct non-empty strings. Their ids follow the
+    order given, so an unordered collection (a set, whose order changes with PYTHONHASHSEED)
+    is refused."""
+    if isinstance(special_tokens, (set, frozenset)):
+        raise ArgumentTypeError("special_tokens must be a list (their ids follow its order), not a set: "
+                                f"pass sorted({sorted(special_tokens)!r}) or another order")
+    specials = (special_tokens,) if isinstance(special_tokens, str) else tuple(special_tokens or ())
+    if not all(isinstance(s, str) and s for s in specials) or len(set(specials)) != len(specials):
+        raise ArgumentError(f"special_tokens must be distinct non-empty strings, got {list(specials)}")
+    return specials
 
 
 def special_splitter(special_tokens: Iterable[str]) -> "regex.Pattern[str] | None":
@@ -48,7 +62,7 @@ def split_chunks(text: str, pattern: "regex.Pattern[str] | None",
         if pattern is None:
             yield piece
         else:
-            yield from pattern.findall(piece)
+            yield from whole_matches(pattern, piece)
 
 
 def chunks_of(texts: Iterable[str], pattern: str | None, special_tokens: Iterable[str] = ()) -> list[str]:

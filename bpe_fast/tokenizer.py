@@ -22,8 +22,8 @@ from ._encode import MergeEncoder
 from ._pretok import PATTERN_IDS
 from .errors import EncodingError, VocabularyError, naming_file
 from .formats import Vocabulary
-from .patterns import compile_pattern, name_of, resolve
-from .pretokenize import char_classes, special_splitter
+from .patterns import compile_pattern, name_of, resolve, whole_matches
+from .pretokenize import char_classes, special_splitter, special_token_list
 
 
 def _as_ids(values, what: str) -> np.ndarray:
@@ -37,6 +37,17 @@ def _as_ids(values, what: str) -> np.ndarray:
     return np.ascontiguousarray(ids, dtype=np.int64)
 
 
+# Ids index arrays (int32 in the native encoder), so they must be dense enough: at most this
+# many ids may go unused. A file whose ids run to 10**9 is corrupt, not a vocabulary to allocate.
+MAX_UNUSED_IDS = 1 << 20
+
+
+def _check_id_range(largest: int, defined: int, what: str) -> None:
+    if largest >= 2**31 - 1 or largest >= defined + MAX_UNUSED_IDS:
+        raise VocabularyError(f"{what} {largest} is out of range: {defined:,} tokens need ids below "
+                              f"{defined + MAX_UNUSED_IDS:,} (at most {MAX_UNUSED_IDS:,} unused ids)")
+
+
 def _build_vocab(merges: np.ndarray, merge_ids: np.ndarray, byte_ids: np.ndarray) -> list:
     """id -> token bytes (None where no token has the id), checking that ids are consistent."""
     all_ids = np.concatenate([byte_ids, merge_ids])
@@ -44,6 +55,7 @@ def _build_vocab(merges: np.ndarray, merge_ids: np.ndarray, byte_ids: np.ndarray
         raise VocabularyError(f"token ids must be >= 0, got {int(all_ids.min())}")
     if len(np.unique(byte_ids)) != 256:
         raise VocabularyError("the 256 single-byte tokens must have 256 distinct ids")
+    _check_id_range(int(all_ids.max()), len(all_ids), "token id")
     size = int(all_ids.max()) + 1 if len(all_ids) else 256
     vocab: list = [None] * size
     for b, i in enumerate(byte_ids.tolist()):
@@ -104,15 +116,13 @@ class Tokenizer:
         if specials is None:
             return {}
         if not isinstance(specials, Mapping):
-            specials = list(specials)
-            if len(set(specials)) != len(specials):
-                raise VocabularyError(f"special_tokens has duplicates: {specials}")
-            specials = {s: self.n_base + i for i, s in enumerate(specials)}
+            specials = {s: self.n_base + i for i, s in enumerate(special_token_list(specials))}
         for s, i in specials.items():
             if not isinstance(s, str) or not s:
                 raise VocabularyError(f"special token {s!r} must be a non-empty string")
-            if not isinstance(i, (int, np.integer)) or i < 0:
+            if not isinstance(i, (int, np.integer)) or isinstance(i, bool) or i < 0:
                 raise VocabularyError(f"special token {s!r} has id {i!r}; ids are non-negative integers")
+            _check_id_range(int(i), len(self._vocab) + len(specials), f"special token {s!r} has id")
             if i < len(self._vocab) and self._vocab[i] is not None:
                 raise VocabularyError(f"special token {s!r} has id {i}, which is already the learned "
                                       f"token {self._vocab[i]!r}")
@@ -166,7 +176,7 @@ class Tokenizer:
         if self._regex is None:
             return self._native.encode_chunk(self._utf8(text))
         out: list[int] = []
-        for chunk in self._regex.findall(text):
+        for chunk in whole_matches(self._regex, text):
             out.extend(self._encode_chunk(chunk))
         return out
 
@@ -179,6 +189,10 @@ class Tokenizer:
     def encode(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
                disallowed_special: Literal["all"] | Collection[str] = "all") -> list[int]:
         """Like tiktoken's ``Encoding.encode``: special tokens in text raise unless allowed."""
+        for name, value in (("allowed_special", allowed_special), ("disallowed_special", disallowed_special)):
+            if isinstance(value, str) and value != "all":
+                raise EncodingError(f"{name} takes \"all\" or a set of special tokens, not one string: "
+                                    f"write {name}={{{value!r}}}")
         allowed = set(self.special_tokens) if allowed_special == "all" else set(allowed_special)
         unknown = allowed - set(self.special_tokens)
         if unknown:

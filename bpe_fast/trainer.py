@@ -11,11 +11,12 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from . import _kernel
-from .counting import (DEFAULT_BATCH_CHARS, DEFAULT_BLOCK_SIZE, CountConfig, check_file, count_tasks,
-                       docs_tasks, file_tasks)
+from .counting import (DEFAULT_BATCH_CHARS, DEFAULT_BLOCK_SIZE, CountConfig, check_input, count_tasks,
+                       docs_tasks, input_tasks)
 from .bytelevel import huggingface_byte_order
 from .errors import ArgumentError, ArgumentTypeError, EmptyCorpusError, VocabSizeWarning
 from .patterns import resolve
+from .pretokenize import special_token_list
 from .tokenizer import Tokenizer
 from .wordtable import WordTable
 
@@ -51,16 +52,20 @@ def _bar(enabled: bool, **kwargs):
     return tqdm(file=sys.stderr, dynamic_ncols=True, **kwargs)
 
 
+def _is_int(value) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
+
+
 def _check_args(vocab_size, special_tokens, min_frequency, errors, tie_break) -> tuple[str, ...]:
-    specials = (special_tokens,) if isinstance(special_tokens, str) else tuple(special_tokens or ())
-    if len(set(specials)) != len(specials) or not all(isinstance(s, str) and s for s in specials):
-        raise ArgumentError(f"special_tokens must be distinct non-empty strings, got {list(specials)}")
-    if not isinstance(vocab_size, (int, np.integer)) or isinstance(vocab_size, bool):
+    specials = special_token_list(special_tokens)
+    if not _is_int(vocab_size):
         raise ArgumentTypeError(f"vocab_size must be an integer, got {vocab_size!r}")
     need = 256 + len(specials)
     if vocab_size < need:
         raise ArgumentError(f"vocab_size={vocab_size} is too small: it must be at least {need} "
                             f"(256 byte tokens + {len(specials)} special tokens)")
+    if not _is_int(min_frequency):
+        raise ArgumentTypeError(f"min_frequency must be an integer (a number of occurrences), got {min_frequency!r}")
     if min_frequency < 0:
         raise ArgumentError(f"min_frequency must be >= 0, got {min_frequency}")
     if errors not in ("strict", "replace"):
@@ -71,6 +76,7 @@ def _check_args(vocab_size, special_tokens, min_frequency, errors, tie_break) ->
 
 
 TIE_BREAKS = ("bytes", "huggingface")
+INT64_MAX = 2**63 - 1          # counts are int64: a larger min_frequency means the same as this
 
 
 def _tie_break_order(tie_break: str) -> np.ndarray | None:
@@ -108,7 +114,7 @@ def train_from_table(table: WordTable, vocab_size: int, *, pattern: str | None =
     symbols = table.symbols if byte_order is None else np.argsort(byte_order).astype(np.int32)[table.symbols]
     try:
         merges = _kernel.train_merges(symbols, table.offsets, table.counts, n_merges,
-                                      max(1, min_frequency), progress if bar is not None else None)
+                                      min(max(1, min_frequency), INT64_MAX), progress if bar is not None else None)
     finally:
         if bar is not None:
             bar.close()
@@ -158,19 +164,21 @@ def train(files: str | os.PathLike | Iterable[str | os.PathLike], vocab_size: in
     """Train on text files, read in blocks by ``workers`` processes (default: one per CPU).
 
     The result is the same as treating each whole file as one document, for any block size
-    and number of workers.
+    and number of workers. "-" is standard input; FIFOs and other streams are read once, front
+    to back.
     """
     specials = _check_args(vocab_size, special_tokens, min_frequency, errors, tie_break)
     paths = [files] if isinstance(files, (str, os.PathLike)) else list(files)
     if not paths:
         raise EmptyCorpusError("no input files given")
-    if block_size < 1:
-        raise ArgumentError(f"block_size must be positive, got {block_size}")
-    sizes = [check_file(p) for p in paths]
+    if not _is_int(block_size) or block_size < 1:
+        raise ArgumentError(f"block_size must be a positive integer, got {block_size!r}")
+    sizes = [check_input(p) for p in paths]          # every input checked before any is read
     config = CountConfig(resolve(pattern), specials, errors)
-    tasks = (t for p, s in zip(paths, sizes) for t in file_tasks(p, s, config, block_size))
+    tasks = (t for p, s in zip(paths, sizes) for t in input_tasks(p, s, config, block_size))
     report = TrainReport()
-    table = _count(tasks, config, workers, show_progress, sum(sizes), "bytes", report)
+    total = None if None in sizes else sum(sizes)    # streams have no size to show progress against
+    table = _count(tasks, config, workers, show_progress, total, "bytes", report)
     if len(table) == 0:
         raise EmptyCorpusError(f"the corpus is empty: {', '.join(map(str, paths))} hold no text")
     return train_from_table(table, vocab_size, pattern=config.pattern, special_tokens=specials,

@@ -221,3 +221,39 @@ def test_every_error_bpe_fast_raises_on_purpose_is_a_bpe_fast_error():
                  lambda: bpe_fast.load("no-such-encoding")):
         with pytest.raises(bpe_fast.BpeFastError):
             call()
+
+
+# -- issue 11: found by trying to break it ------------------------------------------------------
+
+@pytest.mark.parametrize("pattern,docs,expected", [
+    (r"(a)b", ["ab ab"], ["ab", "ab"]),
+    (r"\w+|(\s)", ["two words"], ["two", " ", "words"]),
+    (r"(a)(b)|c", ["abcab"], ["ab", "c", "ab"]),
+])
+def test_patterns_with_capturing_groups_give_whole_matches(pattern, docs, expected):
+    assert chunks_of(docs, pattern) == expected
+    tok = bpe_fast.train_from_iterator(docs * 5, 257, pattern=pattern, workers=1)
+    learned = [tok.token_bytes(i) for i in range(256, tok.n_base)]
+    assert learned and all(t.decode() in "".join(expected) for t in learned)
+
+
+@pytest.mark.parametrize("pattern", [r"\b", r"(?=a)", r"$", r"x*", r"\w+|\b"])
+def test_patterns_that_can_match_nothing_are_refused_up_front(pattern):
+    with pytest.raises(bpe_fast.PatternError, match="matches the empty string"):
+        bpe_fast.train_from_iterator(["some text"], 300, pattern=pattern)
+
+
+def test_numbers_that_are_not_integers_are_refused():
+    with pytest.raises(bpe_fast.ArgumentTypeError, match="min_frequency must be an integer"):
+        bpe_fast.train_from_iterator(["abc"], 300, min_frequency=2.5)
+    with pytest.raises(bpe_fast.ArgumentTypeError, match="vocab_size must be an integer"):
+        bpe_fast.train_from_iterator(["abc"], 300.0)
+    with pytest.raises(bpe_fast.ArgumentError, match="workers must be an integer"):
+        bpe_fast.train_from_iterator(["abc"] * 10, 300, workers=1.5, batch_chars=1)
+    with pytest.raises(bpe_fast.VocabularyError, match="merges must be integer ids"):
+        bpe_fast.Tokenizer([[1.5, 3]])
+
+
+def test_special_tokens_given_as_a_set_are_refused():
+    with pytest.raises(bpe_fast.ArgumentTypeError, match="not a set"):
+        bpe_fast.train_from_iterator(["abc"], 300, special_tokens={"<a>", "<b>"})

@@ -257,3 +257,29 @@ def test_bad_patterns_and_binary_files_name_the_file(tmp_path):
 def test_decode_of_an_id_beyond_64_bits():
     with pytest.raises(bpe_fast.EncodingError, match=r"token id 1180591620717411303424 \(position 1\) is not in the vocabulary"):
         Tokenizer([]).decode([97, 2**70])
+
+
+def test_huggingface_files_that_are_not_bpe_or_miss_merges(tmp_path):
+    tok = small_trained("gpt2")
+    data = bpe_fast.formats.huggingface_json(tok)
+    for model in ("x", None, {"type": "WordPiece"}):
+        (tmp_path / "t.json").write_text(json.dumps({**data, "model": model}))
+        with pytest.raises(TokenizerFileError, match=r"t.json: not a BPE tokenizer.json"):
+            Tokenizer.from_huggingface(tmp_path / "t.json")
+    data["model"]["merges"] = data["model"]["merges"][:-50]          # truncated: 50 tokens have no merge
+    (tmp_path / "t.json").write_text(json.dumps(data))
+    with pytest.raises(TokenizerFileError, match=r"t.json: model.merges: no merge makes .* 50 tokens lack their merge"):
+        Tokenizer.from_huggingface(tmp_path / "t.json")
+
+
+def test_writers_refuse_special_tokens_their_format_cannot_hold(tmp_path):
+    tok = bpe_fast.train_from_iterator([small_text()], 300, pattern="gpt2", special_tokens=["[EOS]", "a\nb"],
+                                       workers=1)
+    with pytest.raises(VocabularyError, match=r"encoder.json can only hold special tokens spelled <\|...\|>.*'\[EOS\]'"):
+        tok.save_gpt2(tmp_path / "encoder.json", tmp_path / "vocab.bpe")
+    with pytest.raises(VocabularyError, match=r"minbpe's .model .* 'a\\nb' does"):
+        tok.save_minbpe(tmp_path / "t")
+    assert list(tmp_path.iterdir()) == []          # refused before anything was written
+    tok.save(tmp_path / "t.json")                  # bpe_fast's JSON and tokenizer.json hold any special
+    tok.save_huggingface(tmp_path / "tokenizer.json")
+    assert bpe_fast.load(tmp_path / "t.json") == tok == bpe_fast.load(tmp_path / "tokenizer.json")

@@ -1,0 +1,161 @@
+"""Fuzzing the vocabulary file readers: whatever a corrupt file holds, loading it either gives a
+tokenizer or raises a BpeFastError that names the file -- never another exception.
+
+Each format starts from a real file written by bpe_fast (a small vocabulary with two special
+tokens) and hypothesis mutates it: bytes flipped, cut short, lines dropped or repeated, numbers
+replaced by extreme ones, JSON values swapped for other JSON.
+"""
+from __future__ import annotations
+
+import functools
+import json
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import bpe_fast
+from bpe_fast import BpeFastError, Tokenizer
+
+from .conftest import small_text
+
+FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+
+
+@functools.lru_cache(maxsize=1)
+def vocabulary() -> Tokenizer:
+    return bpe_fast.train_from_iterator([small_text()], 300, pattern="gpt2", workers=1,
+                                        special_tokens=["<|endoftext|>", "<|pad|>"])
+
+
+def written(tmp: Path, fmt: str) -> dict[str, bytes]:
+    """The files of one format, as {name: content}."""
+    tok = vocabulary()
+    if fmt == "bpe_fast":
+        tok.save(tmp / "t.json")
+    elif fmt == "tiktoken":
+        tok.save_tiktoken(tmp / "t.tiktoken")
+    elif fmt == "huggingface":
+        tok.save_huggingface(tmp / "tokenizer.json")
+    elif fmt == "minbpe":
+        tok.save_minbpe(tmp / "t")
+        (tmp / "t.vocab").unlink()
+    elif fmt == "gpt2":
+        tok.save_gpt2(tmp / "encoder.json", tmp / "vocab.bpe")
+    files = {p.name: p.read_bytes() for p in tmp.iterdir()}
+    for p in tmp.iterdir():
+        p.unlink()
+    return files
+
+
+def load(tmp: Path, fmt: str) -> Tokenizer:
+    if fmt == "tiktoken":
+        return Tokenizer.from_tiktoken(tmp / "t.tiktoken", bpe_fast.GPT2, {"<|endoftext|>": 300})
+    if fmt == "minbpe":
+        return Tokenizer.from_minbpe(tmp / "t.model")
+    if fmt == "gpt2":
+        return Tokenizer.from_gpt2(tmp / "encoder.json", tmp / "vocab.bpe")
+    return bpe_fast.load(tmp / ("t.json" if fmt == "bpe_fast" else "tokenizer.json"))
+
+
+# -- mutations -----------------------------------------------------------------------------------
+
+EXTREMES = ["-1", "0", "99999999999", "1500000000", "2147483647", "2147483648", "1e9", "1.5", "NaN", "",
+            "18446744073709551616", "-99999999999999999999"]
+
+
+@st.composite
+def mutated(draw, content: bytes) -> bytes:
+    kind = draw(st.sampled_from(["flip", "cut", "lines", "number", "insert"]))
+    if kind == "flip" and content:
+        i = draw(st.integers(0, len(content) - 1))
+        return content[:i] + bytes([draw(st.integers(0, 255))]) + content[i + 1:]
+    if kind == "cut":
+        return content[:draw(st.integers(0, len(content)))]
+    if kind == "lines":
+        lines = content.split(b"\n")
+        i = draw(st.integers(0, max(len(lines) - 1, 0)))
+        op = draw(st.sampled_from(["drop", "repeat", "swap"]))
+        if op == "drop":
+            del lines[i]
+        elif op == "repeat":
+            lines.insert(i, lines[i])
+        elif len(lines) > 1:
+            j = draw(st.integers(0, len(lines) - 1))
+            lines[i], lines[j] = lines[j], lines[i]
+        return b"\n".join(lines)
+    if kind == "number":
+        numbers = list(re.finditer(rb"-?\d+", content))
+        if numbers:
+            m = draw(st.sampled_from(numbers))
+            return content[:m.start()] + draw(st.sampled_from(EXTREMES)).encode() + content[m.end():]
+    i = draw(st.integers(0, len(content)))
+    return content[:i] + draw(st.binary(max_size=20)) + content[i:]
+
+
+JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats() | st.text(max_size=8),
+                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+                           max_leaves=6)
+
+
+def json_paths(value, path=()):
+    """Every path to a value inside parsed JSON, for replacing one."""
+    yield path
+    if isinstance(value, dict):
+        for key in list(value)[:20]:
+            yield from json_paths(value[key], path + (key,))
+    elif isinstance(value, list):
+        for i in sorted({0, 1, len(value) - 1} & set(range(len(value)))):
+            yield from json_paths(value[i], path + (i,))
+
+
+def replaced(data, path, new):
+    if not path:
+        return new
+    data = json.loads(json.dumps(data))
+    target = data
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = new
+    return data
+
+
+def check(tmp: Path, fmt: str, files: dict[str, bytes]) -> None:
+    for name, content in files.items():
+        (tmp / name).write_bytes(content)
+    try:
+        tok = load(tmp, fmt)
+    except BpeFastError as exc:
+        assert any(name in str(exc) for name in files), f"the error does not name the file: {exc}"
+    else:   # a mutation may leave a valid vocabulary (its pattern changed, say); then it must work
+        ids = tok.encode("hello world <|endoftext|>", disallowed_special=())
+        assert set(tok.decode_bytes(ids)) <= set(b"hello world <|endoftext|>")
+    finally:
+        for name in files:
+            (tmp / name).unlink(missing_ok=True)
+
+
+# -- the tests -------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("fmt", ["bpe_fast", "tiktoken", "huggingface", "minbpe", "gpt2"])
+@given(data=st.data())
+@FUZZ
+def test_corrupt_files_give_a_bpe_fast_error_naming_the_file(tmp_path, fmt, data):
+    files = written(tmp_path, fmt)
+    name = data.draw(st.sampled_from(sorted(files)))
+    files[name] = data.draw(mutated(files[name]))
+    check(tmp_path, fmt, files)
+
+
+@pytest.mark.parametrize("fmt", ["bpe_fast", "huggingface", "gpt2"])
+@given(data=st.data())
+@FUZZ
+def test_json_files_with_values_of_the_wrong_kind(tmp_path, fmt, data):
+    files = written(tmp_path, fmt)
+    name = data.draw(st.sampled_from([n for n in sorted(files) if n.endswith(".json")]))
+    parsed = json.loads(files[name])
+    path = data.draw(st.sampled_from(list(json_paths(parsed))))
+    files[name] = json.dumps(replaced(parsed, path, data.draw(JSON_VALUES))).encode()
+    check(tmp_path, fmt, files)
