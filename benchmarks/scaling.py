@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import csv
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -239,7 +240,7 @@ def main(argv=None) -> None:
     plan = QUICK if args.quick else FULL
     OUT.mkdir(exist_ok=True)
     total = sum(f.stat().st_size for f in files)
-    print(f"mix33: {len(files)} files, {total:,} bytes, from {args.corpus_dir}", file=sys.stderr)
+    print(f"mix33: {len(files)} files, {total:,} bytes, from {os.path.relpath(args.corpus_dir, PROJECT_ROOT)}", file=sys.stderr)
     tables, charts = [], []
     if args.only in (None, "corpus"):
         points = [(mb * MB if mb else None, plan["size_vocab"]) for mb in plan["sizes_mb"]]
