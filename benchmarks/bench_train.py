@@ -29,13 +29,13 @@ import os
 import pickle
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 from mix33 import corpus_dir, mix33_files  # noqa: E402  (benchmarks/ is on sys.path)
+from proctree import run_sampled  # noqa: E402
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 LIBS = ("bpe_fast", "rustbpe", "hf", "bpeasy")
@@ -116,90 +116,20 @@ def run_one(lib: str, args, files: list[Path]) -> None:
         "maxrss_children_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / kb}), flush=True)
 
 
-# -- process-tree RSS (parent side) ----------------------------------------------------------
-def read_ppid(pid: str) -> int | None:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as fh:
-            return int(fh.read().rsplit(b")", 1)[1].split()[1])
-    except OSError:  # exited meanwhile
-        return None
-
-
-class ProcessTable:
-    """pid -> ppid for every process; each new pid's /proc/<pid>/stat is read only once."""
-
-    def __init__(self):
-        self.ppid: dict[int, int | None] = {}
-
-    def children(self) -> dict[int, list[int]]:
-        pids = {int(name) for name in os.listdir("/proc") if name.isdigit()}
-        self.ppid = {pid: self.ppid[pid] if pid in self.ppid else read_ppid(str(pid)) for pid in pids}
-        children: dict[int, list[int]] = {}
-        for pid, ppid in self.ppid.items():
-            children.setdefault(ppid, []).append(pid)
-        return children
-
-
-def vm_rss_kb(pid: int) -> int:
-    try:
-        with open(f"/proc/{pid}/status", "rb") as fh:
-            for line in fh:
-                if line.startswith(b"VmRSS:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0  # exited, or a zombie (no VmRSS line)
-
-
-def tree_rss_kb(root: int, table: ProcessTable) -> int:
-    """Sum of VmRSS over root and all its descendants."""
-    children = table.children()
-    total, stack = 0, [root]
-    while stack:
-        pid = stack.pop()
-        total += vm_rss_kb(pid)
-        stack.extend(children.get(pid, ()))
-    return total
-
-
-def system_busy_s() -> float:
-    """CPU seconds all processes have spent busy since boot (the 'cpu' line of /proc/stat)."""
-    with open("/proc/stat") as fh:
-        user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, fh.readline().split()[1:9])
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
-
-
-def own_cpu_s() -> tuple[float, float]:
-    """CPU seconds of this process, and of its waited-for children (and theirs)."""
-    me, kids = (resource.getrusage(who) for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN))
-    return me.ru_utime + me.ru_stime, kids.ru_utime + kids.ru_stime
-
-
+# -- running a child under the process-tree sampler (parent side) -----------------------------
 def run_child(lib: str, args, ranks_out: str, sample_s: float) -> dict:
     """Run `--one lib` in a fresh interpreter, sampling its tree's RSS; return its result."""
     cmd = [sys.executable, os.path.abspath(__file__), "--one", lib, "--vocab-size", str(args.vocab_size),
            "--corpus-dir", str(args.corpus_dir), "--ranks-out", ranks_out, "--cl100k", args.cl100k]
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        busy0, (self0, kids0) = system_busy_s(), own_cpu_s()
-        t0 = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=err)
-        peak_kb, table = 0, ProcessTable()
-        while proc.poll() is None:
-            peak_kb = max(peak_kb, tree_rss_kb(proc.pid, table))
-            time.sleep(sample_s)
-        process_s = time.perf_counter() - t0
-        (self1, kids1), busy1 = own_cpu_s(), system_busy_s()
-        out.seek(0), err.seek(0)
-        stdout, stderr = out.read(), err.read()
-    if proc.returncode == IMPORT_ERROR_EXIT:
-        return {"import_error": stderr.strip()}
-    lines = [ln for ln in stdout.splitlines() if ln.startswith(RESULT_MARK)]
-    if proc.returncode != 0 or not lines:
-        return {"error": f"exit {proc.returncode}: {stderr.strip()[-2000:]}"}
+    run = run_sampled(cmd, sample_s)
+    if run.returncode == IMPORT_ERROR_EXIT:
+        return {"import_error": run.stderr.strip()}
+    lines = [ln for ln in run.stdout.splitlines() if ln.startswith(RESULT_MARK)]
+    if run.returncode != 0 or not lines:
+        return {"error": f"exit {run.returncode}: {run.stderr.strip()[-2000:]}"}
     result = json.loads(lines[-1][len(RESULT_MARK):])
-    child_cpu_s = kids1 - kids0
-    result.update(peak_tree_mb=peak_kb / 1024, process_s=process_s, child_cpu_s=child_cpu_s,
-                  sampler_cpu_s=self1 - self0, other_cpu_s=busy1 - busy0 - child_cpu_s - (self1 - self0))
+    result.update(peak_tree_mb=run.peak_tree_mb, process_s=run.process_s, child_cpu_s=run.child_cpu_s,
+                  sampler_cpu_s=run.sampler_cpu_s, other_cpu_s=run.other_cpu_s)
     return result
 
 

@@ -2,64 +2,93 @@
 # distutils: language = c++
 """Stage 4, the training kernel: count pairs once, then apply merges incrementally.
 
-The corpus is the word table, laid out as one flat array of symbols. Each word is a doubly
-linked list over its own slice (``nxt``/``prv``; -1 ends a word), so a merge unlinks one slot
-and never moves memory. Invariants kept between merges:
+The corpus is the word table laid out in one array with one slot per byte, as the bytes were:
+a token that covers bytes p..e of a word keeps its id in slot p (its *start*) and in slot e a
+*tail mark* -(id + 2); slots strictly inside a token hold -1. The next token starts at
+p + len(token) (every token's length in bytes is known from its id), and the token before p
+ends at p - 1, whose slot holds either a one-byte token's id or a tail mark naming the token,
+hence its start. So four bytes per byte of the table are the whole corpus state: no links, no
+per-position pair ids. A bit per slot marks where each word starts; weights come from each
+word's count (words are laid out by falling count, so a short table gives the weight of most
+slots without a per-slot word index).
 
-* ``pair_at[p]`` is the id of the pair that starts at position p, or -1 (p is dead or ends its
-  word). Pair ids are dense; a pair keeps its id for the whole run.
-* ``count[pid]`` is exactly the number of occurrences of pair ``pid`` in the corpus, each word
-  weighted by its count (overlapping occurrences count: "aaa" holds (a, a) twice).
+Invariants kept between merges:
+
+* ``count[pid]`` is exactly the number of occurrences of tracked pair ``pid`` in the corpus,
+  each word weighted by its count (overlapping occurrences count: "aaa" holds (a, a) twice).
 * ``occ[pid]`` lists, in increasing order, every position where pair ``pid`` starts, plus maybe
-  stale positions; position p is a real occurrence exactly when ``pair_at[p] == pid``.
-* Every pair with a positive count has an entry in the heap whose count is >= its true count.
-  Counts of existing pairs only fall, because a merge creates only pairs that hold the new
-  symbol; those are pushed after the merge with their exact count. Popping an entry whose count
-  is out of date re-pushes it with the true count ("lazy re-check"), so the entry that survives
-  a pop is the true best: highest count, then smallest (left, right).
+  stale positions; a position p is a real occurrence exactly when a token a starts at p and the
+  next token in the same word is b. The list is kept as LEB128 varints of the gaps between
+  positions (``occ_last`` is the last position written): one or two bytes an entry instead of
+  eight, and positions of any size.
+* A pair is *tracked* (has an id, a list and a heap entry) when its count, at the time it was
+  counted, was at least ``track_from``. A pair's count never grows after the merge that creates
+  its newest symbol, so an untracked pair stays below ``track_from``: while the best tracked
+  count is at least ``track_from`` it is the true best. When it falls below, every pair is
+  counted again from the corpus with a lower ``track_from`` ("recount"). Most pairs of a big
+  corpus occur in one rare word only; not tracking them saves most of the memory and time.
+* Every tracked pair with a positive count has an entry in the heap whose count is >= its true
+  count. Counts of existing pairs only fall, because a merge creates only pairs that hold the
+  new symbol; those are pushed after the merge with their exact count. Popping an entry whose
+  count is out of date re-pushes it with the true count ("lazy re-check"), so the entry that
+  survives a pop is the true best: highest count, then smallest (left, right).
 
-What one merge of (a, b) into z does to one occurrence at position p (x before it, y after):
+What one merge of (a, b) into z does to one occurrence at position p (x: the token before it,
+r: the token after it; lengths in bytes):
 
-        x       p       q       y                 x       p       q       y
-    ... s ----- a ----- b ----- t ...   ->    ... s ----- z       .       t ...
-        (s,a)   (a,b)   (b,t)                     (s,z)   (z,t)   dead
+        x         p         q         r                x         p                   r
+    ... [ s     ] [ a ]     [ b     ] [ t ] ...  -> ... [ s     ] [ z               ] [ t ] ...
+        (s,a) at x, (a,b) at p, (b,t) at q              (s,z) at x, (z,t) at p
 
-The pairs it destroys, (s, a) at x and (b, t) at q, are read from ``pair_at``. The pairs it
-creates all hold z, so they are found by their other symbol in two small arrays (``with_left``:
-s -> id of (s, z); ``with_right``: t -> id of (z, t)) instead of a hash table. Per merge only
-the positions in ``occ[(a, b)]`` are visited: the cost follows the occurrences replaced, not
-the size of the corpus. The loop reads like rustbpe's: pop the best pair, rewrite each of its
+Slot p now holds z, slot q (b's start) and a's old tail hold -1, and b's tail slot holds z's
+tail mark. The pairs it destroys, (s, a) and (b, t), were made before this merge, so their
+ids are read from two arrays filled for this merge from the pairs ending in a and starting with
+b. The pairs it creates all hold z, so they are found by their other symbol in two small arrays
+(``with_left``: s -> id of (s, z); ``with_right``: t -> id of (z, t)). Per merge only the
+positions in ``occ[(a, b)]`` are visited: the cost follows the occurrences replaced, not the
+size of the corpus. The loop reads like rustbpe's: pop the best pair, rewrite each of its
 occurrences, then settle the counts of the pairs that appeared.
 """
 cimport cython
 import numpy as np
 cimport numpy as cnp
 from cpython.exc cimport PyErr_CheckSignals
-from libc.stdint cimport int32_t, int64_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libcpp.vector cimport vector
 from libcpp.queue cimport priority_queue
 from libcpp.utility cimport pair
 
-from ._pairmap cimport pair_key, key_left, key_right
+from ._pairmap cimport PairMap, pair_key, key_left, key_right, pairmap_init, pairmap_free, pairmap_get, \
+    pairmap_get_or_add
 
 cnp.import_array()
 
-# How often the set-up loops look for Ctrl-C (in words or positions); the merge loop looks once
-# per merge, so an interrupt stops training within one merge.
+# How often the set-up loops look for Ctrl-C (in slots); the merge loop looks once per merge,
+# so an interrupt stops training within one merge.
 cdef enum:
-    SIGNAL_CHECK_EVERY = 1 << 20
+    SIGNAL_CHECK_EVERY = 1 << 22
+    MIDDLE = -1            # a slot strictly inside a token
+    HEAVY = 256            # words counted at least this often get a per-slot word index
 
 # ((count, ~key), id): the max-heap's top has the highest count, then the smallest key.
 ctypedef pair[pair[int64_t, uint64_t], int32_t] HeapEntry
 
 
-def check_word_table(const int32_t[::1] symbols, const int64_t[::1] offsets, const int64_t[::1] counts):
+cdef inline int32_t tail_mark(int32_t token) noexcept nogil:
+    return -token - 2
+
+
+cdef inline int32_t token_of_tail(int32_t mark) noexcept nogil:
+    return -mark - 2
+
+
+def check_word_table(symbols, const int64_t[::1] offsets, const int64_t[::1] counts):
     """Raise ValueError unless the arrays make a word table the kernel can train on."""
-    cdef Py_ssize_t n_sym = symbols.shape[0], n_words = counts.shape[0]
+    cdef Py_ssize_t n_sym = len(symbols), n_words = counts.shape[0]
     if offsets.shape[0] != n_words + 1 or (n_words and offsets[n_words] != n_sym) or (n_words == 0 and n_sym):
         raise ValueError("word table is inconsistent: offsets must have n_words + 1 entries ending at len(symbols)")
-    if n_sym >= 2 ** 31 - 1:
-        raise ValueError(f"word table has {n_sym} symbols; the kernel indexes them with int32 (< 2**31 - 1)")
+    if n_words >= 2 ** 31 - 1:
+        raise ValueError(f"word table has {n_words} words; the kernel numbers them with int32")
     if n_words and (offsets[0] != 0 or np.any(np.diff(offsets) < 0)):
         raise ValueError("word table is inconsistent: offsets must start at 0 and never decrease")
     if n_words and np.min(counts) <= 0:
@@ -68,104 +97,244 @@ def check_word_table(const int32_t[::1] symbols, const int64_t[::1] offsets, con
         raise ValueError("symbols must be byte ids 0..255")
 
 
+def by_falling_count(counts):
+    """The words in order of falling count, as int32 indices, and how many are heavy (counted
+    at least HEAVY times, first). Few words are heavy: they are sorted; the rest are grouped by
+    their exact count with a counting sort, in table order within a count: O(n), and no array
+    of 64-bit sort keys."""
+    heavy = np.flatnonzero(counts >= HEAVY)
+    heavy = heavy[np.argsort(-counts[heavy], kind="stable")].astype(np.int32)
+    light_counts = np.where(counts < HEAVY, counts, 0)
+    histogram = np.bincount(light_counts, minlength=HEAVY)
+    histogram[0] = 0
+    at_least = np.append(np.cumsum(histogram[::-1])[::-1], 0)     # light words counted >= c times
+    starts = (len(heavy) + at_least[1:]).astype(np.int64)          # where count c begins, falling
+    order = np.empty(len(counts), dtype=np.int32)
+    order[:len(heavy)] = heavy
+    _scatter_by_count(light_counts, starts, order)
+    return order, len(heavy)
+
+
+cdef void _scatter_by_count(const int64_t[::1] counts, int64_t[::1] next_at, int32_t[::1] order) noexcept:
+    cdef Py_ssize_t w
+    for w in range(counts.shape[0]):
+        if counts[w] > 0:
+            order[next_at[counts[w]]] = <int32_t>w
+            next_at[counts[w]] += 1
+
+
 @cython.final
 cdef class _Merger:
-    """The corpus as linked lists, the pairs with their counts and occurrences, and the heap:
+    """The corpus, the tracked pairs with their counts and occurrences, and the heap:
     everything one training run changes, on one object so the merge loop reaches it directly."""
-    # the corpus: one slot per symbol of the word table
-    cdef int32_t[::1] sym          # symbol at each position; -1 once merged away
-    cdef int32_t[::1] nxt, prv     # the next / previous live position in the word, or -1
-    cdef int32_t[::1] pair_at      # id of the pair starting at each position, or -1
-    cdef int32_t[::1] word_of      # the word each position belongs to
-    cdef const int64_t[::1] weight # each word's count
-    # the pairs, by dense id
+    # the corpus: one slot per byte (see the module docstring)
+    cdef int32_t[::1] sym
+    cdef uint8_t[::1] word_starts  # a bit per slot: 1 where a word starts
+    cdef int32_t[::1] token_len    # bytes of each token id
+    # weights: slots below heavy_end belong to heavy words (word_of gives which); after that,
+    # runs of words of equal count, starting at run_start[k], all weigh run_count[k]
+    cdef Py_ssize_t heavy_end
+    cdef int32_t[::1] word_of
+    cdef int64_t[::1] heavy_count
+    cdef int64_t[::1] run_start
+    cdef int64_t[::1] run_count
+    # the tracked pairs, by dense id
     cdef vector[uint64_t] keys     # (left << 32 | right)
     cdef vector[int64_t] count
-    cdef vector[vector[int32_t]] occ
+    cdef vector[vector[uint8_t]] occ
+    cdef vector[int64_t] occ_last
+    cdef vector[vector[int32_t]] ends_with     # by symbol x: ids of tracked pairs (s, x)
+    cdef vector[vector[int32_t]] starts_with   # by symbol x: ids of tracked pairs (x, t)
     cdef priority_queue[HeapEntry] heap
+    cdef int64_t track_from
     # the merge in progress
-    cdef int32_t[::1] with_left    # s -> id of (s, z), or -1
-    cdef int32_t[::1] with_right   # t -> id of (z, t), or -1
+    cdef int32_t[::1] with_left    # s -> id of (s, z) made by this merge, or -1
+    cdef int32_t[::1] with_right   # t -> id of (z, t) made by this merge, or -1
     cdef int32_t zz                # id of (z, z), or -1
+    cdef int32_t[::1] left_of      # s -> id of the tracked pair (s, a), or -1
+    cdef int32_t[::1] right_of     # t -> id of the tracked pair (b, t), or -1
     cdef vector[int32_t] created   # pairs this merge created
     # work counters, for profiling
-    cdef int64_t visited, replaced
+    cdef int64_t visited, replaced, recounts
     cdef Py_ssize_t initial_pairs
 
-    def __cinit__(self, const int32_t[::1] symbols, const int64_t[::1] offsets, const int64_t[::1] counts,
-                  Py_ssize_t n_merges):
-        cdef Py_ssize_t n_sym = symbols.shape[0]
-        self.sym = np.array(symbols, dtype=np.int32, copy=True)
-        self.nxt = np.empty(n_sym, dtype=np.int32)
-        self.prv = np.empty(n_sym, dtype=np.int32)
-        self.pair_at = np.empty(n_sym, dtype=np.int32)
-        self.word_of = np.empty(n_sym, dtype=np.int32)
-        self.weight = counts
-        self.with_left = np.full(256 + n_merges, -1, dtype=np.int32)
-        self.with_right = np.full(256 + n_merges, -1, dtype=np.int32)
-        self.link_words(offsets)
-        self.count_pairs()
+    def __cinit__(self, symbols, const int64_t[::1] offsets, const int64_t[::1] counts, Py_ssize_t n_merges,
+                  int64_t track_from, byte_ranks):
+        cdef Py_ssize_t n_ids = 256 + n_merges
+        lengths = np.zeros(n_ids, dtype=np.int32)
+        lengths[:256] = 1
+        self.token_len = lengths
+        self.with_left = np.full(n_ids, -1, dtype=np.int32)
+        self.with_right = np.full(n_ids, -1, dtype=np.int32)
+        self.left_of = np.full(n_ids, -1, dtype=np.int32)
+        self.right_of = np.full(n_ids, -1, dtype=np.int32)
+        self.ends_with.resize(n_ids)
+        self.starts_with.resize(n_ids)
+        self.track_from = max(track_from, 1)
+        self.lay_out(np.asarray(symbols), offsets, counts, byte_ranks)
+        self.recount()
+        self.initial_pairs = self.keys.size()
 
     # -- set-up ------------------------------------------------------------------------------
-    cdef int link_words(self, const int64_t[::1] offsets) except -1:
-        """Each word a linked list over its slice; every position its word."""
-        cdef Py_ssize_t w, p, start, end
-        for w in range(self.weight.shape[0]):
-            if w % SIGNAL_CHECK_EVERY == 0:
-                PyErr_CheckSignals()                # Ctrl-C stops a long set-up at once
-            start = offsets[w]
-            end = offsets[w + 1]
-            for p in range(start, end):
-                self.word_of[p] = <int32_t>w
-                self.prv[p] = <int32_t>(p - 1) if p > start else -1
-                self.nxt[p] = <int32_t>(p + 1) if p + 1 < end else -1
+    cdef int lay_out(self, symbols, const int64_t[::1] offsets, const int64_t[::1] counts, byte_ranks) except -1:
+        """Copy the words into ``sym`` by falling count (heavy words first, with a word index),
+        every byte a one-byte token; mark where words start; note the runs of equal weight."""
+        cdef Py_ssize_t n_words = counts.shape[0], n_sym = offsets[n_words] if n_words else 0
+        order, n_heavy = by_falling_count(np.asarray(counts))
+        cdef const int32_t[::1] by_count = order
+        cdef const uint8_t[::1] source = symbols.astype(np.uint8, copy=False)
+        ranks = np.arange(256, dtype=np.int32) if byte_ranks is None else np.asarray(byte_ranks, dtype=np.int32)
+        cdef const int32_t[::1] rank = ranks
+        self.sym = np.empty(n_sym, dtype=np.int32)
+        self.word_starts = np.zeros((n_sym >> 3) + 1, dtype=np.uint8)
+        self.heavy_count = np.asarray(counts)[order[:n_heavy]]
+        run_start, run_count = [], []
+        cdef Py_ssize_t k, w, p = 0, b, length
+        cdef int64_t last = -1
+        for k in range(n_words):
+            w = by_count[k]
+            if k == n_heavy:
+                self.heavy_end = p
+            if k >= n_heavy and counts[w] != last:        # a run of words of one count begins
+                run_start.append(p)
+                run_count.append(counts[w])
+                last = counts[w]
+            length = offsets[w + 1] - offsets[w]
+            if length:
+                self.word_starts[p >> 3] |= 1 << (p & 7)
+            for b in range(length):
+                self.sym[p + b] = rank[source[offsets[w] + b]]
+            p += length
+            if k % 65536 == 0:
+                PyErr_CheckSignals()
+        if n_heavy == n_words:
+            self.heavy_end = p
+        heavy = order[:n_heavy]
+        lengths = np.asarray(offsets)[heavy + 1] - np.asarray(offsets)[heavy]
+        self.word_of = np.repeat(np.arange(n_heavy, dtype=np.int32), lengths)
+        self.run_start = np.array(run_start + [n_sym], dtype=np.int64)
+        self.run_count = np.array(run_count, dtype=np.int64)
         return 0
 
-    cdef int count_pairs(self) except -1:
-        """Count every adjacent pair once; occurrence lists are allocated at their exact size."""
-        cdef int32_t[::1] byte_pair = np.full(256 * 256, -1, dtype=np.int32)
-        cdef vector[int32_t] n_occ
-        cdef Py_ssize_t p
-        cdef int32_t pid, key
-        for p in range(self.sym.shape[0]):
-            if p % SIGNAL_CHECK_EVERY == 0:
-                PyErr_CheckSignals()
-            self.pair_at[p] = -1
-            if self.nxt[p] < 0:
-                continue
-            key = self.sym[p] * 256 + self.sym[p + 1]
-            pid = byte_pair[key]
-            if pid < 0:
-                pid = self.new_pair(pair_key(self.sym[p], self.sym[p + 1]))
-                byte_pair[key] = pid
-                n_occ.push_back(0)
-            self.count[pid] += self.weight[self.word_of[p]]
-            self.pair_at[p] = pid
-            n_occ[pid] += 1
-        for pid in range(<int32_t>n_occ.size()):
-            self.occ[pid].reserve(n_occ[pid])
-        for p in range(self.sym.shape[0]):
-            if self.pair_at[p] >= 0:
-                self.occ[self.pair_at[p]].push_back(<int32_t>p)
+    cdef inline int64_t weight_at(self, Py_ssize_t p) noexcept nogil:
+        """The count of the word slot p belongs to."""
+        if p < self.heavy_end:
+            return self.heavy_count[self.word_of[p]]
+        cdef Py_ssize_t lo = 0, hi = self.run_count.shape[0] - 1, mid
+        while lo < hi:                              # the last run that starts at or before p
+            mid = (lo + hi + 1) >> 1
+            if self.run_start[mid] <= p:
+                lo = mid
+            else:
+                hi = mid - 1
+        return self.run_count[lo]
+
+    cdef inline bint starts_a_word(self, Py_ssize_t p) noexcept nogil:
+        return (self.word_starts[p >> 3] >> (p & 7)) & 1
+
+    cdef inline Py_ssize_t next_token(self, Py_ssize_t p) noexcept nogil:
+        """Where the token after the one at p starts, or -1 if it is the last of its word."""
+        cdef Py_ssize_t q = p + self.token_len[self.sym[p]]
+        return q if q < self.sym.shape[0] and not self.starts_a_word(q) else -1
+
+    cdef inline Py_ssize_t prev_token(self, Py_ssize_t p) noexcept nogil:
+        """Where the token before the one at p starts, or -1 if p starts its word."""
+        if self.starts_a_word(p):
+            return -1
+        cdef int32_t before = self.sym[p - 1]
+        return p - 1 if before >= 0 else p - self.token_len[token_of_tail(before)]
+
+    cdef int recount(self) except -1:
+        """(Re)build every tracked pair from the corpus as it is now: counts, occurrence lists,
+        heap. Two passes: count every pair, then list the positions of those tracked."""
+        self.clear_pairs()
+        cdef PairMap seen
+        cdef vector[int64_t] totals
+        cdef vector[int64_t] sizes
+        cdef vector[int32_t] tracked_id
+        cdef Py_ssize_t p, q, n = self.sym.shape[0], run = 0
+        cdef int32_t t, pid
+        cdef int64_t w = 0
+        cdef int round_
+        if pairmap_init(&seen, 1 << 16) != 0:
+            raise MemoryError()
+        try:
+            for round_ in range(2):                # 0: count every pair; 1: list the tracked ones
+                run = 0
+                for p in range(n):
+                    if p % SIGNAL_CHECK_EVERY == 0:
+                        PyErr_CheckSignals()
+                    if self.sym[p] < 0:
+                        continue
+                    q = self.next_token(p)
+                    if q < 0:
+                        continue
+                    if round_ == 0:
+                        t = pairmap_get_or_add(&seen, pair_key(self.sym[p], self.sym[q]), <int32_t>totals.size())
+                        if t == -2:
+                            raise MemoryError()
+                        if t == <int32_t>totals.size():
+                            totals.push_back(0)
+                            sizes.push_back(0)
+                        if p < self.heavy_end:        # the weight, walking the runs as p grows
+                            w = self.heavy_count[self.word_of[p]]
+                        else:
+                            while self.run_start[run + 1] <= p:
+                                run += 1
+                            w = self.run_count[run]
+                        totals[t] += w
+                        sizes[t] += 1
+                        continue
+                    t = pairmap_get(&seen, pair_key(self.sym[p], self.sym[q]))
+                    if totals[t] < self.track_from:
+                        continue
+                    if tracked_id[t] < 0:
+                        pid = self.new_pair(pair_key(self.sym[p], self.sym[q]))
+                        tracked_id[t] = pid
+                        self.count[pid] = totals[t]
+                        self.occ[pid].reserve(sizes[t])
+                    self.append(tracked_id[t], p)
+                if round_ == 0:
+                    tracked_id.assign(totals.size(), -1)
+        finally:
+            pairmap_free(&seen)
         for pid in range(<int32_t>self.keys.size()):
-            self.push(pid)
+            self.track(pid)
         self.created.clear()
-        self.initial_pairs = self.keys.size()
+        self.recounts += 1
         return 0
+
+    cdef void clear_pairs(self) noexcept:
+        cdef size_t x
+        self.keys.clear()
+        self.count.clear()
+        self.occ_last.clear()
+        vector[vector[uint8_t]]().swap(self.occ)
+        for x in range(self.ends_with.size()):
+            self.ends_with[x].clear()
+            self.starts_with[x].clear()
+        self.heap = priority_queue[HeapEntry]()
 
     # -- pairs -------------------------------------------------------------------------------
     cdef inline int32_t new_pair(self, uint64_t key) noexcept:
         self.keys.push_back(key)
         self.count.push_back(0)
-        self.occ.push_back(vector[int32_t]())
+        self.occ.push_back(vector[uint8_t]())
+        self.occ_last.push_back(0)
         self.created.push_back(<int32_t>(self.keys.size() - 1))
         return <int32_t>(self.keys.size() - 1)
+
+    cdef inline void track(self, int32_t pid) noexcept:
+        """A pair with its count settled joins the heap and the by-symbol lists."""
+        self.ends_with[key_right(self.keys[pid])].push_back(pid)
+        self.starts_with[key_left(self.keys[pid])].push_back(pid)
+        self.push(pid)
 
     cdef inline void push(self, int32_t pid) noexcept:
         self.heap.push(HeapEntry(pair[int64_t, uint64_t](self.count[pid], ~self.keys[pid]), pid))
 
     cdef int32_t pop_best(self) noexcept:
-        """The pair with the highest count (ties: smallest key), or -1 if no pair is left."""
+        """The tracked pair with the highest count (ties: smallest key), or -1 if none is left."""
         cdef HeapEntry top
         while not self.heap.empty():
             top = self.heap.top()
@@ -176,18 +345,31 @@ cdef class _Merger:
                 self.push(top.second)   # stale entry: its count fell; re-check later
         return -1
 
-    cdef inline void occurs(self, int32_t pid, int32_t pos, int64_t weight) noexcept:
+    cdef inline void append(self, int32_t pid, Py_ssize_t pos) noexcept:
+        """Add a position to occ[pid]: the gap from the last one, 7 bits a byte."""
+        cdef uint64_t gap = <uint64_t>(pos - self.occ_last[pid])
+        cdef vector[uint8_t]* where = &self.occ[pid]
+        while gap >= 128:
+            where.push_back(<uint8_t>(gap & 127) | 128)
+            gap >>= 7
+        where.push_back(<uint8_t>gap)
+        self.occ_last[pid] = pos
+
+    cdef inline void gains(self, int32_t pid, Py_ssize_t pos, int64_t weight) noexcept:
         """One more occurrence of a pair created by this merge. Positions arrive in increasing
         order (the merge goes left to right) and each at most once per pair, so occ stays sorted
         without a check."""
         self.count[pid] += weight
-        self.occ[pid].push_back(pos)
+        self.append(pid, pos)
 
-    cdef inline void vanishes(self, int32_t pid, int64_t weight) noexcept:
-        """One occurrence fewer; its position stays in occ and is found stale later."""
-        self.count[pid] -= weight
-        if self.count[pid] == 0:
-            vector[int32_t]().swap(self.occ[pid])   # every listed position is stale: free them
+    cdef inline void loses(self, int32_t pid, int64_t weight) noexcept:
+        """One occurrence fewer (untracked pairs, id -1, are not counted); its position stays in
+        occ and is found stale later."""
+        if pid >= 0:
+            self.count[pid] -= weight
+            if self.count[pid] == 0:                # every listed position is stale: free them
+                vector[uint8_t]().swap(self.occ[pid])
+                self.occ_last[pid] = 0                  # (gaps of a new list count from 0)
 
     cdef inline int32_t pair_with_z(self, int32_t s, int32_t z, bint z_on_left) noexcept:
         """The id of (z, s) if z_on_left else (s, z), created on first use in this merge."""
@@ -196,100 +378,192 @@ cdef class _Merger:
             slot[0] = self.new_pair(pair_key(z, s) if z_on_left else pair_key(s, z))
         return slot[0]
 
+    cdef void index_neighbours(self, int32_t a, int32_t b) noexcept:
+        """Fill left_of[s] = id of (s, a) and right_of[t] = id of (b, t) for the tracked pairs;
+        pairs whose count reached 0 leave the by-symbol lists on the way."""
+        cdef vector[int32_t]* ends = &self.ends_with[a]
+        cdef vector[int32_t]* starts = &self.starts_with[b]
+        cdef size_t i, kept = 0
+        cdef int32_t pid
+        for i in range(ends.size()):
+            pid = ends[0][i]
+            if self.count[pid] > 0:
+                self.left_of[key_left(self.keys[pid])] = pid
+                ends[0][kept] = pid
+                kept += 1
+        ends.resize(kept)
+        kept = 0
+        for i in range(starts.size()):
+            pid = starts[0][i]
+            if self.count[pid] > 0:
+                self.right_of[key_right(self.keys[pid])] = pid
+                starts[0][kept] = pid
+                kept += 1
+        starts.resize(kept)
+
+    cdef void clear_neighbours(self, int32_t a, int32_t b) noexcept:
+        """Undo index_neighbours (every entry it set, whatever the counts are now)."""
+        cdef size_t i
+        for i in range(self.ends_with[a].size()):
+            self.left_of[key_left(self.keys[self.ends_with[a][i]])] = -1
+        for i in range(self.starts_with[b].size()):
+            self.right_of[key_right(self.keys[self.starts_with[b][i]])] = -1
+
     # -- one merge ---------------------------------------------------------------------------
-    cdef inline void rewrite(self, int32_t p, int32_t z) noexcept:
-        """Replace the occurrence (a, b) at p by z (the picture in the module docstring)."""
-        cdef int32_t q = self.nxt[p]
-        cdef int32_t x = self.prv[p]
-        cdef int32_t y = self.nxt[q]
-        cdef int32_t new
-        cdef int64_t weight = self.weight[self.word_of[p]]
+    cdef inline void rewrite(self, Py_ssize_t p, Py_ssize_t q, int32_t a, int32_t b, int32_t z) noexcept:
+        """Replace the occurrence (a, b) at p (b starting at q) by z (the picture above)."""
+        cdef Py_ssize_t x = self.prev_token(p)
+        cdef Py_ssize_t r = self.next_token(q)
+        cdef Py_ssize_t tail = q + self.token_len[b] - 1
+        cdef int64_t weight = self.weight_at(p)
+        cdef int32_t s
         if x >= 0:                                  # (s, a) at x becomes (s, z)
-            self.vanishes(self.pair_at[x], weight)
-            new = self.pair_with_z(self.sym[x], z, False)
-            self.occurs(new, x, weight)
-            self.pair_at[x] = new
-        if y >= 0:                                  # (b, t) at q becomes (z, t) at p
-            self.vanishes(self.pair_at[q], weight)
-            new = self.pair_with_z(self.sym[y], z, True)
-            self.occurs(new, p, weight)
-            self.pair_at[p] = new
-            self.prv[y] = p
-        else:
-            self.pair_at[p] = -1
+            s = self.sym[x]
+            self.loses(self.with_right[a] if s == z else self.left_of[s], weight)
+            self.gains(self.pair_with_z(s, z, False), x, weight)
+        if r >= 0:                                  # (b, t) at q becomes (z, t) at p
+            self.loses(self.right_of[self.sym[r]], weight)
+            self.gains(self.pair_with_z(self.sym[r], z, True), p, weight)
+        if q - 1 > p:
+            self.sym[q - 1] = MIDDLE                # a's tail is inside z now
+        if tail > q:
+            self.sym[q] = MIDDLE                    # so is b's start
+        self.sym[tail] = tail_mark(z)
         self.sym[p] = z
-        self.nxt[p] = y
-        self.sym[q] = -1
-        self.pair_at[q] = -1
 
     cdef void merge(self, int32_t pid, int32_t z) noexcept:
         """Rewrite every occurrence of pair pid as the new symbol z, then settle the counts."""
-        cdef vector[int32_t] positions            # takes occ[pid]'s memory; freed on return
-        cdef size_t i
-        cdef int32_t p
+        cdef int32_t a = key_left(self.keys[pid]), b = key_right(self.keys[pid])
+        cdef vector[uint8_t] positions            # takes occ[pid]'s memory; freed on return
+        cdef size_t i = 0, n
+        cdef Py_ssize_t p = 0, q
+        cdef uint64_t gap
+        cdef int shift
         positions.swap(self.occ[pid])              # (new_pair may move occ; this list stays put)
+        n = positions.size()
+        self.token_len[z] = self.token_len[a] + self.token_len[b]
         self.zz = -1
-        self.visited += positions.size()
-        for i in range(positions.size()):          # left to right, so "aaa" merges as (aa)a
-            p = positions[i]
-            if self.pair_at[p] == pid:             # else stale: the pair at p changed since
-                self.rewrite(p, z)
-                self.replaced += 1
+        self.index_neighbours(a, b)
+        while i < n:                               # left to right, so "aaa" merges as (aa)a
+            gap, shift = 0, 0
+            while positions[i] & 128:
+                gap |= <uint64_t>(positions[i] & 127) << shift
+                shift += 7
+                i += 1
+            gap |= <uint64_t>positions[i] << shift
+            i += 1
+            p += <Py_ssize_t>gap
+            self.visited += 1
+            if self.sym[p] != a:
+                continue                           # stale: a no longer starts here
+            q = self.next_token(p)
+            if q < 0 or self.sym[q] != b:
+                continue                           # stale: b no longer follows
+            self.rewrite(p, q, a, b, z)
+            self.replaced += 1
+        self.clear_neighbours(a, b)
         self.settle(pid)
 
     cdef void settle(self, int32_t pid) noexcept:
-        """After the rewrite loop: the merged pair is gone, the new pairs enter the heap."""
+        """After the rewrite loop: the merged pair is gone; the new pairs counted at least
+        ``track_from`` times are kept (with ids closed up), the others forgotten."""
         cdef size_t i
-        cdef int32_t new
+        cdef int32_t new, kept
         # rewrite() subtracted only the neighbours' pairs (which may include pid itself, when
         # occurrences overlap as in "aaa"), never the occurrence it replaced; now that every
         # occurrence is replaced or destroyed, none is left anywhere: the count is exactly 0.
         self.count[pid] = 0
+        if self.created.empty():
+            return
+        kept = self.created[0]
         for i in range(self.created.size()):
             new = self.created[i]
             self.with_left[key_left(self.keys[new])] = -1      # clean for the next merge
             self.with_right[key_right(self.keys[new])] = -1
-            if self.count[new] > 0:
-                self.push(new)
+            if self.count[new] >= self.track_from:
+                if kept != new:
+                    self.keys[kept] = self.keys[new]
+                    self.count[kept] = self.count[new]
+                    self.occ_last[kept] = self.occ_last[new]
+                    self.occ[kept].swap(self.occ[new])
+                self.track(kept)
+                kept += 1
+        self.keys.resize(kept)
+        self.count.resize(kept)
+        self.occ_last.resize(kept)
+        self.occ.resize(kept)
         self.created.clear()
 
 
-def train_merges(const int32_t[::1] symbols, const int64_t[::1] offsets, const int64_t[::1] counts,
+cdef class Trainer:
+    """Training in two steps, so that the caller can let go of the word table in between: the
+    constructor lays the table out (after it, the kernel keeps no reference to the arrays),
+    ``learn`` merges. ``train_merges`` does both at once."""
+    cdef _Merger run
+    cdef readonly Py_ssize_t max_merges
+    cdef readonly int64_t min_count
+    cdef Py_ssize_t n_symbols, n_words
+
+    def __init__(self, symbols, const int64_t[::1] offsets, const int64_t[::1] counts, Py_ssize_t n_merges,
+                 int64_t min_count=1, byte_ranks=None, int64_t track_from=0):
+        check_word_table(symbols, offsets, counts)
+        # Each merge removes at least one token, so the corpus cannot give more merges than
+        # this; the per-merge arrays are sized by it, not by what was asked.
+        self.max_merges = max(0, min(n_merges, len(symbols) - counts.shape[0]))
+        if 256 + self.max_merges >= 2 ** 31:
+            raise ValueError("too many merges for int32 token ids")
+        self.min_count = max(min_count, 1)
+        self.n_symbols, self.n_words = len(symbols), counts.shape[0]
+        self.run = _Merger(symbols, offsets, counts, self.max_merges, track_from or 8 * self.min_count, byte_ranks)
+
+    def learn(self, progress=None, Py_ssize_t progress_every=256, dict stats=None):
+        """The merges, an int32 array (n, 2): up to ``max_merges``, stopping early when no pair is
+        left or the best count is below ``min_count``."""
+        cdef _Merger run = self.run
+        cdef int32_t[:, ::1] merges = np.empty((self.max_merges, 2), dtype=np.int32)
+        cdef Py_ssize_t m = 0
+        cdef int32_t pid
+        while m < self.max_merges:
+            pid = run.pop_best()
+            if pid < 0 or run.count[pid] < run.track_from:
+                if run.track_from > self.min_count:    # an untracked pair may be the best now
+                    run.track_from = self.min_count
+                    run.recount()
+                    continue
+                if pid < 0:
+                    break
+            if run.count[pid] < self.min_count:
+                break
+            merges[m, 0] = key_left(run.keys[pid])
+            merges[m, 1] = key_right(run.keys[pid])
+            run.merge(pid, <int32_t>(256 + m))
+            m += 1
+            PyErr_CheckSignals()                     # Ctrl-C: stop here, not when training ends
+            if progress is not None and m % progress_every == 0:
+                progress(m)
+        if progress is not None:
+            progress(m)
+        if stats is not None:
+            stats.update(symbols=self.n_symbols, words=self.n_words, initial_pairs=run.initial_pairs,
+                         pairs_tracked=run.keys.size(), positions_visited=run.visited,
+                         occurrences_replaced=run.replaced, recounts=run.recounts, heap_left=run.heap.size(),
+                         heavy_slots=run.heavy_end)
+        self.run = None                              # the corpus state is spent: free it now
+        return np.asarray(merges[:m]).copy()
+
+
+def train_merges(symbols, const int64_t[::1] offsets, const int64_t[::1] counts,
                  Py_ssize_t n_merges, int64_t min_count=1, progress=None, Py_ssize_t progress_every=256,
-                 dict stats=None):
+                 dict stats=None, byte_ranks=None, int64_t track_from=0):
     """Learn up to ``n_merges`` merges from a word table; returns an int32 array (n, 2).
 
-    Symbols must be byte ids 0..255; merge m makes id 256 + m. Stops early when no pair is left
-    or the best count is below ``min_count``. ``progress``, if given, is called with the number
-    of merges done so far, every ``progress_every`` merges. ``stats``, if given, receives
-    counters of the work done (for profiling).
+    Symbols must be byte ids 0..255 (a word table's uint8 bytes, or any integer array); merge m
+    makes id 256 + m. ``byte_ranks[b]``, if given, is the id byte b takes instead (a permutation
+    of 0..255: it decides how ties break; the merges returned use these ids). Stops early when
+    no pair is left or the best count is below ``min_count``. ``track_from`` is the count below
+    which new pairs are not tracked until needed (default: 8 times min_count); any value gives
+    the same merges. ``progress``, if given, is called with the number of merges done so far,
+    every ``progress_every`` merges. ``stats``, if given, receives counters of the work done.
     """
-    check_word_table(symbols, offsets, counts)
-    # Each merge removes at least one symbol, so the corpus cannot give more merges than this;
-    # the per-merge arrays are sized by it, not by what was asked.
-    n_merges = max(0, min(n_merges, symbols.shape[0] - counts.shape[0]))
-    if 256 + n_merges >= 2 ** 31:
-        raise ValueError("too many merges for int32 token ids")
-    cdef _Merger run = _Merger(symbols, offsets, counts, n_merges)
-    cdef int32_t[:, ::1] merges = np.empty((n_merges, 2), dtype=np.int32)
-    cdef Py_ssize_t m = 0
-    cdef int32_t pid
-    min_count = max(min_count, 1)
-    while m < n_merges:
-        pid = run.pop_best()
-        if pid < 0 or run.count[pid] < min_count:
-            break
-        merges[m, 0] = key_left(run.keys[pid])
-        merges[m, 1] = key_right(run.keys[pid])
-        run.merge(pid, <int32_t>(256 + m))
-        m += 1
-        PyErr_CheckSignals()                     # Ctrl-C: stop here, not when training ends
-        if progress is not None and m % progress_every == 0:
-            progress(m)
-    if progress is not None:
-        progress(m)
-    if stats is not None:
-        stats.update(symbols=symbols.shape[0], words=counts.shape[0], initial_pairs=run.initial_pairs,
-                     pairs=run.keys.size(), positions_visited=run.visited, occurrences_replaced=run.replaced,
-                     heap_left=run.heap.size())
-    return np.asarray(merges[:m]).copy()
+    return Trainer(symbols, offsets, counts, n_merges, min_count, byte_ranks, track_from).learn(
+        progress, progress_every, stats)

@@ -5,8 +5,11 @@ only where ``pretokenize.find_cut`` allows), streams (standard input, FIFOs, ``<
 read here and sent on in blocks cut the same way, documents from an iterator go in batches, and
 each worker process keeps only its own counts of chunks (a C++ hash map fed by the native
 scanner for the named patterns, a ``Counter`` of the pattern's matches for others). The result
-is a dict ``{chunk UTF-8 bytes: count}`` that does not depend on the number of workers or the
-block size.
+is a ``WordTable`` (NumPy arrays, sorted by hash) that does not depend on the number of workers
+or the block size. Each worker counts into a compact native hash table (_table.pyx); when it
+outgrows the worker's memory budget, the worker writes it out sorted to a temporary file and
+starts afresh, and the parent adds all the sorted parts in native code: the number of distinct
+chunks is bounded by disk, not memory, and counts stay exact.
 
 Workers never outlive the call: they die with their parent (a death signal on Linux, and a
 check of the parent while idle), ignore Ctrl-C (the parent stops them), and are stopped and
@@ -17,6 +20,8 @@ from __future__ import annotations
 
 import ctypes
 import multiprocessing as mp
+import shutil
+import tempfile
 import os
 import queue
 import signal
@@ -24,13 +29,14 @@ import stat
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import BinaryIO, Callable, Iterable, Iterator
 
-from ._pretok import ChunkCounts
+from ._table import ChunkTable
 from .errors import ArgumentError, InputError, WorkerError
 from .patterns import BLOCK_SAFE, compile_pattern, whole_matches
 from .pretokenize import char_classes, find_cut, native_scanner, special_pieces, special_splitter
+from .wordtable import WordTable
 
 DEFAULT_BLOCK_SIZE = 1 << 20      # bytes of a file per task
 DEFAULT_BATCH_CHARS = 1 << 20     # characters of iterator documents per task
@@ -44,11 +50,24 @@ class CountConfig:
     pattern: str | None
     special_tokens: tuple[str, ...] = ()
     errors: str = "strict"
+    lines: bool = False                  # every line is a document of its own
+    memory_budget: int | None = None     # bytes a worker's table may hold before it spills; None: any
+    spill_dir: str | None = None         # where spilled and finished tables go (set by count_tasks)
 
     @property
     def block_safe(self) -> bool:
-        """May text be cut into blocks at ``find_cut``'s cuts without changing its chunks?"""
-        return self.pattern in BLOCK_SAFE and not any("\n" in s for s in self.special_tokens)
+        """May text be cut into blocks at ``cut_after``'s cuts without changing its chunks?"""
+        if any("\n" in s for s in self.special_tokens):
+            return False
+        return self.lines or self.pattern in BLOCK_SAFE
+
+    def cut_after(self, data: bytes, start: int) -> int | None:
+        """The first cut at or after byte ``start`` of data that keeps the chunks, or None: after
+        any "\n" when lines are documents, else where ``pretokenize.find_cut`` allows."""
+        if self.lines:
+            i = data.find(b"\n", max(start - 1, 0))
+            return None if i < 0 else i + 1
+        return find_cut(data, start)
 
 
 @dataclass
@@ -108,9 +127,10 @@ def to_utf8(text: str, errors: str, where: str) -> bytes:
 class ChunkCounter:
     """Counts the chunks of tasks; one lives in each worker (or in the caller for small input).
 
-    Named patterns use the native scanner and a C++ hash map (no Python object per chunk);
-    custom patterns use the regex's whole matches and a Counter; with no pattern a piece is one
-    chunk.
+    Named patterns use the native scanner straight into the native table (no Python object per
+    chunk); custom patterns count the regex's whole matches in a Counter per task, then add
+    each distinct one; with no pattern a piece is one chunk. A table over the memory budget is
+    written out sorted (a "spill") and counting goes on in an empty one.
     """
 
     def __init__(self, config: CountConfig):
@@ -118,17 +138,26 @@ class ChunkCounter:
         self.scanner = native_scanner(config.pattern)
         self.regex = compile_pattern(config.pattern) if config.pattern is not None and self.scanner is None else None
         self.specials = special_splitter(config.special_tokens)
-        self.native = ChunkCounts()
-        self.by_regex: Counter[str] = Counter()
+        self.table = ChunkTable()
+        self.spills: list[str] = []
+        self.input_size = 0
 
     def add_text(self, text: str, where: str) -> None:
         for piece in special_pieces(text, self.specials):
-            if self.regex is not None:
-                self.by_regex.update(whole_matches(self.regex, piece))
-            elif self.scanner is not None:
-                self.native.add_text(self.scanner, to_utf8(piece, self.config.errors, where))
+            if self.config.lines:
+                for line in _lines(piece):
+                    self._add_piece(line, where)
             else:
-                self.native.add(to_utf8(piece, self.config.errors, where))
+                self._add_piece(piece, where)
+
+    def _add_piece(self, piece: str, where: str) -> None:
+        if self.regex is not None:
+            for chunk, n in Counter(whole_matches(self.regex, piece)).items():
+                self.table.add(to_utf8(chunk, self.config.errors, where), n)
+        elif self.scanner is not None:
+            self.table.add_text(self.scanner, to_utf8(piece, self.config.errors, where))
+        else:
+            self.table.add(to_utf8(piece, self.config.errors, where))
 
     def add_utf8(self, data: bytes, where: str, base_offset: int = 0) -> None:
         if self.scanner is not None and self.specials is None:
@@ -137,7 +166,7 @@ class ChunkCounter:
             except UnicodeDecodeError:
                 pass                                    # strict: raise below, naming the offset
             else:
-                self.native.add_text(self.scanner, data)
+                self.table.add_text(self.scanner, data, self.config.lines)
                 return
         self.add_text(decode(data, self.config.errors, where, base_offset), where)
 
@@ -153,14 +182,41 @@ class ChunkCounter:
                     self.add_utf8(doc, where)
                 else:
                     self.add_text(doc, where)
+        self.input_size += task.size
+        if self.config.memory_budget is not None and self.table.nbytes > self.config.memory_budget:
+            self.spills.append(self._spill())
 
-    def result(self) -> dict[bytes, int]:
-        """The counts keyed by UTF-8 bytes (encoded once per unique chunk, here in the worker)."""
-        counts = self.native.to_dict()
-        for chunk, n in self.by_regex.items():
-            key = to_utf8(chunk, self.config.errors, "chunk")
-            counts[key] = counts.get(key, 0) + n
-        return counts
+    def _spill(self) -> str:
+        """Write the table out sorted (a part file) and start afresh."""
+        fd, path = tempfile.mkstemp(dir=self.config.spill_dir, suffix=".part")
+        os.close(fd)
+        self.table.write_sorted(path)
+        self.table.clear()
+        return path
+
+    def result(self) -> WordTable:
+        """Everything counted here, spills included, as one table (in this process)."""
+        if not self.spills:
+            return WordTable.from_native(self.table, self.config.pattern, self.config.special_tokens, self.input_size)
+        return merge_parts(self.result_files(), self.config, self.input_size)
+
+    def result_files(self) -> list[str]:
+        """Everything counted here as sorted part files, for the parent to add up."""
+        return [*self.spills, self._spill()]
+
+
+def merge_parts(paths: list[str], config: CountConfig, input_size: int) -> WordTable:
+    return WordTable.from_parts(paths, config.pattern, config.special_tokens, input_size)
+
+
+def _lines(text: str) -> Iterator[str]:
+    """The lines of text, each with its "\n" (only "\n" ends a line, as Hugging Face reads files)."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end + 1
+        yield text[start:end]
+        start = end
 
 
 def read_block(task: FileTask) -> bytes:
@@ -216,13 +272,13 @@ def input_tasks(path: str | os.PathLike, size: int | None, config: CountConfig, 
             yield from stream_tasks(stream, path, config, block_size)
 
 
-def _next_cut(fh, pos: int, size: int) -> int:
+def _next_cut(fh, pos: int, size: int, config: CountConfig) -> int:
     """The first safe cut at or after byte ``pos`` of an open file, or ``size`` if none."""
     while pos < size:
         fh.seek(max(pos - 2, 0))
         data = fh.read(_CUT_WINDOW + 2)
         lead = pos - max(pos - 2, 0)
-        cut = find_cut(data, lead)
+        cut = config.cut_after(data, lead)
         if cut is not None and cut < len(data):
             return pos - lead + cut
         pos += _CUT_WINDOW
@@ -239,7 +295,7 @@ def file_tasks(path: str, size: int, config: CountConfig, block_size: int) -> It
     with open(path, "rb") as fh:
         start = 0
         while start < size:
-            end = _next_cut(fh, start + block_size, size) if start + block_size < size else size
+            end = _next_cut(fh, start + block_size, size, config) if start + block_size < size else size
             yield FileTask(path, start, end)
             start = end
 
@@ -251,7 +307,7 @@ def stream_tasks(stream: BinaryIO, name: str, config: CountConfig, block_size: i
     while True:
         data = stream.read(max(block_size, _CUT_WINDOW))
         pending += data
-        cut = find_cut(pending, block_size) if config.block_safe and len(pending) > block_size else None
+        cut = config.cut_after(pending, block_size) if config.block_safe and len(pending) > block_size else None
         if cut is not None and cut < len(pending):
             yield DataTask(name, offset, pending[:cut])
             pending, offset = pending[cut:], offset + cut
@@ -288,7 +344,7 @@ def default_workers() -> int:
 
 def count_tasks(tasks: Iterable, config: CountConfig, workers: int | None = None,
                 on_progress: Callable[[int], None] | None = None,
-                parallel_threshold: int = 2) -> dict[bytes, int]:
+                parallel_threshold: int = 2) -> WordTable:
     """Count the chunks of all tasks with up to ``workers`` processes (never more than tasks).
 
     Tasks are pulled lazily. If fewer than ``parallel_threshold`` tasks come, or workers == 1,
@@ -305,14 +361,31 @@ def count_tasks(tasks: Iterable, config: CountConfig, workers: int | None = None
         head.append(task)
         if len(head) >= parallel_threshold:
             break
-    if workers == 1 or len(head) < parallel_threshold:
-        counter = ChunkCounter(config)
-        for task in _chain(head, tasks):
-            counter.run(task)
-            if on_progress:
-                on_progress(task.size)
-        return counter.result()
-    return _count_in_workers(_chain(head, tasks), config, workers, on_progress)
+    spill_dir = tempfile.mkdtemp(prefix="bpe_fast-counts-")
+    config = replace(config, spill_dir=spill_dir, memory_budget=config.memory_budget or
+                     default_memory_budget(workers))
+    try:
+        if workers == 1 or len(head) < parallel_threshold:
+            counter = ChunkCounter(config)
+            for task in _chain(head, tasks):
+                counter.run(task)
+                if on_progress:
+                    on_progress(task.size)
+            return counter.result()
+        return _count_in_workers(_chain(head, tasks), config, workers, on_progress)
+    finally:
+        shutil.rmtree(spill_dir, ignore_errors=True)
+
+
+def default_memory_budget(workers: int) -> int:
+    """Bytes each worker's table may hold before it spills: a third of the memory available
+    now, shared by the workers, between 64 MiB and 2 GiB each."""
+    try:
+        with open("/proc/meminfo") as fh:
+            available = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("MemAvailable:"))
+    except (OSError, StopIteration, ValueError):
+        available = 4 << 30
+    return int(min(max(available // 3 // max(workers, 1), 64 << 20), 2 << 30))
 
 
 def _chain(head: list, rest: Iterator) -> Iterator:
@@ -326,23 +399,17 @@ def _count_in_workers(tasks: Iterator, config: CountConfig, workers: int,
         char_classes()            # build the tables once, here; forked workers inherit them
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     pool = _Workers(ctx, config, workers)
+    size = 0
     try:
         for task in tasks:
             pool.send(task)
+            size += task.size
             if on_progress:
                 on_progress(task.size)
-        return _merge(pool.finish())
+        files = [path for part in pool.finish() for path in part]
     finally:
         pool.stop()
-
-
-def _merge(parts: list[dict[bytes, int]]) -> dict[bytes, int]:
-    parts.sort(key=len, reverse=True)
-    total = parts[0] if parts else {}
-    for part in parts[1:]:
-        for chunk, n in part.items():
-            total[chunk] = total.get(chunk, 0) + n
-    return total
+    return merge_parts(files, config, size)
 
 
 # -- the worker side ---------------------------------------------------------------------------
@@ -385,7 +452,7 @@ def _worker(config: CountConfig, tasks: "mp.Queue", results: "mp.Queue", parent:
     except Exception as exc:   # reported at once with the task's number; the parent stops feeding
         results.put(("error", seq, exc))
         return
-    results.put(("counts", seq, counter.result()))
+    results.put(("counts", seq, counter.result_files()))
 
 
 # -- the parent side ---------------------------------------------------------------------------
@@ -402,7 +469,7 @@ class _Workers:
         self.tasks = ctx.Queue(maxsize=2 * n)   # bounded: at most a few blocks in flight
         self.results = ctx.Queue()
         self.procs: list = []
-        self.parts: list[dict[bytes, int]] = []
+        self.parts: list[list[str]] = []         # each worker's table files
         self.errors: list[tuple[int, Exception]] = []
         self.finished: set[int] = set()        # tasks done or failed, by number
         self.sent = 0
@@ -428,7 +495,7 @@ class _Workers:
             except queue.Full:
                 continue
 
-    def finish(self) -> list[dict[bytes, int]]:
+    def finish(self) -> list[list[str]]:
         for _ in self.procs:
             self._put(None)
         while len(self.parts) < len(self.procs):

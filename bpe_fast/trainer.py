@@ -87,17 +87,32 @@ def _tie_break_order(tie_break: str) -> np.ndarray | None:
     return None if tie_break == "bytes" else np.array(huggingface_byte_order(), dtype=np.int32)
 
 
-def train_from_table(table: WordTable, vocab_size: int, *, pattern: str | None = "cl100k",
-                     special_tokens: Sequence[str] = (), min_frequency: int = 0,
-                     show_progress: bool | None = None, report: TrainReport | None = None,
-                     tie_break: str = "bytes") -> Tokenizer:
-    """Learn merges from a ready word table (the kernel stage alone).
+def train_from_table(table: WordTable, vocab_size: int, *, pattern=..., special_tokens=...,
+                     min_frequency: int = 0, show_progress: bool | None = None,
+                     report: TrainReport | None = None, tie_break: str = "bytes") -> Tokenizer:
+    """Learn merges from a word table (the kernel stage alone): count once, train many times.
 
+    The tokenizer splits text with the pattern and special tokens the table was counted with,
+    unless ``pattern=`` or ``special_tokens=`` say otherwise (for tables made by hand).
     Ties between pairs of equal count go to the smallest (left id, right id) with bytes as ids
     0..255 (``tie_break="bytes"``, as rustbpe and bpeasy), or with Hugging Face's ids for the
     bytes (``"huggingface"``, as tokenizers' BpeTrainer with the ByteLevel pre-tokenizer)."""
+    if not isinstance(table, WordTable):
+        raise ArgumentTypeError(f"train_from_table takes a WordTable (bpe_fast.count, WordTable.load), "
+                                f"not {type(table).__name__}")
+    return _learn([table], vocab_size, pattern=pattern, special_tokens=special_tokens, min_frequency=min_frequency,
+                  show_progress=show_progress, report=report, tie_break=tie_break)
+
+
+def _learn(held: list, vocab_size: int, *, pattern, special_tokens, min_frequency: int,
+           show_progress: bool | None, report: TrainReport | None, tie_break: str) -> Tokenizer:
+    """train_from_table's work. The table comes in a list, which this empties: when the caller
+    keeps no other reference (as train() does), the table's memory is given back as soon as the
+    kernel has laid the words out, before the merging, which needs the most memory."""
+    table = held.pop()
+    special_tokens = table.special_tokens if special_tokens is ... else special_tokens
     specials = _check_args(vocab_size, special_tokens, min_frequency, "strict", tie_break)
-    pattern = resolve(pattern)     # the pattern the table was counted with, recorded in the tokenizer
+    pattern = resolve(table.pattern if pattern is ... else pattern)
     byte_order = _tie_break_order(tie_break)
     report = report or TrainReport()
     if len(table) == 0:
@@ -111,10 +126,13 @@ def train_from_table(table: WordTable, vocab_size: int, *, pattern: str | None =
         last[0] = done
 
     t0 = time.perf_counter()
-    symbols = table.symbols if byte_order is None else np.argsort(byte_order).astype(np.int32)[table.symbols]
+    byte_ranks = None if byte_order is None else np.argsort(byte_order)
+    report.unique_chunks, report.total_chunks, report.table_symbols = len(table), table.total_chunks, table.n_symbols
     try:
-        merges = _kernel.train_merges(symbols, table.offsets, table.counts, n_merges,
-                                      min(max(1, min_frequency), INT64_MAX), progress if bar is not None else None)
+        kernel = _kernel.Trainer(table.symbols, table.offsets, table.counts, n_merges,
+                                 min(max(1, min_frequency), INT64_MAX), byte_ranks)
+        del table
+        merges = kernel.learn(progress if bar is not None else None)
     finally:
         if bar is not None:
             bar.close()
@@ -123,7 +141,6 @@ def train_from_table(table: WordTable, vocab_size: int, *, pattern: str | None =
     report.seconds["merging"] = time.perf_counter() - t0
     tok = Tokenizer(merges, pattern=pattern, special_tokens=list(specials))
     report.merges, report.merges_requested, report.vocab_size = len(merges), n_merges, tok.vocab_size
-    report.unique_chunks, report.total_chunks, report.table_symbols = len(table), table.total_chunks, table.n_symbols
     if len(merges) < n_merges:
         why = (f"no pair occurs {max(1, min_frequency)} or more times" if min_frequency > 1
                else "every chunk is a single token")
@@ -144,28 +161,26 @@ def _count(tasks, config: CountConfig, workers, show_progress, total, unit, repo
             bar.update(n)
 
     try:
-        counts = count_tasks(tasks, config, workers, progress)
+        table = count_tasks(tasks, config, workers, progress)
     finally:
         if bar is not None:
             bar.close()
     report.input_unit = unit
     report.seconds["counting"] = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    table = WordTable.from_counts(counts)
-    del counts
-    report.seconds["table"] = time.perf_counter() - t0
     return table
 
 
 def train(files: str | os.PathLike | Iterable[str | os.PathLike], vocab_size: int, *,
           pattern: str | None = "cl100k", special_tokens: Sequence[str] = (), min_frequency: int = 0,
           workers: int | None = None, show_progress: bool | None = None, errors: str = "strict",
-          block_size: int = DEFAULT_BLOCK_SIZE, tie_break: str = "bytes") -> Tokenizer:
+          block_size: int = DEFAULT_BLOCK_SIZE, tie_break: str = "bytes", lines: bool = False) -> Tokenizer:
     """Train on text files, read in blocks by ``workers`` processes (default: one per CPU).
 
     The result is the same as treating each whole file as one document, for any block size
     and number of workers. "-" is standard input; FIFOs and other streams are read once, front
-    to back.
+    to back. ``lines=True`` makes every line (up to "\n") a document of its own, as Hugging
+    Face's ``train(files)`` and gigabpe read files: with ``tie_break="huggingface"`` and the
+    GPT-2 pattern, the merges are then theirs.
     """
     specials = _check_args(vocab_size, special_tokens, min_frequency, errors, tie_break)
     paths = [files] if isinstance(files, (str, os.PathLike)) else list(files)
@@ -174,23 +189,22 @@ def train(files: str | os.PathLike | Iterable[str | os.PathLike], vocab_size: in
     if not _is_int(block_size) or block_size < 1:
         raise ArgumentError(f"block_size must be a positive integer, got {block_size!r}")
     sizes = [check_input(p) for p in paths]          # every input checked before any is read
-    config = CountConfig(resolve(pattern), specials, errors)
+    config = CountConfig(resolve(pattern), specials, errors, lines=lines)
     tasks = (t for p, s in zip(paths, sizes) for t in input_tasks(p, s, config, block_size))
     report = TrainReport()
     total = None if None in sizes else sum(sizes)    # streams have no size to show progress against
-    table = _count(tasks, config, workers, show_progress, total, "bytes", report)
-    if len(table) == 0:
+    held = [_count(tasks, config, workers, show_progress, total, "bytes", report)]
+    if len(held[0]) == 0:
         raise EmptyCorpusError(f"the corpus is empty: {', '.join(map(str, paths))} hold no text")
-    return train_from_table(table, vocab_size, pattern=config.pattern, special_tokens=specials,
-                            min_frequency=min_frequency, show_progress=show_progress, report=report,
-                            tie_break=tie_break)
+    return _learn(held, vocab_size, pattern=config.pattern, special_tokens=specials, min_frequency=min_frequency,
+                  show_progress=show_progress, report=report, tie_break=tie_break)
 
 
 def train_from_iterator(docs: Iterable[str | bytes], vocab_size: int, *, pattern: str | None = "cl100k",
                         special_tokens: Sequence[str] = (), min_frequency: int = 0,
                         workers: int | None = None, show_progress: bool | None = None,
                         errors: str = "strict", batch_chars: int = DEFAULT_BATCH_CHARS,
-                        tie_break: str = "bytes") -> Tokenizer:
+                        tie_break: str = "bytes", lines: bool = False) -> Tokenizer:
     """Train on documents from an iterator; each item is a separate document.
 
     Items are consumed lazily and sent to worker processes in batches, so the iterator may be
@@ -200,9 +214,8 @@ def train_from_iterator(docs: Iterable[str | bytes], vocab_size: int, *, pattern
     if isinstance(docs, (str, bytes)):
         raise ArgumentTypeError("docs must be an iterable of documents, not a single str/bytes "
                         "(wrap it in a list: [text])")
-    config = CountConfig(resolve(pattern), specials, errors)
+    config = CountConfig(resolve(pattern), specials, errors, lines=lines)
     report = TrainReport()
-    table = _count(docs_tasks(docs, batch_chars), config, workers, show_progress, None, "chars", report)
-    return train_from_table(table, vocab_size, pattern=config.pattern, special_tokens=specials,
-                            min_frequency=min_frequency, show_progress=show_progress, report=report,
-                            tie_break=tie_break)
+    held = [_count(docs_tasks(docs, batch_chars), config, workers, show_progress, None, "chars", report)]
+    return _learn(held, vocab_size, pattern=config.pattern, special_tokens=specials, min_frequency=min_frequency,
+                  show_progress=show_progress, report=report, tie_break=tie_break)

@@ -1,43 +1,150 @@
-"""Stage 3, the word table: unique chunks and their counts as flat NumPy arrays.
+"""Stage 3, the word table: each distinct chunk of a corpus and how often it occurs, as NumPy arrays.
 
-Word i is ``symbols[offsets[i]:offsets[i + 1]]`` (its UTF-8 bytes as int32 ids 0..255) and occurs
-``counts[i]`` times in the corpus. This is all the kernel needs, and it is small: the unique
-chunks of a corpus are a fraction of its size.
+Chunk i is ``symbols[offsets[i]:offsets[i + 1]]`` (its UTF-8 bytes, uint8) and occurs
+``counts[i]`` times (int64). Tables that come out of counting are also sorted by (hash, bytes),
+with the 64-bit hashes in ``hashes``, so that two tables add up in one linear pass in native
+code (``_table.merge_sorted``): ``a + b``, ``WordTable.merge([...])``. A table remembers the
+pattern and special tokens its chunks were split with, because only tables split alike can be
+added, and the tokenizer trained from a table must split text the same way.
+
+``save``/``load`` keep a table in one ``.npz`` file (format "bpe_fast.wordtable", version 1):
+the arrays ``symbols`` (uint8), ``offsets`` (int64), ``counts`` (int64), ``hashes`` (uint64),
+and ``meta``, a JSON string with the format, version, pattern (a regex, or null for no split),
+special tokens and the number of input bytes counted. Count once, train many times.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Iterable
+import json
+import os
+import zipfile
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
 
 import numpy as np
 
+from ._table import ChunkTable, hashes_of, merge_into, merge_tables, part_hash_index, part_size, read_part
+from .errors import ArgumentError, InputError
+from .outputs import atomic_open
+from .patterns import name_of
 
-@dataclass(frozen=True)
+FORMAT = "bpe_fast.wordtable"
+VERSION = 1
+
+
+@dataclass(frozen=True, eq=False)
 class WordTable:
-    symbols: np.ndarray   # int32, shape (n_symbols,)
-    offsets: np.ndarray   # int64, shape (n_words + 1,), offsets[0] == 0
-    counts: np.ndarray    # int64, shape (n_words,)
+    symbols: np.ndarray                  # uint8, the chunks' bytes one after another
+    offsets: np.ndarray                  # int64, shape (n + 1,), offsets[0] == 0
+    counts: np.ndarray                   # int64, shape (n,), all positive
+    hashes: np.ndarray | None = None     # uint64, shape (n,), ascending: sorted by (hash, bytes)
+    pattern: str | None = None           # the regex the chunks were split with; None: no split
+    special_tokens: tuple[str, ...] = ()
+    input_bytes: int = 0                 # bytes (or characters) of input counted
+    meta: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self):
+        symbols = np.asarray(self.symbols)
+        if symbols.dtype != np.uint8:      # int32 byte ids (older callers) are taken as bytes
+            if symbols.size and (symbols.min() < 0 or symbols.max() > 255):
+                raise ArgumentError("a word table's symbols are bytes 0..255")
+            symbols = symbols.astype(np.uint8)
+        object.__setattr__(self, "symbols", np.ascontiguousarray(symbols))
+        object.__setattr__(self, "offsets", np.ascontiguousarray(self.offsets, dtype=np.int64))
+        object.__setattr__(self, "counts", np.ascontiguousarray(self.counts, dtype=np.int64))
+        object.__setattr__(self, "special_tokens", tuple(self.special_tokens))
+
+    # -- building ---------------------------------------------------------------------------
+    @classmethod
+    def from_counts(cls, counts: Mapping[bytes, int], pattern: str | None = None,
+                    special_tokens: Sequence[str] = ()) -> "WordTable":
+        """From ``{chunk bytes: count}``; chunks that are empty or of zero count are left out."""
+        table = ChunkTable()
+        for chunk, n in counts.items():
+            if n > 0 and chunk:
+                table.add(chunk, n)
+        return cls.from_native(table, pattern, special_tokens)
 
     @classmethod
-    def from_counts(cls, counts: dict[bytes, int]) -> "WordTable":
-        """Build from ``{chunk bytes: count}``; words of zero count are left out."""
-        words = [w for w, n in counts.items() if n > 0 and w]
-        n = len(words)
-        word_counts = np.fromiter((counts[w] for w in words), dtype=np.int64, count=n)
-        lengths = np.fromiter(map(len, words), dtype=np.int64, count=n)
-        offsets = np.zeros(n + 1, dtype=np.int64)
-        np.cumsum(lengths, out=offsets[1:])
-        symbols = np.frombuffer(b"".join(words), dtype=np.uint8).astype(np.int32)
-        return cls(symbols, offsets, word_counts)
-
-    @classmethod
-    def from_words(cls, words: Iterable[bytes]) -> "WordTable":
+    def from_words(cls, words: Iterable[bytes], pattern: str | None = None) -> "WordTable":
         """Count a sequence of chunks (bytes); handy for tests."""
-        counts: dict[bytes, int] = {}
-        for w in words:
-            counts[w] = counts.get(w, 0) + 1
-        return cls.from_counts(counts)
+        table = ChunkTable()
+        table.add_many([w for w in words if w])
+        return cls.from_native(table, pattern)
 
+    @classmethod
+    def from_native(cls, table: ChunkTable, pattern: str | None = None, special_tokens: Sequence[str] = (),
+                    input_bytes: int = 0) -> "WordTable":
+        symbols, offsets, counts, hashes = table.sorted_arrays()
+        return cls(symbols, offsets, counts, hashes, pattern, tuple(special_tokens), input_bytes)
+
+    # -- adding tables ------------------------------------------------------------------------
+    def sorted(self) -> "WordTable":
+        """This table sorted by (hash, bytes), equal chunks joined: as counting leaves a table
+        (then this is a no-op)."""
+        if self.hashes is not None:
+            return self
+        table = ChunkTable()
+        table.add_arrays(self.symbols, self.offsets, self.counts)
+        return WordTable.from_native(table, self.pattern, self.special_tokens, self.input_bytes)
+
+    @staticmethod
+    def merge(tables: Sequence["WordTable"]) -> "WordTable":
+        """The sum of tables counted with the same pattern and special tokens (64-bit counts);
+        adding is associative and commutative, so any grouping gives the same table."""
+        tables = list(tables)
+        if not tables:
+            raise ArgumentError("WordTable.merge needs at least one table")
+        first = tables[0]
+        for other in tables[1:]:
+            if other.pattern != first.pattern or other.special_tokens != first.special_tokens:
+                raise ArgumentError("only word tables split with the same pattern and special tokens can be "
+                                    f"added: {_describe(first)} and {_describe(other)}")
+        merged = merge_tables([t.sorted().arrays() for t in tables])     # one k-way pass
+        return WordTable(*merged, first.pattern, first.special_tokens, sum(t.input_bytes for t in tables))
+
+    @staticmethod
+    def from_parts(paths: Sequence[str], pattern: str | None, special_tokens: Sequence[str] = (),
+                   input_bytes: int = 0, ranges: int = 64) -> "WordTable":
+        """The sum of sorted *part files* (what counting workers write, ``_table.read_part``),
+        added range of hashes by range: memory holds the result and one range of the parts,
+        never the parts whole."""
+        sizes = [part_size(p) for p in paths]
+        n, total = sum(s[0] for s in sizes), sum(s[1] for s in sizes)
+        data, offsets = np.empty(total, np.uint8), np.empty(n + 1, np.int64)
+        counts, hashes = np.empty(n, np.int64), np.empty(n, np.uint64)
+        offsets[0] = 0
+        bounds = [np.uint64(r) << np.uint64(64 - 6) for r in range(1, ranges)] if ranges == 64 else \
+            [np.uint64(int(r * 2**64 // ranges)) for r in range(1, ranges)]
+        cuts = [[0, *part_hash_index(p, bounds), size[0]] for p, size in zip(paths, sizes)]
+        k = 0
+        for r in range(ranges):
+            parts = [read_part(p, cut[r], cut[r + 1]) for p, cut in zip(paths, cuts)]
+            k += merge_into(parts, data, offsets, counts, hashes, k)
+            del parts                              # unmap this range of the files
+        return WordTable(data[:offsets[k]], offsets[:k + 1], counts[:k], hashes[:k], pattern,
+                         tuple(special_tokens), input_bytes)
+
+    @staticmethod
+    def merge_files(paths: Sequence[str | os.PathLike], check: bool = True) -> "WordTable":
+        """The sum of the tables saved in ``paths``, read one at a time: memory holds the sum
+        so far and one more table, never all of them."""
+        paths = list(paths)
+        if not paths:
+            raise ArgumentError("WordTable.merge_files needs at least one file")
+        total = WordTable.load(paths[0], check)
+        for path in paths[1:]:
+            total = WordTable.merge([total, WordTable.load(path, check)])
+        return total
+
+    def __add__(self, other: "WordTable") -> "WordTable":
+        if not isinstance(other, WordTable):
+            return NotImplemented
+        return WordTable.merge([self, other])
+
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        return self.symbols, self.offsets, self.counts, self.hashes
+
+    # -- reading ------------------------------------------------------------------------------
     def __len__(self) -> int:
         return len(self.counts)
 
@@ -50,11 +157,93 @@ class WordTable:
         return int(self.counts.sum())
 
     def word(self, i: int) -> bytes:
-        return self.symbols[self.offsets[i]:self.offsets[i + 1]].astype(np.uint8).tobytes()
+        return self.symbols[self.offsets[i]:self.offsets[i + 1]].tobytes()
 
     def as_dict(self) -> dict[bytes, int]:
         return {self.word(i): int(self.counts[i]) for i in range(len(self))}
 
     @property
     def nbytes(self) -> int:
-        return self.symbols.nbytes + self.offsets.nbytes + self.counts.nbytes
+        return sum(a.nbytes for a in self.arrays() if a is not None)
+
+    def __eq__(self, other) -> bool:
+        """Equal chunks with equal counts, split the same way (the order of chunks aside)."""
+        if not isinstance(other, WordTable):
+            return NotImplemented
+        if (self.pattern, self.special_tokens) != (other.pattern, other.special_tokens) or len(self) != len(other):
+            return False
+        a, b = self.sorted(), other.sorted()
+        return all(np.array_equal(x, y) for x, y in zip(a.arrays(), b.arrays()))
+
+    def __repr__(self) -> str:
+        return (f"WordTable({len(self):,} chunks, {self.n_symbols:,} bytes, {self.total_chunks:,} occurrences, "
+                f"{_describe(self)})")
+
+    # -- files --------------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike) -> None:
+        """Write the table as one .npz file (see the module docstring); atomically."""
+        with atomic_open(path, "wb") as fh:
+            self.dump(fh)
+
+    def dump(self, fh) -> None:
+        """Write the .npz to an open binary file (``save`` without the atomic replace)."""
+        table = self.sorted()
+        meta = {"format": FORMAT, "version": VERSION, "pattern": table.pattern,
+                "special_tokens": list(table.special_tokens), "input_bytes": int(table.input_bytes)}
+        np.savez(fh, symbols=table.symbols, offsets=table.offsets, counts=table.counts,
+                 hashes=table.hashes, meta=np.array(json.dumps(meta)))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike, check: bool = True) -> "WordTable":
+        """A table written by ``save``; a file that is not one is an InputError naming it.
+        ``check=False`` skips re-hashing every chunk (for files this process just wrote)."""
+        try:
+            with np.load(path, allow_pickle=False) as npz:
+                arrays = {name: npz[name] for name in ("symbols", "offsets", "counts", "hashes", "meta")}
+        except FileNotFoundError:
+            raise InputError(f"{path}: no such file") from None
+        except IsADirectoryError:
+            raise InputError(f"{path}: is a directory, not a word table file") from None
+        except (KeyError, ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
+            raise InputError(f"{path}: not a bpe_fast word table (.npz written by WordTable.save): {exc}") from None
+        return cls._checked(arrays, str(path), check)
+
+    @classmethod
+    def _checked(cls, arrays: dict, source: str, check: bool = True) -> "WordTable":
+        try:
+            meta = json.loads(str(arrays["meta"]))
+        except ValueError:
+            meta = None
+        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+            raise InputError(f"{source}: not a bpe_fast word table (no \"format\": \"{FORMAT}\")")
+        if meta.get("version") != VERSION:
+            raise InputError(f"{source}: word table version {meta.get('version')!r} is not supported "
+                             f"(this bpe_fast reads version {VERSION})")
+        symbols, offsets, counts, hashes = (arrays[k] for k in ("symbols", "offsets", "counts", "hashes"))
+        n = len(counts)
+        problems = [
+            (symbols.dtype != np.uint8 or symbols.ndim != 1, "symbols must be a 1-D uint8 array"),
+            (counts.dtype != np.int64 or counts.ndim != 1, "counts must be a 1-D int64 array"),
+            (offsets.dtype != np.int64 or offsets.shape != (n + 1,), "offsets must be int64, one more than counts"),
+            (hashes.dtype != np.uint64 or hashes.shape != (n,), "hashes must be uint64, one per chunk"),
+        ]
+        for bad, what in problems:
+            if bad:
+                raise InputError(f"{source}: {what}")
+        if offsets[0] != 0 or offsets[-1] != len(symbols) or (check and np.any(np.diff(offsets) <= 0)):
+            raise InputError(f"{source}: offsets must start at 0, rise, and end at the number of bytes")
+        if check and n and counts.min() <= 0:
+            raise InputError(f"{source}: every count must be positive")
+        if check and n and (np.any(hashes[1:] < hashes[:-1]) or not np.array_equal(hashes_of(symbols, offsets), hashes)):
+            raise InputError(f"{source}: the chunks are not sorted by their hashes (a damaged file?)")
+        specials = meta.get("special_tokens", [])
+        pattern = meta.get("pattern")
+        if not (pattern is None or isinstance(pattern, str)) or not isinstance(specials, list) \
+                or not all(isinstance(s, str) for s in specials):
+            raise InputError(f"{source}: meta must give pattern as a string or null and special_tokens as strings")
+        return cls(symbols, offsets, counts, hashes, pattern, tuple(specials), int(meta.get("input_bytes", 0)), meta)
+
+
+def _describe(table: WordTable) -> str:
+    specials = f", special tokens {list(table.special_tokens)}" if table.special_tokens else ""
+    return f"pattern {name_of(table.pattern)}{specials}"

@@ -43,7 +43,7 @@ def test_invalid_utf8_names_file_and_offset(tmp_path, workers, block_size):
     with pytest.raises(bpe_fast.InputError, match=rf"latin1.txt: invalid UTF-8 at byte offset {len(good) + 3}\b"):
         bpe_fast.train([path], 300, workers=workers, block_size=block_size)
     config = CountConfig(bpe_fast.CL100K, errors="replace")
-    counts = count_tasks(file_tasks(str(path), path.stat().st_size, config, block_size), config, workers)
+    counts = count_tasks(file_tasks(str(path), path.stat().st_size, config, block_size), config, workers).as_dict()
     assert counts["\ufffd".encode()] == 1 and counts[b"caf"] == 1
 
 

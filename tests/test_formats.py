@@ -35,10 +35,10 @@ def sample_texts() -> list[str]:
 @pytest.mark.parametrize("pattern", ["gpt2", "cl100k", "o200k"])
 def test_tiktoken_export(tmp_path, pattern):
     tiktoken = need("tiktoken")
-    import tiktoken.load
+    tiktoken_load = need("tiktoken.load")
     tok = trained(pattern)
     tok.save_tiktoken(tmp_path / "tok.tiktoken")
-    ranks = tiktoken.load.load_tiktoken_bpe(str(tmp_path / "tok.tiktoken"))
+    ranks = tiktoken_load.load_tiktoken_bpe(str(tmp_path / "tok.tiktoken"))
     enc = tiktoken.Encoding("t", pat_str=tok.pattern, mergeable_ranks=ranks, special_tokens=tok.special_tokens)
     direct = tok.to_tiktoken()
     for text in sample_texts():

@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpe_fast import CL100K, GPT2, O200K
-from bpe_fast._pretok import ChunkCounts
+from bpe_fast._table import ChunkTable
+from bpe_fast.wordtable import WordTable
 from bpe_fast.pretokenize import native_scanner
 
 from .conftest import SHARED, corpus_files
@@ -46,10 +47,10 @@ def test_scanner_equals_regex_on_every_corpus(path):
 
 def test_chunk_counts_count_the_scanned_chunks():
     text = "the cat and the hat, the end\n"
-    counts = ChunkCounts()
+    counts = ChunkTable()
     counts.add_text(native_scanner(CL100K), text.encode())
     counts.add(b" the", 2)
-    assert counts.to_dict() == {b"the": 1, b" cat": 1, b" and": 1, b" the": 4, b" hat": 1, b",": 1,
+    assert WordTable.from_native(counts).as_dict() == {b"the": 1, b" cat": 1, b" and": 1, b" the": 4, b" hat": 1, b",": 1,
                                 b" end": 1, b"\n": 1}
 
 
