@@ -16,13 +16,13 @@ from .errors import (ArgumentError, ArgumentTypeError, BpeFastError, BpeFastWarn
 from .patterns import CL100K, GPT2, O200K
 from .registry import ENCODINGS, load
 from .tokenizer import Tokenizer
-from .trainer import TrainReport, train, train_from_iterator, train_from_table
+from .trainer import TrainReport, count, count_from_iterator, train, train_from_iterator, train_from_table
 from .wordtable import WordTable
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "train", "train_from_iterator", "train_from_table", "load", "Tokenizer", "TrainReport", "WordTable",
+    "train", "train_from_iterator", "train_from_table", "count", "count_from_iterator", "load", "Tokenizer", "TrainReport", "WordTable",
     "ENCODINGS", "GPT2", "CL100K", "O200K",
     "BpeFastError", "ArgumentError", "ArgumentTypeError", "PatternError", "InputError", "EmptyCorpusError",
     "WorkerError", "VocabularyError", "TokenizerFileError", "EncodingError", "BpeFastWarning", "VocabSizeWarning",

@@ -11,41 +11,79 @@ import time
 import warnings
 
 from .cli_tools import add_tool_parsers
-from .errors import BpeFastError
+from .errors import ArgumentError, BpeFastError
+from .inputs import require
 from .outputs import check_output
 from .ladder.cli import add_profile_parser
 from .paths import stdlib_root, stdlib_sources
-from .patterns import known_names
-from .trainer import train
+from .patterns import known_names, name_of
+from .trainer import TrainReport, count, train, train_from_table
+from .wordtable import WordTable
 
 DEMO_VOCAB_SIZE = 4096
+DEFAULT_PATTERN = "cl100k"
+
+
+def parse_bytes(text: str) -> int:
+    """A size like 512M, 2G, 65536 (K, M, G, T are powers of 1024)."""
+    units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    text = text.strip().upper().removesuffix("B")
+    try:
+        return int(float(text[:-1]) * units[text[-1]]) if text and text[-1] in units else int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 512M, 2G)") from None
+
+
+def add_input_options(p) -> None:
+    """Where the text comes from and how it is split: shared by ``count`` and ``train``."""
+    p.add_argument("inputs", nargs="*", metavar="INPUT",
+                   help="text files, - (standard input), .gz/.bz2/.xz/.zst files, .jsonl or .parquet files, "
+                        "or directories of them")
+    p.add_argument("--pattern", default=None,
+                   help=f"pre-tokenization: a name ({known_names()}; 'none': no split) or a regex (default cl100k)")
+    p.add_argument("--special", action="append", default=[], metavar="TOKEN",
+                   help="a special token (repeatable): cut out of the text, never learned")
+    p.add_argument("--lines", action="store_true",
+                   help="every line is a document (as Hugging Face's train(files) and gigabpe read files)")
+    p.add_argument("--field", default="text", help="JSON lines: the field that holds the text (default text)")
+    p.add_argument("--column", default="text", help="Parquet: the column that holds the text (default text)")
+    p.add_argument("--errors", choices=("strict", "replace"), default="strict",
+                   help="invalid UTF-8: stop with an error (strict, the default) or replace the bytes")
+    p.add_argument("--workers", type=int, default=None, help="counting processes (default: one per CPU)")
+    p.add_argument("--memory-budget", type=parse_bytes, default=None, metavar="SIZE",
+                   help="memory each counting process may use before it writes its table to a temporary file "
+                        "(e.g. 512M; default: a third of the free memory, shared)")
+    p.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                   help="count on this Dask scheduler (tcp://host:8786); the files must be readable there")
+    p.add_argument("--block-size", type=int, default=None, help=argparse.SUPPRESS)
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
 
 
 def add_train_parser(sub) -> None:
-    t = sub.add_parser("train", help="learn a BPE vocabulary from text files")
-    t.add_argument("files", nargs="*", metavar="FILE", help="UTF-8 text files")
+    t = sub.add_parser("train", help="learn a BPE vocabulary from text, or from saved word tables")
+    add_input_options(t)
+    t.add_argument("--counts", action="append", default=[], metavar="TABLE",
+                   help="a word table written by `bpe-fast count` (repeatable: they add up) instead of INPUTs")
     t.add_argument("--demo", action="store_true",
                    help="train on this Python's standard library sources (no download needed)")
     t.add_argument("--vocab-size", type=int, default=None,
                    help=f"tokens in the vocabulary: 256 bytes + merges + specials (demo: {DEMO_VOCAB_SIZE})")
-    t.add_argument("--pattern", default="cl100k",
-                   help=f"pre-tokenization: a name ({known_names()}; 'none': no split) or a regex")
-    t.add_argument("--special", action="append", default=[], metavar="TOKEN",
-                   help="a special token (repeatable); gets an id after the merges")
     t.add_argument("--min-frequency", type=int, default=0, help="stop when the best pair occurs fewer times")
-    t.add_argument("--workers", type=int, default=None, help="counting processes (default: one per CPU)")
-    t.add_argument("--errors", choices=("strict", "replace"), default="strict",
-                   help="invalid UTF-8: stop with an error (strict) or replace the bytes")
-    t.add_argument("--block-size", type=int, default=None, help=argparse.SUPPRESS)
     t.add_argument("--tie-break", choices=("bytes", "huggingface"), default="bytes",
                    help="equal counts go to the smallest pair by byte ids (rustbpe, bpeasy) or by Hugging Face ids")
     t.add_argument("-o", "--output", default=None, help="where to write the tokenizer (JSON)")
-    t.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
     t.set_defaults(run=cmd_train)
 
 
+def add_count_parser(sub) -> None:
+    c = sub.add_parser("count", help="count the chunks of text into a word table, to train from later (--counts)")
+    add_input_options(c)
+    c.add_argument("-o", "--output", required=True, help="the word table to write (.npz)")
+    c.set_defaults(run=cmd_count)
+
+
 # Each adds its subcommands to the parser and sets ``run`` to their handlers.
-SUBCOMMANDS = [add_train_parser, add_tool_parsers, add_profile_parser]
+SUBCOMMANDS = [add_train_parser, add_count_parser, add_tool_parsers, add_profile_parser]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -66,36 +104,84 @@ def _show_learned(tok, out) -> None:
     print(f"encode({sample!r}) -> {len(ids)} tokens for {len(sample.encode())} bytes", file=out)
 
 
+def count_options(args) -> dict:
+    """The keyword arguments of ``count``/``train`` that the input options give."""
+    extra = {"block_size": args.block_size} if args.block_size else {}
+    return dict(pattern=args.pattern or DEFAULT_PATTERN, special_tokens=args.special, workers=args.workers,
+                show_progress=False if args.quiet else None, errors=args.errors, lines=args.lines,
+                field=args.field, column=args.column, memory_budget=args.memory_budget,
+                client=_dask_client(args.scheduler), **extra)
+
+
+def _dask_client(address: str | None):
+    if address is None:
+        return None
+    distributed = require("dask.distributed", "dask", "--scheduler")
+    try:
+        return distributed.Client(address, timeout="10s")
+    except (OSError, TimeoutError) as exc:
+        raise ArgumentError(f"--scheduler {address}: cannot connect ({exc})") from None
+
+
+def cmd_count(args) -> int:
+    if not args.inputs:
+        raise ArgumentError("no input: give one or more INPUTs")
+    check_output(args.output, args.inputs, "-o")   # before reading anything
+    start = time.perf_counter()
+    table = count(args.inputs, **count_options(args))
+    table.save(args.output)
+    print(f"counted    {table.input_bytes:,} bytes from {len(args.inputs)} input(s) in "
+          f"{time.perf_counter() - start:.2f}s", file=sys.stdout)
+    print(f"chunks     {table.total_chunks:,} ({len(table):,} unique, pattern {name_of(table.pattern)})")
+    print(f"saved      {os.path.abspath(args.output)} ({os.path.getsize(args.output):,} bytes)")
+    return 0
+
+
+def _train_from_counts(args):
+    if args.inputs or args.demo:
+        raise ArgumentError("give INPUTs or --counts, not both (--counts trains from saved word tables)")
+    given = [name for name, value in (("--pattern", args.pattern), ("--special", args.special), ("--lines", args.lines))
+             if value]
+    if given:
+        raise ArgumentError(f"{', '.join(given)}: a word table keeps the pattern and special tokens it was "
+                            f"counted with; give them to `bpe-fast count`")
+    table = WordTable.merge([WordTable.load(p) for p in args.counts])
+    report = TrainReport(input_size=table.input_bytes)
+    return train_from_table(table, args.vocab_size, min_frequency=args.min_frequency, tie_break=args.tie_break,
+                            show_progress=False if args.quiet else None, report=report)
+
+
 def cmd_train(args) -> int:
     if args.demo:
-        if args.files:
-            raise BpeFastError("--demo trains on the Python standard library; give no FILE with it")
-        args.files = stdlib_sources()
-        print(f"demo: training on {len(args.files)} files of the Python standard library "
+        if args.inputs:
+            raise BpeFastError("--demo trains on the Python standard library; give no INPUT with it")
+        args.inputs = stdlib_sources()
+        print(f"demo: training on {len(args.inputs)} files of the Python standard library "
               f"({stdlib_root()})", file=sys.stderr)
         args.vocab_size = args.vocab_size or DEMO_VOCAB_SIZE
-    if not args.files:
-        raise BpeFastError("no input: give one or more FILEs, or --demo")
+    if not args.inputs and not args.counts:
+        raise BpeFastError("no input: give one or more INPUTs, --counts TABLE, or --demo")
     if args.vocab_size is None:
         raise BpeFastError("--vocab-size is required (e.g. --vocab-size 32768)")
     output = args.output or ("demo-tokenizer.json" if args.demo else None)
     if output is None:
         raise BpeFastError("-o/--output is required: where to write the tokenizer")
-    check_output(output, args.files, "-o")         # before reading anything
-    extra = {"block_size": args.block_size} if args.block_size else {}
+    check_output(output, [*args.inputs, *args.counts], "-o")         # before reading anything
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        tok = train(args.files, args.vocab_size, pattern=args.pattern, special_tokens=args.special,
-                    min_frequency=args.min_frequency, workers=args.workers,
-                    show_progress=False if args.quiet else None, errors=args.errors,
-                    tie_break=args.tie_break, **extra)
+        if args.counts:
+            tok = _train_from_counts(args)
+        else:
+            tok = train(args.inputs, args.vocab_size, min_frequency=args.min_frequency, tie_break=args.tie_break,
+                        **count_options(args))
     tok.save(output)
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
     report = tok.training_report
     out = sys.stdout
-    print(f"read       {report.input_size:,} bytes from {len(args.files)} file(s)", file=out)
+    sources = f"{len(args.counts)} word table(s)" if args.counts else f"{len(args.inputs)} input(s)"
+    print(f"read       {report.input_size:,} bytes from {sources}", file=out)
     print(f"chunks     {report.total_chunks:,} ({report.unique_chunks:,} unique, pattern {tok.pattern_name})", file=out)
     print(f"merges     {report.merges:,} -> vocab size {tok.vocab_size:,}"
           + (f" ({len(tok.special_tokens)} special)" if tok.special_tokens else ""), file=out)

@@ -25,23 +25,21 @@ import tempfile
 import os
 import queue
 import signal
-import stat
 import sys
 import time
 from collections import Counter
-from dataclasses import dataclass, field, replace
-from typing import BinaryIO, Callable, Iterable, Iterator
+from dataclasses import dataclass, replace
+from typing import Callable, Iterable, Iterator
 
 from ._table import ChunkTable
 from .errors import ArgumentError, InputError, WorkerError
-from .patterns import BLOCK_SAFE, compile_pattern, whole_matches
-from .pretokenize import char_classes, find_cut, native_scanner, special_pieces, special_splitter
+from .inputs import DataTask, FileTask, JsonlTask, ParquetTask, jsonl_values, parquet_values, read_block
+from .patterns import BLOCK_SAFE, compile_pattern, resolve, whole_matches
+from .pretokenize import char_classes, find_cut, native_scanner, special_pieces, special_splitter, special_token_list
 from .wordtable import WordTable
 
 DEFAULT_BLOCK_SIZE = 1 << 20      # bytes of a file per task
 DEFAULT_BATCH_CHARS = 1 << 20     # characters of iterator documents per task
-_CUT_WINDOW = 1 << 16             # bytes read at a time while looking for a cut
-STDIN = "-"                       # the input name that means standard input
 
 
 @dataclass(frozen=True)
@@ -61,6 +59,11 @@ class CountConfig:
             return False
         return self.lines or self.pattern in BLOCK_SAFE
 
+    @property
+    def cut(self):
+        """The function that finds where text may be cut into blocks, or None where it may not."""
+        return self.cut_after if self.block_safe else None
+
     def cut_after(self, data: bytes, start: int) -> int | None:
         """The first cut at or after byte ``start`` of data that keeps the chunks, or None: after
         any "\n" when lines are documents, else where ``pretokenize.find_cut`` allows."""
@@ -68,37 +71,6 @@ class CountConfig:
             i = data.find(b"\n", max(start - 1, 0))
             return None if i < 0 else i + 1
         return find_cut(data, start)
-
-
-@dataclass
-class FileTask:
-    """Bytes start..end of a regular file, read by the worker itself."""
-    path: str
-    start: int
-    end: int
-
-    @property
-    def size(self) -> int:
-        return self.end - self.start
-
-
-@dataclass
-class DataTask:
-    """A block of a stream, read by the parent: ``data`` starts at byte ``offset`` of ``name``."""
-    name: str
-    offset: int
-    data: bytes
-
-    @property
-    def size(self) -> int:
-        return len(self.data)
-
-
-@dataclass
-class DocsTask:
-    docs: list = field(default_factory=list)   # str or bytes items
-    first_index: int = 0                       # index of docs[0] in the iterator, for messages
-    size: int = 0                              # characters (or bytes), for progress
 
 
 def decode(data: bytes, errors: str, where: str, base_offset: int = 0) -> str:
@@ -170,11 +142,18 @@ class ChunkCounter:
                 return
         self.add_text(decode(data, self.config.errors, where, base_offset), where)
 
-    def run(self, task: FileTask | DataTask | DocsTask) -> None:
+    def run(self, task) -> None:
         if isinstance(task, FileTask):
             self.add_utf8(read_block(task), task.path, task.start)
         elif isinstance(task, DataTask):
             self.add_utf8(task.data, task.name, task.offset)
+        elif isinstance(task, JsonlTask):
+            for where, text in jsonl_values(task):
+                self.add_text(text, where)
+        elif isinstance(task, ParquetTask):
+            for row, value in parquet_values(task):
+                where = f"{task.path}, row group {task.row_group}, row {row}"
+                self.add_utf8(value, where) if isinstance(value, bytes) else self.add_text(value, where)
         else:
             for i, doc in enumerate(task.docs):
                 where = f"document {task.first_index + i}"
@@ -219,123 +198,18 @@ def _lines(text: str) -> Iterator[str]:
         start = end
 
 
-def read_block(task: FileTask) -> bytes:
-    """The task's bytes; a file that shrank since it was planned is an error, not a short count."""
-    with open(task.path, "rb") as fh:
-        fh.seek(task.start)
-        data = fh.read(task.size)
-    if len(data) != task.size:
-        raise InputError(f"{task.path}: the file changed while it was read: {task.size:,} bytes were due at "
-                         f"byte offset {task.start:,}, {len(data):,} were there")
-    return data
-
-
-# ---------------------------------------------------------------------------------------------
-# Planning: which tasks make up the input
-
-
-def check_input(path: str | os.PathLike) -> int | None:
-    """The size of a regular file, or None for a stream (stdin as "-", a FIFO, a character
-    device): a clear InputError if it is missing, a directory or unreadable."""
-    path = os.fspath(path)
-    if path == STDIN:
-        return None
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise InputError(f"{path}: cannot be read: {exc.strerror or exc}") from None
-    if stat.S_ISDIR(mode):
-        raise InputError(f"{path}: is a directory, not a text file (pass the files inside it)")
-    if not stat.S_ISREG(mode):
-        if not os.access(path, os.R_OK):
-            raise InputError(f"{path}: cannot be read: permission denied")
-        return None            # a stream: read once, front to back, size unknown
-    try:
-        with open(path, "rb") as fh:
-            fh.read(1)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot be read: {exc.strerror or exc}") from None
-    return os.path.getsize(path)
-
-
-def input_tasks(path: str | os.PathLike, size: int | None, config: CountConfig, block_size: int) -> Iterator:
-    """The tasks of one input: blocks of a regular file, or of a stream read here."""
-    path = os.fspath(path)
-    if size is not None:
-        yield from file_tasks(path, size, config, block_size)
-    elif path == STDIN:
-        yield from stream_tasks(sys.stdin.buffer, "standard input", config, block_size)
-    else:
-        with open(path, "rb") as stream:
-            yield from stream_tasks(stream, path, config, block_size)
-
-
-def _next_cut(fh, pos: int, size: int, config: CountConfig) -> int:
-    """The first safe cut at or after byte ``pos`` of an open file, or ``size`` if none."""
-    while pos < size:
-        fh.seek(max(pos - 2, 0))
-        data = fh.read(_CUT_WINDOW + 2)
-        lead = pos - max(pos - 2, 0)
-        cut = config.cut_after(data, lead)
-        if cut is not None and cut < len(data):
-            return pos - lead + cut
-        pos += _CUT_WINDOW
-    return size
-
-
-def file_tasks(path: str, size: int, config: CountConfig, block_size: int) -> Iterator[FileTask]:
-    """Blocks of about ``block_size`` bytes, cut only where the pattern allows it."""
-    path = os.fspath(path)
-    if not config.block_safe or size <= block_size:
-        if size:
-            yield FileTask(path, 0, size)
-        return
-    with open(path, "rb") as fh:
-        start = 0
-        while start < size:
-            end = _next_cut(fh, start + block_size, size, config) if start + block_size < size else size
-            yield FileTask(path, start, end)
-            start = end
-
-
-def stream_tasks(stream: BinaryIO, name: str, config: CountConfig, block_size: int) -> Iterator[DataTask]:
-    """A stream read front to back, sent on in blocks of about ``block_size`` bytes cut where
-    the pattern allows it (the whole stream as one block where it allows no cut)."""
-    pending, offset = b"", 0
-    while True:
-        data = stream.read(max(block_size, _CUT_WINDOW))
-        pending += data
-        cut = config.cut_after(pending, block_size) if config.block_safe and len(pending) > block_size else None
-        if cut is not None and cut < len(pending):
-            yield DataTask(name, offset, pending[:cut])
-            pending, offset = pending[cut:], offset + cut
-        if not data:
-            break
-    if pending:
-        yield DataTask(name, offset, pending)
-
-
-def docs_tasks(docs: Iterable, batch_chars: int) -> Iterator[DocsTask]:
-    """Documents grouped into batches of about ``batch_chars`` characters."""
-    task = DocsTask()
-    for index, doc in enumerate(docs):
-        if not isinstance(doc, (str, bytes)):
-            raise InputError(f"document {index}: expected str or bytes, got {type(doc).__name__}")
-        if not task.docs:
-            task.first_index = index
-        task.docs.append(doc)
-        task.size += len(doc)
-        if task.size >= batch_chars:
-            yield task
-            task = DocsTask()
-    if task.docs:
-        yield task
-
-
 # ---------------------------------------------------------------------------------------------
 # Running: in this process, or spread over worker processes
+
+
+def make_config(pattern, special_tokens, errors: str = "strict", lines: bool = False,
+                memory_budget: int | None = None) -> CountConfig:
+    """The checked settings of a count: any bad argument fails here, before anything is read."""
+    if errors not in ("strict", "replace"):
+        raise ArgumentError(f"errors must be 'strict' or 'replace', got {errors!r}")
+    if memory_budget is not None and (not isinstance(memory_budget, int) or memory_budget < 1 << 20):
+        raise ArgumentError(f"memory_budget must be a number of bytes of at least 1 MiB, got {memory_budget!r}")
+    return CountConfig(resolve(pattern), special_token_list(special_tokens), errors, bool(lines), memory_budget)
 
 
 def default_workers() -> int:

@@ -8,7 +8,8 @@ import sys
 import pytest
 
 import bpe_fast
-from bpe_fast.counting import CountConfig, count_tasks, file_tasks
+from bpe_fast.counting import CountConfig, count_tasks
+from bpe_fast.inputs import file_tasks
 from bpe_fast.cli import main
 from bpe_fast.pretokenize import chunks_of
 
@@ -24,8 +25,8 @@ def test_missing_file(tmp_path):
         bpe_fast.train([tmp_path / "nope.txt"], 300)
 
 
-def test_directory(tmp_path):
-    with pytest.raises(bpe_fast.InputError, match="is a directory"):
+def test_empty_directory(tmp_path):
+    with pytest.raises(bpe_fast.InputError, match="the directory holds no files"):
         bpe_fast.train([tmp_path], 300)
 
 
@@ -43,7 +44,7 @@ def test_invalid_utf8_names_file_and_offset(tmp_path, workers, block_size):
     with pytest.raises(bpe_fast.InputError, match=rf"latin1.txt: invalid UTF-8 at byte offset {len(good) + 3}\b"):
         bpe_fast.train([path], 300, workers=workers, block_size=block_size)
     config = CountConfig(bpe_fast.CL100K, errors="replace")
-    counts = count_tasks(file_tasks(str(path), path.stat().st_size, config, block_size), config, workers).as_dict()
+    counts = count_tasks(file_tasks(str(path), path.stat().st_size, config.cut, block_size), config, workers).as_dict()
     assert counts["\ufffd".encode()] == 1 and counts[b"caf"] == 1
 
 
@@ -97,7 +98,7 @@ def test_non_text_document():
 
 @pytest.mark.parametrize("args,message", [
     (["train", "MISSING.txt", "--vocab-size", "300", "-o", "t.json"], "MISSING.txt: no such file"),
-    (["train", "DIR", "--vocab-size", "300", "-o", "t.json"], "is a directory"),
+    (["train", "DIR", "--vocab-size", "300", "-o", "t.json"], "the directory holds no files"),
     (["train", "BAD", "--vocab-size", "300", "-o", "t.json"], "invalid UTF-8 at byte offset 2"),
     (["train", "EMPTY", "--vocab-size", "300", "-o", "t.json"], "corpus is empty"),
     (["train", "GOOD", "--vocab-size", "100", "-o", "t.json"], "vocab_size=100 is too small"),

@@ -10,7 +10,8 @@ from hypothesis import strategies as st
 
 import bpe_fast
 from bpe_fast import CL100K, GPT2, O200K
-from bpe_fast.counting import CountConfig, count_tasks, docs_tasks, file_tasks
+from bpe_fast.counting import CountConfig, count_tasks
+from bpe_fast.inputs import docs_tasks, file_tasks
 from bpe_fast.pretokenize import chunks_of, find_cut, is_safe_cut
 
 from .conftest import SHARED, corpus_files
@@ -52,7 +53,7 @@ def test_file_blocks_give_whole_file_counts(tmp_path, pattern, block_size):
     path = tmp_path / "doc.txt"
     path.write_bytes(text.encode("utf-8"))
     config = CountConfig(pattern)
-    tasks = list(file_tasks(str(path), path.stat().st_size, config, block_size))
+    tasks = list(file_tasks(str(path), path.stat().st_size, config.cut, block_size))
     assert len(tasks) > 1 or block_size == 1 << 30
     counts = count_tasks(tasks, config, workers=1)
     assert Counter(counts.as_dict()) == whole_counts(text, pattern)
@@ -61,7 +62,7 @@ def test_file_blocks_give_whole_file_counts(tmp_path, pattern, block_size):
 def test_custom_patterns_read_files_whole(tmp_path):
     path = tmp_path / "doc.txt"
     path.write_text("a b\nc d\n" * 100)
-    tasks = list(file_tasks(str(path), path.stat().st_size, CountConfig(r"\S+|\s+"), 8))
+    tasks = list(file_tasks(str(path), path.stat().st_size, CountConfig(r"\S+|\s+").cut, 8))
     assert len(tasks) == 1 and tasks[0].size == path.stat().st_size
 
 

@@ -19,7 +19,8 @@ import pytest
 
 import bpe_fast
 from bpe_fast.cli import main
-from bpe_fast.counting import CountConfig, count_tasks, docs_tasks, file_tasks
+from bpe_fast.counting import CountConfig, count_tasks
+from bpe_fast.inputs import docs_tasks, file_tasks
 
 from .conftest import small_text
 
@@ -215,7 +216,7 @@ def test_a_file_that_shrinks_while_read_is_an_error(tmp_path):
     path = tmp_path / "shrinks.txt"
     path.write_text("some text on a line\n" * 5000)
     config = CountConfig(bpe_fast.CL100K)
-    tasks = list(file_tasks(str(path), path.stat().st_size, config, 10_000))
+    tasks = list(file_tasks(str(path), path.stat().st_size, config.cut, 10_000))
     with open(path, "r+b") as fh:
         fh.truncate(30_000)
     with pytest.raises(bpe_fast.InputError, match="shrinks.txt: the file changed while it was read"):

@@ -81,3 +81,17 @@ def test_huggingface_tie_break_reproduces_bpetrainer(tmp_path, corpus, vocab_siz
 
 def _merges_as_bytes(tok: bpe_fast.Tokenizer) -> list[tuple[bytes, bytes]]:
     return [(tok.token_bytes(a), tok.token_bytes(b)) for a, b in tok.merges.tolist()]
+
+
+@pytest.mark.parametrize("corpus,vocab_size", [("taylorswift.txt", 2000), ("multilingual/ko.txt", 3000),
+                                               ("code_python.txt", 5000)])
+def test_lines_mode_reproduces_gigabpe_and_huggingface_files(tmp_path, corpus, vocab_size):
+    """gigabpe (and Hugging Face's train(files)) read a file line by line: lines=True with the
+    Hugging Face tie-break learns their merges from the same file."""
+    gigabpe = pytest.importorskip("gigabpe", reason="gigabpe is a dev dependency: pip install -e '.[dev]'")
+    path = SHARED / "corpora" / corpus
+    _, merges = gigabpe.train_bpe([str(path)], vocab_size, pretokenizer="bytelevel", threads=2)
+    table = {c: b for b, c in bpe_fast.bytelevel.bytes_to_unicode().items()}
+    theirs = [(bytes(table[c] for c in a), bytes(table[c] for c in b)) for a, b in merges]
+    ours = bpe_fast.train([path], 256 + len(theirs), pattern="gpt2", tie_break="huggingface", lines=True)
+    assert _merges_as_bytes(ours) == theirs

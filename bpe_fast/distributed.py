@@ -1,0 +1,76 @@
+"""Counting past one machine, on a Dask cluster: ``bpe_fast.count(files, client=client)``.
+
+Every piece of input becomes a Dask task that counts it into a word table on a cluster worker:
+a block of a text file, a whole compressed or JSON-lines file (read as a stream there), a
+Parquet row group. The tables add up in a tree on the cluster (``WordTable.merge``, in native
+code) and only the final table comes back here, where the merging (the kernel) runs. The
+result is exactly the local one: the same tasks, the same table.
+
+The workers read the files themselves, so the paths must mean the same files there: a shared
+filesystem, or the same copy on every machine. Standard input cannot be counted on a cluster.
+Needs ``pip install 'bpe_fast[dask]'``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .counting import ChunkCounter, CountConfig
+from .errors import InputError
+from .inputs import Source, file_tasks, parquet_tasks, require, tasks_of
+from .wordtable import WordTable
+
+
+@dataclass
+class SourceTask:
+    """A whole input a cluster worker reads as a stream (compressed or JSON-lines files)."""
+    source: Source
+    block_size: int
+    field: str
+    column: str
+
+    @property
+    def size(self) -> int:
+        return self.source.size or 0
+
+
+def cluster_tasks(source: Source, cut, block_size: int, field: str, column: str) -> list:
+    if source.size is None:
+        raise InputError(f"{source.name}: a stream cannot be counted on a cluster (its workers cannot read it); "
+                         f"count it locally, or save it to a shared file first")
+    if source.kind == "parquet":
+        return list(parquet_tasks(source, column))
+    if source.splittable_by_workers:
+        return list(file_tasks(source.path, source.size, cut, block_size))
+    return [SourceTask(source, block_size, field, column)]
+
+
+def count_task(task, config: CountConfig) -> WordTable:
+    """Run on a cluster worker: one task's word table."""
+    counter = ChunkCounter(config)
+    if isinstance(task, SourceTask):
+        for piece in tasks_of(task.source, config.cut, task.block_size, task.field, task.column):
+            counter.run(piece)
+    else:
+        counter.run(task)
+    return counter.result()
+
+
+def add_tables(*tables: WordTable) -> WordTable:
+    return WordTable.merge(tables)
+
+
+def count_on_cluster(client, found: list[Source], config: CountConfig, cut, block_size: int, field: str,
+                     column: str, fan_in: int = 8) -> WordTable:
+    """Count every source on the cluster; add the tables there, ``fan_in`` at a time."""
+    require("dask.distributed", "dask", "counting on a Dask cluster")
+    tasks = [t for source in found for t in cluster_tasks(source, cut, block_size, field, column)]
+    if not tasks:
+        return WordTable.from_counts({}, config.pattern, config.special_tokens)
+    config = CountConfig(config.pattern, config.special_tokens, config.errors, config.lines)   # no spilling there
+    futures = client.map(count_task, tasks, config=config, pure=False)
+    while len(futures) > 1:
+        futures = [client.submit(add_tables, *futures[i:i + fan_in], pure=False)
+                   for i in range(0, len(futures), fan_in)]
+    table = futures[0].result()
+    return WordTable(table.symbols, table.offsets, table.counts, table.hashes, table.pattern, table.special_tokens,
+                     sum(t.size for t in tasks))

@@ -1,0 +1,39 @@
+"""Counting on a Dask cluster (here a LocalCluster of processes) gives exactly the local table."""
+from __future__ import annotations
+
+import gzip
+import json
+
+import pytest
+
+import bpe_fast
+
+from .conftest import need, small_text
+
+
+@pytest.fixture(scope="module")
+def client():
+    distributed = need("distributed")
+    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
+                                       silence_logs=40)
+    with distributed.Client(cluster) as c:
+        yield c
+    cluster.close()
+
+
+def test_cluster_counting_equals_local_counting(tmp_path, client):
+    (tmp_path / "a.txt").write_text(small_text() * 30)
+    with gzip.open(tmp_path / "b.txt.gz", "wt", encoding="utf-8") as fh:
+        fh.write("compressed text, read whole on a worker\n" * 200)
+    (tmp_path / "c.jsonl").write_text("".join(json.dumps({"text": f"record {i} " * 20}) + "\n" for i in range(100)))
+    inputs = [tmp_path / "a.txt", tmp_path / "b.txt.gz", tmp_path / "c.jsonl"]
+    local = bpe_fast.count(inputs, workers=1)
+    remote = bpe_fast.count(inputs, client=client, block_size=4096)
+    assert remote == local and remote.input_bytes == local.input_bytes
+    tok = bpe_fast.train(inputs, 600, client=client, block_size=4096)
+    assert tok == bpe_fast.train(inputs, 600, workers=1)
+
+
+def test_standard_input_cannot_go_to_a_cluster(client):
+    with pytest.raises(bpe_fast.InputError, match="a stream cannot be counted on a cluster"):
+        bpe_fast.count(["-"], client=client)

@@ -1,0 +1,132 @@
+"""Every input people have gives the word table of the same documents: text, standard input,
+compressed files, JSON lines, Parquet, directories; and bad ones fail naming the file."""
+from __future__ import annotations
+
+import bz2
+import gzip
+import json
+import lzma
+import subprocess
+import sys
+
+import pytest
+
+import bpe_fast
+from bpe_fast.inputs import classify
+
+from .conftest import need, small_text
+
+DOCS = [small_text(), "A second document.\nWith two lines, café and 日本語.\n", "third " * 300,
+        "crlf line\r\nand another\r\n"]
+
+
+def table(inputs, **kwargs):
+    return bpe_fast.count(inputs, workers=kwargs.pop("workers", 1), **kwargs)
+
+
+@pytest.fixture
+def text_file(tmp_path):
+    path = tmp_path / "corpus.txt"
+    path.write_bytes(DOCS[0].encode())
+    return path
+
+
+@pytest.mark.parametrize("suffix,opener", [(".gz", gzip.open), (".bz2", bz2.open), (".xz", lzma.open),
+                                           (".zst", None)])
+@pytest.mark.parametrize("workers,block_size", [(1, 1 << 20), (2, 512)])
+def test_compressed_text_gives_the_table_of_the_text(tmp_path, text_file, suffix, opener, workers, block_size):
+    path = tmp_path / f"corpus.txt{suffix}"
+    data = text_file.read_bytes() * 20
+    if opener is None:
+        path.write_bytes(need("zstandard").ZstdCompressor().compress(data))
+    else:
+        with opener(path, "wb") as fh:
+            fh.write(data)
+    plain = tmp_path / "plain.txt"
+    plain.write_bytes(data)
+    got = table([path], workers=workers, block_size=block_size)
+    assert got == table([plain])
+    assert got.input_bytes == path.stat().st_size        # progress counts the bytes read from disk
+
+
+def test_standard_input_gives_the_table_of_the_file(tmp_path, text_file):
+    script = ("import sys, bpe_fast; t = bpe_fast.count('-', workers=2, block_size=300); "
+              f"t.save({str(tmp_path / 'stdin.npz')!r})")
+    subprocess.run([sys.executable, "-c", script], input=text_file.read_bytes(), check=True)
+    assert bpe_fast.WordTable.load(tmp_path / "stdin.npz") == table([text_file])
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".jsonl.gz", ".ndjson"])
+def test_json_lines_are_documents(tmp_path, suffix):
+    path = tmp_path / f"docs{suffix}"
+    lines = "".join(json.dumps({"id": i, "text": d}, ensure_ascii=i % 2 == 0) + "\n" for i, d in enumerate(DOCS))
+    (gzip.open if suffix.endswith(".gz") else open)(path, "wt", encoding="utf-8").write(lines)
+    expected = bpe_fast.count_from_iterator(DOCS, workers=1)
+    for workers, block_size in ((1, 1 << 20), (2, 64)):
+        assert table([path], workers=workers, block_size=block_size) == expected
+
+
+def test_json_lines_with_another_field_and_bad_records(tmp_path):
+    path = tmp_path / "docs.jsonl"
+    path.write_text("".join(json.dumps({"body": d}) + "\n" for d in DOCS))
+    assert table([path], field="body") == bpe_fast.count_from_iterator(DOCS, workers=1)
+    with pytest.raises(bpe_fast.InputError, match=r"docs.jsonl, line 1: no field 'text' \(fields: body\)"):
+        table([path])
+    path.write_text('{"text": "fine"}\n{"text": 3}\n')
+    with pytest.raises(bpe_fast.InputError, match=r"docs.jsonl, line 2: field 'text' holds int, not text"):
+        table([path])
+    path.write_text('{"text": "fine"}\n\n{"text": "cut sh\n')
+    with pytest.raises(bpe_fast.InputError, match=r"docs.jsonl, line 3: not valid JSON"):
+        table([path])
+
+
+def test_parquet_values_are_documents(tmp_path):
+    pa = need("pyarrow")
+    pq = need("pyarrow.parquet")
+    path = tmp_path / "docs.parquet"
+    pq.write_table(pa.table({"text": DOCS * 3, "n": list(range(12))}), path, row_group_size=5)
+    assert table([path], workers=2) == bpe_fast.count_from_iterator(DOCS * 3, workers=1)
+    with pytest.raises(bpe_fast.InputError, match=r"docs.parquet: no column 'body' \(columns: text, n\)"):
+        table([path], column="body")
+    with pytest.raises(bpe_fast.InputError, match=r"column 'n' holds int, not text"):
+        table([path], column="n")
+
+
+def test_a_directory_means_its_files_sorted(tmp_path):
+    (tmp_path / "d" / "sub").mkdir(parents=True)
+    for name, doc in zip(["b.txt", "a.txt", "sub/c.txt.gz"], DOCS):
+        (gzip.open if name.endswith(".gz") else open)(tmp_path / "d" / name, "wb").write(doc.encode())
+    assert table([tmp_path / "d"]) == bpe_fast.count_from_iterator([DOCS[1], DOCS[0], DOCS[2]], workers=1)
+
+
+def test_broken_compressed_files_name_the_file(tmp_path):
+    path = tmp_path / "broken.txt.gz"
+    whole = gzip.compress(small_text().encode() * 5)
+    path.write_bytes(whole[:len(whole) // 2])                # cut short
+    with pytest.raises(bpe_fast.InputError, match=r"broken.txt.gz: cannot be decompressed as gzip"):
+        table([path])
+    path = tmp_path / "plain.txt.xz"
+    path.write_bytes(b"not xz at all")
+    with pytest.raises(bpe_fast.InputError, match=r"plain.txt.xz: cannot be decompressed as xz"):
+        table([path])
+
+
+def test_names_say_what_a_file_holds():
+    assert classify("a.txt") == ("text", None)
+    assert classify("a.jsonl.zst") == ("jsonl", "zstd")
+    assert classify("a.JSONL.GZ") == ("jsonl", "gzip")
+    assert classify("a.parquet") == ("parquet", None)
+    assert classify("logs.2024.gz") == ("text", "gzip")
+    with pytest.raises(bpe_fast.InputError, match="compressed Parquet"):
+        classify("a.parquet.gz")
+
+
+@pytest.mark.parametrize("pattern", [r"\S+|\s+", "none"])
+def test_lines_mode_streams_any_pattern_in_blocks(tmp_path, pattern):
+    """With lines as documents every "\\n" is a cut, so even a custom pattern is read in blocks."""
+    path = tmp_path / "c.txt"
+    text = (small_text() + "\n") * 10
+    path.write_text(text)
+    lines = [line + "\n" for line in text.split("\n")][:-1]
+    blocks = table([path], pattern=pattern, lines=True, workers=2, block_size=1000)
+    assert blocks == bpe_fast.count_from_iterator(lines, pattern=pattern, workers=1)

@@ -1,0 +1,116 @@
+"""Word tables: counted once, saved, loaded, added (associatively, with 64-bit counts), spilled
+to disk under a memory budget, and trained from as often as one likes."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bpe_fast
+from bpe_fast import WordTable
+from bpe_fast._table import ChunkTable, merge_tables
+from bpe_fast.cli import main
+
+from .conftest import small_text
+
+chunk_counts = st.dictionaries(st.binary(min_size=1, max_size=12), st.integers(1, 2**40), max_size=30)
+
+
+@given(a=chunk_counts, b=chunk_counts, c=chunk_counts)
+@settings(max_examples=100, deadline=None)
+def test_adding_tables_adds_counts_associatively(a, b, c):
+    ta, tb, tc = (WordTable.from_counts(x) for x in (a, b, c))
+    expected = {k: a.get(k, 0) + b.get(k, 0) + c.get(k, 0) for k in {*a, *b, *c}}
+    assert ((ta + tb) + tc).as_dict() == expected == (ta + (tb + tc)).as_dict() == WordTable.merge([tc, ta, tb]).as_dict()
+    assert (ta + tb) == (tb + ta)
+
+
+def test_counts_beyond_32_bits_add_exactly():
+    big = 3 * 2**40
+    assert (WordTable.from_counts({b"x": big}) + WordTable.from_counts({b"x": big})).as_dict() == {b"x": 2 * big}
+
+
+def test_equal_hashes_of_different_chunks_merge_by_bytes():
+    """Two chunks whose hashes collide (made so here) stay apart, ordered by bytes."""
+    def part(chunks):
+        data = b"".join(c for c, _ in chunks)
+        offsets = np.cumsum([0] + [len(c) for c, _ in chunks])
+        return (np.frombuffer(data, np.uint8), offsets.astype(np.int64),
+                np.array([n for _, n in chunks], np.int64), np.full(len(chunks), 7, np.uint64))
+    data, offsets, counts, _ = merge_tables([part([(b"b", 1), (b"c", 2)]), part([(b"a", 5), (b"c", 3)])])
+    words = [bytes(data[offsets[i]:offsets[i + 1]]) for i in range(len(counts))]
+    assert list(zip(words, counts.tolist())) == [(b"a", 5), (b"b", 1), (b"c", 5)]
+
+
+def test_save_load_round_trip_and_training_from_the_file(tmp_path):
+    table = bpe_fast.count_from_iterator([small_text()] * 3, pattern="o200k", special_tokens=["<|endoftext|>"],
+                                         workers=1)
+    table.save(tmp_path / "t.npz")
+    loaded = WordTable.load(tmp_path / "t.npz")
+    assert loaded == table and loaded.pattern == bpe_fast.O200K and loaded.special_tokens == ("<|endoftext|>",)
+    direct = bpe_fast.train_from_iterator([small_text()] * 3, 500, pattern="o200k", special_tokens=["<|endoftext|>"],
+                                          workers=1)
+    assert bpe_fast.train_from_table(loaded, 500) == direct      # pattern and specials come from the table
+
+
+def test_tables_split_differently_do_not_add():
+    with pytest.raises(bpe_fast.ArgumentError, match="same pattern"):
+        WordTable.from_counts({b"a": 1}, pattern=bpe_fast.GPT2) + WordTable.from_counts({b"a": 1})
+
+
+@pytest.mark.parametrize("content,message", [
+    (b"not a zip", "not a bpe_fast word table"),
+    (None, "offsets must start at 0"),
+])
+def test_damaged_table_files_name_the_file(tmp_path, content, message):
+    path = tmp_path / "t.npz"
+    if content is None:
+        t = WordTable.from_counts({b"ab": 2, b"c": 1})
+        np.savez(path, symbols=t.symbols, offsets=t.offsets + 1, counts=t.counts, hashes=t.hashes,
+                 meta=np.array('{"format": "bpe_fast.wordtable", "version": 1, "pattern": null}'))
+    else:
+        path.write_bytes(content)
+    with pytest.raises(bpe_fast.InputError, match=message) as err:
+        WordTable.load(path)
+    assert str(path) in str(err.value)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_tiny_memory_budget_spills_and_changes_nothing(tmp_path, monkeypatch, workers):
+    """Workers over budget write sorted parts to disk; the sum is exact."""
+    rng = np.random.default_rng(0)
+    words = ["".join(rng.choice(list("abcdefghij"), size=rng.integers(3, 9))) for _ in range(60_000)]
+    path = tmp_path / "c.txt"
+    path.write_text(" ".join(words * 2) + "\n")
+    spills = []
+    real_spill = bpe_fast.counting.ChunkCounter._spill
+    monkeypatch.setattr(bpe_fast.counting.ChunkCounter, "_spill", lambda self: spills.append(1) or real_spill(self))
+    spilled = bpe_fast.count([path], workers=workers, block_size=20_000, memory_budget=1 << 20)
+    if workers == 1:
+        assert len(spills) >= 2                    # it spilled on the way (and once more at the end)
+    monkeypatch.undo()
+    assert spilled == bpe_fast.count([path], workers=1)
+
+
+def test_chunk_table_keeps_short_and_long_chunks_apart():
+    table = ChunkTable()
+    for chunk in [b"a", b"a\x00", b"\x00", b"1234567", b"12345678", b"12345678" * 9, b"a"]:
+        table.add(chunk)
+    assert WordTable.from_native(table).as_dict() == {b"a": 2, b"a\x00": 1, b"\x00": 1, b"1234567": 1,
+                                                       b"12345678": 1, b"12345678" * 9: 1}
+
+
+def test_cli_counts_once_and_trains_from_tables(tmp_path, capsys):
+    (tmp_path / "a.txt").write_text(small_text())
+    (tmp_path / "b.txt").write_text("another text, quite different from the first one\n" * 30)
+    assert main(["count", str(tmp_path / "a.txt"), "-o", str(tmp_path / "a.npz"), "-q"]) == 0
+    assert main(["count", str(tmp_path / "b.txt"), "-o", str(tmp_path / "b.npz"), "-q"]) == 0
+    assert main(["train", "--counts", str(tmp_path / "a.npz"), "--counts", str(tmp_path / "b.npz"),
+                 "--vocab-size", "500", "-o", str(tmp_path / "t.json"), "-q"]) == 0
+    direct = bpe_fast.train([tmp_path / "a.txt", tmp_path / "b.txt"], 500, workers=1)
+    assert bpe_fast.load(tmp_path / "t.json") == direct
+    capsys.readouterr()
+    assert main(["train", "--counts", str(tmp_path / "a.npz"), "--pattern", "gpt2", "--vocab-size", "500",
+                 "-o", str(tmp_path / "t2.json"), "-q"]) == 2
+    assert "--pattern: a word table keeps the pattern" in capsys.readouterr().err
