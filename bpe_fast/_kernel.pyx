@@ -159,10 +159,12 @@ cdef class _Merger:
     cdef Py_ssize_t initial_pairs
 
     def __cinit__(self, symbols, const int64_t[::1] offsets, const int64_t[::1] counts, Py_ssize_t n_merges,
-                  int64_t track_from, byte_ranks):
-        cdef Py_ssize_t n_ids = 256 + n_merges
+                  int64_t track_from, byte_ranks, start, token_lengths, int32_t first_id):
+        cdef Py_ssize_t n_ids = first_id + n_merges
         lengths = np.zeros(n_ids, dtype=np.int32)
         lengths[:256] = 1
+        if token_lengths is not None:
+            lengths[:len(token_lengths)] = token_lengths
         self.token_len = lengths
         self.with_left = np.full(n_ids, -1, dtype=np.int32)
         self.with_right = np.full(n_ids, -1, dtype=np.int32)
@@ -171,20 +173,25 @@ cdef class _Merger:
         self.ends_with.resize(n_ids)
         self.starts_with.resize(n_ids)
         self.track_from = max(track_from, 1)
-        self.lay_out(np.asarray(symbols), offsets, counts, byte_ranks)
+        self.lay_out(np.asarray(symbols), offsets, counts, byte_ranks, start)
         self.recount()
         self.initial_pairs = self.keys.size()
 
     # -- set-up ------------------------------------------------------------------------------
-    cdef int lay_out(self, symbols, const int64_t[::1] offsets, const int64_t[::1] counts, byte_ranks) except -1:
-        """Copy the words into ``sym`` by falling count (heavy words first, with a word index),
-        every byte a one-byte token; mark where words start; note the runs of equal weight."""
+    cdef int lay_out(self, symbols, const int64_t[::1] offsets, const int64_t[::1] counts, byte_ranks,
+                     start) except -1:
+        """Copy the words into ``sym`` by falling count (heavy words first, with a word index):
+        every byte a one-byte token, or, to continue training, the slots of ``start`` (the same
+        layout as ``sym``, word by word in table order); mark where words start; note the runs
+        of equal weight."""
         cdef Py_ssize_t n_words = counts.shape[0], n_sym = offsets[n_words] if n_words else 0
         order, n_heavy = by_falling_count(np.asarray(counts))
         cdef const int32_t[::1] by_count = order
         cdef const uint8_t[::1] source = symbols.astype(np.uint8, copy=False)
         ranks = np.arange(256, dtype=np.int32) if byte_ranks is None else np.asarray(byte_ranks, dtype=np.int32)
         cdef const int32_t[::1] rank = ranks
+        cdef const int32_t[::1] slots = np.empty(0, np.int32) if start is None else start
+        cdef bint from_slots = start is not None
         self.sym = np.empty(n_sym, dtype=np.int32)
         self.word_starts = np.zeros((n_sym >> 3) + 1, dtype=np.uint8)
         self.heavy_count = np.asarray(counts)[order[:n_heavy]]
@@ -203,7 +210,7 @@ cdef class _Merger:
             if length:
                 self.word_starts[p >> 3] |= 1 << (p & 7)
             for b in range(length):
-                self.sym[p + b] = rank[source[offsets[w] + b]]
+                self.sym[p + b] = slots[offsets[w] + b] if from_slots else rank[source[offsets[w] + b]]
             p += length
             if k % 65536 == 0:
                 PyErr_CheckSignals()
@@ -502,19 +509,29 @@ cdef class Trainer:
     cdef _Merger run
     cdef readonly Py_ssize_t max_merges
     cdef readonly int64_t min_count
-    cdef Py_ssize_t n_symbols, n_words
+    cdef readonly int32_t first_id
+    cdef int64_t max_length
+    cdef Py_ssize_t n_symbols, n_words, too_long
 
     def __init__(self, symbols, const int64_t[::1] offsets, const int64_t[::1] counts, Py_ssize_t n_merges,
-                 int64_t min_count=1, byte_ranks=None, int64_t track_from=0):
+                 int64_t min_count=1, byte_ranks=None, int64_t track_from=0, int64_t max_token_length=0,
+                 start=None, token_lengths=None, int32_t first_id=256):
         check_word_table(symbols, offsets, counts)
+        if start is not None:
+            start = np.ascontiguousarray(start, dtype=np.int32)
+            if len(start) != len(symbols) or token_lengths is None or len(token_lengths) > first_id:
+                raise ValueError("start needs a slot per byte, token_lengths for its ids, and first_id above them")
         # Each merge removes at least one token, so the corpus cannot give more merges than
         # this; the per-merge arrays are sized by it, not by what was asked.
         self.max_merges = max(0, min(n_merges, len(symbols) - counts.shape[0]))
-        if 256 + self.max_merges >= 2 ** 31:
+        if first_id + self.max_merges >= 2 ** 31:
             raise ValueError("too many merges for int32 token ids")
         self.min_count = max(min_count, 1)
+        self.first_id = first_id
+        self.max_length = max_token_length
         self.n_symbols, self.n_words = len(symbols), counts.shape[0]
-        self.run = _Merger(symbols, offsets, counts, self.max_merges, track_from or 8 * self.min_count, byte_ranks)
+        self.run = _Merger(symbols, offsets, counts, self.max_merges, track_from or 8 * self.min_count, byte_ranks,
+                           start, token_lengths, first_id)
 
     def learn(self, progress=None, Py_ssize_t progress_every=256, dict stats=None):
         """The merges, an int32 array (n, 2): up to ``max_merges``, stopping early when no pair is
@@ -534,9 +551,13 @@ cdef class Trainer:
                     break
             if run.count[pid] < self.min_count:
                 break
+            if self.max_length and run.token_len[key_left(run.keys[pid])] + \
+                    run.token_len[key_right(run.keys[pid])] > self.max_length:
+                self.too_long += 1                   # never merged: out of the heap for good
+                continue
             merges[m, 0] = key_left(run.keys[pid])
             merges[m, 1] = key_right(run.keys[pid])
-            run.merge(pid, <int32_t>(256 + m))
+            run.merge(pid, <int32_t>(self.first_id + m))
             m += 1
             PyErr_CheckSignals()                     # Ctrl-C: stop here, not when training ends
             if progress is not None and m % progress_every == 0:
@@ -547,14 +568,14 @@ cdef class Trainer:
             stats.update(symbols=self.n_symbols, words=self.n_words, initial_pairs=run.initial_pairs,
                          pairs_tracked=run.keys.size(), positions_visited=run.visited,
                          occurrences_replaced=run.replaced, recounts=run.recounts, heap_left=run.heap.size(),
-                         heavy_slots=run.heavy_end)
+                         heavy_slots=run.heavy_end, pairs_too_long=self.too_long)
         self.run = None                              # the corpus state is spent: free it now
         return np.asarray(merges[:m]).copy()
 
 
 def train_merges(symbols, const int64_t[::1] offsets, const int64_t[::1] counts,
                  Py_ssize_t n_merges, int64_t min_count=1, progress=None, Py_ssize_t progress_every=256,
-                 dict stats=None, byte_ranks=None, int64_t track_from=0):
+                 dict stats=None, byte_ranks=None, int64_t track_from=0, int64_t max_token_length=0):
     """Learn up to ``n_merges`` merges from a word table; returns an int32 array (n, 2).
 
     Symbols must be byte ids 0..255 (a word table's uint8 bytes, or any integer array); merge m
@@ -564,6 +585,8 @@ def train_merges(symbols, const int64_t[::1] offsets, const int64_t[::1] counts,
     which new pairs are not tracked until needed (default: 8 times min_count); any value gives
     the same merges. ``progress``, if given, is called with the number of merges done so far,
     every ``progress_every`` merges. ``stats``, if given, receives counters of the work done.
+    A pair whose token would be longer than ``max_token_length`` bytes (0: any length) is never
+    merged; the next best one is. (``Trainer`` also continues from a tokenized corpus.)
     """
-    return Trainer(symbols, offsets, counts, n_merges, min_count, byte_ranks, track_from).learn(
+    return Trainer(symbols, offsets, counts, n_merges, min_count, byte_ranks, track_from, max_token_length).learn(
         progress, progress_every, stats)

@@ -9,10 +9,12 @@ import os
 import sys
 import time
 import warnings
+from pathlib import Path
 
 from .cli_tools import add_tool_parsers
-from .errors import ArgumentError, BpeFastError
-from .inputs import require
+from .errors import ArgumentError, BpeFastError, InputError
+from .inputs import require, sources
+from .registry import load
 from .outputs import check_output
 from .ladder.cli import add_profile_parser
 from .paths import stdlib_root, stdlib_sources
@@ -22,6 +24,18 @@ from .wordtable import WordTable
 
 DEMO_VOCAB_SIZE = 4096
 DEFAULT_PATTERN = "cl100k"
+
+
+def parse_sizes(text: str) -> list[int]:
+    """Vocabulary sizes: "32768", "32k" (k = 1024), or several: "8k,16k,32k"."""
+    sizes = []
+    for part in text.split(","):
+        part = part.strip().lower()
+        try:
+            sizes.append(int(float(part[:-1]) * 1024) if part.endswith("k") else int(part))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{part!r} is not a vocabulary size (e.g. 32768, 32k, 8k,16k)") from None
+    return sizes
 
 
 def parse_bytes(text: str) -> int:
@@ -66,12 +80,24 @@ def add_train_parser(sub) -> None:
                    help="a word table written by `bpe-fast count` (repeatable: they add up) instead of INPUTs")
     t.add_argument("--demo", action="store_true",
                    help="train on this Python's standard library sources (no download needed)")
-    t.add_argument("--vocab-size", type=int, default=None,
-                   help=f"tokens in the vocabulary: 256 bytes + merges + specials (demo: {DEMO_VOCAB_SIZE})")
+    t.add_argument("--vocab-size", type=parse_sizes, default=None, metavar="SIZES",
+                   help=f"tokens in the vocabulary: 256 bytes + merges + specials (demo: {DEMO_VOCAB_SIZE}); "
+                        "several, as 8k,16k,32k (k = 1024), train once and write one file each")
+    t.add_argument("--base", default=None, metavar="TOKENIZER",
+                   help="continue training this tokenizer: a named encoding (cl100k_base, ...) or any tokenizer "
+                        "file; its tokens keep their ids, new ones follow")
+    t.add_argument("--vocabs", default=None, help="folder of the named encodings' files (for --base)")
+    t.add_argument("--max-token-length", type=int, default=None, metavar="BYTES",
+                   help="learn no token longer than this many bytes")
+    t.add_argument("--eval", nargs="+", default=[], metavar="FILE",
+                   help="held-out text files: print bytes per token of each trained size on them")
+    t.add_argument("--plot", default=None, metavar="PNG", help="with --eval: draw bytes per token against vocab size")
     t.add_argument("--min-frequency", type=int, default=0, help="stop when the best pair occurs fewer times")
     t.add_argument("--tie-break", choices=("bytes", "huggingface"), default="bytes",
                    help="equal counts go to the smallest pair by byte ids (rustbpe, bpeasy) or by Hugging Face ids")
-    t.add_argument("-o", "--output", default=None, help="where to write the tokenizer (JSON)")
+    t.add_argument("-o", "--output", default=None,
+                   help="where to write the tokenizer (JSON); with several sizes a pattern holding "
+                        "{vocab_size}, e.g. tok-{vocab_size}.json")
     t.set_defaults(run=cmd_train)
 
 
@@ -137,7 +163,7 @@ def cmd_count(args) -> int:
     return 0
 
 
-def _train_from_counts(args):
+def _train_from_counts(args, options: dict):
     if args.inputs or args.demo:
         raise ArgumentError("give INPUTs or --counts, not both (--counts trains from saved word tables)")
     given = [name for name, value in (("--pattern", args.pattern), ("--special", args.special), ("--lines", args.lines))
@@ -147,8 +173,22 @@ def _train_from_counts(args):
                             f"counted with; give them to `bpe-fast count`")
     table = WordTable.merge([WordTable.load(p) for p in args.counts])
     report = TrainReport(input_size=table.input_bytes)
-    return train_from_table(table, args.vocab_size, min_frequency=args.min_frequency, tie_break=args.tie_break,
-                            show_progress=False if args.quiet else None, report=report)
+    return train_from_table(table, _sizes(args), min_frequency=args.min_frequency, tie_break=args.tie_break,
+                            show_progress=False if args.quiet else None, report=report, **options)
+
+
+def _sizes(args):
+    return args.vocab_size if len(args.vocab_size) > 1 else args.vocab_size[0]
+
+
+def _outputs(args, output: str) -> list[str]:
+    """One output path per vocabulary size."""
+    if len(args.vocab_size) == 1:
+        return [output]
+    if "{vocab_size}" not in output:
+        raise ArgumentError(f"-o {output}: with several vocabulary sizes, -o must hold {{vocab_size}} "
+                            f"(e.g. tok-{{vocab_size}}.json), so that each size gets its own file")
+    return [output.replace("{vocab_size}", str(v)) for v in args.vocab_size]
 
 
 def cmd_train(args) -> int:
@@ -158,7 +198,7 @@ def cmd_train(args) -> int:
         args.inputs = stdlib_sources()
         print(f"demo: training on {len(args.inputs)} files of the Python standard library "
               f"({stdlib_root()})", file=sys.stderr)
-        args.vocab_size = args.vocab_size or DEMO_VOCAB_SIZE
+        args.vocab_size = args.vocab_size or [DEMO_VOCAB_SIZE]
     if not args.inputs and not args.counts:
         raise BpeFastError("no input: give one or more INPUTs, --counts TABLE, or --demo")
     if args.vocab_size is None:
@@ -166,31 +206,86 @@ def cmd_train(args) -> int:
     output = args.output or ("demo-tokenizer.json" if args.demo else None)
     if output is None:
         raise BpeFastError("-o/--output is required: where to write the tokenizer")
-    check_output(output, [*args.inputs, *args.counts], "-o")         # before reading anything
+    outputs = _outputs(args, output)
+    for path in outputs:
+        check_output(path, [*args.inputs, *args.counts, *args.eval], "-o")        # before reading anything
+    if args.plot and not args.eval:
+        raise ArgumentError("--plot draws bytes per token on the --eval files: give --eval FILE...")
+    for path in args.eval:
+        sources([path])
+    base = load(args.base, args.vocabs) if args.base else None
+    options = dict(base=base, max_token_length=args.max_token_length)
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if args.counts:
-            tok = _train_from_counts(args)
+            result = _train_from_counts(args, options)
         else:
-            tok = train(args.inputs, args.vocab_size, min_frequency=args.min_frequency, tie_break=args.tie_break,
-                        **count_options(args))
-    tok.save(output)
+            result = train(args.inputs, _sizes(args), min_frequency=args.min_frequency, tie_break=args.tie_break,
+                           **options, **count_options(args))
+    toks = result if isinstance(result, list) else [result]
+    for tok, path in zip(toks, outputs):
+        tok.save(path)
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
-    report = tok.training_report
-    out = sys.stdout
-    sources = f"{len(args.counts)} word table(s)" if args.counts else f"{len(args.inputs)} input(s)"
-    print(f"read       {report.input_size:,} bytes from {sources}", file=out)
+    _summary(args, toks[-1], outputs, time.perf_counter() - start)
+    if args.eval:
+        _evaluate(args, toks)
+    if args.demo:
+        _show_learned(toks[-1], sys.stdout)
+    return 0
+
+
+def _summary(args, tok, outputs: list[str], seconds: float) -> None:
+    report, out = tok.training_report, sys.stdout
+    read = f"{len(args.counts)} word table(s)" if args.counts else f"{len(args.inputs)} input(s)"
+    print(f"read       {report.input_size:,} bytes from {read}", file=out)
     print(f"chunks     {report.total_chunks:,} ({report.unique_chunks:,} unique, pattern {tok.pattern_name})", file=out)
     print(f"merges     {report.merges:,} -> vocab size {tok.vocab_size:,}"
           + (f" ({len(tok.special_tokens)} special)" if tok.special_tokens else ""), file=out)
-    print("time       " + ", ".join(f"{k} {v:.2f}s" for k, v in report.seconds.items())
-          + f", total {time.perf_counter() - start:.2f}s", file=out)
-    print(f"saved      {os.path.abspath(output)}", file=out)
-    if args.demo:
-        _show_learned(tok, out)
-    return 0
+    print("time       " + ", ".join(f"{k} {v:.2f}s" for k, v in report.seconds.items()) + f", total {seconds:.2f}s",
+          file=out)
+    for path in outputs:
+        print(f"saved      {os.path.abspath(path)}", file=out)
+
+
+def read_text_file(path: str) -> str:
+    try:
+        data = Path(path).read_bytes()
+    except OSError as exc:
+        raise InputError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{path}: invalid UTF-8 at byte offset {exc.start}") from None
+
+
+def _evaluate(args, toks) -> None:
+    """Bytes per token of each trained size on the held-out files (and the curve, with --plot)."""
+    texts = [read_text_file(path) for path in args.eval]
+    size = sum(len(t.encode("utf-8")) for t in texts)
+    rows = []
+    for tok in toks:
+        n = sum(len(tok.encode(t, disallowed_special=())) for t in texts)
+        rows.append((tok.vocab_size, size / max(n, 1)))
+    print(f"\nheld-out   {len(texts)} file(s), {size:,} bytes")
+    print(f"{'vocab':>10} {'bytes/token':>12}")
+    for vocab, ratio in rows:
+        print(f"{vocab:>10,} {ratio:>12.3f}")
+    if args.plot:
+        require("matplotlib", "plot", "--plot")
+        from matplotlib.figure import Figure
+        fig = Figure(figsize=(6, 4))
+        ax = fig.add_subplot()
+        ax.plot([v for v, _ in rows], [r for _, r in rows], "o-")
+        ax.set_xscale("log", base=2)
+        ax.set_xticks([v for v, _ in rows], [f"{v:,}" for v, _ in rows])
+        ax.set_xlabel("vocabulary size")
+        ax.set_ylabel("bytes per token on the held-out files")
+        ax.grid(True, alpha=0.3)
+        fig.tight_layout()
+        fig.savefig(args.plot, dpi=110)
+        print(f"chart      {os.path.abspath(args.plot)}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,7 +34,7 @@ from typing import Callable, Iterable, Iterator
 from ._table import ChunkTable
 from .errors import ArgumentError, InputError, WorkerError
 from .inputs import DataTask, FileTask, JsonlTask, ParquetTask, jsonl_values, parquet_values, read_block
-from .patterns import BLOCK_SAFE, compile_pattern, resolve, whole_matches
+from .patterns import BLOCK_SAFE, compile_pattern, match_batches, resolve
 from .pretokenize import char_classes, find_cut, native_scanner, special_pieces, special_splitter, special_token_list
 from .wordtable import WordTable
 
@@ -70,7 +70,7 @@ class CountConfig:
         if self.lines:
             i = data.find(b"\n", max(start - 1, 0))
             return None if i < 0 else i + 1
-        return find_cut(data, start)
+        return find_cut(data, start, self.pattern)
 
 
 def decode(data: bytes, errors: str, where: str, base_offset: int = 0) -> str:
@@ -124,7 +124,10 @@ class ChunkCounter:
 
     def _add_piece(self, piece: str, where: str) -> None:
         if self.regex is not None:
-            for chunk, n in Counter(whole_matches(self.regex, piece)).items():
+            counts: Counter[str] = Counter()
+            for batch in match_batches(self.regex, piece):
+                counts.update(batch)
+            for chunk, n in counts.items():
                 self.table.add(to_utf8(chunk, self.config.errors, where), n)
         elif self.scanner is not None:
             self.table.add_text(self.scanner, to_utf8(piece, self.config.errors, where))

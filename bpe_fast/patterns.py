@@ -5,6 +5,9 @@ no split at all: each document is one chunk (plain byte-level BPE, minbpe's Basi
 """
 from __future__ import annotations
 
+import itertools
+from typing import Iterator
+
 import regex
 
 from .errors import PatternError
@@ -97,6 +100,17 @@ def whole_matches(compiled: "regex.Pattern[str]", text: str) -> list[str]:
     if compiled.groups == 0:
         return compiled.findall(text)      # the fast path: findall builds no match objects
     return [m.group() for m in compiled.finditer(text)]
+
+
+def match_batches(compiled: "regex.Pattern[str]", text: str, batch: int = 1 << 20) -> Iterator[list[str]]:
+    """The whole matches of a long text a batch at a time, so that a file read whole (custom
+    patterns allow no cut) never becomes one list of millions of strings."""
+    if len(text) <= 4 * batch:
+        yield whole_matches(compiled, text)
+        return
+    matches = compiled.finditer(text)
+    while chunk := [m.group() for m in itertools.islice(matches, batch)]:
+        yield chunk
 
 
 def name_of(text: str | None) -> str:

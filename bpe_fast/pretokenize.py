@@ -92,35 +92,61 @@ def _char_before(data: bytes, end: int) -> str | None:
     return ch if ch is not None and len(ch.encode("utf-8")) == end - start else None
 
 
-def is_safe_cut(data: bytes, i: int) -> bool:
-    """True if cutting ``data`` before byte i cannot change the chunks of the named patterns.
+def is_safe_cut(data: bytes, i: int, pattern: str | None = None) -> bool:
+    r"""True if cutting ``data`` before byte i cannot change the chunks of the named patterns
+    (all three, or ``pattern`` alone when it is one of them).
 
-    The cut must follow a "\\n" that itself follows a non-space character, and come before a
-    character that is neither a space nor "/". Then, for gpt2, cl100k and o200k alike:
-    * no alternative matches a "\\n" followed by such a character (letter runs exclude "\\r\\n"
+    The general rule: the cut follows a "\n" that itself follows a non-space character, and
+    comes before a character that is neither a space nor "/". Then, for gpt2, cl100k and o200k:
+    * no alternative matches a "\n" followed by such a character (letter runs exclude "\r\n"
       in their optional prefix, space runs end before a non-space, punctuation runs end with
       newlines, or with newlines and "/" in o200k, hence "/" is excluded);
-    * the "\\n" is a chunk of its own, or ends a punctuation chunk, both with and without the
-      rest of the text after it (so "\\s++$" and "\\s+(?!\\S)" decide the same way);
+    * the "\n" is a chunk of its own, or ends a punctuation chunk, both with and without the
+      rest of the text after it (so "\s++$" and "\s+(?!\S)" decide the same way);
     * the patterns have no look-behind, so matching after the cut ignores what came before.
+
+    Text with CRLF line ends has no such "\n", so each pattern has a rule of its own there
+    (x and y non-space, y not "/"): for cl100k and o200k a cut after "x\r\n" before y, where
+    "\s*[\r\n]" (or a punctuation run) takes "\r\n" whole with or without y after it; for gpt2
+    a cut between "\r" and "\n", because GPT-2 splits "x\r\ny" as "\r", "\n" ("\s+(?!\S)" gives
+    back the "\n"), and a block ending in "x\r" gives "\r" ("\s++$") while one starting
+    "\ny" gives "\n" (the final "\s").
     """
-    if i < 2 or i >= len(data) or data[i - 1] != 0x0A:
+    if i < 2 or i >= len(data):
         return False
-    nxt, prev = data[i], data[i - 2]
-    if 0x21 <= nxt <= 0x7E and nxt != 0x2F and 0x21 <= prev <= 0x7E:
-        return True  # the common ASCII case, decided without decoding
-    after, before = _char_at(data, i), _char_before(data, i - 1)
-    if after is None or before is None or after == "/":
-        return False
-    return not _WHITESPACE.match(after) and not _WHITESPACE.match(before)
+    if data[i - 1] == 0x0A and data[i - 2] != 0x0D:
+        return _solid_before(data, i - 1) and _solid_after(data, i)
+    name = name_of(pattern) if pattern is not None else None
+    if name in ("cl100k", "o200k") and data[i - 1] == 0x0A and data[i - 2] == 0x0D and i >= 3:
+        return _solid_before(data, i - 2) and _solid_after(data, i)
+    if name == "gpt2" and data[i - 1] == 0x0D and data[i] == 0x0A and i + 1 < len(data):
+        return _solid_before(data, i - 1) and _solid_after(data, i + 1)
+    return False
 
 
-def find_cut(data: bytes, start: int = 0) -> int | None:
+def _solid_before(data: bytes, end: int) -> bool:
+    """The character ending just before byte ``end`` is valid UTF-8 and not a space."""
+    if 0x21 <= data[end - 1] <= 0x7E:
+        return True                                 # the common ASCII case, without decoding
+    before = _char_before(data, end)
+    return before is not None and not _WHITESPACE.match(before)
+
+
+def _solid_after(data: bytes, i: int) -> bool:
+    """The character starting at byte i is valid UTF-8, not a space and not "/"."""
+    if 0x21 <= data[i] <= 0x7E:
+        return data[i] != 0x2F
+    after = _char_at(data, i)
+    return after is not None and after != "/" and not _WHITESPACE.match(after)
+
+
+def find_cut(data: bytes, start: int = 0, pattern: str | None = None) -> int | None:
     """The first safe cut at or after byte ``start`` of ``data``, or None."""
     i = data.find(b"\n", max(start - 1, 0))
     while i != -1:
-        if is_safe_cut(data, i + 1):
-            return i + 1
+        for cut in (i, i + 1):                      # before a "\n" (gpt2, CRLF) or after it
+            if cut >= start and is_safe_cut(data, cut, pattern):
+                return cut
         i = data.find(b"\n", i + 1)
     return None
 

@@ -29,18 +29,30 @@ def merge_word(word: list[int], pair: tuple[int, int], new_id: int) -> list[int]
     return out
 
 
-def train_reference(word_counts: dict[bytes, int], n_merges: int, min_count: int = 1) -> list[tuple[int, int]]:
-    """The merges learned from ``{chunk bytes: count}``; merge i creates token 256 + i."""
-    words = [list(w) for w in word_counts]
+def train_reference(word_counts: dict[bytes, int], n_merges: int, min_count: int = 1,
+                    max_token_length: int | None = None, start: list[list[int]] | None = None,
+                    token_lengths: dict[int, int] | None = None, first_id: int = 256) -> list[tuple[int, int]]:
+    """The merges learned from ``{chunk bytes: count}``; merge i creates token ``first_id + i``.
+
+    A pair whose token would be longer than ``max_token_length`` bytes is never merged (the
+    next best is). To continue training, ``start`` gives each word (in word_counts' order) as
+    the token ids it already is, ``token_lengths`` the bytes of each id that is not a byte, and
+    ``first_id`` the id of the first new token.
+    """
+    words = [list(w) for w in word_counts] if start is None else [list(w) for w in start]
     counts = list(word_counts.values())
+    length = {b: 1 for b in range(256)} | (token_lengths or {})
     merges = []
     for i in range(n_merges):
         stats = count_pairs(words, counts)
+        if max_token_length is not None:
+            stats = {p: n for p, n in stats.items() if length[p[0]] + length[p[1]] <= max_token_length}
         if not stats:
             break
         best = min(stats, key=lambda pair: (-stats[pair], pair))
         if stats[best] < max(1, min_count):
             break
         merges.append(best)
-        words = [merge_word(w, best, 256 + i) for w in words]
+        length[first_id + i] = length[best[0]] + length[best[1]]
+        words = [merge_word(w, best, first_id + i) for w in words]
     return merges

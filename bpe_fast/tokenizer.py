@@ -289,6 +289,20 @@ class Tokenizer:
     def save_gpt2(self, encoder_json, vocab_bpe) -> None:
         formats.write_gpt2(self, encoder_json, vocab_bpe)
 
+    def truncated(self, vocab_size: int) -> "Tokenizer":
+        """The tokenizer a shorter training would have given: the first merges only (merges are a
+        prefix of each other), as many as make ``vocab_size`` tokens with the special tokens,
+        which keep their order and follow the learned ids, as a fresh training numbers them."""
+        specials = sorted(self.special_tokens, key=self.special_tokens.get)
+        n = vocab_size - 256 - len(specials)
+        if not isinstance(vocab_size, (int, np.integer)) or n < 0 or n > len(self.merges):
+            raise VocabularyError(f"vocab_size={vocab_size!r} is out of range: this tokenizer can be cut to "
+                                  f"{256 + len(specials)}..{256 + len(self.merges) + len(specials)} tokens")
+        merge_ids = self.merge_ids[:n]
+        top = int(max(self.byte_ids.max(), merge_ids.max() if n else 0))
+        return Tokenizer(self.merges[:n], self.pattern, {s: top + 1 + k for k, s in enumerate(specials)},
+                         merge_ids=merge_ids, byte_ids=self.byte_ids)
+
     def __eq__(self, other) -> bool:
         return (isinstance(other, Tokenizer) and np.array_equal(self.merges, other.merges)
                 and np.array_equal(self.merge_ids, other.merge_ids) and np.array_equal(self.byte_ids, other.byte_ids)

@@ -2,6 +2,7 @@
 Tokenizer), and ``train``/``train_from_iterator``, which do both."""
 from __future__ import annotations
 
+import itertools
 import os
 import time
 import warnings
@@ -122,9 +123,10 @@ def count_from_iterator(docs: Iterable[str | bytes], *, pattern: str | None = "c
         return count_tasks(docs_tasks(docs, batch_chars), config, workers, bar.callback())
 
 
-def train_from_table(table: WordTable, vocab_size: int, *, pattern=..., special_tokens=...,
+def train_from_table(table: WordTable, vocab_size: int | Sequence[int], *, pattern=..., special_tokens=...,
                      min_frequency: int = 0, show_progress: bool | None = None,
-                     report: TrainReport | None = None, tie_break: str = "bytes") -> Tokenizer:
+                     report: TrainReport | None = None, tie_break: str = "bytes", base: Tokenizer | None = None,
+                     max_token_length: int | None = None) -> Tokenizer | list[Tokenizer]:
     """Learn merges from a word table (the kernel stage alone): count once, train many times.
 
     The tokenizer splits text with the pattern and special tokens the table was counted with,
@@ -135,36 +137,69 @@ def train_from_table(table: WordTable, vocab_size: int, *, pattern=..., special_
     if not isinstance(table, WordTable):
         raise ArgumentTypeError(f"train_from_table takes a WordTable (bpe_fast.count, WordTable.load), "
                                 f"not {type(table).__name__}")
-    return _learn([table], vocab_size, pattern=pattern, special_tokens=special_tokens, min_frequency=min_frequency,
-                  show_progress=show_progress, report=report, tie_break=tie_break)
+    return _learn_sizes([table], vocab_size, pattern=pattern, special_tokens=special_tokens,
+                        min_frequency=min_frequency, show_progress=show_progress, report=report,
+                        tie_break=tie_break, base=base, max_token_length=max_token_length)
+
+
+def _learn_sizes(held: list, vocab_size, **options) -> Tokenizer | list[Tokenizer]:
+    """One training for one size, or for a list of sizes: one run to the largest, cut to each
+    (merges are a prefix of each other), so the list costs the largest alone."""
+    if not isinstance(vocab_size, (list, tuple)):
+        return _learn(held, vocab_size, **options)
+    if not vocab_size:
+        raise ArgumentError("vocab_size is an empty list")
+    largest = _learn(held, max(vocab_size), **options)
+    return [largest if v == max(vocab_size) else _cut(largest, v, options.get("base")) for v in vocab_size]
+
+
+def _cut(tok: Tokenizer, vocab_size: int, base: Tokenizer | None) -> Tokenizer:
+    if base is None:
+        return tok.truncated(vocab_size)
+    # Continued training: keep the base whole, and as many new merges as the size allows.
+    new_specials = sorted((s for s in tok.special_tokens if s not in base.special_tokens), key=tok.special_tokens.get)
+    n_new = vocab_size - base.vocab_size - len(new_specials)
+    keep = len(base.merges) + n_new
+    if n_new < 0 or keep > len(tok.merges):
+        raise ArgumentError(f"vocab_size {vocab_size} is out of range for this continued training")
+    specials = dict(base.special_tokens) | {s: base.vocab_size + n_new + k for k, s in enumerate(new_specials)}
+    return Tokenizer(tok.merges[:keep], tok.pattern, specials, merge_ids=tok.merge_ids[:keep], byte_ids=tok.byte_ids)
 
 
 def _learn(held: list, vocab_size: int, *, pattern, special_tokens, min_frequency: int,
-           show_progress: bool | None, report: TrainReport | None, tie_break: str) -> Tokenizer:
+           show_progress: bool | None, report: TrainReport | None, tie_break: str, base: Tokenizer | None = None,
+           max_token_length: int | None = None) -> Tokenizer:
     """train_from_table's work. The table comes in a list, which this empties: when the caller
     keeps no other reference (as train() does), the table's memory is given back as soon as the
     kernel has laid the words out, before the merging, which needs the most memory."""
     table = held.pop()
     special_tokens = table.special_tokens if special_tokens is ... else special_tokens
-    specials = _check_args(vocab_size, special_tokens, min_frequency, tie_break)
+    specials = _check_args(vocab_size if base is None else 256 + len(special_tokens), special_tokens,
+                           min_frequency, tie_break)
+    _check_continuation(base, vocab_size, tie_break, max_token_length)
     pattern = resolve(table.pattern if pattern is ... else pattern)
     byte_order = _tie_break_order(tie_break)
     report = report or TrainReport()
     if len(table) == 0:
         raise EmptyCorpusError("the corpus is empty: no text to learn merges from")
-    n_merges = vocab_size - 256 - len(specials)
+    new_specials = [s for s in specials if base is None or s not in base.special_tokens]
+    first_id = 256 if base is None else base.vocab_size
+    n_merges = vocab_size - first_id - len(new_specials)
     t0 = time.perf_counter()
     byte_ranks = None if byte_order is None else np.argsort(byte_order)
+    start, lengths = (None, None) if base is None else _tokenized_by(base, table)
     report.unique_chunks, report.total_chunks, report.table_symbols = len(table), table.total_chunks, table.n_symbols
     with progress.Bar(progress.enabled(show_progress), total=n_merges, unit="merge", desc="merging") as bar:
         kernel = _kernel.Trainer(table.symbols, table.offsets, table.counts, n_merges,
-                                 min(max(1, min_frequency), INT64_MAX), byte_ranks)
-        del table
+                                 min(max(1, min_frequency), INT64_MAX), byte_ranks,
+                                 max_token_length=max_token_length or 0, start=start, token_lengths=lengths,
+                                 first_id=first_id)
+        del table, start
         merges = kernel.learn(bar.callback(reach=True))
     if byte_order is not None:   # back from the tie-break ids to byte ids (merge ids are the same)
         merges = np.where(merges < 256, byte_order[np.minimum(merges, 255)], merges).astype(np.int32)
     report.seconds["merging"] = time.perf_counter() - t0
-    tok = Tokenizer(merges, pattern=pattern, special_tokens=list(specials))
+    tok = _tokenizer(base, merges, first_id, pattern, new_specials)
     report.merges, report.merges_requested, report.vocab_size = len(merges), n_merges, tok.vocab_size
     if len(merges) < n_merges:
         why = (f"no pair occurs {max(1, min_frequency)} or more times" if min_frequency > 1
@@ -175,11 +210,56 @@ def _learn(held: list, vocab_size: int, *, pattern, special_tokens, min_frequenc
     return tok
 
 
-def train(files: str | os.PathLike | Iterable[str | os.PathLike], vocab_size: int, *,
-          pattern: str | None = "cl100k", special_tokens: Sequence[str] = (), min_frequency: int = 0,
+def _check_continuation(base, vocab_size: int, tie_break: str, max_token_length) -> None:
+    if max_token_length is not None and (not _is_int(max_token_length) or max_token_length < 1):
+        raise ArgumentError(f"max_token_length must be a positive number of bytes, got {max_token_length!r}")
+    if base is None:
+        return
+    if not isinstance(base, Tokenizer):
+        raise ArgumentTypeError(f"base must be a Tokenizer (bpe_fast.load(...) opens any), not {type(base).__name__}")
+    if tie_break != "bytes":
+        raise ArgumentError("tie_break applies to training from bytes; continuing from a base, ties go to the "
+                            "smallest pair of the base's ids")
+    if vocab_size <= base.vocab_size:
+        raise ArgumentError(f"vocab_size={vocab_size} is no larger than the base's {base.vocab_size}: "
+                            f"continued training needs room for new tokens")
+
+
+def _tokenized_by(base: Tokenizer, table: WordTable) -> tuple[np.ndarray, np.ndarray]:
+    """The corpus as the base tokenizer leaves it, in the kernel's layout: each token's id at
+    its first byte, a tail mark -(id + 2) at its last, -1 between; and each id's length in
+    bytes. Each chunk is encoded whole by the base's merges, as the trained tokenizer will
+    encode it, also when the chunks come from another pattern (superword training)."""
+    encode = base._native.encode_chunk
+    ids = np.fromiter(itertools.chain.from_iterable(encode(table.word(i)) for i in range(len(table))),
+                      dtype=np.int32)
+    lengths = np.array([len(t) if t is not None else 0 for t in base._vocab], dtype=np.int32)
+    size = lengths[ids]
+    starts = np.cumsum(size) - size            # the words lie one after another, as in the table
+    slots = np.full(table.n_symbols, -1, dtype=np.int32)
+    slots[starts] = ids
+    long = size > 1
+    slots[starts[long] + size[long] - 1] = -ids[long] - 2
+    return slots, lengths
+
+
+def _tokenizer(base: Tokenizer | None, merges: np.ndarray, first_id: int, pattern, new_specials) -> Tokenizer:
+    """The trained tokenizer: the base's merges and ids, then the new merges; special tokens
+    (the base's with their ids, new ones after the new tokens)."""
+    if base is None:
+        return Tokenizer(merges, pattern=pattern, special_tokens=list(new_specials))
+    new_ids = np.arange(first_id, first_id + len(merges))
+    specials = dict(base.special_tokens) | {s: first_id + len(merges) + k for k, s in enumerate(new_specials)}
+    return Tokenizer(np.concatenate([base.merges, merges.reshape(-1, 2)]), pattern=pattern, special_tokens=specials,
+                     merge_ids=np.concatenate([base.merge_ids, new_ids]), byte_ids=base.byte_ids)
+
+
+def train(files: str | os.PathLike | Iterable[str | os.PathLike], vocab_size: int | Sequence[int], *,
+          pattern: str | None = ..., special_tokens: Sequence[str] = (), min_frequency: int = 0,
           workers: int | None = None, show_progress: bool | None = None, errors: str = "strict",
           block_size: int = DEFAULT_BLOCK_SIZE, tie_break: str = "bytes", lines: bool = False,
-          field: str = "text", column: str = "text", memory_budget: int | None = None, client=None) -> Tokenizer:
+          field: str = "text", column: str = "text", memory_budget: int | None = None, client=None,
+          base: Tokenizer | None = None, max_token_length: int | None = None) -> Tokenizer | list[Tokenizer]:
     """Train on files: ``count`` (any input: text, stdin, compressed, JSON lines, Parquet,
     directories; ``workers`` processes, default one per CPU), then ``train_from_table``.
 
@@ -187,11 +267,18 @@ def train(files: str | os.PathLike | Iterable[str | os.PathLike], vocab_size: in
     size, number of workers and memory budget. ``lines=True`` makes every line (up to "\n") a
     document of its own, as Hugging Face's ``train(files)`` and gigabpe read files: with
     ``tie_break="huggingface"`` and the GPT-2 pattern, the merges are then theirs.
+
+    ``base`` continues training from any tokenizer (ours, or loaded from tiktoken, GPT-2, Hugging
+    Face or minbpe files): its tokens keep their ids and merges their ranks, new tokens come after
+    every id it uses, and ``vocab_size`` is the size of the result. A list of sizes trains once,
+    to the largest, and gives one tokenizer per size. ``max_token_length`` (bytes) leaves out any
+    token longer than that. ``pattern`` defaults to the base's, or cl100k.
     """
-    specials = _check_args(vocab_size, special_tokens, min_frequency, tie_break)
+    pattern = _default_pattern(pattern, base)
+    specials = _check_sizes(vocab_size, special_tokens, min_frequency, tie_break, base, max_token_length)
     report = TrainReport()
     t0 = time.perf_counter()
-    held = [count(files, pattern=pattern, special_tokens=specials, workers=workers, show_progress=show_progress,
+    held = [count(files, pattern=pattern, special_tokens=[*specials, *_base_specials(base, specials)], workers=workers, show_progress=show_progress,
                   errors=errors, lines=lines, field=field, column=column, block_size=block_size,
                   memory_budget=memory_budget, client=client)]
     report.seconds["counting"] = time.perf_counter() - t0
@@ -199,27 +286,62 @@ def train(files: str | os.PathLike | Iterable[str | os.PathLike], vocab_size: in
     if len(held[0]) == 0:
         names = [files] if isinstance(files, (str, os.PathLike)) else list(files)
         raise EmptyCorpusError(f"the corpus is empty: {', '.join(map(str, names))} hold no text")
-    return _learn(held, vocab_size, pattern=held[0].pattern, special_tokens=specials, min_frequency=min_frequency,
-                  show_progress=show_progress, report=report, tie_break=tie_break)
+    return _learn_sizes(held, vocab_size, pattern=held[0].pattern, special_tokens=specials,
+                        min_frequency=min_frequency, show_progress=show_progress, report=report,
+                        tie_break=tie_break, base=base, max_token_length=max_token_length)
 
 
-def train_from_iterator(docs: Iterable[str | bytes], vocab_size: int, *, pattern: str | None = "cl100k",
+def _default_pattern(pattern, base: Tokenizer | None):
+    if pattern is not ...:
+        return pattern
+    return base.pattern if isinstance(base, Tokenizer) else "cl100k"     # (a wrong base is refused later)
+
+
+def _base_specials(base: Tokenizer | None, specials) -> list[str]:
+    """A base's special tokens are cut out of the text too, never learned."""
+    return [s for s in (base.special_tokens if base is not None else ()) if s not in specials]
+
+
+def _check_sizes(vocab_size, special_tokens, min_frequency, tie_break, base, max_token_length) -> tuple[str, ...]:
+    """Every training argument checked before any text is read; the special tokens as a tuple."""
+    sizes = list(vocab_size) if isinstance(vocab_size, (list, tuple)) else [vocab_size]
+    if not sizes:
+        raise ArgumentError("vocab_size is an empty list")
+    specials = special_token_list(special_tokens)
+    for size in sizes:
+        if base is None:
+            _check_args(size, specials, min_frequency, tie_break)
+        else:
+            _check_args(256 + len(specials), specials, min_frequency, tie_break)
+            if not _is_int(size):
+                raise ArgumentTypeError(f"vocab_size must be an integer, got {size!r}")
+    for size in sizes:
+        _check_continuation(base, size, tie_break, max_token_length)
+    return specials
+
+
+def train_from_iterator(docs: Iterable[str | bytes], vocab_size: int | Sequence[int], *, pattern: str | None = ...,
                         special_tokens: Sequence[str] = (), min_frequency: int = 0,
                         workers: int | None = None, show_progress: bool | None = None,
                         errors: str = "strict", batch_chars: int = DEFAULT_BATCH_CHARS,
-                        tie_break: str = "bytes", lines: bool = False, memory_budget: int | None = None) -> Tokenizer:
+                        tie_break: str = "bytes", lines: bool = False, memory_budget: int | None = None,
+                        base: Tokenizer | None = None,
+                        max_token_length: int | None = None) -> Tokenizer | list[Tokenizer]:
     """Train on documents from an iterator; each item is a separate document.
 
     Items are consumed lazily and sent to worker processes in batches, so the iterator may be
-    far larger than memory.
+    far larger than memory. ``base``, a list of sizes and ``max_token_length`` as in ``train``.
     """
-    specials = _check_args(vocab_size, special_tokens, min_frequency, tie_break)
+    pattern = _default_pattern(pattern, base)
+    specials = _check_sizes(vocab_size, special_tokens, min_frequency, tie_break, base, max_token_length)
     report = TrainReport(input_unit="chars")
     t0 = time.perf_counter()
-    held = [count_from_iterator(docs, pattern=pattern, special_tokens=specials, workers=workers,
+    held = [count_from_iterator(docs, pattern=pattern, special_tokens=[*specials, *_base_specials(base, specials)],
+                                workers=workers,
                                 show_progress=show_progress, errors=errors, lines=lines, batch_chars=batch_chars,
                                 memory_budget=memory_budget)]
     report.seconds["counting"] = time.perf_counter() - t0
     report.input_size = held[0].input_bytes
-    return _learn(held, vocab_size, pattern=held[0].pattern, special_tokens=specials, min_frequency=min_frequency,
-                  show_progress=show_progress, report=report, tie_break=tie_break)
+    return _learn_sizes(held, vocab_size, pattern=held[0].pattern, special_tokens=specials,
+                        min_frequency=min_frequency, show_progress=show_progress, report=report,
+                        tie_break=tie_break, base=base, max_token_length=max_token_length)

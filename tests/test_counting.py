@@ -32,9 +32,31 @@ def whole_counts(text: str, pattern: str) -> Counter:
 def test_every_safe_cut_keeps_the_chunks(pattern, text):
     """Splitting at *all* safe cuts at once gives exactly the chunks of the whole text."""
     data = text.encode("utf-8")
-    cuts = [i for i in range(len(data) + 1) if is_safe_cut(data, i)]
+    cuts = [i for i in range(len(data) + 1) if is_safe_cut(data, i, pattern)]
     pieces = [data[a:b].decode("utf-8") for a, b in zip([0, *cuts], [*cuts, len(data)])]
     assert Counter(c.encode() for c in chunks_of(pieces, pattern)) == whole_counts(text, pattern)
+
+
+@pytest.mark.parametrize("pattern", NAMED, ids=IDS)
+@given(text=st.text(alphabet="ab 1.\r\n\t/é", max_size=200))
+@settings(max_examples=300, deadline=None)
+def test_crlf_cuts_keep_the_chunks(pattern, text):
+    """The same on text made mostly of CRLF line ends (the pattern-specific rules)."""
+    data = text.replace("\n", "\r\n").encode("utf-8")
+    cuts = [i for i in range(len(data) + 1) if is_safe_cut(data, i, pattern)]
+    pieces = [data[a:b].decode("utf-8") for a, b in zip([0, *cuts], [*cuts, len(data)])]
+    assert Counter(c.encode() for c in chunks_of(pieces, pattern)) == whole_counts(data.decode(), pattern)
+
+
+def test_crlf_files_are_cut_into_blocks(tmp_path):
+    text = "".join(f"line {i}: some words here.\r\n" for i in range(2000))
+    path = tmp_path / "crlf.txt"
+    path.write_bytes(text.encode())
+    for pattern in NAMED:
+        config = CountConfig(pattern)
+        tasks = list(file_tasks(str(path), path.stat().st_size, config.cut, 4096))
+        assert len(tasks) > 10
+        assert Counter(count_tasks(tasks, config, workers=1).as_dict()) == whole_counts(text, pattern)
 
 
 def test_cut_rule_refuses_the_dangerous_places():

@@ -1,0 +1,176 @@
+"""Training that other trainers do not offer: continue any tokenizer, many vocabulary sizes from
+one run, a maximum token length. Each held to the plain-Python reference and to the peers."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bpe_fast
+from bpe_fast import Tokenizer, WordTable
+from bpe_fast._kernel import train_merges
+from bpe_fast.cli import main
+from bpe_fast.reference import train_reference
+
+from .conftest import need, needs_data, needs_vocabs, read_corpus, small_text, vocab_dir
+
+SMALL = [small_text()] * 4
+
+
+# -- continued training ------------------------------------------------------------------------
+
+@pytest.mark.parametrize("pattern", ["gpt2", "cl100k", "o200k", None])
+def test_continuing_equals_training_straight_through(pattern):
+    first = bpe_fast.train_from_iterator(SMALL, 400, pattern=pattern, workers=1)
+    continued = bpe_fast.train_from_iterator(SMALL, 700, pattern=pattern, base=first, workers=1)
+    direct = bpe_fast.train_from_iterator(SMALL, 700, pattern=pattern, workers=1)
+    assert continued == direct
+
+
+@needs_data
+@pytest.mark.parametrize("name,pattern", [("taylorswift.txt", "cl100k"), ("multilingual/ru.txt", "o200k"),
+                                          ("code_python.txt", "gpt2")])
+def test_continuing_4096_to_8192_equals_8192(corpora, name, pattern):
+    docs = [read_corpus(corpora / name)]
+    half = bpe_fast.train_from_iterator(docs, 4096, pattern=pattern)
+    assert bpe_fast.train_from_iterator(docs, 8192, pattern=pattern, base=half) == \
+        bpe_fast.train_from_iterator(docs, 8192, pattern=pattern)
+
+
+def test_the_reference_continues_the_same_way():
+    words = {b"lower": 5, b"lowest": 3, b"newer": 6, b"wider": 2, b"low": 7}
+    first = train_reference(words, 4)
+    tok = Tokenizer(first, pattern=None)
+    start = [tok.encode_ordinary(w.decode()) for w in words]
+    lengths = {256 + i: len(tok.token_bytes(256 + i)) for i in range(len(first))}
+    rest = train_reference(words, 6, start=start, token_lengths=lengths, first_id=256 + len(first))
+    assert first + rest == train_reference(words, 10)
+
+
+def test_a_base_keeps_its_ids_and_its_special_tokens():
+    base = bpe_fast.train_from_iterator(SMALL, 400, pattern="cl100k", special_tokens=["<|endoftext|>", "<|pad|>"],
+                                        workers=1)
+    tok = bpe_fast.train_from_iterator(SMALL, 600, base=base, special_tokens=["<|new|>"], workers=1)
+    assert tok.vocab_size == 600 and tok.pattern == base.pattern
+    assert tok.special_tokens == {"<|endoftext|>": 398, "<|pad|>": 399, "<|new|>": 599}
+    assert np.array_equal(tok.merges[:len(base.merges)], base.merges)
+    assert tok.merge_ids[len(base.merges)] == 400                 # new tokens follow every id of the base
+    assert all(tok.token_bytes(i) == base.token_bytes(i) for i in range(398))
+    text = small_text()
+    assert tok.decode(tok.encode(text, allowed_special="all")) == text
+    assert len(tok.encode(text, disallowed_special=())) < len(base.encode(text, disallowed_special=()))
+
+
+@pytest.mark.parametrize("fmt", ["huggingface", "gpt2", "tiktoken", "minbpe"])
+def test_continue_a_tokenizer_read_from_any_format(tmp_path, fmt):
+    base = bpe_fast.train_from_iterator(SMALL, 350, pattern="gpt2", workers=1)
+    if fmt == "huggingface":
+        base.save_huggingface(tmp_path / "t.json")
+        loaded = Tokenizer.from_huggingface(tmp_path / "t.json")
+    elif fmt == "gpt2":
+        base.save_gpt2(tmp_path / "e.json", tmp_path / "v.bpe")
+        loaded = Tokenizer.from_gpt2(tmp_path / "e.json", tmp_path / "v.bpe")
+    elif fmt == "tiktoken":
+        base.save_tiktoken(tmp_path / "t.tiktoken")
+        loaded = Tokenizer.from_tiktoken(tmp_path / "t.tiktoken", pattern="gpt2")
+    else:
+        base.save_minbpe(tmp_path / "t")
+        loaded = Tokenizer.from_minbpe(tmp_path / "t.model")
+    assert bpe_fast.train_from_iterator(SMALL, 600, base=loaded, workers=1) == \
+        bpe_fast.train_from_iterator(SMALL, 600, pattern="gpt2", workers=1)
+
+
+@needs_vocabs
+def test_continuing_cl100k_exports_to_tiktoken_and_hugging_face(tmp_path):
+    tiktoken = need("tiktoken")
+    hf = need("tokenizers")
+    cl100k = bpe_fast.load("cl100k_base", path=vocab_dir())
+    docs = [small_text() * 3, "bpe_fast_continued_training bpe_fast_continued_training " * 50]
+    tok = bpe_fast.train_from_iterator(docs, cl100k.vocab_size + 40, base=cl100k, workers=1)
+    assert tok.merge_ids[-40:].tolist() == list(range(100277, 100317))
+    ranks = tok.mergeable_ranks()
+    assert {t: ranks[t] for t in cl100k.mergeable_ranks()} == cl100k.mergeable_ranks()
+    enc = tok.to_tiktoken()
+    tok.save_huggingface(tmp_path / "t.json")
+    theirs = hf.Tokenizer.from_file(str(tmp_path / "t.json"))
+    for text in docs + [small_text()]:
+        ids = tok.encode_ordinary(text)
+        assert enc.encode_ordinary(text) == ids == theirs.encode(text).ids
+    assert len(tok.encode_ordinary(docs[1])) < 0.75 * len(cl100k.encode_ordinary(docs[1]))   # 40 merges learned it
+    assert isinstance(enc, tiktoken.Encoding)
+
+
+def test_continuation_arguments_are_checked_before_reading():
+    base = bpe_fast.train_from_iterator(SMALL, 300, workers=1)
+
+    def docs():
+        raise AssertionError("the corpus was read")
+        yield "never"
+
+    with pytest.raises(bpe_fast.ArgumentError, match="no larger than the base's 300"):
+        bpe_fast.train_from_iterator(docs(), 300, base=base)
+    with pytest.raises(bpe_fast.ArgumentError, match="tie_break applies to training from bytes"):
+        bpe_fast.train_from_iterator(docs(), 400, base=base, tie_break="huggingface")
+    with pytest.raises(bpe_fast.ArgumentTypeError, match="base must be a Tokenizer"):
+        bpe_fast.train_from_iterator(docs(), 400, base="cl100k_base")
+
+
+# -- many vocabulary sizes from one run ------------------------------------------------------
+
+def test_truncated_is_a_shorter_training():
+    big = bpe_fast.train_from_iterator(SMALL, 700, pattern="o200k", special_tokens=["<|endoftext|>"], workers=1)
+    for size in (257, 400, 699, 700):
+        assert big.truncated(size) == bpe_fast.train_from_iterator(SMALL, size, pattern="o200k",
+                                                                    special_tokens=["<|endoftext|>"], workers=1)
+    with pytest.raises(bpe_fast.VocabularyError, match="out of range"):
+        big.truncated(800)
+
+
+def test_a_list_of_sizes_trains_once():
+    sizes = [300, 500, 450]
+    toks = bpe_fast.train_from_iterator(SMALL, sizes, workers=1)
+    assert [t.vocab_size for t in toks] == sizes
+    assert toks == [bpe_fast.train_from_iterator(SMALL, v, workers=1) for v in sizes]
+    table = bpe_fast.count_from_iterator(SMALL, workers=1)
+    assert bpe_fast.train_from_table(table, sizes) == toks
+
+
+def test_cli_trains_several_sizes_and_evaluates_them(tmp_path, capsys):
+    corpus, held_out = tmp_path / "c.txt", tmp_path / "h.txt"
+    corpus.write_text(small_text() * 3)
+    held_out.write_text("A held-out text about lighthouses, ledgers and the sea.\n" * 20)
+    assert main(["train", str(corpus), "--vocab-size", "300,400,600", "-o", str(tmp_path / "t-{vocab_size}.json"),
+                 "--eval", str(held_out), "--plot", str(tmp_path / "sizes.png"), "-q", "--workers", "1"]) == 0
+    out = capsys.readouterr().out
+    ratios = {}
+    for size in (300, 400, 600):
+        tok = bpe_fast.load(tmp_path / f"t-{size}.json")
+        text = held_out.read_text()
+        ratios[size] = len(text.encode()) / len(tok.encode(text))
+        assert f"{size:>10,} {ratios[size]:>12.3f}" in out
+    assert ratios[300] < ratios[400] < ratios[600]
+    assert (tmp_path / "sizes.png").stat().st_size > 1000
+    assert main(["train", str(corpus), "--vocab-size", "300,400", "-o", str(tmp_path / "t.json"), "-q"]) == 2
+    assert "-o must hold {vocab_size}" in capsys.readouterr().err
+
+
+# -- maximum token length ---------------------------------------------------------------------
+
+@given(words=st.dictionaries(st.text(alphabet="abc ", min_size=1, max_size=12).map(str.encode), st.integers(1, 50),
+                             min_size=1, max_size=10),
+       n_merges=st.integers(0, 30), limit=st.integers(1, 6), track_from=st.sampled_from([0, 1]))
+@settings(max_examples=300, deadline=None)
+def test_max_token_length_equals_the_reference(words, n_merges, limit, track_from):
+    table = WordTable.from_counts(words)
+    merges = train_merges(table.symbols, table.offsets, table.counts, n_merges, max_token_length=limit,
+                          track_from=track_from)
+    assert [tuple(m) for m in merges.tolist()] == train_reference(words, n_merges, max_token_length=limit)
+
+
+def test_no_learned_token_is_longer_than_the_limit():
+    tok = bpe_fast.train_from_iterator(SMALL, 600, pattern=None, max_token_length=4, workers=1)
+    assert tok.vocab_size == 600
+    assert max(len(tok.token_bytes(i)) for i in range(tok.n_base)) == 4
+    unlimited = bpe_fast.train_from_iterator(SMALL, 600, pattern=None, workers=1)
+    assert max(len(unlimited.token_bytes(i)) for i in range(unlimited.n_base)) > 4
