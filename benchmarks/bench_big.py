@@ -51,10 +51,10 @@ def train(lib: str, task: str, corpus: str, vocab_size: int, workers: int) -> li
         import bpe_fast
         if task == "gigabpe":
             tok = bpe_fast.train([corpus], vocab_size, pattern="gpt2", tie_break="huggingface", lines=True,
-                                 workers=workers, show_progress=False)
+                                 workers=workers, progress="none")
         else:
             tok = bpe_fast.train_from_iterator(documents(corpus), vocab_size, pattern="cl100k", workers=workers,
-                                               show_progress=False)
+                                               progress="none")
         return [tok.token_bytes(i) for i in tok.merge_ids.tolist()]
     if lib == "gigabpe":
         import gigabpe

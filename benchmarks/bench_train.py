@@ -67,7 +67,7 @@ def import_trainer(lib: str, cl100k: str):
     if lib == "bpe_fast":
         import bpe_fast
         return lambda docs, n: bpe_fast.train_from_iterator(
-            docs, n, pattern="cl100k", show_progress=False).mergeable_ranks()
+            docs, n, pattern="cl100k", progress="none").mergeable_ranks()
     if lib == "rustbpe":
         import rustbpe
 

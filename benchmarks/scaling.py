@@ -91,7 +91,7 @@ def trainer(lib: str):
             import warnings
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")  # VocabSizeWarning when a small corpus runs out of pairs
-                return bpe_fast.train_from_iterator(docs, n, pattern="cl100k", show_progress=False).vocab_size
+                return bpe_fast.train_from_iterator(docs, n, pattern="cl100k", progress="none").vocab_size
         return train_bpe_fast
     if lib == "rustbpe":
         import rustbpe

@@ -181,6 +181,18 @@ cdef class MergeEncoder:
                 self.encode_piece(&data[0], data.shape[0], &out)
         return out
 
+    def encode_chunks(self, const unsigned char[::1] data, const int64_t[::1] offsets):
+        """The ids of every chunk of a word table (chunk i is data[offsets[i]:offsets[i + 1]]),
+        one after another, as an int32 array: each chunk encoded whole, in one call."""
+        cdef vector[int32_t] out
+        cdef Py_ssize_t i, n = offsets.shape[0] - 1
+        out.reserve(data.shape[0] // 2 + 16)
+        if data.shape[0]:
+            with nogil:
+                for i in range(n):
+                    self.encode_piece(&data[0] + offsets[i], offsets[i + 1] - offsets[i], &out)
+        return np.asarray(<int32_t[:out.size()]>out.data()).copy() if out.size() else np.empty(0, np.int32)
+
     def encode_text(self, const unsigned char[::1] data):
         """Split UTF-8 text with the named pattern and encode every chunk: a list of ids.
 

@@ -154,12 +154,14 @@ cdef class _Merger:
     cdef int32_t[::1] left_of      # s -> id of the tracked pair (s, a), or -1
     cdef int32_t[::1] right_of     # t -> id of the tracked pair (b, t), or -1
     cdef vector[int32_t] created   # pairs this merge created
-    # work counters, for profiling
+    # work counters, for profiling; progress of the set-up (slots laid out or counted so far)
     cdef int64_t visited, replaced, recounts
     cdef Py_ssize_t initial_pairs
+    cdef object report
+    cdef Py_ssize_t reported
 
     def __cinit__(self, symbols, const int64_t[::1] offsets, const int64_t[::1] counts, Py_ssize_t n_merges,
-                  int64_t track_from, byte_ranks, start, token_lengths, int32_t first_id):
+                  int64_t track_from, byte_ranks, start, token_lengths, int32_t first_id, setup_progress=None):
         cdef Py_ssize_t n_ids = first_id + n_merges
         lengths = np.zeros(n_ids, dtype=np.int32)
         lengths[:256] = 1
@@ -173,7 +175,9 @@ cdef class _Merger:
         self.ends_with.resize(n_ids)
         self.starts_with.resize(n_ids)
         self.track_from = max(track_from, 1)
+        self.report = setup_progress
         self.lay_out(np.asarray(symbols), offsets, counts, byte_ranks, start)
+        self.reported = self.sym.shape[0]
         self.recount()
         self.initial_pairs = self.keys.size()
 
@@ -214,6 +218,7 @@ cdef class _Merger:
             p += length
             if k % 65536 == 0:
                 PyErr_CheckSignals()
+                self.advance(p)
         if n_heavy == n_words:
             self.heavy_end = p
         heavy = order[:n_heavy]
@@ -221,6 +226,13 @@ cdef class _Merger:
         self.word_of = np.repeat(np.arange(n_heavy, dtype=np.int32), lengths)
         self.run_start = np.array(run_start + [n_sym], dtype=np.int64)
         self.run_count = np.array(run_count, dtype=np.int64)
+        return 0
+
+    cdef int advance(self, Py_ssize_t slots) except -1:
+        """Tell the set-up's progress callback (if any) how far it is: three passes over the slots
+        (the layout and the two of the pair count); ``slots`` into the current one."""
+        if self.report is not None and self.recounts == 0:
+            self.report(min(self.reported + slots, 3 * self.sym.shape[0]))
         return 0
 
     cdef inline int64_t weight_at(self, Py_ssize_t p) noexcept nogil:
@@ -271,6 +283,7 @@ cdef class _Merger:
                 for p in range(n):
                     if p % SIGNAL_CHECK_EVERY == 0:
                         PyErr_CheckSignals()
+                        self.advance(p)
                     if self.sym[p] < 0:
                         continue
                     q = self.next_token(p)
@@ -303,6 +316,7 @@ cdef class _Merger:
                     self.append(tracked_id[t], p)
                 if round_ == 0:
                     tracked_id.assign(totals.size(), -1)
+                self.reported += n
         finally:
             pairmap_free(&seen)
         for pid in range(<int32_t>self.keys.size()):
@@ -515,7 +529,7 @@ cdef class Trainer:
 
     def __init__(self, symbols, const int64_t[::1] offsets, const int64_t[::1] counts, Py_ssize_t n_merges,
                  int64_t min_count=1, byte_ranks=None, int64_t track_from=0, int64_t max_token_length=0,
-                 start=None, token_lengths=None, int32_t first_id=256):
+                 start=None, token_lengths=None, int32_t first_id=256, setup_progress=None):
         check_word_table(symbols, offsets, counts)
         if start is not None:
             start = np.ascontiguousarray(start, dtype=np.int32)
@@ -531,7 +545,9 @@ cdef class Trainer:
         self.max_length = max_token_length
         self.n_symbols, self.n_words = len(symbols), counts.shape[0]
         self.run = _Merger(symbols, offsets, counts, self.max_merges, track_from or 8 * self.min_count, byte_ranks,
-                           start, token_lengths, first_id)
+                           start, token_lengths, first_id, setup_progress)
+        if setup_progress is not None:
+            setup_progress(3 * self.n_symbols)
 
     def learn(self, progress=None, Py_ssize_t progress_every=256, dict stats=None):
         """The merges, an int32 array (n, 2): up to ``max_merges``, stopping early when no pair is

@@ -19,6 +19,7 @@ from .outputs import check_output
 from .ladder.cli import add_profile_parser
 from .paths import stdlib_root, stdlib_sources
 from .patterns import known_names, name_of
+from .progress import MODES
 from .trainer import TrainReport, count, train, train_from_table
 from .wordtable import WordTable
 
@@ -70,7 +71,10 @@ def add_input_options(p) -> None:
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="count on this Dask scheduler (tcp://host:8786); the files must be readable there")
     p.add_argument("--block-size", type=int, default=None, help=argparse.SUPPRESS)
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bars")
+    p.add_argument("--progress", choices=MODES, default="auto",
+                   help="bar: progress bars; json: one JSON line per update on stderr; none; auto (the "
+                        "default): bars on a terminal")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress (as --progress none)")
 
 
 def add_train_parser(sub) -> None:
@@ -89,6 +93,11 @@ def add_train_parser(sub) -> None:
     t.add_argument("--vocabs", default=None, help="folder of the named encodings' files (for --base)")
     t.add_argument("--max-token-length", type=int, default=None, metavar="BYTES",
                    help="learn no token longer than this many bytes")
+    t.add_argument("--superword-at", type=int, default=None, metavar="SIZE",
+                   help="learn superword tokens (SuperBPE): with --pattern up to SIZE, then across words "
+                        "with --superword-pattern up to --vocab-size")
+    t.add_argument("--superword-pattern", default="superword",
+                   help="the stage-two pattern of --superword-at (default superword: SuperBPE's rule)")
     t.add_argument("--eval", nargs="+", default=[], metavar="FILE",
                    help="held-out text files: print bytes per token of each trained size on them")
     t.add_argument("--plot", default=None, metavar="PNG", help="with --eval: draw bytes per token against vocab size")
@@ -130,11 +139,15 @@ def _show_learned(tok, out) -> None:
     print(f"encode({sample!r}) -> {len(ids)} tokens for {len(sample.encode())} bytes", file=out)
 
 
+def _progress(args) -> str:
+    return "none" if args.quiet else args.progress
+
+
 def count_options(args) -> dict:
     """The keyword arguments of ``count``/``train`` that the input options give."""
     extra = {"block_size": args.block_size} if args.block_size else {}
     return dict(pattern=args.pattern or DEFAULT_PATTERN, special_tokens=args.special, workers=args.workers,
-                show_progress=False if args.quiet else None, errors=args.errors, lines=args.lines,
+                progress=_progress(args), errors=args.errors, lines=args.lines,
                 field=args.field, column=args.column, memory_budget=args.memory_budget,
                 client=_dask_client(args.scheduler), **extra)
 
@@ -174,7 +187,7 @@ def _train_from_counts(args, options: dict):
     table = WordTable.merge([WordTable.load(p) for p in args.counts])
     report = TrainReport(input_size=table.input_bytes)
     return train_from_table(table, _sizes(args), min_frequency=args.min_frequency, tie_break=args.tie_break,
-                            show_progress=False if args.quiet else None, report=report, **options)
+                            progress=_progress(args), report=report, **options)
 
 
 def _sizes(args):
@@ -215,6 +228,10 @@ def cmd_train(args) -> int:
         sources([path])
     base = load(args.base, args.vocabs) if args.base else None
     options = dict(base=base, max_token_length=args.max_token_length)
+    if args.superword_at is not None:
+        if args.counts:
+            raise ArgumentError("--superword-at counts the text twice, with two patterns: give INPUTs, not --counts")
+        options.update(superword_at=args.superword_at, superword_pattern=args.superword_pattern)
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

@@ -110,12 +110,14 @@ class ChunkCounter:
         self.scanner = native_scanner(config.pattern)
         self.regex = compile_pattern(config.pattern) if config.pattern is not None and self.scanner is None else None
         self.specials = special_splitter(config.special_tokens)
+        self.special_bytes = [t.encode("utf-8") for t in config.special_tokens]
         self.table = ChunkTable()
         self.spills: list[str] = []
         self.input_size = 0
 
     def add_text(self, text: str, where: str) -> None:
-        for piece in special_pieces(text, self.specials):
+        specials = self.specials if self.specials is not None and self._holds_special(text) else None
+        for piece in special_pieces(text, specials):
             if self.config.lines:
                 for line in _lines(piece):
                     self._add_piece(line, where)
@@ -134,8 +136,13 @@ class ChunkCounter:
         else:
             self.table.add(to_utf8(piece, self.config.errors, where))
 
+    def _holds_special(self, text: str) -> bool:
+        """Does text hold any special token? (A plain substring search is far quicker than the
+        splitting regex, and most text holds none.)"""
+        return any(token in text for token in self.config.special_tokens)
+
     def add_utf8(self, data: bytes, where: str, base_offset: int = 0) -> None:
-        if self.scanner is not None and self.specials is None:
+        if self.scanner is not None and not any(token in data for token in self.special_bytes):
             try:
                 data.decode("utf-8")                    # only to validate
             except UnicodeDecodeError:

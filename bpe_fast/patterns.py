@@ -34,9 +34,19 @@ O200K = "|".join(
     ]
 )
 
+# SuperBPE's stage-two rule (Liu et al. 2025, arXiv 2503.13423; their extend_tokenizer.sh): the
+# text is split only at runs of 1-3 digits, at runs of two or more punctuation marks (with a
+# space before and newlines or "/" after), and at runs of spaces before a space or the end;
+# everything between (words with their single spaces, single punctuation) stays one chunk, so
+# tokens may span words ("by the way"). They give it to Hugging Face's Split with "isolated"
+# behaviour, which keeps the text between matches; here the same is one findall pattern: the
+# splitter, or the longest run of characters where it does not match.
+SUPERWORD_SPLIT = r"""\p{N}{1,3}| ?[^\s\p{L}\p{N}]{2,}[\r\n/]*| +(?!\S)"""
+SUPERWORD = rf"""{SUPERWORD_SPLIT}|(?:(?!(?:{SUPERWORD_SPLIT}))[\s\S])+"""
+
 # Names a pattern may be given by, in any case: the short names and tiktoken's encoding names.
 NAMED = {"gpt2": GPT2, "r50k": GPT2, "r50k_base": GPT2, "p50k": GPT2, "p50k_base": GPT2,
-         "cl100k": CL100K, "cl100k_base": CL100K, "o200k": O200K, "o200k_base": O200K}
+         "cl100k": CL100K, "cl100k_base": CL100K, "o200k": O200K, "o200k_base": O200K, "superword": SUPERWORD}
 NO_SPLIT = "none"     # the name for "no pre-tokenization": each document is one chunk
 
 # Patterns for which a file may be cut into blocks after a "\n" (see pretokenize.safe_cut):
@@ -117,7 +127,7 @@ def name_of(text: str | None) -> str:
     """A short name for summaries: the canonical named pattern, 'none', or 'custom'."""
     if text is None:
         return "none"
-    for name in ("gpt2", "cl100k", "o200k"):
+    for name in ("gpt2", "cl100k", "o200k", "superword"):
         if NAMED[name] == text:
             return name
     return "custom"

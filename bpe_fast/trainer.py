@@ -2,9 +2,9 @@
 Tokenizer), and ``train``/``train_from_iterator``, which do both."""
 from __future__ import annotations
 
-import itertools
 import os
 import time
+from concurrent.futures import ThreadPoolExecutor
 import warnings
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
@@ -12,8 +12,9 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from . import _kernel
-from . import progress
-from .counting import DEFAULT_BATCH_CHARS, DEFAULT_BLOCK_SIZE, count_tasks, make_config
+from .progress import Bar, ProgressOption, summary
+from .progress import check as check_progress
+from .counting import DEFAULT_BATCH_CHARS, DEFAULT_BLOCK_SIZE, count_tasks, default_workers, make_config
 from .distributed import count_on_cluster
 from .inputs import docs_tasks, sources, tasks_of
 from .bytelevel import huggingface_byte_order
@@ -78,7 +79,7 @@ def _tie_break_order(tie_break: str) -> np.ndarray | None:
 
 
 def count(inputs: str | os.PathLike | Iterable[str | os.PathLike], *, pattern: str | None = "cl100k",
-          special_tokens: Sequence[str] = (), workers: int | None = None, show_progress: bool | None = None,
+          special_tokens: Sequence[str] = (), workers: int | None = None, progress: ProgressOption = "auto",
           errors: str = "strict", lines: bool = False, field: str = "text", column: str = "text",
           block_size: int = DEFAULT_BLOCK_SIZE, memory_budget: int | None = None, client=None) -> WordTable:
     """Count the chunks of every input into a word table: count once, then train as often as
@@ -104,13 +105,17 @@ def count(inputs: str | os.PathLike | Iterable[str | os.PathLike], *, pattern: s
     tasks = (t for source in found for t in tasks_of(source, cut, block_size, field, column))
     sizes = [source.size for source in found]
     total = None if None in sizes else sum(sizes)           # streams have no size to show progress against
-    with progress.Bar(progress.enabled(show_progress), total=total, unit="B", unit_scale=True, desc="counting") as bar:
-        return count_tasks(tasks, config, workers, bar.callback())
+    start = time.perf_counter()
+    with Bar(check_progress(progress), "counting", total, unit="B", unit_scale=True) as bar:
+        table = count_tasks(tasks, config, workers, bar.callback())
+    summary("counting", time.perf_counter() - start, bytes=table.input_bytes, chunks=table.total_chunks,
+            distinct=len(table))
+    return table
 
 
 def count_from_iterator(docs: Iterable[str | bytes], *, pattern: str | None = "cl100k",
                         special_tokens: Sequence[str] = (), workers: int | None = None,
-                        show_progress: bool | None = None, errors: str = "strict", lines: bool = False,
+                        progress: ProgressOption = "auto", errors: str = "strict", lines: bool = False,
                         batch_chars: int = DEFAULT_BATCH_CHARS, memory_budget: int | None = None) -> WordTable:
     """Count the chunks of documents from an iterator (each item one document, str or UTF-8
     bytes) into a word table. Items are consumed lazily and sent to the workers in batches, so
@@ -119,12 +124,16 @@ def count_from_iterator(docs: Iterable[str | bytes], *, pattern: str | None = "c
         raise ArgumentTypeError("docs must be an iterable of documents, not a single str/bytes "
                                 "(wrap it in a list: [text])")
     config = make_config(pattern, special_tokens, errors, lines, memory_budget)
-    with progress.Bar(progress.enabled(show_progress), total=None, unit="char", unit_scale=True, desc="counting") as bar:
-        return count_tasks(docs_tasks(docs, batch_chars), config, workers, bar.callback())
+    start = time.perf_counter()
+    with Bar(check_progress(progress), "counting", None, unit="char", unit_scale=True) as bar:
+        table = count_tasks(docs_tasks(docs, batch_chars), config, workers, bar.callback())
+    summary("counting", time.perf_counter() - start, characters=table.input_bytes, chunks=table.total_chunks,
+            distinct=len(table))
+    return table
 
 
 def train_from_table(table: WordTable, vocab_size: int | Sequence[int], *, pattern=..., special_tokens=...,
-                     min_frequency: int = 0, show_progress: bool | None = None,
+                     min_frequency: int = 0, progress: ProgressOption = "auto",
                      report: TrainReport | None = None, tie_break: str = "bytes", base: Tokenizer | None = None,
                      max_token_length: int | None = None) -> Tokenizer | list[Tokenizer]:
     """Learn merges from a word table (the kernel stage alone): count once, train many times.
@@ -138,7 +147,7 @@ def train_from_table(table: WordTable, vocab_size: int | Sequence[int], *, patte
         raise ArgumentTypeError(f"train_from_table takes a WordTable (bpe_fast.count, WordTable.load), "
                                 f"not {type(table).__name__}")
     return _learn_sizes([table], vocab_size, pattern=pattern, special_tokens=special_tokens,
-                        min_frequency=min_frequency, show_progress=show_progress, report=report,
+                        min_frequency=min_frequency, progress=progress, report=report,
                         tie_break=tie_break, base=base, max_token_length=max_token_length)
 
 
@@ -167,7 +176,7 @@ def _cut(tok: Tokenizer, vocab_size: int, base: Tokenizer | None) -> Tokenizer:
 
 
 def _learn(held: list, vocab_size: int, *, pattern, special_tokens, min_frequency: int,
-           show_progress: bool | None, report: TrainReport | None, tie_break: str, base: Tokenizer | None = None,
+           progress: ProgressOption, report: TrainReport | None, tie_break: str, base: Tokenizer | None = None,
            max_token_length: int | None = None) -> Tokenizer:
     """train_from_table's work. The table comes in a list, which this empties: when the caller
     keeps no other reference (as train() does), the table's memory is given back as soon as the
@@ -189,16 +198,19 @@ def _learn(held: list, vocab_size: int, *, pattern, special_tokens, min_frequenc
     byte_ranks = None if byte_order is None else np.argsort(byte_order)
     start, lengths = (None, None) if base is None else _tokenized_by(base, table)
     report.unique_chunks, report.total_chunks, report.table_symbols = len(table), table.total_chunks, table.n_symbols
-    with progress.Bar(progress.enabled(show_progress), total=n_merges, unit="merge", desc="merging") as bar:
+    check_progress(progress)
+    with Bar(progress, "pairs", 3 * table.n_symbols, unit="B", unit_scale=True) as bar:
         kernel = _kernel.Trainer(table.symbols, table.offsets, table.counts, n_merges,
                                  min(max(1, min_frequency), INT64_MAX), byte_ranks,
                                  max_token_length=max_token_length or 0, start=start, token_lengths=lengths,
-                                 first_id=first_id)
-        del table, start
+                                 first_id=first_id, setup_progress=bar.callback(reach=True))
+    del table, start
+    with Bar(progress, "merging", n_merges, unit="merge") as bar:
         merges = kernel.learn(bar.callback(reach=True))
     if byte_order is not None:   # back from the tie-break ids to byte ids (merge ids are the same)
         merges = np.where(merges < 256, byte_order[np.minimum(merges, 255)], merges).astype(np.int32)
     report.seconds["merging"] = time.perf_counter() - t0
+    summary("merging", report.seconds["merging"], merges=len(merges))
     tok = _tokenizer(base, merges, first_id, pattern, new_specials)
     report.merges, report.merges_requested, report.vocab_size = len(merges), n_merges, tok.vocab_size
     if len(merges) < n_merges:
@@ -230,9 +242,7 @@ def _tokenized_by(base: Tokenizer, table: WordTable) -> tuple[np.ndarray, np.nda
     its first byte, a tail mark -(id + 2) at its last, -1 between; and each id's length in
     bytes. Each chunk is encoded whole by the base's merges, as the trained tokenizer will
     encode it, also when the chunks come from another pattern (superword training)."""
-    encode = base._native.encode_chunk
-    ids = np.fromiter(itertools.chain.from_iterable(encode(table.word(i)) for i in range(len(table))),
-                      dtype=np.int32)
+    ids = _encode_chunks(base, table)
     lengths = np.array([len(t) if t is not None else 0 for t in base._vocab], dtype=np.int32)
     size = lengths[ids]
     starts = np.cumsum(size) - size            # the words lie one after another, as in the table
@@ -241,6 +251,17 @@ def _tokenized_by(base: Tokenizer, table: WordTable) -> tuple[np.ndarray, np.nda
     long = size > 1
     slots[starts[long] + size[long] - 1] = -ids[long] - 2
     return slots, lengths
+
+
+def _encode_chunks(base: Tokenizer, table: WordTable) -> np.ndarray:
+    """Every chunk of the table encoded whole by the base, on as many threads as there are CPUs
+    (the native encoder runs without the GIL), in table order."""
+    n, threads = len(table), min(default_workers(), max(1, len(table) // 50_000))
+    bounds = [n * k // threads for k in range(threads + 1)]
+    with ThreadPoolExecutor(threads) as pool:
+        parts = pool.map(lambda k: base._native.encode_chunks(table.symbols, table.offsets[bounds[k]:bounds[k + 1] + 1]),
+                         range(threads))
+        return np.concatenate(list(parts))
 
 
 def _tokenizer(base: Tokenizer | None, merges: np.ndarray, first_id: int, pattern, new_specials) -> Tokenizer:
@@ -256,10 +277,11 @@ def _tokenizer(base: Tokenizer | None, merges: np.ndarray, first_id: int, patter
 
 def train(files: str | os.PathLike | Iterable[str | os.PathLike], vocab_size: int | Sequence[int], *,
           pattern: str | None = ..., special_tokens: Sequence[str] = (), min_frequency: int = 0,
-          workers: int | None = None, show_progress: bool | None = None, errors: str = "strict",
+          workers: int | None = None, progress: ProgressOption = "auto", errors: str = "strict",
           block_size: int = DEFAULT_BLOCK_SIZE, tie_break: str = "bytes", lines: bool = False,
           field: str = "text", column: str = "text", memory_budget: int | None = None, client=None,
-          base: Tokenizer | None = None, max_token_length: int | None = None) -> Tokenizer | list[Tokenizer]:
+          base: Tokenizer | None = None, max_token_length: int | None = None, superword_at: int | None = None,
+          superword_pattern: str | None = "superword") -> Tokenizer | list[Tokenizer]:
     """Train on files: ``count`` (any input: text, stdin, compressed, JSON lines, Parquet,
     directories; ``workers`` processes, default one per CPU), then ``train_from_table``.
 
@@ -273,12 +295,25 @@ def train(files: str | os.PathLike | Iterable[str | os.PathLike], vocab_size: in
     every id it uses, and ``vocab_size`` is the size of the result. A list of sizes trains once,
     to the largest, and gives one tokenizer per size. ``max_token_length`` (bytes) leaves out any
     token longer than that. ``pattern`` defaults to the base's, or cl100k.
+
+    ``superword_at=T`` trains superword tokens, as SuperBPE does: first with ``pattern`` up to
+    vocab size T, then on, to ``vocab_size``, with ``superword_pattern`` (default "superword",
+    SuperBPE's stage-two rule, patterns.SUPERWORD), whose chunks span words: continued training
+    with another pattern. The tokenizer splits text with the superword pattern.
     """
+    if superword_at is not None:
+        options = dict(special_tokens=special_tokens, min_frequency=min_frequency, workers=workers,
+                       progress=progress, errors=errors, block_size=block_size, lines=lines,
+                       field=field, column=column, memory_budget=memory_budget, client=client,
+                       max_token_length=max_token_length)
+        first = _superword_stage_one(vocab_size, superword_at, base)
+        stage_one = train(files, first, pattern=pattern, tie_break=tie_break, base=base, **options)
+        return train(files, vocab_size, pattern=superword_pattern, base=stage_one, **options)
     pattern = _default_pattern(pattern, base)
     specials = _check_sizes(vocab_size, special_tokens, min_frequency, tie_break, base, max_token_length)
     report = TrainReport()
     t0 = time.perf_counter()
-    held = [count(files, pattern=pattern, special_tokens=[*specials, *_base_specials(base, specials)], workers=workers, show_progress=show_progress,
+    held = [count(files, pattern=pattern, special_tokens=[*specials, *_base_specials(base, specials)], workers=workers, progress=progress,
                   errors=errors, lines=lines, field=field, column=column, block_size=block_size,
                   memory_budget=memory_budget, client=client)]
     report.seconds["counting"] = time.perf_counter() - t0
@@ -287,8 +322,18 @@ def train(files: str | os.PathLike | Iterable[str | os.PathLike], vocab_size: in
         names = [files] if isinstance(files, (str, os.PathLike)) else list(files)
         raise EmptyCorpusError(f"the corpus is empty: {', '.join(map(str, names))} hold no text")
     return _learn_sizes(held, vocab_size, pattern=held[0].pattern, special_tokens=specials,
-                        min_frequency=min_frequency, show_progress=show_progress, report=report,
+                        min_frequency=min_frequency, progress=progress, report=report,
                         tie_break=tie_break, base=base, max_token_length=max_token_length)
+
+
+def _superword_stage_one(vocab_size, superword_at, base) -> int:
+    """The size stage one trains to; checked before anything is read."""
+    sizes = list(vocab_size) if isinstance(vocab_size, (list, tuple)) else [vocab_size]
+    floor = 256 if base is None else base.vocab_size + 1
+    if not _is_int(superword_at) or not floor <= superword_at < min(sizes, key=lambda v: v if _is_int(v) else 0):
+        raise ArgumentError(f"superword_at={superword_at!r} must be a vocabulary size of at least {floor} and "
+                            f"below vocab_size: stage one learns up to it, stage two the rest")
+    return superword_at
 
 
 def _default_pattern(pattern, base: Tokenizer | None):
@@ -322,26 +367,38 @@ def _check_sizes(vocab_size, special_tokens, min_frequency, tie_break, base, max
 
 def train_from_iterator(docs: Iterable[str | bytes], vocab_size: int | Sequence[int], *, pattern: str | None = ...,
                         special_tokens: Sequence[str] = (), min_frequency: int = 0,
-                        workers: int | None = None, show_progress: bool | None = None,
+                        workers: int | None = None, progress: ProgressOption = "auto",
                         errors: str = "strict", batch_chars: int = DEFAULT_BATCH_CHARS,
                         tie_break: str = "bytes", lines: bool = False, memory_budget: int | None = None,
-                        base: Tokenizer | None = None,
-                        max_token_length: int | None = None) -> Tokenizer | list[Tokenizer]:
+                        base: Tokenizer | None = None, max_token_length: int | None = None,
+                        superword_at: int | None = None,
+                        superword_pattern: str | None = "superword") -> Tokenizer | list[Tokenizer]:
     """Train on documents from an iterator; each item is a separate document.
 
     Items are consumed lazily and sent to worker processes in batches, so the iterator may be
-    far larger than memory. ``base``, a list of sizes and ``max_token_length`` as in ``train``.
+    far larger than memory. ``base``, a list of sizes, ``max_token_length`` and
+    ``superword_at`` as in ``train`` (superword training reads the documents twice: give a list).
     """
+    if superword_at is not None:
+        if not isinstance(docs, Sequence) or isinstance(docs, (str, bytes)):
+            raise ArgumentTypeError("superword training reads the documents twice (once per stage): give a "
+                                    "list of documents, not an iterator")
+        options = dict(special_tokens=special_tokens, min_frequency=min_frequency, workers=workers,
+                       progress=progress, errors=errors, batch_chars=batch_chars, lines=lines,
+                       memory_budget=memory_budget, max_token_length=max_token_length)
+        first = _superword_stage_one(vocab_size, superword_at, base)
+        stage_one = train_from_iterator(docs, first, pattern=pattern, tie_break=tie_break, base=base, **options)
+        return train_from_iterator(docs, vocab_size, pattern=superword_pattern, base=stage_one, **options)
     pattern = _default_pattern(pattern, base)
     specials = _check_sizes(vocab_size, special_tokens, min_frequency, tie_break, base, max_token_length)
     report = TrainReport(input_unit="chars")
     t0 = time.perf_counter()
     held = [count_from_iterator(docs, pattern=pattern, special_tokens=[*specials, *_base_specials(base, specials)],
                                 workers=workers,
-                                show_progress=show_progress, errors=errors, lines=lines, batch_chars=batch_chars,
+                                progress=progress, errors=errors, lines=lines, batch_chars=batch_chars,
                                 memory_budget=memory_budget)]
     report.seconds["counting"] = time.perf_counter() - t0
     report.input_size = held[0].input_bytes
     return _learn_sizes(held, vocab_size, pattern=held[0].pattern, special_tokens=specials,
-                        min_frequency=min_frequency, show_progress=show_progress, report=report,
+                        min_frequency=min_frequency, progress=progress, report=report,
                         tie_break=tie_break, base=base, max_token_length=max_token_length)

@@ -4,6 +4,9 @@ The expected numbers come from the original notebooks and papers (the issue quot
 are worked out by hand from the rules; fast paths are held to the slow ones."""
 from __future__ import annotations
 
+import codecs
+import contextlib
+import io
 import random
 import sys
 
@@ -24,6 +27,16 @@ def verdict_text() -> str:
     if path is None:
         pytest.skip("the-verdict.txt is not in the shared corpora ($BPE_FAST_DATA or ../shared/corpora)")
     return path.read_text(encoding="utf-8")
+
+
+def zen_text() -> str:
+    """The Zen of Python: prose that exists wherever Python does."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        import this
+    return codecs.decode(this.s, "rot13")
+
+
+TEXTS = {"zen": zen_text, "verdict": verdict_text}
 
 
 # -- 1. words -------------------------------------------------------------------------------
@@ -133,8 +146,9 @@ def test_fast_path_on_the_verdict_matches_the_slow_loop_and_the_notebooks_rule_u
         assert fast == notebook
 
 
-def test_fast_path_learns_from_a_word_table_counted_by_bpe_fast():
-    text = verdict_text()
+@pytest.mark.parametrize("name", TEXTS)
+def test_fast_path_learns_from_a_word_table_counted_by_bpe_fast(name):
+    text = TEXTS[name]()
     table = bpe_fast.count_from_iterator([text], pattern=classic.WORD_PATTERN, workers=1)
     assert classic.learn_bpe_fast(table, 200) == classic.learn_bpe_fast(classic.word_vocab(text), 200)
 
@@ -178,10 +192,11 @@ def test_basic_tokenizer_has_no_unknown_token_and_compresses():
     assert tok.to_tokenizer().encode_ordinary(unseen) == tok.encode(unseen)
 
 
-def test_basic_tokenizer_agrees_with_bpe_fast_until_the_first_tie():
+@pytest.mark.parametrize("name", TEXTS)
+def test_basic_tokenizer_agrees_with_bpe_fast_until_the_first_tie(name):
     """bpe_fast with no split is the same algorithm; only ties break differently (minbpe: the
     pair met first; bpe_fast: the smallest pair of ids)."""
-    text = verdict_text()[:6000]
+    text = TEXTS[name]()[:6000]
     basic = classic.BasicTokenizer()
     basic.train(text, 256 + 120)
     fast = bpe_fast.train_from_iterator([text], 256 + 120, pattern=None, workers=1)

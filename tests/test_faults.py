@@ -154,7 +154,7 @@ KERNEL = """
     table = bpe_fast.WordTable(symbols, offsets, np.ones(len(lengths), np.int64))
     print("merging", flush=True)
     start = time.monotonic()
-    bpe_fast.train_from_table(table, 60_000, pattern=None, show_progress=False)
+    bpe_fast.train_from_table(table, 60_000, pattern=None, progress="none")
     print("finished after", time.monotonic() - start, flush=True)
 """
 

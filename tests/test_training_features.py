@@ -11,6 +11,7 @@ import bpe_fast
 from bpe_fast import Tokenizer, WordTable
 from bpe_fast._kernel import train_merges
 from bpe_fast.cli import main
+from bpe_fast.pretokenize import chunks_of
 from bpe_fast.reference import train_reference
 
 from .conftest import need, needs_data, needs_vocabs, read_corpus, small_text, vocab_dir
@@ -174,3 +175,28 @@ def test_no_learned_token_is_longer_than_the_limit():
     assert max(len(tok.token_bytes(i)) for i in range(tok.n_base)) == 4
     unlimited = bpe_fast.train_from_iterator(SMALL, 600, pattern=None, workers=1)
     assert max(len(unlimited.token_bytes(i)) for i in range(unlimited.n_base)) > 4
+
+
+# -- superword tokens (SuperBPE) ----------------------------------------------------------------
+
+@given(text=st.text(alphabet="ab .,!?12\n\r\t/-é", max_size=80))
+@settings(max_examples=300, deadline=None)
+def test_the_superword_pattern_splits_as_hugging_face_isolated_split(text):
+    """patterns.SUPERWORD is SuperBPE's stage-two Split (behaviour "isolated") as one findall."""
+    hf = need("tokenizers")
+    split = hf.pre_tokenizers.Split(hf.Regex(bpe_fast.patterns.SUPERWORD_SPLIT), behavior="isolated")
+    assert chunks_of([text], "superword") == [piece for piece, _ in split.pre_tokenize_str(text)]
+
+
+def test_superword_training_is_stage_one_then_tokens_across_words():
+    plain = bpe_fast.train_from_iterator(SMALL, 500, workers=1)
+    sw = bpe_fast.train_from_iterator(SMALL, 800, superword_at=500, workers=1)
+    assert np.array_equal(sw.merges[:244], plain.merges) and sw.pattern == bpe_fast.patterns.SUPERWORD
+    learned = [sw.token_bytes(i) for i in range(500, 800)]
+    assert any(b" " in t.strip(b" ") and t.strip(b" ")[:1].isalpha() for t in learned)   # e.g. b" the ledger"
+    text = small_text()
+    assert sw.decode(sw.encode(text)) == text
+    with pytest.raises(bpe_fast.ArgumentError, match="superword_at=900 must be"):
+        bpe_fast.train_from_iterator(SMALL, 800, superword_at=900)
+    with pytest.raises(bpe_fast.ArgumentTypeError, match="give a list"):
+        bpe_fast.train_from_iterator(iter(SMALL), 800, superword_at=500)
