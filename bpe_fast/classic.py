@@ -194,9 +194,10 @@ def learn_bpe_fast(words: WordTable | Mapping[str, int], n_merges: int) -> list[
     given the words already cut into symbols -- its continued-training input -- each symbol one
     slot long, numbered by ``symbol_ids``; new symbols are numbered after them in merge order,
     and ties go to the smallest pair of ids. The kernel knows symbols by id, the loop by their
-    text; the two agree because merging from characters never makes the same text twice (by
-    "ab c" and by "a bc": the merge that came first took every such "a b", or "b c"). The
-    tests hold them to each other. With the notebook's rule they agree until the first tie.
+    text, so they agree as long as no text is made by two different merges ("ab"+"c" and
+    "a"+"bc"); merging from characters has not been seen to do that, and the tests check both
+    things on real text and on random vocabularies. With the notebook's rule (``"first"``) the
+    two agree until the first tie.
     """
     counts = _word_counts(words)
     n_merges = _check_count(n_merges, "n_merges", 0)

@@ -4,9 +4,6 @@ The expected numbers come from the original notebooks and papers (the issue quot
 are worked out by hand from the rules; fast paths are held to the slow ones."""
 from __future__ import annotations
 
-import codecs
-import contextlib
-import io
 import random
 import sys
 
@@ -16,7 +13,7 @@ import bpe_fast
 from bpe_fast import classic
 from bpe_fast.classic import END_OF_WORD, UNK, END_OF_TEXT
 from bpe_fast.errors import ArgumentError, ArgumentTypeError, EncodingError, InputError
-from bpe_fast.paths import shared_corpus
+from bpe_fast.paths import shared_corpus, stdlib_root
 
 PAPER_VOCAB = {"l o w </w>": 5, "l o w e r </w>": 2, "n e w e s t </w>": 6, "w i d e s t </w>": 3}
 PAPER_FIRST_MERGES = [("e", "s"), ("es", "t"), ("est", "</w>"), ("l", "o"), ("lo", "w")]
@@ -29,14 +26,12 @@ def verdict_text() -> str:
     return path.read_text(encoding="utf-8")
 
 
-def zen_text() -> str:
-    """The Zen of Python: prose that exists wherever Python does."""
-    with contextlib.redirect_stdout(io.StringIO()):
-        import this
-    return codecs.decode(this.s, "rot13")
+def heapq_text() -> str:
+    """The standard library's heapq.py, which opens with a long essay: text any Python has."""
+    return (stdlib_root() / "heapq.py").read_text(encoding="utf-8")
 
 
-TEXTS = {"zen": zen_text, "verdict": verdict_text}
+TEXTS = {"heapq.py": heapq_text, "the-verdict.txt": verdict_text}
 
 
 # -- 1. words -------------------------------------------------------------------------------
