@@ -343,7 +343,8 @@ def _sentencepiece():
 
 
 # Llama 2's training options, as Karpathy's tokenizer lecture uses them: BPE, no normalization,
-# unknown characters fall back to their bytes (so no text is lost, as with byte-level BPE).
+# unknown characters fall back to their bytes (so no text is lost, as with byte-level BPE); but
+# lines up to 64 KiB (Llama's 4192 bytes would skip a long paragraph), one thread, no log.
 SENTENCEPIECE_OPTIONS = dict(
     model_type="bpe", normalization_rule_name="identity", remove_extra_whitespaces=False,
     byte_fallback=True, character_coverage=0.99995, split_digits=True, allow_whitespace_only_pieces=True,
