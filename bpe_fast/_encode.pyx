@@ -4,44 +4,158 @@
 
 Encoding follows tiktoken's rule: a chunk that is itself a token becomes that token; otherwise
 the adjacent pair with the lowest merge rank is merged, leftmost first on ties, until no pair
-has a merge. Merges are (left id, right id) -> result id, ranked by their order.
+has a merge. Inside, tokens are *symbols* numbered by rank: byte b is symbol b, merge m makes
+symbol 256 + m, so a smaller symbol is an earlier merge; ``ext`` maps symbols to token ids.
 
-* Short chunks (the usual case) keep the rank of every adjacent pair in an array and rescan it
-  per merge: O(n^2) in the chunk's length, with tiny constants.
-* Long chunks use a linked list and a min-heap of (rank, position); an entry is used only if
-  the pair at its position still has that rank (a rank names one pair, so this check is exact):
-  O(n log n), so a 1 MB chunk does not blow up.
+A chunk that is not a token is encoded by backtracking (the method of GitHub's ``bpe`` crate,
+written afresh here) instead of replaying the merges:
 
-With a named pattern the whole text is split and encoded here without the GIL (so threads run
-in parallel) and without a Python object per chunk.
+* A token is *reachable* when BPE of its bytes gives it back. The BPE encoding of any text is
+  the one sequence of reachable tokens spelling it in which every adjacent pair is *compatible*:
+  BPE of the two tokens' bytes together gives the same two tokens (``compatible``).
+* So take the longest reachable token at the current position (a walk down a trie of their
+  bytes); if it is not compatible with the token before it, try its longest proper prefix that
+  is a token (``shorter``), and so on; when none fits, the position cannot be a token boundary
+  after that token: mark it dead and pop the token before. Each position dies at most once, so
+  the work is linear in the chunk (times the longest token), with no quadratic corner.
+
+Each call keeps a cache of the chunks it merged (most repeat: a text has a few hundred thousand
+distinct words), and chunks that are whole tokens are found in one probe of a byte-keyed table.
+Text arrives as Python str and is read (and turned into UTF-8 when it is not ASCII) without the
+GIL, so batches run on threads in parallel; ids leave as NumPy arrays, or as lists built from
+one shared Python int per id.
 """
+import threading
+
+cimport cython
 import numpy as np
+from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdlib cimport calloc, free, realloc
+from libc.string cimport memchr, memcmp, memcpy, memset
+from libcpp.atomic cimport atomic
+from libcpp.queue cimport priority_queue
 from libcpp.string cimport string
 from libcpp.vector cimport vector
-from libcpp.queue cimport priority_queue
-from libcpp.unordered_map cimport unordered_map
 
-from ._pairmap cimport PairMap, pair_key, pairmap_init, pairmap_free, pairmap_get, pairmap_get_or_add
+from ._encode_hash cimport (Slot, bytes_hash, slot_of, PairSlot, PairTable, pair_of, pairtable_init,
+                            pairtable_free, pairtable_find, pairtable_add)
+from ._encode_text cimport TextRef, bpe_str_view, to_utf8, utf8_capacity
 from ._scan cimport scan_next
-from cython.operator cimport dereference as deref
+
+cdef extern from *:
+    """
+    /* A list of the Python ints ints[ids[i]]: one shared int per id, no int made per token. */
+    static PyObject* bpe_list_of_ids(const uint32_t* ids, Py_ssize_t n, PyObject* const* ints) {
+        PyObject* list = PyList_New(n);
+        if (list == NULL) return NULL;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            PyObject* o = ints[ids[i]];
+            Py_INCREF(o);
+            PyList_SET_ITEM(list, i, o);
+        }
+        return list;
+    }
+    """
+    object bpe_list_of_ids(const uint32_t* ids, Py_ssize_t n, PyObject* const* ints)
 
 cdef enum:
-    SHORT_CHUNK = 128      # bytes; longer chunks take the heap path
-    NO_RANK = 0x7FFFFFFF
+    NO_MERGE = 0x7FFFFFFF
+    SHORT_CHUNK = 128          # bytes; the replayed merges of longer chunks use a heap
+    SPLIT_NONE = -1            # pattern: no split, each piece between special tokens is one chunk
+    CACHE_MIN_BITS = 10
+    CACHE_MAX_BITS = 21        # at most 2^20 cached chunks; then the cache starts afresh
+    MAX_CACHES = 64            # caches an encoder keeps between calls (one per thread in use)
+    CACHE_MAX_BYTES = 255      # longer chunks are rare: not cached
+    STACK_CHUNK = 256          # chunks up to this long backtrack in stack arrays
+    OUT_LIST = 0
+    OUT_ARRAY = 1
+    OUT_COUNT = 2
+
+# What the Python entry points return (encode_str, encode_strs): ids as lists, a uint32 array, counts.
+OUTPUT_LIST, OUTPUT_ARRAY, OUTPUT_COUNT = OUT_LIST, OUT_ARRAY, OUT_COUNT
 
 
+cdef class _Worker
+cdef class _Batch
+
+
+@cython.final
+cdef class SpecialSet:
+    """Special tokens to find in UTF-8 text: the leftmost occurrence, and the longest token there
+    (as the alternation of pretokenize.special_splitter, sorted longest first, finds it)."""
+    cdef vector[string] tokens                  # longest first
+    cdef vector[int32_t] ids
+    cdef uint8_t starts[256]                    # 1 for a byte some token starts with
+    cdef int only_first                         # the byte every token starts with, or -1
+
+    def __cinit__(self, dict tokens):
+        """tokens: {UTF-8 bytes: id}, at least one, none empty."""
+        cdef int first = -1
+        memset(self.starts, 0, 256)
+        for token in sorted(tokens, key=len, reverse=True):
+            if not token:
+                raise ValueError("special tokens must not be empty")
+            self.tokens.push_back(<string>token)
+            self.ids.push_back(tokens[token])
+            self.starts[token[0]] = 1
+            first = token[0] if first in (-1, token[0]) else -2
+        self.only_first = first if first >= 0 else -1
+
+    cdef bint find(self, const uint8_t* s, size_t n, size_t* at, size_t* which) noexcept nogil:
+        cdef size_t i = 0, k, m
+        cdef const void* p
+        while i < n:
+            if self.only_first >= 0:
+                p = memchr(s + i, self.only_first, n - i)
+                if p == NULL:
+                    return False
+                i = <const uint8_t*>p - s
+            elif not self.starts[s[i]]:
+                i += 1
+                continue
+            for k in range(self.tokens.size()):
+                m = self.tokens[k].size()
+                if m <= n - i and memcmp(s + i, self.tokens[k].data(), m) == 0:
+                    at[0], which[0] = i, k
+                    return True
+            i += 1
+        return False
+
+    cdef size_t length(self, size_t k) noexcept nogil:
+        return self.tokens[k].size()
+
+
+@cython.final
 cdef class MergeEncoder:
-    """Merges (left, right) -> result id by rank, single-byte ids, token bytes for decoding."""
-    cdef PairMap ranks                          # (left, right) -> merge index = rank
-    cdef vector[int32_t] result                 # rank -> id of the merged token
-    cdef int32_t byte_ids[256]
-    cdef unordered_map[string, int32_t] whole   # bytes of every mergeable token -> id
-    cdef vector[string] token_bytes             # id -> bytes (specials too)
+    """Merges (left id, right id) -> result id by rank, the 256 byte ids, the vocabulary's bytes."""
+    # The merges, by symbol (see the module docstring).
+    cdef PairTable pairs                        # (left, right) symbols -> the symbol they make
+    cdef vector[int32_t] left, right            # symbol -> its parts (a byte: itself)
+    cdef vector[int32_t] length                 # symbol -> its length in bytes
+    cdef vector[int32_t] ext                    # symbol -> token id
+    # Backtracking: the reachable symbols, in a trie of their bytes.
+    cdef vector[uint8_t] reachable
+    cdef vector[int32_t] shorter                # symbol -> longest reachable proper prefix, or -1
+    cdef vector[int32_t] level2                 # the first two bytes -> trie node, or -1
+    cdef PairTable trie                         # (node, next byte) -> (node, its symbol or -1),
+                                                # past the first two bytes
+    cdef vector[int32_t] node_symbol            # node -> the reachable symbol it spells, or -1
+    # Whole tokens, for tiktoken's first rule: bytes -> id.
+    cdef Slot* whole
+    cdef int whole_bits
+    cdef vector[uint8_t] arena                  # the bytes of tokens longer than 8 bytes ...
+    cdef vector[int64_t] arena_at               # ... at arena_at[id]
+    # Decoding, and one Python int per id for lists of ids.
+    cdef vector[string] token_bytes             # id -> bytes (special tokens too)
     cdef vector[uint8_t] defined                # id -> 1 if some token has this id
-    cdef int pattern                            # a named pattern's id, or 0
+    cdef PyObject** ints
+    cdef Py_ssize_t n_ints
+    # Pre-tokenization: a named pattern's scanner, SPLIT_NONE, or 0 (the caller splits).
+    cdef int pattern
     cdef const uint8_t[::1] cls
     cdef const uint8_t[::1] fold
+    cdef list caches                            # chunk caches not lent out (see _ChunkCache)
 
     def __cinit__(self, const int32_t[:, ::1] merges, const int32_t[::1] result_ids,
                   const int32_t[::1] byte_ids, list vocab, dict special_tokens):
@@ -49,14 +163,141 @@ cdef class MergeEncoder:
         cdef Py_ssize_t n = merges.shape[0], m, i
         if result_ids.shape[0] != n or byte_ids.shape[0] != 256:
             raise ValueError("MergeEncoder needs one result id per merge and 256 byte ids")
-        if pairmap_init(&self.ranks, n) != 0:
+        if pairtable_init(&self.pairs, n) != 0 or pairtable_init(&self.trie, 1024) != 0:
             raise MemoryError()
-        for m in range(n):
-            if pairmap_get_or_add(&self.ranks, pair_key(merges[m, 0], merges[m, 1]), <int32_t>m) == -2:
-                raise MemoryError()
-            self.result.push_back(result_ids[m])
         for i in range(256):
-            self.byte_ids[i] = byte_ids[i]
+            self.left.push_back(i)
+            self.right.push_back(i)
+            self.length.push_back(1)
+            self.ext.push_back(byte_ids[i])
+        symbol_of = {byte_ids[i]: i for i in range(256)}
+        for m in range(n):
+            left, right = symbol_of.get(merges[m, 0]), symbol_of.get(merges[m, 1])
+            if left is None or right is None:
+                raise ValueError(f"merge {m} joins ids that no earlier merge or byte makes")
+            self.add_merge(left, right, result_ids[m])
+            symbol_of[result_ids[m]] = 256 + m
+        self.build_trie()
+        self.build_whole(vocab)
+        self.build_decoding(vocab, special_tokens)
+        self.pattern = 0
+        self.caches = []
+
+    def __dealloc__(self):
+        cdef Py_ssize_t i
+        pairtable_free(&self.pairs)
+        pairtable_free(&self.trie)
+        free(self.whole)
+        if self.ints != NULL:
+            for i in range(self.n_ints):
+                Py_XDECREF(self.ints[i])
+            free(self.ints)
+
+    cdef int add_merge(self, int32_t left, int32_t right, int32_t token_id) except -1:
+        """Append the next merge (symbols left, right) making token_id."""
+        cdef int32_t symbol = <int32_t>self.left.size()
+        if pairtable_add(&self.pairs, pair_of(left, right), symbol, 0) == NULL:
+            raise MemoryError()
+        self.left.push_back(left)
+        self.right.push_back(right)
+        self.length.push_back(self.length[left] + self.length[right])
+        self.ext.push_back(token_id)
+        return 0
+
+    # -- set-up ------------------------------------------------------------------------------
+    cdef int build_trie(self) except -1:
+        """Which symbols are reachable, the trie of their bytes and each one's ``shorter``.
+
+        A merged symbol is reachable exactly when its parts are and, while the parts are built
+        side by side, no merge across their boundary comes before their own (``no_cross_merge``
+        with the symbol itself as the limit): then BPE of its bytes ends in the two parts, which
+        merge into it."""
+        cdef Py_ssize_t t, n = self.left.size()
+        cdef vector[uint8_t] text
+        self.reachable.assign(n, 1)
+        for t in range(256, n):
+            self.reachable[t] = (self.reachable[self.left[t]] and self.reachable[self.right[t]]
+                                 and self.no_cross_merge(self.left[t], self.right[t], <int32_t>t))
+        self.level2.assign(65536, -1)
+        self.node_symbol.assign(257, -1)        # node 0: the root; node 1 + b: byte b
+        for t in range(256):
+            self.node_symbol[1 + t] = <int32_t>t
+        for t in range(256, n):
+            if self.reachable[t]:
+                self.spell(<int32_t>t, &text)
+                self.insert(text.data(), text.size(), <int32_t>t)
+        self.shorter.assign(n, -1)
+        for t in range(256, n):
+            if self.reachable[t]:
+                self.spell(<int32_t>t, &text)
+                self.shorter[t] = self.longest_prefix(text.data(), text.size() - 1, 0)
+        return 0
+
+    cdef void spell(self, int32_t symbol, vector[uint8_t]* out) noexcept nogil:
+        """The bytes of a symbol, written into out."""
+        out.clear()
+        self.append_bytes(symbol, out)
+
+    cdef void append_bytes(self, int32_t symbol, vector[uint8_t]* out) noexcept nogil:
+        while symbol >= 256:                    # the left parts recursively, the right ones in a loop
+            self.append_bytes(self.left[symbol], out)
+            symbol = self.right[symbol]
+        out.push_back(<uint8_t>symbol)
+
+    cdef int insert(self, const uint8_t* s, size_t n, int32_t symbol) except -1:
+        """Make symbol the one spelled by the trie node of s (n >= 2), making the path as needed.
+        A node's symbol is kept in node_symbol and, past two bytes, in the slot leading to it."""
+        cdef size_t i
+        cdef int32_t node = self.level2[(s[0] << 8) | s[1]]
+        cdef PairSlot* slot = NULL
+        if node < 0:
+            node = self.new_node()
+            self.level2[(s[0] << 8) | s[1]] = node
+        for i in range(2, n):
+            slot = pairtable_add(&self.trie, pair_of(node, s[i]), <int32_t>self.node_symbol.size(), -1)
+            if slot == NULL:
+                raise MemoryError()
+            if slot.value == <int32_t>self.node_symbol.size():
+                self.node_symbol.push_back(-1)
+            node = slot.value
+        self.node_symbol[node] = symbol
+        if slot != NULL:
+            slot.extra = symbol
+        return 0
+
+    cdef int32_t new_node(self):
+        self.node_symbol.push_back(-1)
+        return <int32_t>self.node_symbol.size() - 1
+
+    cdef int build_whole(self, list vocab) except -1:
+        """The table of every token's bytes -> id (the largest id when two tokens share bytes)."""
+        cdef Py_ssize_t i, count = sum(1 for token in vocab if token is not None)
+        cdef const unsigned char* s
+        cdef uint64_t h
+        cdef size_t k, mask
+        self.whole_bits = 4
+        while (1 << self.whole_bits) < 2 * count + 2:
+            self.whole_bits += 1
+        self.whole = <Slot*>calloc(<size_t>1 << self.whole_bits, sizeof(Slot))
+        if self.whole == NULL:
+            raise MemoryError()
+        mask = (<size_t>1 << self.whole_bits) - 1
+        self.arena_at.assign(len(vocab), -1)
+        for i, token in enumerate(vocab):
+            if token is None:
+                continue
+            s = token
+            h = bytes_hash(s, len(token), s + len(token))
+            if len(token) > 8:
+                self.arena_at[i] = self.arena.size()
+                self.arena.insert(self.arena.end(), s, s + len(token))
+            k = slot_of(h, self.whole_bits)
+            while self.whole[k].length and not self.same_whole(k, h, s, len(token)):
+                k = (k + 1) & mask
+            self.whole[k].hash, self.whole[k].length, self.whole[k].value = h, len(token), <int32_t>i
+        return 0
+
+    cdef int build_decoding(self, list vocab, dict special_tokens) except -1:
         size = max([len(vocab)] + [i + 1 for i in special_tokens.values()])
         self.token_bytes.resize(size)
         self.defined.resize(size, 0)
@@ -64,154 +305,262 @@ cdef class MergeEncoder:
             if token is not None:
                 self.token_bytes[i] = <string>token
                 self.defined[i] = 1
-                self.whole[<string>token] = <int32_t>i
         for token, i in special_tokens.items():
             self.token_bytes[i] = <string>token
             self.defined[i] = 1
-        self.pattern = 0
+        return 0
 
-    def __dealloc__(self):
-        pairmap_free(&self.ranks)
+    cdef int make_ints(self) except -1:
+        """One Python int per id, for lists of ids (made on the first list asked for)."""
+        cdef Py_ssize_t i, n = self.token_bytes.size()
+        cdef PyObject** ints = <PyObject**>calloc(n, sizeof(PyObject*))
+        cdef object value
+        if ints == NULL:
+            raise MemoryError()
+        for i in range(n):
+            value = i
+            Py_INCREF(value)
+            ints[i] = <PyObject*>value
+        self.ints, self.n_ints = ints, n
+        return 0
 
     def set_scanner(self, int pattern, const uint8_t[::1] classes, const uint8_t[::1] fold):
-        """Use the native scanner of a named pattern for encode_text."""
+        """Split text with a named pattern's native scanner (see _scan.pxd)."""
         self.pattern, self.cls, self.fold = pattern, classes, fold
 
-    cdef inline int32_t rank_of(self, int32_t left, int32_t right) noexcept nogil:
-        cdef int32_t r = pairmap_get(&self.ranks, pair_key(left, right))
-        return r if r >= 0 else NO_RANK
+    def set_no_split(self):
+        """No pre-tokenization: each piece of text between special tokens is one chunk."""
+        self.pattern = SPLIT_NONE
 
-    cdef void merge_short(self, const unsigned char* s, size_t n, vector[int32_t]* out) noexcept nogil:
-        cdef int32_t sym[SHORT_CHUNK]
-        cdef int32_t rank[SHORT_CHUNK]          # rank[i]: pair (sym[i], sym[i + 1])
-        cdef size_t m = n, i, best
-        cdef int32_t best_rank
-        for i in range(n):
-            sym[i] = self.byte_ids[s[i]]
-        for i in range(n - 1):
-            rank[i] = self.rank_of(sym[i], sym[i + 1])
-        while m > 1:
-            best_rank = NO_RANK
-            best = 0
-            for i in range(m - 1):
-                if rank[i] < best_rank:
-                    best_rank, best = rank[i], i
-            if best_rank == NO_RANK:
+    # -- the merges --------------------------------------------------------------------------
+    cdef inline int32_t merged(self, int32_t left, int32_t right) noexcept nogil:
+        """The symbol the pair merges into (smaller is earlier), or NO_MERGE."""
+        cdef const PairSlot* slot = pairtable_find(&self.pairs, pair_of(left, right))
+        return slot.value if slot != NULL else NO_MERGE
+
+    cdef bint no_cross_merge(self, int32_t a, int32_t b, int32_t limit) noexcept nogil:
+        """While BPE builds symbols a and b side by side from their bytes, does no merge across
+        their boundary come before the merge ``limit``?
+
+        Walks back in merge order: the later of a and b was made last, from its parts, so just
+        before that merge the boundary pair was (a's right part, b) or (a, b's left part). A
+        boundary pair that merges before the current limit would have been merged instead. On a
+        tie the leftmost pair wins: a's own merge beats an equal one on the boundary (limit a),
+        a boundary merge beats b's (limit b + 1)."""
+        while True:
+            if self.merged(a, b) < limit:
+                return False
+            if a < 256 and b < 256:
+                return True
+            if a > b:
+                limit, a = a, self.right[a]
+            else:
+                limit, b = b + 1, self.left[b]
+
+    cdef inline bint compatible(self, int32_t a, int32_t b) noexcept nogil:
+        """Does BPE of the bytes of reachable a then b give exactly [a, b]?"""
+        return self.no_cross_merge(a, b, NO_MERGE)
+
+    cdef inline int32_t longest_prefix(self, const uint8_t* s, size_t n, size_t i) noexcept nogil:
+        """The longest reachable symbol that s[i:n] starts with (n > i): at least the byte."""
+        cdef int32_t best = s[i], node
+        cdef const PairSlot* slot
+        if i + 1 >= n:
+            return best
+        node = self.level2[(s[i] << 8) | s[i + 1]]
+        if node < 0:
+            return best
+        if self.node_symbol[node] >= 0:
+            best = self.node_symbol[node]
+        i += 2
+        while i < n:
+            slot = pairtable_find(&self.trie, pair_of(node, s[i]))
+            if slot == NULL:
                 break
-            sym[best] = self.result[best_rank]
-            for i in range(best + 1, m - 1):    # close the gap left by sym[best + 1]
-                sym[i] = sym[i + 1]
-                rank[i] = rank[i + 1]
-            m -= 1
-            if best + 1 < m:
-                rank[best] = self.rank_of(sym[best], sym[best + 1])
-            if best > 0:
-                rank[best - 1] = self.rank_of(sym[best - 1], sym[best])
-        for i in range(m):
-            out.push_back(sym[i])
+            node = slot.value
+            if slot.extra >= 0:
+                best = slot.extra
+            i += 1
+        return best
 
-    cdef void merge_long(self, const unsigned char* s, size_t n, vector[int32_t]* out) noexcept nogil:
-        cdef vector[int32_t] sym = vector[int32_t](n)
-        cdef vector[int64_t] nxt = vector[int64_t](n)
-        cdef vector[int64_t] prv = vector[int64_t](n)
-        cdef priority_queue[uint64_t] heap     # max-heap of ~(rank << 32 | pos): min rank, leftmost
-        cdef size_t i
-        cdef int32_t r
-        cdef int64_t p, q
-        cdef uint64_t top
-        for i in range(n):
-            sym[i] = self.byte_ids[s[i]]
-            nxt[i] = <int64_t>i + 1 if i + 1 < n else -1
-            prv[i] = <int64_t>i - 1
-        for i in range(n - 1):
-            r = self.rank_of(sym[i], sym[i + 1])
-            if r != NO_RANK:
-                heap.push(~((<uint64_t>r << 32) | i))
-        while not heap.empty():
-            top = ~heap.top()
-            heap.pop()
-            r = <int32_t>(top >> 32)
-            p = <int64_t>(top & 0xFFFFFFFFull)
-            q = nxt[p]
-            if sym[p] < 0 or q < 0 or self.rank_of(sym[p], sym[q]) != r:
-                continue                         # stale: this position changed since the push
-            sym[p] = self.result[r]
-            sym[q] = -1
-            nxt[p] = nxt[q]
-            if nxt[p] >= 0:
-                prv[nxt[p]] = p
-                r = self.rank_of(sym[p], sym[nxt[p]])
-                if r != NO_RANK:
-                    heap.push(~((<uint64_t>r << 32) | <uint64_t>p))
-            if prv[p] >= 0:
-                r = self.rank_of(sym[prv[p]], sym[p])
-                if r != NO_RANK:
-                    heap.push(~((<uint64_t>r << 32) | <uint64_t>prv[p]))
-        p = 0
-        while p >= 0:
-            out.push_back(sym[p])
-            p = nxt[p]
+    cdef size_t backtrack(self, const uint8_t* s, size_t n, int32_t* out, uint64_t* alive) noexcept nogil:
+        """BPE of s (n bytes) by backtracking (module docstring): the symbols into out (room for
+        n), their number returned. ``alive`` has room for n + 1 bits: bit p is cleared once no
+        encoding of s has a token boundary at p after the symbols that end there."""
+        cdef size_t k = 0, pos = 0, end
+        cdef int32_t t
+        for end in range((n >> 6) + 1):
+            alive[end] = ~(<uint64_t>0)
+        t = self.longest_prefix(s, n, 0)
+        while True:
+            end = pos + <size_t>self.length[t]
+            if (alive[end >> 6] >> (end & 63)) & 1 and (k == 0 or self.compatible(out[k - 1], t)):
+                out[k] = t
+                k += 1
+                pos = end
+                if pos == n:
+                    return k
+                t = self.longest_prefix(s, n, pos)
+                continue
+            t = self.shorter[t]
+            if t < 0:                           # nothing fits at pos: pos is no boundary here
+                alive[pos >> 6] &= ~(<uint64_t>1 << (pos & 63))
+                if k == 0:                      # cannot happen for a BPE vocabulary (the proof
+                    return self.replay(s, n, out)   # needs none); stay exact if it did
+                k -= 1
+                t = out[k]                      # retried, but it now ends at a dead position
+                pos -= <size_t>self.length[t]
 
-    cdef inline bint whole_token(self, const unsigned char* s, size_t n, vector[int32_t]* out) noexcept nogil:
-        """Append the id of a chunk that is itself a token (as tiktoken does first); 1 byte always is."""
-        if n == 1:
-            out.push_back(self.byte_ids[s[0]])
-            return True
-        cdef unordered_map[string, int32_t].iterator found = self.whole.find(string(<const char*>s, n))
-        if found == self.whole.end():
-            return False
-        out.push_back(deref(found).second)
-        return True
+    # -- chunks ------------------------------------------------------------------------------
+    cdef inline bint same_whole(self, size_t k, uint64_t h, const uint8_t* s, size_t n) noexcept nogil:
+        cdef const Slot* slot = &self.whole[k]
+        return (slot.hash == h and slot.length == n
+                and (n <= 8 or memcmp(self.arena.data() + self.arena_at[slot.value], s, n) == 0))
 
-    cdef inline void merge_piece(self, const unsigned char* s, size_t n, vector[int32_t]* out) noexcept nogil:
-        if n <= SHORT_CHUNK:
-            self.merge_short(s, n, out)
-        else:
-            self.merge_long(s, n, out)
+    cdef inline int32_t find_whole(self, uint64_t h, const uint8_t* s, size_t n) noexcept nogil:
+        """The id of the token whose bytes are s, or -1."""
+        cdef size_t mask = (<size_t>1 << self.whole_bits) - 1, k = slot_of(h, self.whole_bits)
+        while self.whole[k].length:
+            if self.same_whole(k, h, s, n):
+                return self.whole[k].value
+            k = (k + 1) & mask
+        return -1
 
-    cdef void encode_piece(self, const unsigned char* s, size_t n, vector[int32_t]* out) noexcept nogil:
-        if n and not self.whole_token(s, n, out):
-            self.merge_piece(s, n, out)
+    cdef void encode_chunk(self, const uint8_t* s, size_t n, const uint8_t* end, _Worker w) noexcept nogil:
+        """Emit the ids of one chunk (n >= 1 bytes; the buffer it lies in ends at ``end``)."""
+        cdef uint64_t h = bytes_hash(s, n, end)
+        cdef int32_t found = self.find_whole(h, s, n)
+        if found >= 0:
+            w.emit(found)
+            return
+        if n <= CACHE_MAX_BYTES and w.cached(h, s, n):
+            return
+        cdef size_t k = self.merge_chunk(s, n, w)
+        w.emit_symbols(self.ext.data(), k)
+        if n <= CACHE_MAX_BYTES:
+            w.remember(h, s, n, k)
 
-    def encode_chunk(self, const unsigned char[::1] data):
+    cdef size_t merge_chunk(self, const uint8_t* s, size_t n, _Worker w) noexcept nogil:
+        """BPE of a chunk into w.syms; returns the number of symbols."""
+        cdef uint64_t alive[(STACK_CHUNK >> 6) + 1]
+        if w.syms.size() < n:
+            w.syms.resize(n)
+        if n <= STACK_CHUNK:
+            return self.backtrack(s, n, w.syms.data(), alive)
+        w.alive.resize((n >> 6) + 1)
+        return self.backtrack(s, n, w.syms.data(), w.alive.data())
+
+    cdef void encode_piece(self, const uint8_t* s, size_t n, const uint8_t* end, _Worker w) noexcept nogil:
+        """Emit the ids of text that holds no special token to encode: split, then each chunk."""
+        cdef size_t i = 0, j
+        if self.pattern == SPLIT_NONE:
+            if n:
+                self.encode_chunk(s, n, end, w)
+            return
+        while i < n:
+            j = scan_next(self.pattern, s, n, i, &self.cls[0], &self.fold[0])
+            self.encode_chunk(s + i, j - i, end, w)
+            i = j
+
+    cdef void encode_utf8(self, const uint8_t* s, size_t n, _Worker w, SpecialSet allowed) noexcept nogil:
+        """Emit the ids of UTF-8 text, allowed special tokens as their ids."""
+        cdef size_t start = 0, at, which
+        while allowed is not None and allowed.find(s + start, n - start, &at, &which):
+            self.encode_piece(s + start, at, s + n, w)
+            w.emit(allowed.ids[which])
+            start += at + allowed.length(which)
+        self.encode_piece(s + start, n - start, s + n, w)
+
+    # -- Python entry points -----------------------------------------------------------------
+    def encode_chunk_bytes(self, const unsigned char[::1] data):
         """The ids of one chunk (UTF-8 bytes), as a list."""
-        cdef vector[int32_t] out
+        cdef _Worker w = _Worker(self, False)
         if data.shape[0]:
             with nogil:
-                self.encode_piece(&data[0], data.shape[0], &out)
-        return out
+                self.encode_chunk(&data[0], data.shape[0], &data[0] + data.shape[0], w)
+        w.release()
+        return [w.ids.data[i] for i in range(w.ids.size)]
 
     def encode_chunks(self, const unsigned char[::1] data, const int64_t[::1] offsets):
         """The ids of every chunk of a word table (chunk i is data[offsets[i]:offsets[i + 1]]),
         one after another, as an int32 array: each chunk encoded whole, in one call."""
-        cdef vector[int32_t] out
+        cdef _Worker w = _Worker(self, False)
         cdef Py_ssize_t i, n = offsets.shape[0] - 1
-        out.reserve(data.shape[0] // 2 + 16)
-        if data.shape[0]:
-            with nogil:
-                for i in range(n):
-                    self.encode_piece(&data[0] + offsets[i], offsets[i + 1] - offsets[i], &out)
-        return np.asarray(<int32_t[:out.size()]>out.data()).copy() if out.size() else np.empty(0, np.int32)
+        if data.shape[0] == 0:
+            return np.empty(0, np.int32)
+        w.ids.reserve(data.shape[0] // 2 + 16)
+        with nogil:
+            for i in range(n):
+                if offsets[i + 1] > offsets[i]:
+                    self.encode_chunk(&data[0] + offsets[i], offsets[i + 1] - offsets[i],
+                                      &data[0] + data.shape[0], w)
+        w.release()
+        return w.array().view(np.int32)
 
     def encode_text(self, const unsigned char[::1] data):
-        """Split UTF-8 text with the named pattern and encode every chunk: a list of ids.
-
-        No cache of merged chunks here: most chunks are whole tokens, found by one lookup, and
-        the rest merge in a few steps; a per-call cache of them measured slower on mix33
-        (benchmarks/RESULTS.md), as it costs a second hash lookup per chunk."""
+        """Split UTF-8 text with the scanner and encode every chunk: a list of ids."""
         if self.pattern == 0:
-            raise ValueError("encode_text needs a named pattern's scanner (set_scanner)")
-        cdef vector[int32_t] out
-        cdef size_t n = data.shape[0], i = 0, j
-        if n == 0:
-            return []
-        out.reserve(n // 3 + 16)
+            raise ValueError("encode_text needs a named pattern's scanner (set_scanner) or set_no_split")
+        cdef _Worker w = _Worker(self, False)
+        if data.shape[0]:
+            w.ids.reserve(data.shape[0] // 3 + 16)
+            with nogil:
+                self.encode_piece(&data[0], data.shape[0], &data[0] + data.shape[0], w)
+        w.release()
+        return w.as_list()
+
+    def encode_str(self, str text, int output, SpecialSet allowed, SpecialSet disallowed):
+        """Encode one str: output OUT_LIST (a list), OUT_ARRAY (uint32 array) or OUT_COUNT (an
+        int). Returns (result, 0), or (None, 1) if the text holds a special token of
+        ``disallowed`` (then nothing is encoded)."""
+        cdef TextRef ref
+        cdef _Worker w = _Worker(self, output == OUT_COUNT)
+        cdef bint bad
+        self.check_ready()
+        bpe_str_view(text, &ref.data, &ref.length, &ref.kind)
+        if output != OUT_COUNT:
+            w.ids.reserve(utf8_capacity(&ref) + 16)    # at most one id per byte: room, not memory (_Ids)
         with nogil:
-            while i < n:
-                j = scan_next(self.pattern, &data[0], n, i, &self.cls[0], &self.fold[0])
-                self.encode_piece(&data[0] + i, j - i, &out)
-                i = j
+            bad = w.encode_ref(&ref, allowed, disallowed)
+        w.release()
+        if bad:
+            return None, 1
+        if output == OUT_COUNT:
+            return w.count, 0
+        return (w.as_list() if output == OUT_LIST else w.array()), 0
+
+    def encode_strs(self, texts, int workers, int output, SpecialSet allowed, SpecialSet disallowed):
+        """Encode a list of str on ``workers`` threads. output OUT_LIST: a list of lists;
+        OUT_ARRAY: (ids uint32, offsets int64 with len(texts) + 1 entries); OUT_COUNT: an int64
+        array of counts. Returns (result, -1), or (None, i) where texts[i] is the first text
+        holding a special token of ``disallowed`` (then no result)."""
+        self.check_ready()
+        batch = _Batch(self, texts, output == OUT_COUNT, allowed, disallowed, workers)
+        bad = batch.run()
+        if bad >= 0:
+            return None, bad
+        if output == OUT_COUNT:
+            return batch.counts_array(), -1
+        ids, offsets = batch.flat()
+        if output == OUT_ARRAY:
+            return (ids, offsets), -1
+        return self.lists(ids, offsets), -1
+
+    def lists(self, const uint32_t[::1] ids, const int64_t[::1] offsets):
+        """ids[offsets[i]:offsets[i + 1]] as a list, for each i."""
+        cdef Py_ssize_t i, n = offsets.shape[0] - 1
+        cdef const uint32_t* base = &ids[0] if ids.shape[0] else NULL
+        if self.ints == NULL:
+            self.make_ints()
+        out = [None] * n
+        for i in range(n):
+            out[i] = bpe_list_of_ids(base + offsets[i], offsets[i + 1] - offsets[i], self.ints)
         return out
+
+    cdef int check_ready(self) except -1:
+        if self.pattern == 0:
+            raise ValueError("native encoding of str needs a named pattern's scanner (set_scanner) or set_no_split")
+        return 0
 
     def decode_bytes(self, ids):
         """The bytes of a sequence of token ids; ValueError names the first id out of range."""
@@ -228,6 +577,410 @@ cdef class MergeEncoder:
                 raise ValueError(f"token id {t} (position {k}) is not in the vocabulary (ids 0..{size - 1})")
             out.append(self.token_bytes[token])
         return <bytes>out
+
+    # -- replayed merges, for recovering merges from ranks ----------------------------------
+    cdef size_t replay(self, const uint8_t* s, size_t n, int32_t* out) noexcept nogil:
+        """BPE of s by replaying the merges: the symbols into out, their number returned."""
+        cdef vector[int32_t] parts
+        if n <= SHORT_CHUNK:
+            self.replay_short(s, n, &parts)
+        else:
+            self.replay_long(s, n, &parts)
+        memcpy(out, parts.data(), parts.size() * sizeof(int32_t))
+        return parts.size()
+
+    cdef void replay_short(self, const unsigned char* s, size_t n, vector[int32_t]* out) noexcept nogil:
+        """BPE of s by replaying merges, lowest first, over an array rescanned per merge."""
+        cdef int32_t sym[SHORT_CHUNK]
+        cdef int32_t rank[SHORT_CHUNK]          # rank[i]: what (sym[i], sym[i + 1]) merges into
+        cdef size_t m = n, i, best
+        cdef int32_t best_rank
+        for i in range(n):
+            sym[i] = s[i]
+        for i in range(n - 1):
+            rank[i] = self.merged(sym[i], sym[i + 1])
+        while m > 1:
+            best_rank, best = NO_MERGE, 0
+            for i in range(m - 1):
+                if rank[i] < best_rank:
+                    best_rank, best = rank[i], i
+            if best_rank == NO_MERGE:
+                break
+            sym[best] = best_rank
+            for i in range(best + 1, m - 1):    # close the gap left by sym[best + 1]
+                sym[i] = sym[i + 1]
+                rank[i] = rank[i + 1]
+            m -= 1
+            if best + 1 < m:
+                rank[best] = self.merged(sym[best], sym[best + 1])
+            if best > 0:
+                rank[best - 1] = self.merged(sym[best - 1], sym[best])
+        for i in range(m):
+            out.push_back(sym[i])
+
+    cdef void replay_long(self, const unsigned char* s, size_t n, vector[int32_t]* out) noexcept nogil:
+        """BPE of s by replaying merges with a linked list and a min-heap of (merge, position);
+        an entry is used only if the pair at its position still makes that merge."""
+        cdef vector[int32_t] sym = vector[int32_t](n)
+        cdef vector[int64_t] nxt = vector[int64_t](n)
+        cdef vector[int64_t] prv = vector[int64_t](n)
+        cdef priority_queue[uint64_t] heap     # max-heap of ~(merge << 32 | pos): min merge, leftmost
+        cdef size_t i
+        cdef int32_t r
+        cdef int64_t p, q
+        cdef uint64_t top
+        for i in range(n):
+            sym[i] = s[i]
+            nxt[i] = <int64_t>i + 1 if i + 1 < n else -1
+            prv[i] = <int64_t>i - 1
+        for i in range(n - 1):
+            r = self.merged(sym[i], sym[i + 1])
+            if r != NO_MERGE:
+                heap.push(~((<uint64_t>r << 32) | i))
+        while not heap.empty():
+            top = ~heap.top()
+            heap.pop()
+            r = <int32_t>(top >> 32)
+            p = <int64_t>(top & 0xFFFFFFFFull)
+            q = nxt[p]
+            if sym[p] < 0 or q < 0 or self.merged(sym[p], sym[q]) != r:
+                continue                         # stale: this position changed since the push
+            sym[p] = r
+            sym[q] = -1
+            nxt[p] = nxt[q]
+            if nxt[p] >= 0:
+                prv[nxt[p]] = p
+                r = self.merged(sym[p], sym[nxt[p]])
+                if r != NO_MERGE:
+                    heap.push(~((<uint64_t>r << 32) | <uint64_t>p))
+            if prv[p] >= 0:
+                r = self.merged(sym[prv[p]], sym[p])
+                if r != NO_MERGE:
+                    heap.push(~((<uint64_t>r << 32) | <uint64_t>prv[p]))
+        p = 0
+        while p >= 0:
+            out.push_back(sym[p])
+            p = nxt[p]
+
+
+@cython.final
+cdef class _Ids:
+    """A growable uint32 buffer of token ids that NumPy can take over without a copy (buffer
+    protocol). Room is reserved ahead (pages the ids never reach are never touched), and once it
+    is exported nothing is added. Out of memory, ids are dropped and ``failed`` is set, for the
+    caller to raise MemoryError once it holds the GIL again."""
+    cdef uint32_t* data
+    cdef size_t size, capacity
+    cdef bint failed
+    cdef Py_ssize_t shape[1]
+    cdef Py_ssize_t strides[1]
+
+    def __dealloc__(self):
+        free(self.data)
+
+    cdef int reserve(self, size_t n) noexcept nogil:
+        """Room for n more ids; -1 if out of memory."""
+        cdef uint32_t* bigger
+        if self.size + n <= self.capacity:
+            return 0
+        n = max(self.size + n, 2 * self.capacity)
+        bigger = <uint32_t*>realloc(self.data, n * sizeof(uint32_t))
+        if bigger == NULL:
+            self.failed = True
+            return -1
+        self.data, self.capacity = bigger, n
+        return 0
+
+    cdef inline void push(self, uint32_t token) noexcept nogil:
+        if self.size == self.capacity and self.reserve(1) != 0:
+            return
+        self.data[self.size] = token
+        self.size += 1
+
+    cdef inline void extend(self, const uint32_t* tokens, size_t k) noexcept nogil:
+        if self.size + k > self.capacity and self.reserve(k) != 0:
+            return
+        memcpy(self.data + self.size, tokens, k * sizeof(uint32_t))
+        self.size += k
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        cdef uint32_t* fitted
+        if self.capacity > self.size + self.size // 4 + 1024:   # give back the unused room
+            fitted = <uint32_t*>realloc(self.data, max(self.size, 1) * sizeof(uint32_t))
+            if fitted != NULL:
+                self.data, self.capacity = fitted, max(self.size, 1)
+        self.shape[0], self.strides[0] = self.size, sizeof(uint32_t)
+        view.buf, view.obj, view.len = self.data, self, self.size * sizeof(uint32_t)
+        view.readonly, view.itemsize, view.format = 0, sizeof(uint32_t), "I"
+        view.ndim, view.shape, view.strides = 1, self.shape, self.strides
+        view.suboffsets = NULL
+        view.internal = NULL
+
+    def __releasebuffer__(self, Py_buffer* view):
+        pass
+
+
+@cython.final
+cdef class _ChunkCache:
+    """Chunks merged before -> their ids: bytes (``Slot``, see _encode_hash.pxd) -> an offset in
+    ``store``, where the chunk's token count, its ids and (over 8 bytes) its bytes follow.
+
+    A cache is used by one thread at a time; the encoder lends its caches out per call and keeps
+    them (``MergeEncoder.caches``), so repeated words are merged once per thread, not per call.
+    Its size is bounded: when full it starts afresh."""
+    cdef Slot* slots
+    cdef int bits
+    cdef size_t size
+    cdef vector[uint32_t] store
+
+    def __dealloc__(self):
+        free(self.slots)
+
+    cdef inline const uint32_t* find(self, uint64_t h, const uint8_t* s, size_t n) noexcept nogil:
+        """Where the chunk's count and ids are stored, or NULL."""
+        cdef size_t mask, k, at
+        if self.slots == NULL:
+            return NULL
+        mask = (<size_t>1 << self.bits) - 1
+        k = slot_of(h, self.bits)
+        while self.slots[k].length:
+            if self.slots[k].hash == h and self.slots[k].length == n:
+                at = <size_t>self.slots[k].value
+                if n <= 8 or memcmp(<const uint8_t*>(self.store.data() + at + 1 + self.store[at]), s, n) == 0:
+                    return self.store.data() + at
+            k = (k + 1) & mask
+        return NULL
+
+    cdef void add(self, uint64_t h, const uint8_t* s, size_t n, const int32_t* syms, size_t count,
+                  const int32_t* ext) noexcept nogil:
+        """Remember the ids (ext of syms) of a chunk not in the cache."""
+        cdef size_t k, at, i
+        if 2 * (self.size + 1) > ((<size_t>1 << self.bits) if self.slots != NULL else 0) and self.grow() != 0:
+            return
+        at = self.store.size()
+        self.store.push_back(<uint32_t>count)
+        for i in range(count):
+            self.store.push_back(<uint32_t>ext[syms[i]])
+        if n > 8:
+            self.store.resize(at + 1 + count + ((n + 3) >> 2))
+            memcpy(self.store.data() + at + 1 + count, s, n)
+        k = slot_of(h, self.bits)
+        while self.slots[k].length:
+            k = (k + 1) & ((<size_t>1 << self.bits) - 1)
+        self.slots[k].hash, self.slots[k].length, self.slots[k].value = h, <uint32_t>n, <int32_t>at
+        self.size += 1
+
+    cdef int grow(self) noexcept nogil:
+        """Double the table (rehashing), or empty it at the size limit. 0 if done."""
+        cdef int bits = CACHE_MIN_BITS if self.slots == NULL else self.bits + 1
+        cdef Slot* old = self.slots
+        cdef size_t i, k, mask, old_size = (<size_t>1 << self.bits) if old != NULL else 0
+        if bits > CACHE_MAX_BITS:
+            memset(self.slots, 0, old_size * sizeof(Slot))
+            self.store.clear()
+            self.size = 0
+            return 0
+        self.slots = <Slot*>calloc(<size_t>1 << bits, sizeof(Slot))
+        if self.slots == NULL:
+            self.slots = old
+            return -1
+        self.bits = bits
+        mask = (<size_t>1 << bits) - 1
+        for i in range(old_size):
+            if old[i].length:
+                k = slot_of(old[i].hash, bits)
+                while self.slots[k].length:
+                    k = (k + 1) & mask
+                self.slots[k] = old[i]
+        free(old)
+        return 0
+
+
+@cython.final
+cdef class _Worker:
+    """What one thread needs to encode: the ids it emits (or their count), a UTF-8 buffer,
+    scratch for backtracking, and a chunk cache lent by the encoder (``release`` gives it back)."""
+    cdef MergeEncoder enc
+    cdef bint counting
+    cdef size_t count
+    cdef _Ids ids
+    cdef vector[uint8_t] utf8
+    cdef vector[int32_t] syms
+    cdef vector[uint64_t] alive
+    cdef _ChunkCache cache
+    cdef vector[Py_ssize_t] blocks              # the batch blocks this worker encoded ...
+    cdef vector[size_t] block_at                # ... and where each one's ids start in ids
+
+    def __cinit__(self, MergeEncoder enc, bint counting):
+        self.enc, self.counting, self.ids = enc, counting, _Ids()
+        self.cache = enc.caches.pop() if enc.caches else _ChunkCache()
+
+    def release(self):
+        """Give the cache back to the encoder, for the next call; MemoryError if ids were lost."""
+        if self.cache is not None and len(self.enc.caches) < MAX_CACHES:
+            self.enc.caches.append(self.cache)
+        self.cache = None
+        if self.ids.failed:
+            raise MemoryError("out of memory for the token ids")
+
+    cdef inline void emit(self, int32_t token) noexcept nogil:
+        if self.counting:
+            self.count += 1
+        else:
+            self.ids.push(<uint32_t>token)
+
+    cdef inline void emit_symbols(self, const int32_t* ext, size_t k) noexcept nogil:
+        cdef size_t i
+        if self.counting:
+            self.count += k
+            return
+        for i in range(k):
+            self.ids.push(<uint32_t>ext[self.syms[i]])
+
+    cdef inline bint cached(self, uint64_t h, const uint8_t* s, size_t n) noexcept nogil:
+        """Emit the ids of a chunk merged before; False if it was not."""
+        cdef const uint32_t* found = self.cache.find(h, s, n)
+        if found == NULL:
+            return False
+        if self.counting:
+            self.count += found[0]
+        else:
+            self.ids.extend(found + 1, found[0])
+        return True
+
+    cdef inline void remember(self, uint64_t h, const uint8_t* s, size_t n, size_t count) noexcept nogil:
+        """Cache the chunk just merged (its symbols are in syms)."""
+        self.cache.add(h, s, n, self.syms.data(), count, self.enc.ext.data())
+
+    cdef bint encode_ref(self, const TextRef* ref, SpecialSet allowed, SpecialSet disallowed) noexcept nogil:
+        """Encode one str; True (and nothing emitted) if it holds a disallowed special token."""
+        cdef const uint8_t* s
+        cdef size_t n, at, which
+        if ref.kind == 0:
+            s, n = <const uint8_t*>ref.data, <size_t>ref.length
+        else:
+            if self.utf8.size() < utf8_capacity(ref):
+                self.utf8.resize(utf8_capacity(ref))
+            s, n = self.utf8.data(), to_utf8(ref, self.utf8.data())
+        if disallowed is not None and disallowed.find(s, n, &at, &which):
+            return True
+        self.enc.encode_utf8(s, n, self, allowed)
+        return False
+
+    cdef object array(self):
+        """The ids as a uint32 array."""
+        return np.asarray(self.ids)
+
+    cdef object as_list(self):
+        if self.enc.ints == NULL:
+            self.enc.make_ints()
+        return bpe_list_of_ids(self.ids.data, self.ids.size, self.enc.ints)
+
+    def run(self, _Batch batch):
+        """Encode blocks of the batch until none is left (on a thread, without the GIL)."""
+        with nogil:
+            batch.work(self)
+
+
+@cython.final
+cdef class _Batch:
+    """A list of str encoded on threads: each worker takes the next block of texts until none is
+    left, so a slow thread takes fewer. Each text's token count goes to ``counts``; its ids to
+    the worker's ``ids``, block after block, put in order by ``flat``."""
+    cdef MergeEncoder enc
+    cdef list texts                             # our own list: the strs stay alive while read
+    cdef TextRef* refs
+    cdef Py_ssize_t n, block
+    cdef int64_t[::1] counts
+    cdef object counts_np
+    cdef SpecialSet allowed, disallowed
+    cdef list workers
+    cdef atomic[Py_ssize_t] next_block
+    cdef atomic[Py_ssize_t] first_bad           # the first text found holding a disallowed token
+
+    def __cinit__(self, MergeEncoder enc, texts, bint counting, SpecialSet allowed,
+                  SpecialSet disallowed, int workers):
+        cdef Py_ssize_t i, chars = 0
+        self.texts = list(texts)
+        self.enc, self.n = enc, len(self.texts)
+        self.allowed, self.disallowed = allowed, disallowed
+        self.refs = <TextRef*>calloc(max(self.n, 1), sizeof(TextRef))
+        if self.refs == NULL:
+            raise MemoryError()
+        for i in range(self.n):
+            text = self.texts[i]
+            if not isinstance(text, str):
+                raise TypeError(f"texts[{i}] is {type(text).__name__}, not str")
+            bpe_str_view(text, &self.refs[i].data, &self.refs[i].length, &self.refs[i].kind)
+            chars += self.refs[i].length
+        # Blocks of about 64 KB of text, at least 8 per thread so a slow thread takes fewer.
+        self.block = max(1, min(self.n * 65536 // max(chars, 1), self.n // max(8 * workers, 1)))
+        workers = max(1, min(workers, (self.n + self.block - 1) // self.block))
+        self.counts_np = np.zeros(self.n, np.int64)
+        self.counts = self.counts_np
+        self.workers = [_Worker(enc, counting) for _ in range(workers)]
+        self.next_block.store(0)
+        self.first_bad.store(self.n)
+
+    def __dealloc__(self):
+        free(self.refs)
+
+    def run(self):
+        """Encode every text; the index of the first holding a disallowed special token, or -1."""
+        if len(self.workers) == 1:
+            (<_Worker>self.workers[0]).run(self)
+        else:
+            threads = [threading.Thread(target=w.run, args=(self,)) for w in self.workers]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        for w in self.workers:
+            w.release()
+        bad = self.first_bad.load()
+        return bad if bad < self.n else -1
+
+    cdef void work(self, _Worker w) noexcept nogil:
+        cdef Py_ssize_t b, i, end
+        cdef size_t before
+        while True:
+            b = self.next_block.fetch_add(1)
+            if b * self.block >= self.n or b * self.block > self.first_bad.load():
+                return
+            w.blocks.push_back(b)
+            w.block_at.push_back(w.ids.size)
+            end = min(self.n, (b + 1) * self.block)
+            for i in range(b * self.block, end):
+                before = w.count if w.counting else w.ids.size
+                if w.encode_ref(&self.refs[i], self.allowed, self.disallowed):
+                    self.note_bad(i)
+                    return
+                self.counts[i] = <int64_t>((w.count if w.counting else w.ids.size) - before)
+
+    cdef void note_bad(self, Py_ssize_t i) noexcept nogil:
+        cdef Py_ssize_t seen = self.first_bad.load()
+        while i < seen and not self.first_bad.compare_exchange_weak(seen, i):
+            pass
+
+    def counts_array(self):
+        return self.counts_np
+
+    def flat(self):
+        """(ids uint32, offsets int64): text i's ids are ids[offsets[i]:offsets[i + 1]]."""
+        offsets = np.zeros(self.n + 1, np.int64)
+        np.cumsum(self.counts_np, out=offsets[1:])
+        ids = np.empty(offsets[self.n], np.uint32)
+        cdef int64_t[::1] off = offsets
+        cdef uint32_t[::1] out = ids
+        cdef _Worker w
+        cdef size_t j, first, count
+        for w in self.workers:
+            for j in range(w.blocks.size()):
+                first = w.blocks[j] * self.block
+                count = off[min(self.n, first + self.block)] - off[first]
+                if count:
+                    memcpy(&out[off[first]], w.ids.data + w.block_at[j], count * sizeof(uint32_t))
+        return ids, offsets
 
 
 def recover_merges(list tokens, const int32_t[::1] ids, const int32_t[::1] byte_ids):
@@ -252,13 +1005,12 @@ def recover_merges(list tokens, const int32_t[::1] ids, const int32_t[::1] byte_
         parts.clear()
         s = token
         if len(token) <= SHORT_CHUNK:
-            enc.merge_short(s, len(token), &parts)
+            enc.replay_short(s, len(token), &parts)
         else:
-            enc.merge_long(s, len(token), &parts)
+            enc.replay_long(s, len(token), &parts)
         if parts.size() != 2:
             return np.asarray(merges[:k]).copy(), np.asarray(result[:k]).copy(), t
-        merges[k, 0], merges[k, 1], result[k] = parts[0], parts[1], ids[t]
-        pairmap_get_or_add(&enc.ranks, pair_key(parts[0], parts[1]), <int32_t>k)
-        enc.result.push_back(ids[t])
+        merges[k, 0], merges[k, 1], result[k] = enc.ext[parts[0]], enc.ext[parts[1]], ids[t]
+        enc.add_merge(parts[0], parts[1], ids[t])
         k += 1
     return np.asarray(merges[:k]).copy(), np.asarray(result[:k]).copy(), -1

@@ -18,9 +18,10 @@ import numpy as np
 import regex
 
 from . import formats
-from ._encode import MergeEncoder
+from ._encode import OUTPUT_ARRAY as OUT_ARRAY, OUTPUT_COUNT as OUT_COUNT, OUTPUT_LIST as OUT_LIST
+from ._encode import MergeEncoder, SpecialSet
 from ._pretok import PATTERN_IDS
-from .errors import EncodingError, VocabularyError, naming_file
+from .errors import ArgumentError, ArgumentTypeError, EncodingError, VocabularyError, naming_file
 from .formats import Vocabulary
 from .patterns import compile_pattern, name_of, resolve, whole_matches
 from .pretokenize import char_classes, special_splitter, special_token_list
@@ -71,6 +72,19 @@ def _build_vocab(merges: np.ndarray, merge_ids: np.ndarray, byte_ids: np.ndarray
     return vocab
 
 
+def _check_str(text, name: str) -> None:
+    if not isinstance(text, str):
+        raise ArgumentTypeError(f"{name} must be a str, got {type(text).__name__}")
+
+
+def _check_workers(workers) -> int:
+    if workers is None:
+        return os.cpu_count() or 1
+    if not isinstance(workers, (int, np.integer)) or isinstance(workers, bool) or workers < 1:
+        raise ArgumentError(f"workers must be a positive integer, got {workers!r}")
+    return int(workers)
+
+
 class Tokenizer:
     def __init__(self, merges, pattern: str | None = None,
                  special_tokens: Mapping[str, int] | Iterable[str] | None = None, *,
@@ -93,9 +107,12 @@ class Tokenizer:
         self._special_regexes: dict[frozenset, "regex.Pattern[str]"] = {}
         self._native = MergeEncoder(self.merges, self.merge_ids, self.byte_ids, self._vocab,
                                     {s.encode("utf-8"): i for s, i in self.special_tokens.items()})
-        self._scanned = self.pattern_name in PATTERN_IDS
-        if self._scanned:
+        if self.pattern_name in PATTERN_IDS:
             self._native.set_scanner(PATTERN_IDS[self.pattern_name], *char_classes())
+        elif self.pattern is None:
+            self._native.set_no_split()
+        self._native_text = self.pattern is None or self.pattern_name in PATTERN_IDS
+        self._special_sets: dict[frozenset, SpecialSet] = {}
         self._cache: dict[str, list[int]] = {}
         self.training_report = None     # set by the trainer
 
@@ -154,6 +171,9 @@ class Tokenizer:
         return {b: i for i, b in enumerate(self._vocab) if b is not None}
 
     # -- encoding -------------------------------------------------------------------------
+    # With a named pattern, or none, the native encoder takes the str itself (_encode.pyx):
+    # UTF-8, special tokens, splitting and merging happen there without the GIL, and ids come
+    # back as a list, a NumPy array or a count. A custom regex splits here, chunk by chunk.
     @staticmethod
     def _utf8(text: str) -> bytes:
         try:
@@ -164,21 +184,32 @@ class Tokenizer:
     def _encode_chunk(self, chunk: str) -> list[int]:
         ids = self._cache.get(chunk)
         if ids is None:
-            ids = self._native.encode_chunk(self._utf8(chunk))
+            ids = self._native.encode_chunk_bytes(self._utf8(chunk))
             if len(self._cache) < 1_000_000:
                 self._cache[chunk] = ids
         return ids
 
-    def encode_ordinary(self, text: str) -> list[int]:
-        """Token ids of text; special tokens' text is encoded as ordinary text."""
-        if self._scanned:
-            return self._native.encode_text(self._utf8(text))
-        if self._regex is None:
-            return self._native.encode_chunk(self._utf8(text))
+    def _regex_encode_ordinary(self, text: str) -> list[int]:
         out: list[int] = []
         for chunk in whole_matches(self._regex, text):
             out.extend(self._encode_chunk(chunk))
         return out
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        """Token ids of text; special tokens' text is encoded as ordinary text."""
+        _check_str(text, "text")
+        if self._native_text:
+            return self._native.encode_str(text, OUT_LIST, None, None)[0]
+        return self._regex_encode_ordinary(text)
+
+    def _special_set(self, tokens: AbstractSet[str]) -> SpecialSet | None:
+        """The native finder of these special tokens (None for none), made once per set."""
+        key = frozenset(tokens)
+        if not key:
+            return None
+        if key not in self._special_sets:
+            self._special_sets[key] = SpecialSet({t.encode("utf-8"): self.special_tokens.get(t, -1) for t in key})
+        return self._special_sets[key]
 
     def _special_regex(self, tokens: AbstractSet[str]) -> "regex.Pattern[str]":
         key = frozenset(tokens)
@@ -186,9 +217,8 @@ class Tokenizer:
             self._special_regexes[key] = special_splitter(tokens)
         return self._special_regexes[key]
 
-    def encode(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
-               disallowed_special: Literal["all"] | Collection[str] = "all") -> list[int]:
-        """Like tiktoken's ``Encoding.encode``: special tokens in text raise unless allowed."""
+    def _specials(self, allowed_special, disallowed_special) -> tuple[set[str], set[str]]:
+        """tiktoken's arguments as (allowed, disallowed) sets of special tokens, checked."""
         for name, value in (("allowed_special", allowed_special), ("disallowed_special", disallowed_special)):
             if isinstance(value, str) and value != "all":
                 raise EncodingError(f"{name} takes \"all\" or a set of special tokens, not one string: "
@@ -198,36 +228,119 @@ class Tokenizer:
         if unknown:
             raise EncodingError(f"allowed_special names tokens this tokenizer does not have: {sorted(unknown)}")
         disallowed = (set(self.special_tokens) - allowed) if disallowed_special == "all" else set(disallowed_special)
-        if disallowed:
-            found = self._special_regex(disallowed).search(text)
-            if found:
-                raise EncodingError(
-                    f"text contains the special token {found.group()!r} at character {found.start()}; "
-                    f"pass allowed_special={{{found.group()!r}}} to encode it as a special token, or "
-                    f"disallowed_special=() to encode it as text")
+        return allowed, disallowed
+
+    def _disallowed_error(self, text: str, disallowed: set[str], where: str = "text") -> EncodingError:
+        found = self._special_regex(disallowed).search(text)
+        return EncodingError(
+            f"{where} contains the special token {found.group()!r} at character {found.start()}; "
+            f"pass allowed_special={{{found.group()!r}}} to encode it as a special token, or "
+            f"disallowed_special=() to encode it as text")
+
+    def _encode_regex(self, text: str, allowed: set[str], disallowed: set[str]) -> list[int]:
+        """encode() with a custom regex: special tokens found and split here."""
+        if disallowed and self._special_regex(disallowed).search(text):
+            raise self._disallowed_error(text, disallowed)
         if not allowed:
-            return self.encode_ordinary(text)
+            return self._regex_encode_ordinary(text)
         out: list[int] = []
         pos = 0
         for m in self._special_regex(allowed).finditer(text):
-            out.extend(self.encode_ordinary(text[pos:m.start()]))
+            out.extend(self._regex_encode_ordinary(text[pos:m.start()]))
             out.append(self.special_tokens[m.group()])
             pos = m.end()
-        out.extend(self.encode_ordinary(text[pos:]))
+        out.extend(self._regex_encode_ordinary(text[pos:]))
         return out
+
+    def _encode_one(self, text: str, output: int, allowed_special, disallowed_special):
+        _check_str(text, "text")
+        allowed, disallowed = self._specials(allowed_special, disallowed_special)
+        if not self._native_text:
+            ids = self._encode_regex(text, allowed, disallowed)
+            return ids if output == OUT_LIST else len(ids) if output == OUT_COUNT else np.array(ids, np.uint32)
+        result, bad = self._native.encode_str(text, output, self._special_set(allowed), self._special_set(disallowed))
+        if bad:
+            raise self._disallowed_error(text, disallowed)
+        return result
+
+    def encode(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
+               disallowed_special: Literal["all"] | Collection[str] = "all") -> list[int]:
+        """Like tiktoken's ``Encoding.encode``: special tokens in text raise unless allowed."""
+        return self._encode_one(text, OUT_LIST, allowed_special, disallowed_special)
+
+    def encode_to_numpy(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
+                        disallowed_special: Literal["all"] | Collection[str] = "all") -> np.ndarray:
+        """``encode`` as a uint32 array, with no Python int per token."""
+        return self._encode_one(text, OUT_ARRAY, allowed_special, disallowed_special)
+
+    def count_tokens(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
+                     disallowed_special: Literal["all"] | Collection[str] = "all") -> int:
+        """``len(encode(text, ...))`` without making the ids."""
+        return self._encode_one(text, OUT_COUNT, allowed_special, disallowed_special)
+
+    def _encode_many(self, texts: Iterable[str], output: int, workers: int | None, allowed_special,
+                     disallowed_special):
+        texts = texts if isinstance(texts, list) else list(texts)
+        for i, text in enumerate(texts):
+            _check_str(text, f"texts[{i}]")
+        workers = _check_workers(workers)
+        allowed, disallowed = self._specials(allowed_special, disallowed_special)
+        if not self._native_text:
+            return self._encode_many_regex(texts, output, workers, allowed, disallowed)
+        result, bad = self._native.encode_strs(texts, workers, output, self._special_set(allowed),
+                                               self._special_set(disallowed))
+        if bad >= 0:
+            raise self._disallowed_error(texts[bad], disallowed, f"texts[{bad}]")
+        return result
+
+    def _encode_many_regex(self, texts: list[str], output: int, workers: int, allowed, disallowed):
+        """The batch APIs with a custom regex: encode() of each text on threads, then packed."""
+        def one(text: str) -> list[int]:
+            return self._encode_regex(text, allowed, disallowed)
+
+        for i, text in enumerate(texts):   # the first text at fault, in order, as the native path
+            if disallowed and self._special_regex(disallowed).search(text):
+                raise self._disallowed_error(text, disallowed, f"texts[{i}]")
+        if workers == 1 or len(texts) < 2:
+            lists = [one(t) for t in texts]
+        else:
+            with ThreadPoolExecutor(workers) as pool:
+                lists = list(pool.map(one, texts))
+        if output == OUT_LIST:
+            return lists
+        counts = np.array([len(ids) for ids in lists], np.int64)
+        if output == OUT_COUNT:
+            return counts
+        offsets = np.zeros(len(lists) + 1, np.int64)
+        np.cumsum(counts, out=offsets[1:])
+        flat = np.fromiter((i for ids in lists for i in ids), np.uint32, count=int(offsets[-1]))
+        return flat, offsets
 
     def encode_batch(self, texts: Sequence[str], *, allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
                      disallowed_special: Literal["all"] | Collection[str] = "all",
                      workers: int | None = None) -> list[list[int]]:
-        """encode() of each text, on ``workers`` threads (native encoding runs without the GIL)."""
-        def one(text: str) -> list[int]:
-            return self.encode(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
+        """encode() of each text, on ``workers`` threads (default: one per CPU; the native
+        encoder runs without the GIL). A text holding a disallowed special token raises,
+        naming the first such text."""
+        return self._encode_many(texts, OUT_LIST, workers, allowed_special, disallowed_special)
 
-        workers = workers or os.cpu_count() or 1
-        if workers == 1 or len(texts) < 2:
-            return [one(t) for t in texts]
-        with ThreadPoolExecutor(workers) as pool:
-            return list(pool.map(one, texts))
+    def encode_ordinary_batch(self, texts: Sequence[str], *, workers: int | None = None) -> list[list[int]]:
+        """encode_ordinary() of each text, on ``workers`` threads."""
+        return self._encode_many(texts, OUT_LIST, workers, frozenset(), ())
+
+    def encode_batch_to_numpy(self, texts: Sequence[str], *, workers: int | None = None,
+                              allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
+                              disallowed_special: Literal["all"] | Collection[str] = "all"
+                              ) -> tuple[np.ndarray, np.ndarray]:
+        """The ids of every text in one uint32 array, and int64 offsets (len(texts) + 1 of them):
+        text i's ids are ``ids[offsets[i]:offsets[i + 1]]``. No Python object per token."""
+        return self._encode_many(texts, OUT_ARRAY, workers, allowed_special, disallowed_special)
+
+    def count_tokens_batch(self, texts: Sequence[str], *, workers: int | None = None,
+                           allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
+                           disallowed_special: Literal["all"] | Collection[str] = "all") -> np.ndarray:
+        """The number of tokens of each text, as an int64 array, without making the ids."""
+        return self._encode_many(texts, OUT_COUNT, workers, allowed_special, disallowed_special)
 
     # -- decoding -------------------------------------------------------------------------
     def decode_bytes(self, ids: Iterable[int]) -> bytes:

@@ -1,0 +1,186 @@
+# cython: language_level=3
+"""Byte strings as hash-table keys, for the encoder's whole-token table and its chunk cache.
+
+Invariants:
+* a key is a non-empty byte string; a slot whose ``length`` is 0 is free;
+* ``bytes_hash`` of a key of at most 8 bytes is a bijection of those bytes read as a zero-padded
+  little-endian integer, so for such keys equal hashes and equal lengths mean equal bytes and the
+  tables never compare their bytes; longer keys are compared with memcmp against the copy the
+  table's owner keeps;
+* tables are powers of two, at most half full, probed linearly from the top bits of the hash.
+"""
+from libc.stdint cimport int32_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memcmp
+
+cdef extern from *:
+    """
+    #include <string.h>
+    #include <stdint.h>
+    /* 8 bytes at p as a little-endian integer, whatever the machine's byte order. */
+    static inline uint64_t bpe_load64(const unsigned char* p) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        w = __builtin_bswap64(w);
+    #endif
+        return w;
+    }
+    """
+    uint64_t bpe_load64(const unsigned char* p) nogil
+
+
+cdef struct Slot:
+    uint64_t hash
+    uint32_t length            # the key's length in bytes; 0 marks a free slot
+    int32_t value
+
+
+cdef inline uint64_t load_upto8(const unsigned char* s, size_t n, const unsigned char* end) noexcept nogil:
+    """The first min(n, 8) bytes at s, zero-padded, as a little-endian integer. Reads 8 bytes at
+    once when they lie before ``end`` (the end of the whole buffer), masking what is past n."""
+    cdef uint64_t w = 0
+    cdef size_t i
+    if n >= 8:
+        return bpe_load64(s) if s + 8 <= end else _load_bytes(s, 8)
+    if s + 8 <= end:
+        return bpe_load64(s) & ((<uint64_t>1 << (8 * n)) - 1)
+    return _load_bytes(s, n)
+
+
+cdef inline uint64_t _load_bytes(const unsigned char* s, size_t n) noexcept nogil:
+    cdef uint64_t w = 0
+    cdef size_t i
+    for i in range(n):
+        w |= <uint64_t>s[i] << (8 * i)
+    return w
+
+
+cdef inline uint64_t mix64(uint64_t h) noexcept nogil:
+    """A bijection of 64-bit integers that spreads every input bit over the top bits: an odd
+    multiplier and right xor-shifts are each invertible."""
+    h ^= h >> 32
+    h *= <uint64_t>0xD6E8FEB86659FD93
+    h ^= h >> 32
+    h *= <uint64_t>0xD6E8FEB86659FD93
+    h ^= h >> 32
+    return h
+
+
+cdef inline uint64_t bytes_hash(const unsigned char* s, size_t n, const unsigned char* end) noexcept nogil:
+    """Hash of the n bytes at s (see the invariant on keys of at most 8 bytes)."""
+    if n <= 8:
+        return mix64(load_upto8(s, n, end))
+    cdef uint64_t h = <uint64_t>n * <uint64_t>0x9E3779B97F4A7C15
+    cdef size_t i = 0
+    while i + 8 <= n:
+        h = (h ^ bpe_load64(s + i)) * <uint64_t>0xFF51AFD7ED558CCD
+        h ^= h >> 29
+        i += 8
+    if i < n:            # the last 8 bytes of the key, overlapping what was already mixed
+        h = (h ^ bpe_load64(s + n - 8)) * <uint64_t>0xC4CEB9FE1A85EC53
+    return mix64(h)
+
+
+cdef inline size_t slot_of(uint64_t hash, int bits) noexcept nogil:
+    return <size_t>(hash >> (64 - bits))
+
+
+# Pairs of int32 as keys: the encoder's merges ((left, right) -> merged symbol) and its trie
+# ((node, byte) -> child). One slot holds key, value and an extra int, so a probe touches one
+# cache line (the kernel's PairMap keeps keys and values apart).
+#
+# Invariants: the key of (a, b) is a << 32 | b, never all ones (the free mark); the table is a
+# power of two at most half full; it doubles when needed.
+
+from libc.stdlib cimport malloc, free
+
+cdef extern from *:
+    """
+    #define BPE_FREE_PAIR 0xFFFFFFFFFFFFFFFFULL
+    """
+    const uint64_t FREE_PAIR "BPE_FREE_PAIR"
+
+
+cdef struct PairSlot:
+    uint64_t key
+    int32_t value
+    int32_t extra
+
+
+cdef struct PairTable:
+    PairSlot* slots
+    int bits
+    size_t size
+
+
+cdef inline uint64_t pair_of(int32_t a, int32_t b) noexcept nogil:
+    return (<uint64_t><uint32_t>a << 32) | <uint32_t>b
+
+
+cdef inline size_t pair_slot(uint64_t key, int bits) noexcept nogil:
+    # Fibonacci hashing: the top bits of key * 2^64/phi depend on every bit of the key.
+    return <size_t>((key * <uint64_t>0x9E3779B97F4A7C15) >> (64 - bits))
+
+
+cdef inline int pairtable_init(PairTable* t, size_t expected) noexcept nogil:
+    cdef int bits = 4
+    cdef size_t i
+    while (<size_t>1 << bits) < 2 * expected + 2:
+        bits += 1
+    t.slots = <PairSlot*>malloc((<size_t>1 << bits) * sizeof(PairSlot))
+    if t.slots == NULL:
+        return -1
+    for i in range(<size_t>1 << bits):
+        t.slots[i].key = FREE_PAIR
+    t.bits, t.size = bits, 0
+    return 0
+
+
+cdef inline void pairtable_free(PairTable* t) noexcept nogil:
+    free(t.slots)
+    t.slots = NULL
+
+
+cdef inline const PairSlot* pairtable_find(const PairTable* t, uint64_t key) noexcept nogil:
+    """The slot of key, or NULL."""
+    cdef size_t mask = (<size_t>1 << t.bits) - 1, i = pair_slot(key, t.bits)
+    while True:
+        if t.slots[i].key == key:
+            return &t.slots[i]
+        if t.slots[i].key == FREE_PAIR:
+            return NULL
+        i = (i + 1) & mask
+
+
+cdef inline PairSlot* pairtable_add(PairTable* t, uint64_t key, int32_t value, int32_t extra) noexcept nogil:
+    """The slot of key, made with (value, extra) if absent (else left as it was); NULL if out of memory."""
+    cdef size_t mask = (<size_t>1 << t.bits) - 1, i = pair_slot(key, t.bits)
+    while t.slots[i].key != FREE_PAIR:
+        if t.slots[i].key == key:
+            return &t.slots[i]
+        i = (i + 1) & mask
+    if 2 * (t.size + 1) > (<size_t>1 << t.bits):
+        if _pairtable_grow(t) != 0:
+            return NULL
+        return pairtable_add(t, key, value, extra)
+    t.slots[i].key, t.slots[i].value, t.slots[i].extra = key, value, extra
+    t.size += 1
+    return &t.slots[i]
+
+
+cdef inline int _pairtable_grow(PairTable* t) noexcept nogil:
+    cdef PairTable bigger
+    cdef size_t i, j, mask
+    if pairtable_init(&bigger, <size_t>1 << t.bits) != 0:
+        return -1
+    mask = (<size_t>1 << bigger.bits) - 1
+    for i in range(<size_t>1 << t.bits):
+        if t.slots[i].key != FREE_PAIR:
+            j = pair_slot(t.slots[i].key, bigger.bits)
+            while bigger.slots[j].key != FREE_PAIR:
+                j = (j + 1) & mask
+            bigger.slots[j] = t.slots[i]
+    bigger.size = t.size
+    free(t.slots)
+    t[0] = bigger
+    return 0
