@@ -25,6 +25,7 @@ Text arrives as Python str and is read (and turned into UTF-8 when it is not ASC
 GIL, so batches run on threads in parallel; ids leave as NumPy arrays, or as lists built from
 one shared Python int per id.
 """
+import gc
 import threading
 
 cimport cython
@@ -45,6 +46,11 @@ from ._scan cimport scan_next
 
 cdef extern from *:
     """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define bpe_prefetch(p) __builtin_prefetch((p))
+    #else
+    #define bpe_prefetch(p) ((void)(p))
+    #endif
     /* A list of the Python ints ints[ids[i]]: one shared int per id, no int made per token. */
     static PyObject* bpe_list_of_ids(const uint32_t* ids, Py_ssize_t n, PyObject* const* ints) {
         PyObject* list = PyList_New(n);
@@ -58,6 +64,7 @@ cdef extern from *:
     }
     """
     object bpe_list_of_ids(const uint32_t* ids, Py_ssize_t n, PyObject* const* ints)
+    void bpe_prefetch(const void* p) nogil
 
 cdef enum:
     NO_MERGE = 0x7FFFFFFF
@@ -66,6 +73,8 @@ cdef enum:
     CACHE_MIN_BITS = 10
     CACHE_MAX_BITS = 21        # at most 2^20 cached chunks; then the cache starts afresh
     MAX_CACHES = 64            # caches an encoder keeps between calls (one per thread in use)
+    RECENT_SIZE = 1 << 14      # slots of a cache's table of recent whole tokens (256 KB)
+    AHEAD = 8                  # chunks scanned ahead of their encoding (see encode_piece)
     CACHE_MAX_BYTES = 255      # longer chunks are rare: not cached
     STACK_CHUNK = 256          # chunks up to this long backtrack in stack arrays
     OUT_LIST = 0
@@ -328,6 +337,10 @@ cdef class MergeEncoder:
         """Split text with a named pattern's native scanner (see _scan.pxd)."""
         self.pattern, self.cls, self.fold = pattern, classes, fold
 
+    def clear_caches(self):
+        """Drop the chunk caches kept between calls (their memory with them)."""
+        self.caches.clear()
+
     def set_no_split(self):
         """No pre-tokenization: each piece of text between special tokens is one chunk."""
         self.pattern = SPLIT_NONE
@@ -428,9 +441,21 @@ cdef class MergeEncoder:
 
     cdef void encode_chunk(self, const uint8_t* s, size_t n, const uint8_t* end, _Worker w) noexcept nogil:
         """Emit the ids of one chunk (n >= 1 bytes; the buffer it lies in ends at ``end``)."""
-        cdef uint64_t h = bytes_hash(s, n, end)
-        cdef int32_t found = self.find_whole(h, s, n)
+        self.encode_hashed(s, n, bytes_hash(s, n, end), w)
+
+    cdef void encode_hashed(self, const uint8_t* s, size_t n, uint64_t h, _Worker w) noexcept nogil:
+        """Emit the ids of one chunk whose bytes_hash is h."""
+        cdef Slot* recent = NULL
+        cdef int32_t found
+        if n <= 8:                              # most chunks: try the small table first
+            recent = &w.cache.recent[h & (RECENT_SIZE - 1)]
+            if recent.hash == h and recent.length == n:
+                w.emit(recent.value)
+                return
+        found = self.find_whole(h, s, n)
         if found >= 0:
+            if recent != NULL:
+                recent.hash, recent.length, recent.value = h, <uint32_t>n, found
             w.emit(found)
             return
         if n <= CACHE_MAX_BYTES and w.cached(h, s, n):
@@ -457,10 +482,31 @@ cdef class MergeEncoder:
             if n:
                 self.encode_chunk(s, n, end, w)
             return
-        while i < n:
-            j = scan_next(self.pattern, s, n, i, &self.cls[0], &self.fold[0])
-            self.encode_chunk(s + i, j - i, end, w)
-            i = j
+        cdef size_t start[AHEAD]
+        cdef size_t length[AHEAD]
+        cdef uint64_t hashes[AHEAD]
+        cdef size_t scanned = 0, done = 0, k
+        # Chunks are scanned and hashed AHEAD ahead of their encoding and their table slots
+        # prefetched: the probes, which would each wait for memory, then overlap.
+        while True:
+            while scanned - done < AHEAD and i < n:
+                j = scan_next(self.pattern, s, n, i, &self.cls[0], &self.fold[0])
+                k = scanned % AHEAD
+                start[k], length[k], hashes[k] = i, j - i, bytes_hash(s + i, j - i, end)
+                self.prefetch(hashes[k], j - i, w)
+                scanned += 1
+                i = j
+            if done == scanned:
+                return
+            k = done % AHEAD
+            self.encode_hashed(s + start[k], length[k], hashes[k], w)
+            done += 1
+
+    cdef inline void prefetch(self, uint64_t h, size_t n, _Worker w) noexcept nogil:
+        """Ask for the table slots encode_hashed will read first."""
+        if n <= 8:
+            bpe_prefetch(&w.cache.recent[h & (RECENT_SIZE - 1)])
+        bpe_prefetch(&self.whole[slot_of(h, self.whole_bits)])
 
     cdef void encode_utf8(self, const uint8_t* s, size_t n, _Worker w, SpecialSet allowed) noexcept nogil:
         """Emit the ids of UTF-8 text, allowed special tokens as their ids."""
@@ -544,7 +590,13 @@ cdef class MergeEncoder:
         ids, offsets = batch.flat()
         if output == OUT_ARRAY:
             return (ids, offsets), -1
-        return self.lists(ids, offsets), -1
+        collecting = gc.isenabled()             # lists of ints hold no cycles: a collection per
+        gc.disable()                            # 700 new lists would only slow this down
+        try:
+            return self.lists(ids, offsets), -1
+        finally:
+            if collecting:
+                gc.enable()
 
     def lists(self, const uint32_t[::1] ids, const int64_t[::1] offsets):
         """ids[offsets[i]:offsets[i + 1]] as a list, for each i."""
@@ -727,14 +779,25 @@ cdef class _ChunkCache:
 
     A cache is used by one thread at a time; the encoder lends its caches out per call and keeps
     them (``MergeEncoder.caches``), so repeated words are merged once per thread, not per call.
-    Its size is bounded: when full it starts afresh."""
+    Its size is bounded: when full it starts afresh.
+
+    ``recent`` is a small direct-mapped table of chunks of at most 8 bytes that are whole
+    tokens, the last one seen per slot: a text's frequent words stay in it, and it is small
+    enough for the CPU's cache, unlike the vocabulary's table (a probe there is a cache miss)."""
     cdef Slot* slots
     cdef int bits
     cdef size_t size
     cdef vector[uint32_t] store
+    cdef Slot* recent
+
+    def __cinit__(self):
+        self.recent = <Slot*>calloc(RECENT_SIZE, sizeof(Slot))
+        if self.recent == NULL:
+            raise MemoryError()
 
     def __dealloc__(self):
         free(self.slots)
+        free(self.recent)
 
     cdef inline const uint32_t* find(self, uint64_t h, const uint8_t* s, size_t n) noexcept nogil:
         """Where the chunk's count and ids are stored, or NULL."""
@@ -910,7 +973,7 @@ cdef class _Batch:
         for i in range(self.n):
             text = self.texts[i]
             if not isinstance(text, str):
-                raise TypeError(f"texts[{i}] is {type(text).__name__}, not str")
+                raise TypeError(f"texts[{i}] must be a str, got {type(text).__name__}")
             bpe_str_view(text, &self.refs[i].data, &self.refs[i].length, &self.refs[i].kind)
             chars += self.refs[i].length
         # Blocks of about 64 KB of text, at least 8 per thread so a slow thread takes fewer.

@@ -280,15 +280,20 @@ class Tokenizer:
 
     def _encode_many(self, texts: Iterable[str], output: int, workers: int | None, allowed_special,
                      disallowed_special):
+        if isinstance(texts, str):
+            raise ArgumentTypeError("texts must be a list of str, not one str: write [text] or use encode()")
         texts = texts if isinstance(texts, list) else list(texts)
-        for i, text in enumerate(texts):
-            _check_str(text, f"texts[{i}]")
         workers = _check_workers(workers)
         allowed, disallowed = self._specials(allowed_special, disallowed_special)
         if not self._native_text:
+            for i, text in enumerate(texts):
+                _check_str(text, f"texts[{i}]")
             return self._encode_many_regex(texts, output, workers, allowed, disallowed)
-        result, bad = self._native.encode_strs(texts, workers, output, self._special_set(allowed),
-                                               self._special_set(disallowed))
+        try:
+            result, bad = self._native.encode_strs(texts, workers, output, self._special_set(allowed),
+                                                   self._special_set(disallowed))
+        except TypeError as exc:       # the native encoder names the first text that is no str
+            raise ArgumentTypeError(str(exc)) from None
         if bad >= 0:
             raise self._disallowed_error(texts[bad], disallowed, f"texts[{bad}]")
         return result
