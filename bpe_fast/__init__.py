@@ -10,6 +10,7 @@ registry.py names the encodings) -> cli; trainer.py runs the stages in order. er
 paths.py and bytelevel.py are leaves any module may use. There is no import cycle
 (``python tests/test_architecture.py`` prints the graph).
 """
+from .encode_corpus import encode_files, load_bin
 from .errors import (ArgumentError, ArgumentTypeError, BpeFastError, BpeFastWarning, EmptyCorpusError,
                      EncodingError, InputError, PatternError, TokenizerFileError, VocabSizeWarning,
                      VocabularyError, WorkerError)
@@ -22,7 +23,7 @@ from .wordtable import WordTable
 __version__ = "0.1.0"
 
 __all__ = [
-    "train", "train_from_iterator", "train_from_table", "count", "count_from_iterator", "load", "Tokenizer", "TrainReport", "WordTable",
+    "train", "train_from_iterator", "train_from_table", "count", "count_from_iterator", "load", "Tokenizer", "encode_files", "load_bin", "TrainReport", "WordTable",
     "ENCODINGS", "GPT2", "CL100K", "O200K",
     "BpeFastError", "ArgumentError", "ArgumentTypeError", "PatternError", "InputError", "EmptyCorpusError",
     "WorkerError", "VocabularyError", "TokenizerFileError", "EncodingError", "BpeFastWarning", "VocabSizeWarning",

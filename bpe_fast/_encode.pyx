@@ -30,6 +30,7 @@ import threading
 
 cimport cython
 import numpy as np
+from cpython.number cimport PyNumber_Index
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, realloc
@@ -615,12 +616,30 @@ cdef class MergeEncoder:
         return 0
 
     def decode_bytes(self, ids):
-        """The bytes of a sequence of token ids; ValueError names the first id out of range."""
+        """The bytes of a sequence of token ids; ValueError names the first id out of range,
+        TypeError the first that is no integer (a float such as 1.7 or 2.0 is refused, not
+        truncated). A NumPy integer array is read without a Python object per id."""
         cdef string out
         cdef int64_t token
         cdef int64_t size = self.token_bytes.size()
         cdef Py_ssize_t k = 0
+        cdef const int64_t[::1] array
+        if isinstance(ids, np.ndarray) and ids.dtype.kind in "iu" and ids.ndim == 1:
+            # (uint64 ids past int64's range are clipped to `size`: out of range all the same)
+            array = np.ascontiguousarray(np.minimum(ids, size) if ids.dtype == np.uint64 else ids, dtype=np.int64)
+            for k in range(array.shape[0]):
+                token = array[k]
+                if token < 0 or token >= size or not self.defined[token]:
+                    raise ValueError(f"token id {ids[k]} (position {k}) is not in the vocabulary (ids 0..{size - 1})")
+                out.append(self.token_bytes[token])
+            return <bytes>out
         for k, t in enumerate(ids):
+            if type(t) is not int:
+                try:
+                    t = PyNumber_Index(t)       # ints of any kind (NumPy's too); no floats
+                except TypeError:
+                    raise TypeError(f"token ids must be integers; position {k} holds {type(t).__name__} "
+                                    f"{t!r}") from None
             try:
                 token = t
             except OverflowError:

@@ -351,8 +351,9 @@ class Tokenizer:
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         try:
             return self._native.decode_bytes(ids)
-        except TypeError:
-            raise EncodingError("decode takes a sequence of integer token ids") from None
+        except TypeError as exc:
+            detail = str(exc) if str(exc).startswith("token ids must") else "ids is not a sequence"
+            raise EncodingError(f"decode takes a sequence of integer token ids: {detail}") from None
         except ValueError as exc:      # an id that is not in the vocabulary
             raise EncodingError(str(exc)) from None
 

@@ -5,6 +5,7 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import bpe_fast
@@ -253,6 +254,24 @@ def test_numbers_that_are_not_integers_are_refused():
         bpe_fast.train_from_iterator(["abc"] * 10, 300, workers=1.5, batch_chars=1)
     with pytest.raises(bpe_fast.VocabularyError, match="merges must be integer ids"):
         bpe_fast.Tokenizer([[1.5, 3]])
+
+
+@pytest.mark.parametrize("ids", [[1.7], [104, 2.0], [np.float64(104.0)], ["104"], [None]])
+def test_decode_refuses_ids_that_are_not_integers(ids):
+    tok = bpe_fast.Tokenizer([])
+    with pytest.raises(bpe_fast.EncodingError, match=r"token ids must be integers; position \d+ holds"):
+        tok.decode(ids)
+
+
+def test_decode_takes_integers_of_every_kind():
+    tok = bpe_fast.Tokenizer([])
+    text = b"hi!"
+    for ids in (list(text), [np.int64(b) for b in text], np.frombuffer(text, np.uint8),
+                np.array(list(text), np.uint64), [True, 104]):
+        expected = bytes([1, 104]) if ids[0] is True else text
+        assert tok.decode_bytes(ids) == expected
+    with pytest.raises(bpe_fast.EncodingError, match="token id 18446744073709551615 .position 1"):
+        tok.decode_bytes(np.array([104, 2**64 - 1], np.uint64))
 
 
 def test_special_tokens_given_as_a_set_are_refused():
