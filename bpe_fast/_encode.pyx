@@ -777,11 +777,11 @@ cdef class _Ids:
     def __getbuffer__(self, Py_buffer* view, int flags):
         cdef uint32_t* fitted
         if self.capacity > self.size + self.size // 4 + 1024:   # give back the unused room
-            fitted = <uint32_t*>realloc(self.data, max(self.size, 1) * sizeof(uint32_t))
+            fitted = <uint32_t*>realloc(self.data, max(self.size, <size_t>1) * sizeof(uint32_t))
             if fitted != NULL:
-                self.data, self.capacity = fitted, max(self.size, 1)
+                self.data, self.capacity = fitted, max(self.size, <size_t>1)
         self.shape[0], self.strides[0] = self.size, sizeof(uint32_t)
-        view.buf, view.obj, view.len = self.data, self, self.size * sizeof(uint32_t)
+        view.buf, view.obj, view.len = self.data, self, <Py_ssize_t>(self.size * sizeof(uint32_t))
         view.readonly, view.itemsize, view.format = 0, sizeof(uint32_t), "I"
         view.ndim, view.shape, view.strides = 1, self.shape, self.strides
         view.suboffsets = NULL
@@ -1059,7 +1059,7 @@ cdef class _Batch:
         for w in self.workers:
             for j in range(w.blocks.size()):
                 first = w.blocks[j] * self.block
-                count = off[min(self.n, first + self.block)] - off[first]
+                count = off[min(<size_t>self.n, first + <size_t>self.block)] - off[first]
                 if count:
                     memcpy(&out[off[first]], w.ids.data + w.block_at[j], count * sizeof(uint32_t))
         return ids, offsets
