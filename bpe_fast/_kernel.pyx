@@ -147,6 +147,7 @@ cdef class _Merger:
     cdef vector[vector[int32_t]] starts_with   # by symbol x: ids of tracked pairs (x, t)
     cdef priority_queue[HeapEntry] heap
     cdef int64_t track_from
+    cdef bint many_pairs           # continuing from a base: see recount
     # the merge in progress
     cdef int32_t[::1] with_left    # s -> id of (s, z) made by this merge, or -1
     cdef int32_t[::1] with_right   # t -> id of (z, t) made by this merge, or -1
@@ -175,6 +176,7 @@ cdef class _Merger:
         self.ends_with.resize(n_ids)
         self.starts_with.resize(n_ids)
         self.track_from = max(track_from, 1)
+        self.many_pairs = start is not None
         self.report = setup_progress
         self.lay_out(np.asarray(symbols), offsets, counts, byte_ranks, start)
         self.reported = self.sym.shape[0]
@@ -272,9 +274,16 @@ cdef class _Merger:
         cdef vector[int64_t] sizes
         cdef vector[int32_t] tracked_id
         cdef Py_ssize_t p, q, n = self.sym.shape[0], run = 0
-        cdef int32_t t, pid
+        cdef int32_t t = -1, pid
         cdef int64_t w = 0
         cdef int round_
+        # Continuing from a base, the pairs of its tokens are many (millions, against thousands of
+        # byte pairs), so the map misses the CPU's caches: the first pass notes each position's
+        # pair index (4 bytes a slot, for the set-up only) and the second reads it back.
+        cdef bint remember = self.many_pairs
+        cdef vector[int32_t] pair_at
+        if remember:
+            pair_at.assign(n, -1)
         if pairmap_init(&seen, 1 << 16) != 0:
             raise MemoryError()
         try:
@@ -284,11 +293,17 @@ cdef class _Merger:
                     if p % SIGNAL_CHECK_EVERY == 0:
                         PyErr_CheckSignals()
                         self.advance(p)
-                    if self.sym[p] < 0:
-                        continue
-                    q = self.next_token(p)
-                    if q < 0:
-                        continue
+                    if round_ == 1 and remember:
+                        t = pair_at[p]
+                        if t < 0 or totals[t] < self.track_from:
+                            continue
+                        q = self.next_token(p)
+                    else:
+                        if self.sym[p] < 0:
+                            continue
+                        q = self.next_token(p)
+                        if q < 0:
+                            continue
                     if round_ == 0:
                         t = pairmap_get_or_add(&seen, pair_key(self.sym[p], self.sym[q]), <int32_t>totals.size())
                         if t == -2:
@@ -296,6 +311,8 @@ cdef class _Merger:
                         if t == <int32_t>totals.size():
                             totals.push_back(0)
                             sizes.push_back(0)
+                        if remember:
+                            pair_at[p] = t
                         if p < self.heavy_end:        # the weight, walking the runs as p grows
                             w = self.heavy_count[self.word_of[p]]
                         else:
@@ -305,7 +322,8 @@ cdef class _Merger:
                         totals[t] += w
                         sizes[t] += 1
                         continue
-                    t = pairmap_get(&seen, pair_key(self.sym[p], self.sym[q]))
+                    if not remember:
+                        t = pairmap_get(&seen, pair_key(self.sym[p], self.sym[q]))
                     if totals[t] < self.track_from:
                         continue
                     if tracked_id[t] < 0:

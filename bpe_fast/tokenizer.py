@@ -11,6 +11,7 @@ and encoded natively, otherwise ``regex.findall`` splits and each chunk is encod
 from __future__ import annotations
 
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import AbstractSet, Collection, Iterable, Literal, Mapping, Sequence
 
@@ -105,16 +106,57 @@ class Tokenizer:
         self._regex = compile_pattern(self.pattern) if self.pattern is not None else None
         self.special_tokens = self._assign_special_ids(special_tokens)
         self._special_regexes: dict[frozenset, "regex.Pattern[str]"] = {}
-        self._native = MergeEncoder(self.merges, self.merge_ids, self.byte_ids, self._vocab,
-                                    {s.encode("utf-8"): i for s, i in self.special_tokens.items()})
-        if self.pattern_name in PATTERN_IDS:
-            self._native.set_scanner(PATTERN_IDS[self.pattern_name], *char_classes())
-        elif self.pattern is None:
-            self._native.set_no_split()
+        self._encoder: MergeEncoder | None = None        # built on first use (see _native)
+        self._encoder_lock = threading.Lock()
         self._native_text = self.pattern is None or self.pattern_name in PATTERN_IDS
         self._special_sets: dict[frozenset, SpecialSet] = {}
         self._cache: dict[str, list[int]] = {}
         self.training_report = None     # set by the trainer
+
+    @property
+    def _native(self) -> MergeEncoder:
+        """The native encoder, built the first time it is needed: training, loading and saving
+        never need it, and for a large vocabulary it takes a good fraction of a second."""
+        if self._encoder is None:
+            with self._encoder_lock:
+                if self._encoder is None:
+                    encoder = MergeEncoder(self.merges, self.merge_ids, self.byte_ids, self._vocab,
+                                           {s.encode("utf-8"): i for s, i in self.special_tokens.items()})
+                    if self.pattern_name in PATTERN_IDS:
+                        encoder.set_scanner(PATTERN_IDS[self.pattern_name], *char_classes())
+                    elif self.pattern is None:
+                        encoder.set_no_split()
+                    self._encoder = encoder
+        return self._encoder
+
+    def _extended(self, merges: np.ndarray, merge_ids: np.ndarray, special_tokens: Mapping[str, int]) -> "Tokenizer":
+        """This tokenizer's merges and ids, then ``merges`` making ``merge_ids`` (continued
+        training): the same as building it whole, without rebuilding the base's vocabulary."""
+        merges = np.asarray(merges, np.int32).reshape(-1, 2)
+        merge_ids = np.asarray(merge_ids, np.int32)
+        tok = object.__new__(Tokenizer)
+        tok.__setstate__(dict(self.__getstate__(), _special_regexes={}, _cache={}, training_report=None))
+        vocab = list(self._vocab) + [None] * max(0, int(merge_ids.max(initial=-1)) + 1 - len(self._vocab))
+        for (left, right), new in zip(merges.tolist(), merge_ids.tolist()):
+            if vocab[new] is not None or vocab[left] is None or vocab[right] is None:
+                raise VocabularyError(f"cannot extend with merge ({left}, {right}) -> {new}")
+            vocab[new] = vocab[left] + vocab[right]
+        tok._vocab = vocab
+        tok.merges = np.concatenate([self.merges, merges])
+        tok.merge_ids = np.concatenate([self.merge_ids, merge_ids])
+        tok.special_tokens = tok._assign_special_ids(dict(special_tokens))
+        return tok
+
+    def __getstate__(self) -> dict:
+        """Pickling (multiprocessing, ``datasets.map(num_proc=...)``) sends the vocabulary; the
+        receiving process builds its own native encoder when it first encodes."""
+        state = dict(self.__dict__, _encoder=None, _special_sets={})
+        del state["_encoder_lock"]
+        return state
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._encoder_lock = threading.Lock()
 
     @classmethod
     def from_vocabulary(cls, vocab: Vocabulary) -> "Tokenizer":

@@ -271,8 +271,11 @@ def _tokenizer(base: Tokenizer | None, merges: np.ndarray, first_id: int, patter
         return Tokenizer(merges, pattern=pattern, special_tokens=list(new_specials))
     new_ids = np.arange(first_id, first_id + len(merges))
     specials = dict(base.special_tokens) | {s: first_id + len(merges) + k for k, s in enumerate(new_specials)}
-    return Tokenizer(np.concatenate([base.merges, merges.reshape(-1, 2)]), pattern=pattern, special_tokens=specials,
-                     merge_ids=np.concatenate([base.merge_ids, new_ids]), byte_ids=base.byte_ids)
+    if resolve(pattern) != base.pattern:       # superword training: another pattern
+        return Tokenizer(np.concatenate([base.merges, merges.reshape(-1, 2)]), pattern=pattern,
+                         special_tokens=specials, merge_ids=np.concatenate([base.merge_ids, new_ids]),
+                         byte_ids=base.byte_ids)
+    return base._extended(merges, new_ids, specials)
 
 
 def train(files: str | os.PathLike | Iterable[str | os.PathLike], vocab_size: int | Sequence[int], *,

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import bpe_fast
 from bpe_fast import Tokenizer
 
-from .conftest import corpus_files, need, needs_data
+from .conftest import corpus_files, need, needs_data, small_text
 
 
 @pytest.fixture(scope="module")
@@ -106,3 +106,19 @@ def test_decode_rejects_ids_out_of_range():
     tok = Tokenizer([], pattern="gpt2")
     with pytest.raises(bpe_fast.EncodingError, match=r"token id 256 \(position 1\) is not in the vocabulary"):
         tok.decode([104, 256])
+
+
+def test_a_tokenizer_pickles_and_encodes_the_same_in_another_process():
+    import pickle
+    from concurrent.futures import ProcessPoolExecutor
+    tok = bpe_fast.train_from_iterator([small_text()], 500, pattern="gpt2", special_tokens=["<|endoftext|>"])
+    text = small_text()[:5000] + "<|endoftext|>"
+    expected = tok.encode(text, allowed_special="all")
+    copy = pickle.loads(pickle.dumps(tok))
+    assert copy == tok and copy.encode(text, allowed_special="all") == expected
+    with ProcessPoolExecutor(1) as pool:
+        assert pool.submit(_encode_all_special, tok, text).result() == expected
+
+
+def _encode_all_special(tok, text):
+    return tok.encode(text, allowed_special="all")

@@ -61,6 +61,10 @@ def test_a_base_keeps_its_ids_and_its_special_tokens():
     text = small_text()
     assert tok.decode(tok.encode(text, allowed_special="all")) == text
     assert len(tok.encode(text, disallowed_special=())) < len(base.encode(text, disallowed_special=()))
+    whole = bpe_fast.Tokenizer(tok.merges, tok.pattern, tok.special_tokens, merge_ids=tok.merge_ids,
+                               byte_ids=tok.byte_ids)      # built from scratch, not extended from base
+    assert whole == tok and whole._vocab == tok._vocab
+    assert whole.encode(text, allowed_special="all") == tok.encode(text, allowed_special="all")
 
 
 @pytest.mark.parametrize("fmt", ["huggingface", "gpt2", "tiktoken", "minbpe"])
