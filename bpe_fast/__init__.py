@@ -12,8 +12,8 @@ paths.py and bytelevel.py are leaves any module may use. There is no import cycl
 """
 from .encode_corpus import encode_files, load_bin
 from .errors import (ArgumentError, ArgumentTypeError, BpeFastError, BpeFastWarning, EmptyCorpusError,
-                     EncodingError, InputError, PatternError, TokenizerFileError, VocabSizeWarning,
-                     VocabularyError, WorkerError)
+                     EncodingError, InputError, PatternError, PatternRequiredError, TokenizerFileError,
+                     VocabSizeWarning, VocabularyError, VocabularyNotFoundError, WorkerError)
 from .patterns import CL100K, GPT2, O200K
 from .registry import ENCODINGS, load
 from .tokenizer import Tokenizer
@@ -26,5 +26,6 @@ __all__ = [
     "train", "train_from_iterator", "train_from_table", "count", "count_from_iterator", "load", "Tokenizer", "encode_files", "load_bin", "TrainReport", "WordTable",
     "ENCODINGS", "GPT2", "CL100K", "O200K",
     "BpeFastError", "ArgumentError", "ArgumentTypeError", "PatternError", "InputError", "EmptyCorpusError",
-    "WorkerError", "VocabularyError", "TokenizerFileError", "EncodingError", "BpeFastWarning", "VocabSizeWarning",
+    "WorkerError", "VocabularyError", "TokenizerFileError", "VocabularyNotFoundError", "PatternRequiredError",
+    "EncodingError", "BpeFastWarning", "VocabSizeWarning",
 ]

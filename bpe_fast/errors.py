@@ -14,7 +14,14 @@ from typing import Iterator
 
 
 class BpeFastError(Exception):
-    """Base class: a problem with the input that the user can fix."""
+    """Base class: a problem with the input that the user can fix.
+
+    ``cli_message``, when set, is the same message in the command line's words (``--vocabs``
+    where Python says ``path=``); ``bpe-fast`` prints it instead of ``str(error)``."""
+
+    def __init__(self, *args, cli_message: str | None = None):
+        super().__init__(*args)
+        self.cli_message = cli_message
 
 
 class ArgumentError(BpeFastError, ValueError):
@@ -47,6 +54,15 @@ class VocabularyError(BpeFastError, ValueError):
 
 class TokenizerFileError(VocabularyError):
     """A vocabulary or tokenizer file that is not valid: names the file (and line) at fault."""
+
+
+class VocabularyNotFoundError(TokenizerFileError):
+    """A named encoding's file (cl100k_base.tiktoken, ...) is in none of the places looked in."""
+
+
+class PatternRequiredError(TokenizerFileError):
+    """A .tiktoken file holds no pattern: without its sidecar (``x.tiktoken.json``) the pattern
+    must be given (``pattern=``; CLI ``--pattern``), as the wrong one would give other ids."""
 
 
 class OutputError(BpeFastError, OSError):

@@ -2,10 +2,15 @@
 
 * bpe_fast's own JSON: pattern, special tokens and merges as id pairs (one per line).
 * tiktoken ``.tiktoken``: one "base64(token) rank" per line; merges are recovered from the ranks.
+  The file holds no pattern and no special tokens, so bpe_fast writes them beside it, in the
+  *sidecar* ``x.tiktoken.json`` (see ``write_tiktoken_sidecar``), and reads them back from there.
 * GPT-2's ``encoder.json`` (token string -> id) and ``vocab.bpe`` (one merge "a b" per line), both
   spelling bytes with GPT-2's bytes-to-unicode table (bytelevel.py).
 * Hugging Face ``tokenizer.json`` with a byte-level BPE model.
 * minbpe ``.model`` ("minbpe v1", pattern, special tokens, merges as id pairs) and ``.vocab``.
+
+``write(tok, path, format)`` writes any of them (the format told by the name when it is not
+given: ``format_of_path``); ``sniff`` and ``json_kind`` tell a file's format from its content.
 
 Readers return a plain ``Vocabulary`` record, which ``Tokenizer.from_vocabulary`` checks and
 turns into a tokenizer; writers take a tokenizer. So this module never imports ``Tokenizer``:
@@ -16,9 +21,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import json
 import os
+import re
 import unicodedata
+from pathlib import Path
 from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
@@ -26,9 +34,10 @@ import numpy as np
 
 from ._encode import recover_merges
 from .bytelevel import str_to_token, token_to_str
-from .errors import TokenizerFileError, VocabularyError, naming_file
+from .errors import ArgumentError, PatternRequiredError, TokenizerFileError, VocabularyError, naming_file
+from .named import ENCODINGS
 from .outputs import atomic_open
-from .patterns import CL100K, GPT2, O200K
+from .patterns import CL100K, GPT2, O200K, name_of
 
 BPE_FAST_FORMAT = "bpe_fast.tokenizer"
 MAX_ID = 2**31 - 1          # token ids are int32 in the native code
@@ -109,7 +118,15 @@ def bpe_fast_vocabulary(data: Any, source: str | None = None) -> Vocabulary:
 
 
 def read_bpe_fast(path: str | os.PathLike) -> Vocabulary:
-    return bpe_fast_vocabulary(read_json(path), str(path))
+    """bpe_fast's JSON; a file in another format is refused with the loader that reads it."""
+    kind = sniff(path)
+    if kind not in ("json", "unknown"):
+        raise _other_format(path, kind, "bpe_fast's JSON")
+    data = read_json(path)
+    kind = json_kind(data)
+    if kind not in ("bpe_fast", "unknown"):
+        raise _other_format(path, kind, "bpe_fast's JSON")
+    return bpe_fast_vocabulary(data, str(path))
 
 
 # -- tiktoken --------------------------------------------------------------------------------
@@ -168,19 +185,104 @@ def vocabulary_from_ranks(ranks: Mapping[bytes, int], pattern: str | None = None
     return Vocabulary(merges, pattern, special_tokens, merge_ids, byte_ids)
 
 
-def read_tiktoken(path: str | os.PathLike, pattern: str | None = None,
+SIDECAR_FORMAT = "bpe_fast.tiktoken-sidecar"
+SIDECAR_VERSION = 1
+
+
+def sidecar_path(path: str | os.PathLike) -> Path:
+    """The sidecar of a .tiktoken file: the same name with ".json" added (x.tiktoken.json)."""
+    return Path(f"{os.fspath(path)}.json")
+
+
+def read_tiktoken(path: str | os.PathLike, pattern: str | None = ...,
                   special_tokens: Mapping[str, int] | Sequence[str] | None = None) -> Vocabulary:
-    """A .tiktoken file; it holds no pattern or special tokens, so they are given here."""
+    """A .tiktoken file. It holds no pattern or special tokens, so they come from, in order:
+    the arguments; the sidecar ``x.tiktoken.json`` beside it; the named encoding the file is
+    named after, if it is that encoding's published file (cl100k_base.tiktoken with its
+    SHA-256). Without any of these the pattern must be given (``pattern=None`` or "none" means
+    no split): guessing it would give other ids, silently."""
+    side = sidecar_path(path)
+    info = read_tiktoken_sidecar(side) if side.is_file() else None
+    if info is None and (pattern is ... or special_tokens is None):
+        info = _published_encoding(path)
+    if pattern is ...:
+        if info is None:
+            raise _pattern_required(path)
+        pattern = info["pattern"]
+    if special_tokens is None and info is not None:
+        special_tokens = info["special_tokens"]
     with naming_file(path):
         vocab = vocabulary_from_ranks(read_tiktoken_ranks(path), pattern, special_tokens, str(path))
     vocab.source = str(path)
     return vocab
 
 
-def write_tiktoken(tok, path: str | os.PathLike) -> None:
+def _published_encoding(path) -> dict | None:
+    """The pattern and special tokens of the named encoding whose published file ``path`` is."""
+    enc = ENCODINGS.get(Path(path).name.removesuffix(".tiktoken")) if str(path).endswith(".tiktoken") else None
+    if enc is None or len(enc.files) != 1 or not Path(path).is_file():
+        return None
+    if file_sha256(path) != enc.files[0].sha256:
+        return None
+    return {"pattern": enc.pattern, "special_tokens": dict(enc.special_tokens)}
+
+
+def _pattern_required(path) -> PatternRequiredError:
+    side = sidecar_path(path)
+    why = (f"{path}: a .tiktoken file holds no pattern, and there is no sidecar {side.name} beside it "
+           f"(bpe_fast writes one with every .tiktoken file) nor is it a named encoding's published file")
+    return PatternRequiredError(
+        f"{why}: pass the pattern it was trained with, e.g. Tokenizer.from_tiktoken({os.fspath(path)!r}, "
+        f"pattern='cl100k') (a name, a regex, or 'none' for no split; special_tokens= too if it has any); "
+        f"a wrong pattern gives other token ids",
+        cli_message=f"{why}: name the pattern it was trained with once, e.g. `bpe-fast convert {os.fspath(path)} "
+                    f"{os.fspath(path)}.converted.json --pattern cl100k` (a name, a regex, or none), then use the "
+                    f"converted file; a wrong pattern gives other token ids")
+
+
+def read_tiktoken_sidecar(path: str | os.PathLike) -> dict:
+    """A sidecar's pattern (None: no split) and special tokens ({token: id}), checked."""
+    data = read_json(path)
+    where = str(path)
+    if not isinstance(data, dict) or data.get("format") != SIDECAR_FORMAT:
+        raise TokenizerFileError(f"{where}: not a .tiktoken sidecar (no \"format\": \"{SIDECAR_FORMAT}\")")
+    if data.get("version") != SIDECAR_VERSION:
+        raise TokenizerFileError(f"{where}: sidecar version {data.get('version')!r} is not supported "
+                                 f"(this bpe_fast reads version {SIDECAR_VERSION})")
+    pattern = _expect_optional(data.get("pattern"), str, where, "pattern")
+    specials = _expect(data.get("special_tokens", {}), dict, where, "special_tokens")
+    for token, i in specials.items():
+        _expect(i, int, where, f"special_tokens[{token!r}]")
+    return {"pattern": pattern, "special_tokens": specials}
+
+
+def write_tiktoken(tok, path: str | os.PathLike) -> list[str]:
+    """The .tiktoken file (ranks, as tiktoken's ``load_tiktoken_bpe`` reads them) and its
+    sidecar ``path + ".json"`` (pattern and special tokens). Returns both paths."""
     with atomic_open(path, "wb") as fh:
         for token, rank in sorted(tok.mergeable_ranks().items(), key=lambda item: item[1]):
             fh.write(base64.b64encode(token) + b" " + str(rank).encode() + b"\n")
+    side = write_tiktoken_sidecar(tok, path)
+    return [os.fspath(path), os.fspath(side)]
+
+
+def write_tiktoken_sidecar(tok, path: str | os.PathLike) -> Path:
+    r"""``path + ".json"``, the sidecar of the .tiktoken file ``path``: a JSON object
+
+        {"format": "bpe_fast.tiktoken-sidecar", "version": 1, "tiktoken_file": "tok.tiktoken",
+         "pattern": "<regex>" or null (no split), "pattern_name": "cl100k",
+         "special_tokens": {"<|endoftext|>": 100257}, "n_vocab": 100258}
+
+    ``pattern`` and ``special_tokens`` are what ``tiktoken.Encoding`` takes as ``pat_str`` and
+    ``special_tokens`` (for null give it r"[\s\S]+": the whole text as one piece)."""
+    side = sidecar_path(path)
+    data = {"format": SIDECAR_FORMAT, "version": SIDECAR_VERSION, "tiktoken_file": Path(path).name,
+            "pattern": tok.pattern, "pattern_name": name_of(tok.pattern),
+            "special_tokens": tok.special_tokens, "n_vocab": tok.vocab_size}
+    with atomic_open(side, "w", encoding="utf-8") as fh:
+        json.dump(data, fh, ensure_ascii=False, indent=1)
+        fh.write("\n")
+    return side
 
 
 def to_tiktoken(tok, name: str = "bpe_fast"):
@@ -231,11 +333,15 @@ def _check_every_token_made(ids: dict[bytes, int], byte_ids, merge_ids, merges_f
                                  f"{len(unmade)} tokens lack their merge (truncated file?)")
 
 
-def write_gpt2(tok, encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLike) -> None:
-    odd = [s for s in tok.special_tokens if not _is_special(s)]
+def _check_gpt2_specials(special_tokens) -> None:
+    odd = [s for s in special_tokens if not _is_special(s)]
     if odd:
         raise VocabularyError(f"GPT-2's encoder.json can only hold special tokens spelled <|...|> (its loaders "
                               f"tell them apart by that); {odd[0]!r} is not: save as tokenizer.json or bpe_fast JSON")
+
+
+def write_gpt2(tok, encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLike) -> None:
+    _check_gpt2_specials(tok.special_tokens)
     vocab = {token_to_str(t): i for t, i in tok.mergeable_ranks().items()}
     vocab.update(tok.special_tokens)
     with atomic_open(encoder_json, "w", encoding="utf-8") as fh:
@@ -392,10 +498,7 @@ def write_minbpe(tok, prefix: str | os.PathLike) -> None:
             and np.array_equal(tok.merge_ids, np.arange(256, 256 + len(tok.merges)))):
         raise VocabularyError("minbpe numbers bytes 0..255 and merge i as 256 + i; this vocabulary "
                               "uses other ids (save it as tiktoken or tokenizer.json instead)")
-    odd = [s for s in tok.special_tokens if any(c.isspace() for c in s)]
-    if odd:
-        raise VocabularyError(f"minbpe's .model holds 'token id' per line, split at whitespace, so a special "
-                              f"token cannot hold any; {odd[0]!r} does: save as tokenizer.json or bpe_fast JSON")
+    _check_minbpe_specials(tok.special_tokens)
     with atomic_open(f"{prefix}.model", "w", encoding="utf-8") as fh:
         fh.write("minbpe v1\n")
         fh.write(f"{tok.pattern or ''}\n")
@@ -412,10 +515,174 @@ def write_minbpe(tok, prefix: str | os.PathLike) -> None:
                      f"[{_render(tok.token_bytes(new))}] {new}\n")
 
 
+def _check_minbpe_specials(special_tokens) -> None:
+    odd = [s for s in special_tokens if any(c.isspace() for c in s)]
+    if odd:
+        raise VocabularyError(f"minbpe's .model holds 'token id' per line, split at whitespace, so a special "
+                              f"token cannot hold any; {odd[0]!r} does: save as tokenizer.json or bpe_fast JSON")
+
+
 def _render(token: bytes) -> str:
     """minbpe's rendering: decoded text with control characters escaped."""
     text = token.decode("utf-8", errors="replace")
     return "".join(c if unicodedata.category(c)[0] != "C" else f"\\u{ord(c):04x}" for c in text)
+
+
+# -- telling formats apart, and writing any of them ------------------------------------------
+
+# Format names, as ``--format`` and ``write(..., format=)`` take them, and what each writes.
+FORMATS = {
+    "bpe_fast": "bpe_fast's JSON (pattern, special tokens, merges)",
+    "huggingface": "a Hugging Face tokenizer.json (byte-level BPE)",
+    "tiktoken": "a .tiktoken file (ranks) and its sidecar .tiktoken.json (pattern, special tokens)",
+    "minbpe": "minbpe's PREFIX.model and PREFIX.vocab",
+    "gpt2": "GPT-2's encoder.json and vocab.bpe",
+}
+# Names that say the format. ".json" does not: bpe_fast's JSON, a tokenizer.json and GPT-2's
+# encoder.json all end in it, so it means bpe_fast's own unless the format is given.
+SUFFIX_FORMATS = {".tiktoken": "tiktoken", ".model": "minbpe", ".bpe": "gpt2"}
+
+# Which loader reads each kind ``sniff``/``json_kind`` tell apart (named in errors).
+KINDS = {
+    "bpe_fast": ("bpe_fast's JSON", "Tokenizer.load(path)"),
+    "huggingface": ("a Hugging Face tokenizer.json", "Tokenizer.from_huggingface(path)"),
+    "tiktoken": ("a .tiktoken file", "Tokenizer.from_tiktoken(path, pattern=...)"),
+    "tiktoken-sidecar": ("the sidecar of a .tiktoken file", "Tokenizer.from_tiktoken(path of the .tiktoken file)"),
+    "minbpe": ("a minbpe .model file", "Tokenizer.from_minbpe(path)"),
+    "gpt2-encoder": ("GPT-2's encoder.json", "Tokenizer.from_gpt2(encoder_json, vocab_bpe)"),
+    "gpt2-merges": ("GPT-2's vocab.bpe (merges)", "Tokenizer.from_gpt2(encoder_json, vocab_bpe)"),
+}
+
+_TIKTOKEN_LINE = re.compile(rb"[A-Za-z0-9+/]+={0,2} [0-9]+\r?")
+
+
+def sniff(path: str | os.PathLike) -> str:
+    """A file's format from its first bytes: "json" (see ``json_kind``), "tiktoken", "minbpe",
+    "gpt2-merges" or "unknown" (also for an empty or unreadable file)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return "unknown"
+    first = head.lstrip().split(b"\n", 1)[0]
+    if head.startswith(b"minbpe v"):
+        return "minbpe"
+    if head.lstrip().startswith(b"{"):
+        return "json"
+    if first.startswith(b"#version"):
+        return "gpt2-merges"
+    if _TIKTOKEN_LINE.fullmatch(first):
+        return "tiktoken"
+    return "unknown"
+
+
+def json_kind(data: Any) -> str:
+    """What a parsed JSON file is: "bpe_fast", "huggingface", "tiktoken-sidecar",
+    "gpt2-encoder" (token -> id) or "unknown"."""
+    if not isinstance(data, dict):
+        return "unknown"
+    if data.get("format") == BPE_FAST_FORMAT:
+        return "bpe_fast"
+    if data.get("format") == SIDECAR_FORMAT:
+        return "tiktoken-sidecar"
+    if data and all(isinstance(v, int) and not isinstance(v, bool) for v in data.values()):
+        return "gpt2-encoder"          # before "model": GPT-2's vocabulary has the token "model"
+    if "model" in data:
+        return "huggingface"
+    return "unknown"
+
+
+def _other_format(path, kind: str, wanted: str) -> TokenizerFileError:
+    what, loader = KINDS[kind]
+    return TokenizerFileError(f"{path}: this is {what}, not {wanted}: open it with bpe_fast.load(path) "
+                              f"(any format) or {loader}")
+
+
+def format_of_path(path: str | os.PathLike, format: str | None = None) -> str:
+    """The format to write ``path`` in: ``format`` if given (checked against the name), else the
+    one the name says (.tiktoken, .model, vocab.bpe), else bpe_fast's JSON."""
+    if format is not None and format not in FORMATS:
+        raise ArgumentError(f"format {format!r} is not one of {', '.join(FORMATS)}")
+    name = os.fspath(path)
+    suffix = Path(name).suffix.lower()
+    by_name = SUFFIX_FORMATS.get(suffix)
+    if format is None:
+        return by_name or "bpe_fast"
+    if by_name is not None and by_name != format:
+        raise ArgumentError(f"{name}: the name ends in {suffix}, which means the {by_name} format, but the "
+                            f"format asked for is {format}; change the name or the format")
+    if suffix == ".json" and format in ("tiktoken", "minbpe"):
+        raise ArgumentError(f"{name}: the {format} format is not JSON; give a name ending in "
+                            f"{'.tiktoken' if format == 'tiktoken' else '.model'}")
+    return format
+
+
+def gpt2_files(path: str | os.PathLike) -> tuple[Path, Path]:
+    """GPT-2's two files for one name: a folder (encoder.json and vocab.bpe in it), or a name
+    ending in vocab.bpe or encoder.json, the other file beside it with the same beginning
+    (gpt2_vocab.bpe and gpt2_encoder.json)."""
+    name = os.fspath(path)
+    if name.endswith(("/", os.sep)) or Path(name).is_dir():
+        return Path(name) / "encoder.json", Path(name) / "vocab.bpe"
+    if name.endswith("vocab.bpe"):
+        return Path(name[:-len("vocab.bpe")] + "encoder.json"), Path(name)
+    if name.endswith("encoder.json"):
+        return Path(name), Path(name[:-len("encoder.json")] + "vocab.bpe")
+    raise ArgumentError(f"{name}: GPT-2's format is two files, encoder.json and vocab.bpe: give a folder "
+                        f"(ending in /) or a name ending in vocab.bpe or encoder.json (the other is put beside it)")
+
+
+def minbpe_prefix(path: str | os.PathLike) -> str:
+    """minbpe's files are PREFIX.model and PREFIX.vocab: "tok.model" and "tok" both mean "tok"."""
+    name = os.fspath(path)
+    return name[:-len(".model")] if name.endswith(".model") else name
+
+
+def output_files(path: str | os.PathLike, format: str) -> list[Path]:
+    """Every file ``write(tok, path, format)`` writes."""
+    if format == "tiktoken":
+        return [Path(path), sidecar_path(path)]
+    if format == "minbpe":
+        prefix = minbpe_prefix(path)
+        return [Path(f"{prefix}.model"), Path(f"{prefix}.vocab")]
+    if format == "gpt2":
+        return list(gpt2_files(path))
+    return [Path(path)]
+
+
+def check_special_tokens(format: str, special_tokens: Sequence[str]) -> None:
+    """Refuse, before any training, special tokens the format cannot hold."""
+    if format == "gpt2":
+        _check_gpt2_specials(special_tokens)
+    elif format == "minbpe":
+        _check_minbpe_specials(special_tokens)
+
+
+def write(tok, path: str | os.PathLike, format: str | None = None) -> list[str]:
+    """Write ``tok`` in ``format`` (default: the one ``path``'s name says, else bpe_fast's JSON);
+    returns the files written (a .tiktoken file and its sidecar, minbpe's two, GPT-2's two)."""
+    format = format_of_path(path, format)
+    files = output_files(path, format)
+    if format == "bpe_fast":
+        write_bpe_fast(tok, path)
+    elif format == "huggingface":
+        write_huggingface(tok, path)
+    elif format == "tiktoken":
+        write_tiktoken(tok, path)
+    elif format == "minbpe":
+        write_minbpe(tok, minbpe_prefix(path))
+    else:
+        files[0].parent.mkdir(exist_ok=True)          # "-o gpt2-tok/": the folder is made
+        write_gpt2(tok, *files)
+    return [os.fspath(f) for f in files]
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with _open(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 # -- helpers ----------------------------------------------------------------------------------

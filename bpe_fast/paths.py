@@ -3,12 +3,15 @@
 * The demo corpus: this Python's standard library sources, which exist wherever Python does.
 * The shared corpora and vocabularies (never part of the repository): ``$BPE_FAST_DATA`` (a
   folder holding ``corpora/`` and ``vocabs/``), else ``shared/`` beside the project checkout.
-* The named encodings' vocabulary files: ``$BPE_FAST_VOCABS``, else the shared ``vocabs/``.
+* The named encodings' vocabulary files: ``$BPE_FAST_VOCABS``, tiktoken's own cache, the shared
+  ``vocabs/`` (registry.py looks in that order, after any folder the caller names).
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import sysconfig
+import tempfile
 from pathlib import Path
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
@@ -66,3 +69,23 @@ def vocab_dirs() -> list[Path]:
     if shared is not None and (shared / "vocabs").is_dir():
         found.append(shared / "vocabs")
     return found
+
+
+def tiktoken_cache_dir() -> Path | None:
+    """The folder where tiktoken keeps the files it downloaded, chosen as tiktoken chooses it:
+    ``$TIKTOKEN_CACHE_DIR``, else ``$DATA_GYM_CACHE_DIR``, else ``data-gym-cache`` in the temporary
+    folder (``$TMPDIR``, usually /tmp). None when caching is turned off (the variable set to "")."""
+    if "TIKTOKEN_CACHE_DIR" in os.environ:
+        folder = os.environ["TIKTOKEN_CACHE_DIR"]
+    elif "DATA_GYM_CACHE_DIR" in os.environ:
+        folder = os.environ["DATA_GYM_CACHE_DIR"]
+    else:
+        folder = os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    return Path(folder) if folder else None
+
+
+def tiktoken_cache_file(url: str) -> Path | None:
+    """Where tiktoken keeps its copy of the file it downloads from ``url``: the cache folder,
+    file named by the SHA-1 (hex) of the address."""
+    folder = tiktoken_cache_dir()
+    return folder / hashlib.sha1(url.encode()).hexdigest() if folder is not None else None

@@ -1,95 +1,150 @@
-"""The named encodings, and opening a tokenizer from whatever a user names.
+"""The named encodings, and opening a tokenizer from whatever a user names: ``bpe_fast.load``.
 
-``load("cl100k_base")`` finds the encoding's file (``path=``, ``$BPE_FAST_VOCABS`` or the shared
-vocabularies, see paths.py) and gives it tiktoken's pattern and special tokens;
+``load("cl100k_base")`` finds the encoding's file and gives it tiktoken's pattern and special
+tokens. The file is looked for in ``path=`` (CLI ``--vocabs``) when given, else in
+``$BPE_FAST_VOCABS``, in tiktoken's own cache (``$TIKTOKEN_CACHE_DIR``, ``$DATA_GYM_CACHE_DIR``
+or ``data-gym-cache`` in the temporary folder: the files tiktoken has downloaded) and in the
+shared ``vocabs/`` (paths.py); whichever is found, its SHA-256 must be the one tiktoken publishes.
 ``load("tok.json")`` opens a file in any supported format, telling them apart by content.
 """
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from . import formats
-from .errors import TokenizerFileError
-from .paths import vocab_dirs
-from .patterns import CL100K, GPT2, O200K
+from .errors import ArgumentError, TokenizerFileError, VocabularyNotFoundError
+from .named import ENCODINGS, EncodingFile, NamedEncoding, encoding_of_file
+from .paths import tiktoken_cache_dir, tiktoken_cache_file, vocab_dirs
 from .tokenizer import Tokenizer
 
-
-@dataclass(frozen=True)
-class NamedEncoding:
-    """One of OpenAI's encodings: tiktoken's pattern and special tokens, and the files it needs."""
-    pattern: str
-    special_tokens: dict[str, int] = field(default_factory=dict)
-    files: tuple[str, ...] = ()
+__all__ = ["ENCODINGS", "NamedEncoding", "load", "load_encoding", "find_vocab_file", "encoding_files"]
 
 
-# tiktoken_ext/openai_public.py. "gpt2" is r50k_base read from GPT-2's own two files, whose
-# encoder.json holds its special token.
-ENCODINGS = {
-    "r50k_base": NamedEncoding(GPT2, {"<|endoftext|>": 50256}, ("r50k_base.tiktoken",)),
-    "p50k_base": NamedEncoding(GPT2, {"<|endoftext|>": 50256}, ("p50k_base.tiktoken",)),
-    "cl100k_base": NamedEncoding(CL100K, {"<|endoftext|>": 100257, "<|fim_prefix|>": 100258,
-                                          "<|fim_middle|>": 100259, "<|fim_suffix|>": 100260,
-                                          "<|endofprompt|>": 100276}, ("cl100k_base.tiktoken",)),
-    "o200k_base": NamedEncoding(O200K, {"<|endoftext|>": 199999, "<|endofprompt|>": 200018},
-                                ("o200k_base.tiktoken",)),
-    "gpt2": NamedEncoding(GPT2, {}, ("gpt2_encoder.json", "gpt2_vocab.bpe")),
-}
+def _candidates(file: EncodingFile, path: str | os.PathLike | None) -> list[Path]:
+    if path is not None:                       # the caller said where: only there
+        return [Path(path) / file.name if Path(path).is_dir() else Path(path)]
+    dirs = vocab_dirs()                        # $BPE_FAST_VOCABS (if set), then the shared vocabs/
+    mine = dirs[:1] if os.environ.get("BPE_FAST_VOCABS") else []
+    cached = tiktoken_cache_file(file.url)
+    return [d / file.name for d in mine] + ([cached] if cached is not None else []) + \
+        [d / file.name for d in dirs[len(mine):]]
+
+
+def _find(file: EncodingFile, path: str | os.PathLike | None) -> Path:
+    candidates = _candidates(file, path)
+    for c in candidates:
+        if c.is_file():
+            actual = formats.file_sha256(c)
+            if actual != file.sha256:
+                raise TokenizerFileError(
+                    f"{c}: its SHA-256 is {actual}, not {file.sha256}, the hash tiktoken publishes for "
+                    f"{file.name} ({file.url}): a damaged or different file; replace it with the published one")
+            return c
+    looked = ", ".join(map(str, candidates)) or "nowhere: no folder is set"
+    cache = tiktoken_cache_dir()
+    download = (f"let tiktoken download it once into its cache ({cache}): python -c \"import tiktoken; "
+                f"tiktoken.get_encoding('{_encoding_name(file)}')\"" if cache is not None else
+                "turn tiktoken's cache back on (TIKTOKEN_CACHE_DIR is empty)")
+    raise VocabularyNotFoundError(
+        f"{file.name} not found (looked in {looked}): pass path= (the file, or a folder holding it), set "
+        f"BPE_FAST_VOCABS to a folder holding it, or {download}",
+        cli_message=f"{file.name} not found (looked in {looked}): give --vocabs FOLDER (a folder holding it, "
+                    f"or the file itself), set BPE_FAST_VOCABS, or {download}")
+
+
+def _encoding_name(file: EncodingFile) -> str:
+    found = encoding_of_file(file.name)
+    return found[0] if found else file.name
+
+
+def encoding_files(name: str, path: str | os.PathLike | None = None) -> list[Path]:
+    """The files of the named encoding ``name``, found and checked (see the module docstring).
+    For "gpt2", ``path`` may be a folder holding both files, or either file."""
+    enc = ENCODINGS[name]
+    if len(enc.files) > 1 and path is not None and not Path(path).is_dir():
+        path = Path(path).parent
+    return [_find(f, path) for f in enc.files]
 
 
 def find_vocab_file(filename: str, path: str | os.PathLike | None = None) -> Path:
-    """``path`` itself (a file), ``filename`` in the folder ``path``, or in the vocabulary folders."""
-    if path is not None:
-        candidates = [Path(path) / filename if Path(path).is_dir() else Path(path)]
-    else:
-        candidates = [d / filename for d in vocab_dirs()]
-    for c in candidates:
-        if c.is_file():
-            return c
-    where = f" (looked in {', '.join(map(str, candidates))})" if candidates else ""
-    raise TokenizerFileError(f"{filename} not found{where}: pass path= (a file or a folder; CLI: --vocabs) "
-                             f"or set BPE_FAST_VOCABS")
+    """One named encoding's file by its name (cl100k_base.tiktoken, gpt2_vocab.bpe, ...), found
+    and checked as ``load`` finds it."""
+    found = encoding_of_file(filename)
+    if found is None:
+        raise TokenizerFileError(f"{filename} is none of the named encodings' files")
+    return _find(found[1], path)
 
 
 def load_encoding(name: str, path: str | os.PathLike | None = None) -> Tokenizer:
     """A named encoding from its file(s)."""
     enc = ENCODINGS[name]
+    files = encoding_files(name, path)
     if name == "gpt2":
-        folder = None if path is None else (Path(path) if Path(path).is_dir() else Path(path).parent)
-        encoder, merges = (find_vocab_file(f, folder) for f in enc.files)
-        return Tokenizer.from_gpt2(encoder, merges)
-    return Tokenizer.from_tiktoken(find_vocab_file(enc.files[0], path), enc.pattern, enc.special_tokens)
+        return Tokenizer.from_gpt2(*files)
+    return Tokenizer.from_tiktoken(files[0], enc.pattern, enc.special_tokens)
 
 
 def load(name_or_path: str | os.PathLike, path: str | os.PathLike | None = None) -> Tokenizer:
     """A tokenizer from what a user would type: a named encoding (cl100k_base, o200k_base,
-    r50k_base, p50k_base, gpt2; ``path`` is where its files are), or a file in any supported
-    format (bpe_fast .json, Hugging Face tokenizer.json, .tiktoken named after its encoding,
-    minbpe .model)."""
+    r50k_base, p50k_base, gpt2; ``path`` is where its files are, see the module docstring), or
+    a file in any supported format, told by its content: bpe_fast's JSON, a Hugging Face
+    tokenizer.json, a .tiktoken file (pattern and special tokens from its sidecar
+    ``x.tiktoken.json``, or the named encoding it is the published file of), a minbpe .model,
+    GPT-2's encoder.json or vocab.bpe (the other file beside it), or a folder holding
+    tokenizer.json or encoder.json and vocab.bpe."""
     spec = os.fspath(name_or_path)
     if spec in ENCODINGS:
         return load_encoding(spec, path)
     file = Path(spec)
+    if file.is_dir():
+        return open_folder(file)
     if not file.is_file():
-        what = "is a directory" if file.is_dir() else "no such file"
-        raise TokenizerFileError(f"{spec}: {what}, and not a named encoding ({', '.join(ENCODINGS)})")
+        raise TokenizerFileError(f"{spec}: no such file, and not a named encoding ({', '.join(ENCODINGS)})")
     return open_file(file)
 
 
+def open_folder(folder: Path) -> Tokenizer:
+    """A folder holding a tokenizer.json (as Hugging Face saves one), or GPT-2's two files."""
+    if (folder / "tokenizer.json").is_file():
+        return open_file(folder / "tokenizer.json")
+    encoder, merges = formats.gpt2_files(folder)
+    if encoder.is_file() and merges.is_file():
+        return Tokenizer.from_gpt2(encoder, merges)
+    raise TokenizerFileError(f"{folder}: is a directory holding neither tokenizer.json nor GPT-2's "
+                             f"encoder.json and vocab.bpe; give a tokenizer file")
+
+
+def _gpt2_pair(file: Path) -> Tokenizer:
+    encoder, merges = formats.gpt2_files(file)
+    other = merges if file == encoder else encoder
+    if not other.is_file():
+        raise TokenizerFileError(f"{file}: GPT-2's files come in pairs, and {other} is not beside it; "
+                                 f"load them with Tokenizer.from_gpt2(encoder_json, vocab_bpe)")
+    return Tokenizer.from_gpt2(encoder, merges)
+
+
 def open_file(file: Path) -> Tokenizer:
-    """A tokenizer file, its format told by its suffix or its content."""
-    if file.suffix == ".tiktoken":
-        enc = ENCODINGS.get(file.stem)
-        if enc is None or enc.files != (file.name,):
-            raise TokenizerFileError(f"{file}: a .tiktoken file holds no pattern or special tokens; name it "
-                                     f"after its encoding (cl100k_base.tiktoken, ...) or load it in Python with "
-                                     f"Tokenizer.from_tiktoken(path, pattern=...)")
-        return Tokenizer.from_tiktoken(file, enc.pattern, enc.special_tokens)
-    if file.suffix == ".model":
+    """A tokenizer file, its format told by its content (or, failing that, its suffix)."""
+    kind = formats.sniff(file)
+    if kind == "tiktoken" or (kind == "unknown" and file.suffix == ".tiktoken"):
+        return Tokenizer.from_tiktoken(file)
+    if kind == "minbpe" or (kind == "unknown" and file.suffix == ".model"):
         return Tokenizer.from_minbpe(file)
+    if kind == "gpt2-merges":
+        try:
+            return _gpt2_pair(file)
+        except ArgumentError:            # a name gpt2_files cannot pair
+            raise TokenizerFileError(f"{file}: GPT-2's vocab.bpe (merges) holds no ids; load it with its "
+                                     f"encoder.json: Tokenizer.from_gpt2(encoder_json, vocab_bpe)") from None
     data = formats.read_json(file)
-    if isinstance(data, dict) and "model" in data:
+    kind = formats.json_kind(data)
+    if kind == "huggingface":
         return Tokenizer.from_vocabulary(formats.huggingface_vocabulary(data, str(file)))
+    if kind == "gpt2-encoder" and file.name.endswith("encoder.json"):
+        return _gpt2_pair(file)
+    if kind in ("gpt2-encoder", "tiktoken-sidecar"):
+        hint = (f"load {file.name.removesuffix('.json')} itself" if kind == "tiktoken-sidecar" else
+                "load it with its vocab.bpe: Tokenizer.from_gpt2(encoder_json, vocab_bpe)")
+        raise TokenizerFileError(f"{file}: this is {formats.KINDS[kind][0]}: {hint}")
     return Tokenizer.from_vocabulary(formats.bpe_fast_vocabulary(data, str(file)))

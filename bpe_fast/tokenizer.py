@@ -410,17 +410,25 @@ class Tokenizer:
     def from_dict(cls, data: dict, source: str | None = None) -> "Tokenizer":
         return cls.from_vocabulary(formats.bpe_fast_vocabulary(data, source))
 
-    def save(self, path: str | os.PathLike) -> None:
-        """Write bpe_fast's JSON, one merge per line."""
-        formats.write_bpe_fast(self, path)
+    def save(self, path: str | os.PathLike, format: str | None = None) -> list[str]:
+        """Write the tokenizer to ``path``: bpe_fast's JSON (one merge per line), or ``format``:
+        "bpe_fast", "huggingface", "tiktoken", "minbpe" or "gpt2". Without ``format`` the name
+        says it where it can (.tiktoken, .model, vocab.bpe); a .json name means bpe_fast's JSON
+        (give format="huggingface" for a tokenizer.json). Returns the files written."""
+        return formats.write(self, path, format)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Tokenizer":
-        """A tokenizer saved with ``save``. (``bpe_fast.load`` opens any format, or a named encoding.)"""
+        """A tokenizer in bpe_fast's JSON (what ``save`` writes by default). A file in another
+        format is refused with the loader that fits; ``bpe_fast.load`` opens any format."""
         return cls.from_vocabulary(formats.read_bpe_fast(path))
 
     @classmethod
-    def from_tiktoken(cls, path, pattern: str | None = None, special_tokens=None) -> "Tokenizer":
+    def from_tiktoken(cls, path, pattern: str | None = ..., special_tokens=None) -> "Tokenizer":
+        """A .tiktoken file. Its pattern and special tokens come from the arguments, else from
+        its sidecar ``path + ".json"`` (written by ``save_tiktoken``), else from the named
+        encoding it is the published file of (cl100k_base.tiktoken, ...). Otherwise ``pattern``
+        is required (None or "none": no split): a wrong pattern would give other ids."""
         return cls.from_vocabulary(formats.read_tiktoken(path, pattern, special_tokens))
 
     @classmethod
@@ -435,8 +443,9 @@ class Tokenizer:
     def from_minbpe(cls, path) -> "Tokenizer":
         return cls.from_vocabulary(formats.read_minbpe(path))
 
-    def save_tiktoken(self, path) -> None:
-        formats.write_tiktoken(self, path)
+    def save_tiktoken(self, path) -> list[str]:
+        """The .tiktoken file and its sidecar ``path + ".json"`` (pattern and special tokens)."""
+        return formats.write_tiktoken(self, path)
 
     def to_tiktoken(self, name: str = "bpe_fast"):
         return formats.to_tiktoken(self, name)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import os
 
 import pytest
 
@@ -190,7 +191,7 @@ def test_corrupt_tiktoken_files(tmp_path, content, message):
     path = tmp_path / "bad.tiktoken"
     path.write_text(content)
     with pytest.raises(TokenizerFileError, match=message) as err:
-        Tokenizer.from_tiktoken(path)
+        Tokenizer.from_tiktoken(path, pattern="gpt2")
     assert str(path) in str(err.value)
 
 
@@ -283,3 +284,257 @@ def test_writers_refuse_special_tokens_their_format_cannot_hold(tmp_path):
     tok.save(tmp_path / "t.json")                  # bpe_fast's JSON and tokenizer.json hold any special
     tok.save_huggingface(tmp_path / "tokenizer.json")
     assert bpe_fast.load(tmp_path / "t.json") == tok == bpe_fast.load(tmp_path / "tokenizer.json")
+
+
+# -- one load: every format told by its content; Tokenizer.load names the loader that fits ------
+
+def every_format(tok: Tokenizer, folder) -> dict[str, object]:
+    """The tokenizer saved in every format; {format: the path bpe_fast.load is given}."""
+    (folder / "gpt2").mkdir()
+    (folder / "hf").mkdir()
+    tok.save(folder / "t.json")
+    tok.save(folder / "hf" / "tokenizer.json", format="huggingface")
+    tok.save(folder / "t.tiktoken")
+    tok.save(folder / "t.model")
+    tok.save(folder / "gpt2" / "vocab.bpe")
+    return {"bpe_fast": folder / "t.json", "huggingface": folder / "hf" / "tokenizer.json",
+            "huggingface folder": folder / "hf", "tiktoken": folder / "t.tiktoken", "minbpe": folder / "t.model",
+            "gpt2 encoder.json": folder / "gpt2" / "encoder.json", "gpt2 vocab.bpe": folder / "gpt2" / "vocab.bpe",
+            "gpt2 folder": folder / "gpt2"}
+
+
+def test_bpe_fast_load_detects_every_format(tmp_path):
+    tok = small_trained("gpt2")            # the GPT-2 files can hold only the GPT-2 pattern
+    for fmt, path in every_format(tok, tmp_path).items():
+        again = bpe_fast.load(path)
+        assert again == tok, fmt
+        assert again.encode(small_text(), disallowed_special=()) == tok.encode(small_text(), disallowed_special=())
+    (tmp_path / "str").mkdir()
+    for fmt, path in every_format(tok, tmp_path / "str").items():
+        assert bpe_fast.load(str(path)) == tok, fmt          # a str path, as a user types it
+
+
+def test_format_is_told_by_content_not_by_name(tmp_path):
+    tok = small_trained("cl100k")
+    tok.save(tmp_path / "a.tiktoken")
+    (tmp_path / "ranks.txt").write_bytes((tmp_path / "a.tiktoken").read_bytes())
+    (tmp_path / "ranks.txt.json").write_bytes((tmp_path / "a.tiktoken.json").read_bytes())
+    tok.save(tmp_path / "hf.data", format="huggingface")
+    assert bpe_fast.load(tmp_path / "ranks.txt") == tok == bpe_fast.load(tmp_path / "hf.data")
+
+
+@pytest.mark.parametrize("fmt,loader", [
+    ("huggingface", r"Tokenizer\.from_huggingface\(path\)"), ("tiktoken", r"Tokenizer\.from_tiktoken\(path, pattern=...\)"),
+    ("minbpe", r"Tokenizer\.from_minbpe\(path\)"), ("gpt2 encoder.json", r"Tokenizer\.from_gpt2\(encoder_json, vocab_bpe\)"),
+    ("gpt2 vocab.bpe", r"Tokenizer\.from_gpt2\(encoder_json, vocab_bpe\)"),
+])
+def test_tokenizer_load_of_another_format_names_the_loader_that_fits(tmp_path, fmt, loader):
+    path = every_format(small_trained("gpt2"), tmp_path)[fmt]
+    with pytest.raises(TokenizerFileError, match=rf"not bpe_fast's JSON: open it with bpe_fast\.load\(path\) "
+                                                 rf"\(any format\) or {loader}") as err:
+        Tokenizer.load(path)
+    assert str(path) in str(err.value)
+
+
+@needs_vocabs
+def test_tokenizer_load_of_real_tiktoken_and_gpt2_files_names_the_loader(tmp_path):
+    for name, loader in (("cl100k_base.tiktoken", "from_tiktoken"), ("gpt2_encoder.json", "from_gpt2"),
+                         ("gpt2_vocab.bpe", "from_gpt2")):
+        with pytest.raises(TokenizerFileError, match=rf"bpe_fast\.load\(path\) \(any format\) or Tokenizer\.{loader}"):
+            Tokenizer.load(vocab_dir() / name)
+
+
+def test_a_sidecar_or_a_lone_gpt2_file_says_what_to_load(tmp_path):
+    tok = small_trained("gpt2")
+    tok.save(tmp_path / "t.tiktoken")
+    with pytest.raises(TokenizerFileError, match=r"t.tiktoken.json: this is the sidecar of a .tiktoken file: "
+                                                 r"load t.tiktoken itself"):
+        bpe_fast.load(tmp_path / "t.tiktoken.json")
+    tok.save(tmp_path / "x_vocab.bpe")
+    (tmp_path / "x_encoder.json").unlink()
+    with pytest.raises(TokenizerFileError, match=r"x_vocab.bpe: GPT-2's files come in pairs, and .*x_encoder.json "
+                                                 r"is not beside it"):
+        bpe_fast.load(tmp_path / "x_vocab.bpe")
+
+
+# -- .tiktoken files keep their pattern and special tokens in a sidecar -------------------------
+
+@pytest.mark.parametrize("pattern", ["gpt2", "cl100k", "o200k", None, r"\w+|\s+|[^\w\s]+"])
+def test_tiktoken_sidecar_round_trips_pattern_and_specials(tmp_path, pattern):
+    tok = bpe_fast.train_from_iterator([small_text()], 400, pattern=pattern, workers=1,
+                                       special_tokens=["<|endoftext|>", "<|pad|>"])
+    written = tok.save_tiktoken(tmp_path / "t.tiktoken")
+    assert written == [str(tmp_path / "t.tiktoken"), str(tmp_path / "t.tiktoken.json")]
+    side = json.loads((tmp_path / "t.tiktoken.json").read_text())
+    assert side == {"format": "bpe_fast.tiktoken-sidecar", "version": 1, "tiktoken_file": "t.tiktoken",
+                    "pattern": tok.pattern, "pattern_name": tok.pattern_name,
+                    "special_tokens": tok.special_tokens, "n_vocab": tok.vocab_size}
+    assert Tokenizer.from_tiktoken(tmp_path / "t.tiktoken") == tok == bpe_fast.load(tmp_path / "t.tiktoken")
+
+
+def test_tiktoken_sidecar_read_by_tiktoken_itself(tmp_path):
+    tiktoken_load = need("tiktoken.load")
+    tiktoken = need("tiktoken")
+    tok = small_trained("cl100k")
+    tok.save(tmp_path / "t.tiktoken")
+    side = json.loads((tmp_path / "t.tiktoken.json").read_text())
+    enc = tiktoken.Encoding("t", pat_str=side["pattern"], special_tokens=side["special_tokens"],
+                            mergeable_ranks=tiktoken_load.load_tiktoken_bpe(str(tmp_path / "t.tiktoken")))
+    text = small_text() + "<|endoftext|>"
+    assert enc.encode(text, allowed_special="all") == tok.encode(text, allowed_special="all")
+
+
+def test_tiktoken_without_sidecar_requires_the_pattern(tmp_path):
+    tok = small_trained("o200k")
+    tok.save(tmp_path / "t.tiktoken")
+    (tmp_path / "t.tiktoken.json").unlink()
+    for load in (Tokenizer.from_tiktoken, bpe_fast.load):
+        with pytest.raises(bpe_fast.PatternRequiredError,
+                           match=r"t.tiktoken: a .tiktoken file holds no pattern, and there is no sidecar "
+                                 r"t.tiktoken.json .*pass the pattern it was trained with, e.g. "
+                                 r"Tokenizer.from_tiktoken\(.*, pattern='cl100k'\)"):
+            load(tmp_path / "t.tiktoken")
+    again = Tokenizer.from_tiktoken(tmp_path / "t.tiktoken", pattern="o200k", special_tokens=tok.special_tokens)
+    assert again == tok
+    assert Tokenizer.from_tiktoken(tmp_path / "t.tiktoken", pattern=None).pattern is None   # "no split", said
+
+
+def test_explicit_arguments_win_over_the_sidecar_and_a_bad_sidecar_is_named(tmp_path):
+    tok = small_trained("cl100k")
+    tok.save(tmp_path / "t.tiktoken")
+    again = Tokenizer.from_tiktoken(tmp_path / "t.tiktoken", pattern="gpt2")
+    assert again.pattern == bpe_fast.GPT2 and again.special_tokens == tok.special_tokens  # specials: the sidecar's
+    (tmp_path / "t.tiktoken.json").write_text('{"format": "bpe_fast.tiktoken-sidecar", "version": 1, '
+                                              '"pattern": 5, "special_tokens": {}}')
+    with pytest.raises(TokenizerFileError, match=r"t.tiktoken.json: pattern must be a string, not 5"):
+        Tokenizer.from_tiktoken(tmp_path / "t.tiktoken")
+    (tmp_path / "t.tiktoken.json").write_text('{"pattern": "x"}')
+    with pytest.raises(TokenizerFileError, match=r"t.tiktoken.json: not a .tiktoken sidecar"):
+        bpe_fast.load(tmp_path / "t.tiktoken")
+
+
+@needs_vocabs
+def test_a_named_encodings_published_file_keeps_its_pattern_without_a_sidecar(tmp_path):
+    import shutil
+    shutil.copy(vocab_dir() / "r50k_base.tiktoken", tmp_path / "r50k_base.tiktoken")
+    named = bpe_fast.load("r50k_base")
+    assert Tokenizer.from_tiktoken(tmp_path / "r50k_base.tiktoken") == named == bpe_fast.load(tmp_path / "r50k_base.tiktoken")
+    with open(tmp_path / "r50k_base.tiktoken", "ab") as fh:      # no longer the published file
+        fh.write(b"\n")
+    with pytest.raises(bpe_fast.PatternRequiredError, match="nor is it a named encoding's published file"):
+        Tokenizer.from_tiktoken(tmp_path / "r50k_base.tiktoken")
+
+
+# -- save(path, format): the name says the format where it can ---------------------------------
+
+def test_save_chooses_the_format_by_name_and_refuses_a_contradiction(tmp_path):
+    tok = small_trained("gpt2")
+    assert tok.save(tmp_path / "a.tiktoken") == [str(tmp_path / "a.tiktoken"), str(tmp_path / "a.tiktoken.json")]
+    assert tok.save(tmp_path / "a.model") == [str(tmp_path / "a.model"), str(tmp_path / "a.vocab")]
+    assert tok.save(tmp_path / "m_vocab.bpe") == [str(tmp_path / "m_encoder.json"), str(tmp_path / "m_vocab.bpe")]
+    assert tok.save(tmp_path / "a.json") == [str(tmp_path / "a.json")]
+    assert json.loads((tmp_path / "a.json").read_text())["format"] == "bpe_fast.tokenizer"    # .json: bpe_fast's
+    assert "model" in json.loads(open(tok.save(tmp_path / "b.json", format="huggingface")[0]).read())
+    with pytest.raises(bpe_fast.ArgumentError, match=r"a.model: the name ends in .model, which means the minbpe "
+                                                     r"format, but the format asked for is tiktoken"):
+        tok.save(tmp_path / "a.model", format="tiktoken")
+    with pytest.raises(bpe_fast.ArgumentError, match=r"GPT-2's format is two files"):
+        tok.save(tmp_path / "gpt2.txt", format="gpt2")
+    with pytest.raises(bpe_fast.ArgumentError, match=r"format 'sentencepiece' is not one of bpe_fast, huggingface"):
+        tok.save(tmp_path / "x", format="sentencepiece")
+
+
+# -- named encodings: tiktoken's cache, published hashes -----------------------------------------
+
+def test_named_encoding_file_in_tiktokens_cache_is_named_as_tiktoken_names_it(tmp_path, monkeypatch):
+    import hashlib
+
+    from bpe_fast.named import ENCODINGS
+    from bpe_fast.paths import tiktoken_cache_dir, tiktoken_cache_file
+    url = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
+    assert ENCODINGS["cl100k_base"].files[0].url == url
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    assert tiktoken_cache_file(url) == tmp_path / hashlib.sha1(url.encode()).hexdigest()
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR")
+    monkeypatch.setenv("DATA_GYM_CACHE_DIR", str(tmp_path / "gym"))
+    assert tiktoken_cache_dir() == tmp_path / "gym"
+    monkeypatch.delenv("DATA_GYM_CACHE_DIR")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+    monkeypatch.setattr(tempfile, "tempdir", None)            # gettempdir() reads TMPDIR again
+    assert tiktoken_cache_dir() == tmp_path / "data-gym-cache"
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")                # tiktoken: caching off
+    assert tiktoken_cache_dir() is None
+
+
+@needs_vocabs
+def test_tiktoken_reads_the_file_where_bpe_fast_looks_for_it(tmp_path):
+    """Put r50k_base where bpe_fast looks in tiktoken's cache: tiktoken itself must take it from
+    there (its download is made to fail), so the two agree on the cache's naming."""
+    import shutil
+    import subprocess
+    import sys
+
+    need("tiktoken")
+    from bpe_fast.named import ENCODINGS
+    file = ENCODINGS["r50k_base"].files[0]
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    env = dict(os.environ, TIKTOKEN_CACHE_DIR=str(cache))
+    cached = subprocess.run([sys.executable, "-c", "from bpe_fast.paths import tiktoken_cache_file; "
+                             f"print(tiktoken_cache_file({file.url!r}))"], env=env, capture_output=True, text=True)
+    shutil.copy(vocab_dir() / file.name, cached.stdout.strip())
+    code = ("import tiktoken.load as L\n"
+            "def offline(path): raise SystemExit('tiktoken tried to download ' + path)\n"
+            "L.read_file = offline\n"
+            f"ranks = L.load_tiktoken_bpe({file.url!r}, {file.sha256!r})\n"
+            "print(len(ranks))")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0 and proc.stdout.strip() == "50256", proc.stderr
+
+
+@needs_vocabs
+def test_named_encodings_are_found_in_tiktokens_cache(tmp_path, monkeypatch):
+    import shutil
+
+    from bpe_fast.named import ENCODINGS
+    from bpe_fast.paths import tiktoken_cache_file
+    from bpe_fast.registry import encoding_files
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("BPE_FAST_VOCABS", raising=False)
+    for f in ENCODINGS["gpt2"].files + ENCODINGS["r50k_base"].files:
+        shutil.copy(vocab_dir() / f.name, tiktoken_cache_file(f.url))
+    assert encoding_files("gpt2") == [tiktoken_cache_file(f.url) for f in ENCODINGS["gpt2"].files]
+    assert bpe_fast.load("gpt2").encode("Hello, world!") == [15496, 11, 995, 0]
+    assert bpe_fast.load("gpt2").mergeable_ranks() == bpe_fast.load("r50k_base").mergeable_ranks()
+
+
+def test_a_named_encoding_file_that_is_not_the_published_one_is_refused(tmp_path, monkeypatch):
+    from bpe_fast.named import ENCODINGS
+    from bpe_fast.paths import tiktoken_cache_file
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("BPE_FAST_VOCABS", raising=False)
+    damaged = tiktoken_cache_file(ENCODINGS["cl100k_base"].files[0].url)
+    damaged.write_text(tiktoken_lines(BYTES))
+    with pytest.raises(TokenizerFileError, match=rf"{damaged}: its SHA-256 is [0-9a-f]{{64}}, not "
+                                                 rf"223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"):
+        bpe_fast.load("cl100k_base")
+    (tmp_path / "vocabs").mkdir()
+    (tmp_path / "vocabs" / "o200k_base.tiktoken").write_text(tiktoken_lines(BYTES))
+    with pytest.raises(TokenizerFileError, match=r"o200k_base.tiktoken: its SHA-256 is .*, the hash tiktoken "
+                                                 r"publishes for o200k_base.tiktoken"):
+        bpe_fast.load("o200k_base", path=tmp_path / "vocabs")
+
+
+def test_a_missing_named_encoding_says_where_it_looked_in_pythons_words(tmp_path, monkeypatch):
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("BPE_FAST_VOCABS", str(tmp_path / "mine"))
+    monkeypatch.setattr("bpe_fast.paths.shared_dir", lambda: None)      # as on a machine without ../shared
+    with pytest.raises(bpe_fast.VocabularyNotFoundError) as err:
+        bpe_fast.load("o200k_base")
+    message = str(err.value)
+    assert message.startswith(f"o200k_base.tiktoken not found (looked in {tmp_path / 'mine' / 'o200k_base.tiktoken'}, "
+                              f"{tmp_path / 'cache'}/")
+    assert "pass path=" in message and "--vocabs" not in message
+    assert "--vocabs FOLDER" in err.value.cli_message and "path=" not in err.value.cli_message
+    assert "tiktoken.get_encoding('o200k_base')" in message
