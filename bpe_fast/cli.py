@@ -7,10 +7,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import tempfile
 import time
 import warnings
 from pathlib import Path
 
+from . import formats
 from .cli_tools import add_tool_parsers
 from .errors import ArgumentError, BpeFastError, InputError
 from .inputs import require, sources
@@ -18,13 +20,48 @@ from .registry import load
 from .outputs import check_output
 from .ladder.cli import add_profile_parser
 from .paths import stdlib_root, stdlib_sources
-from .patterns import known_names, name_of
+from .patterns import DEFAULT_PATTERN, known_names, name_of, resolve
+from .tokenizer import Tokenizer
 from .progress import MODES
 from .trainer import TrainReport, count, train, train_from_table
 from .wordtable import WordTable
 
 DEMO_VOCAB_SIZE = 4096
-DEFAULT_PATTERN = "cl100k"
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """``--help`` with each option's default, and "(required)" on the options that are."""
+
+    def _get_help_string(self, action) -> str:
+        text = action.help or ""
+        if action.help is argparse.SUPPRESS:
+            return text
+        if action.required and action.option_strings:
+            return text if "required" in text.lower() else f"{text} (required)"
+        default = action.default
+        if ("default" in text.lower() or not action.option_strings or default is None
+                or isinstance(default, (bool, list)) or default is argparse.SUPPRESS):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+def use_help_formatter(parser: argparse.ArgumentParser) -> None:
+    """Give ``parser`` and all its subcommands' parsers the HelpFormatter."""
+    parser.formatter_class = HelpFormatter
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                use_help_formatter(sub)
+
+
+def add_format_option(p, what: str) -> None:
+    p.add_argument("--format", choices=list(formats.FORMATS), default=None,
+                   help=f"the format of {what}: bpe_fast (bpe_fast's JSON), huggingface (a tokenizer.json), "
+                        "tiktoken (NAME.tiktoken and its sidecar NAME.tiktoken.json: pattern and special tokens), "
+                        "minbpe (PREFIX.model and PREFIX.vocab), gpt2 (encoder.json and vocab.bpe: give a "
+                        "folder ending in / or a name ending in vocab.bpe). Default: told by the name: .tiktoken "
+                        "-> tiktoken, .model -> minbpe, vocab.bpe -> gpt2; .json is ambiguous and means "
+                        "bpe_fast (give --format huggingface for a Hugging Face tokenizer.json)")
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -55,7 +92,8 @@ def add_input_options(p) -> None:
                    help="text files, - (standard input), .gz/.bz2/.xz/.zst files, .jsonl or .parquet files, "
                         "or directories of them")
     p.add_argument("--pattern", default=None,
-                   help=f"pre-tokenization: a name ({known_names()}; 'none': no split) or a regex (default cl100k)")
+                   help=f"pre-tokenization: a name ({known_names()}; 'none': no split) or a regex "
+                        f"(default {DEFAULT_PATTERN}, as for `bpe-fast profile`)")
     p.add_argument("--special", action="append", default=[], metavar="TOKEN",
                    help="a special token (repeatable): cut out of the text, never learned")
     p.add_argument("--lines", action="store_true",
@@ -78,19 +116,26 @@ def add_input_options(p) -> None:
 
 
 def add_train_parser(sub) -> None:
-    t = sub.add_parser("train", help="learn a BPE vocabulary from text, or from saved word tables")
+    t = sub.add_parser("train", help="learn a BPE vocabulary from text, or from saved word tables",
+                       description="Learn a byte-pair-encoding vocabulary from INPUTs (or word tables, "
+                                   "--counts) and write it with -o in any of the formats (--format). "
+                                   "--demo trains on this Python's standard library, no download needed.")
     add_input_options(t)
     t.add_argument("--counts", action="append", default=[], metavar="TABLE",
                    help="a word table written by `bpe-fast count` (repeatable: they add up) instead of INPUTs")
     t.add_argument("--demo", action="store_true",
-                   help="train on this Python's standard library sources (no download needed)")
+                   help="train on this Python's standard library sources (no download needed); without -o "
+                        "the tokenizer goes to a new temporary folder, named before training starts")
     t.add_argument("--vocab-size", type=parse_sizes, default=None, metavar="SIZES",
-                   help=f"tokens in the vocabulary: 256 bytes + merges + specials (demo: {DEMO_VOCAB_SIZE}); "
-                        "several, as 8k,16k,32k (k = 1024), train once and write one file each")
+                   help=f"required (except with --demo: default {DEMO_VOCAB_SIZE}): tokens in the vocabulary, "
+                        "256 bytes + merges + specials; several, as 8k,16k,32k (k = 1024), train once and write "
+                        "one file each")
     t.add_argument("--base", default=None, metavar="TOKENIZER",
                    help="continue training this tokenizer: a named encoding (cl100k_base, ...) or any tokenizer "
                         "file; its tokens keep their ids, new ones follow")
-    t.add_argument("--vocabs", default=None, help="folder of the named encodings' files (for --base)")
+    t.add_argument("--vocabs", default=None, metavar="FOLDER",
+                   help="folder of the named encodings' files, for --base (default: $BPE_FAST_VOCABS, "
+                        "tiktoken's cache, the shared vocabs/; see the README)")
     t.add_argument("--max-token-length", type=int, default=None, metavar="BYTES",
                    help="learn no token longer than this many bytes")
     t.add_argument("--superword-at", type=int, default=None, metavar="SIZE",
@@ -105,8 +150,10 @@ def add_train_parser(sub) -> None:
     t.add_argument("--tie-break", choices=("bytes", "huggingface"), default="bytes",
                    help="equal counts go to the smallest pair by byte ids (rustbpe, bpeasy) or by Hugging Face ids")
     t.add_argument("-o", "--output", default=None,
-                   help="where to write the tokenizer (JSON); with several sizes a pattern holding "
-                        "{vocab_size}, e.g. tok-{vocab_size}.json")
+                   help="required (except with --demo: a new temporary folder): where to write the tokenizer, "
+                        "in the format --format names or the name says (tok.json, tok.tiktoken, tok.model, "
+                        "vocab.bpe); with several sizes a name holding {vocab_size}, e.g. tok-{vocab_size}.json")
+    add_format_option(t, "-o")
     t.set_defaults(run=cmd_train)
 
 
@@ -117,8 +164,28 @@ def add_count_parser(sub) -> None:
     c.set_defaults(run=cmd_count)
 
 
+def add_convert_parser(sub) -> None:
+    c = sub.add_parser("convert", help="convert a tokenizer from any format (or a named encoding) to any format",
+                       description="Read IN (a named encoding, or a tokenizer file in any format, told by its "
+                                   "content) and write it as OUT in the format --format names or OUT's name says. "
+                                   "Token ids, pattern and special tokens are kept.")
+    c.add_argument("input", metavar="IN",
+                   help="a named encoding (cl100k_base, o200k_base, r50k_base, p50k_base, gpt2) or a tokenizer "
+                        "file: bpe_fast .json, tokenizer.json, .tiktoken, minbpe .model, GPT-2's encoder.json or "
+                        "vocab.bpe, or a folder holding tokenizer.json or both GPT-2 files")
+    c.add_argument("output", metavar="OUT", help="where to write it (see --format)")
+    add_format_option(c, "OUT")
+    c.add_argument("--pattern", default=None,
+                   help="IN is a .tiktoken file without its sidecar (which holds the pattern): the pattern it was "
+                        f"trained with, a name ({known_names()}) or a regex")
+    c.add_argument("--vocabs", default=None, metavar="FOLDER",
+                   help="folder of the named encodings' files (default: $BPE_FAST_VOCABS, tiktoken's cache, the "
+                        "shared vocabs/; see the README)")
+    c.set_defaults(run=cmd_convert)
+
+
 # Each adds its subcommands to the parser and sets ``run`` to their handlers.
-SUBCOMMANDS = [add_train_parser, add_count_parser, add_tool_parsers, add_profile_parser]
+SUBCOMMANDS = [add_train_parser, add_count_parser, add_convert_parser, add_tool_parsers, add_profile_parser]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -126,17 +193,31 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     for add_parsers in SUBCOMMANDS:
         add_parsers(sub)
+    use_help_formatter(parser)
     return parser
 
 
-def _show_learned(tok, out) -> None:
-    n = len(tok.merges)
-    longest = sorted(range(256, tok.n_base), key=lambda i: (-len(tok.token_bytes(i)), i))[:10]
-    print(f"first merges: {', '.join(repr(tok.token_bytes(i).decode('utf-8', 'replace')) for i in range(256, min(266, 256 + n)))}", file=out)
-    print(f"longest tokens: {', '.join(repr(tok.token_bytes(i).decode('utf-8', 'replace')) for i in longest)}", file=out)
-    sample = "def train(self, text): return [token for token in text.split()]"
-    ids = tok.encode_ordinary(sample)
-    print(f"encode({sample!r}) -> {len(ids)} tokens for {len(sample.encode())} bytes", file=out)
+# The demo's file, by format, in a new temporary folder when -o is not given.
+DEMO_NAMES = {"bpe_fast": "demo-tokenizer.json", "huggingface": "demo-tokenizer.hf.json",
+              "tiktoken": "demo-tokenizer.tiktoken", "minbpe": "demo-tokenizer.model", "gpt2": "demo-gpt2/"}
+DEMO_SAMPLE = "def train(self, text): return [token for token in text.split()]"
+
+
+def _show_learned(tok, path: str, out) -> None:
+    """What the demo learned: first merges, longest tokens, and an example encoding."""
+    def shown(i: int) -> str:
+        text = tok.token_bytes(i).decode("utf-8", "replace")
+        return f"{len(text)} spaces" if len(text) > 3 and text == " " * len(text) else repr(text)
+
+    learned = tok.merge_ids.tolist()
+    longest = sorted(learned, key=lambda i: (-len(tok.token_bytes(i)), i))[:10]
+    print(f"\nfirst merges:   {', '.join(shown(i) for i in learned[:10])}", file=out)
+    print(f"longest tokens: {', '.join(shown(i) for i in longest)}", file=out)
+    ids = tok.encode_ordinary(DEMO_SAMPLE)
+    pieces = [tok.token_bytes(i).decode("utf-8", "replace") for i in ids]
+    print(f"example:        {DEMO_SAMPLE!r}\n                -> {len(ids)} tokens for {len(DEMO_SAMPLE.encode())} "
+          f"bytes: {'|'.join(pieces)}\n                ids {' '.join(map(str, ids))}", file=out)
+    print(f"try:            bpe-fast show -t {path} \"any text\"", file=out)
 
 
 def _progress(args) -> str:
@@ -204,24 +285,53 @@ def _outputs(args, output: str) -> list[str]:
     return [output.replace("{vocab_size}", str(v)) for v in args.vocab_size]
 
 
+def check_tokenizer_output(path: str, fmt: str, inputs: list[str], option: str) -> list[Path]:
+    """Every file writing ``path`` in ``fmt`` makes, checked before any work (GPT-2's folder,
+    ``-o tok/``, is made if its parent exists)."""
+    files = formats.output_files(path, fmt)
+    for file in files:
+        if fmt == "gpt2" and not file.parent.exists() and file.parent.parent.is_dir():
+            file.parent.mkdir()
+        check_output(file, inputs, option)
+    return files
+
+
+def write_tokenizer(tok, path: str, fmt: str) -> list[str]:
+    written = formats.write(tok, path, fmt)
+    if fmt == "bpe_fast" and Path(path).name == "tokenizer.json":
+        print(f"note: {path} is bpe_fast's JSON (a .json name means bpe_fast's own format); "
+              f"give --format huggingface for a Hugging Face tokenizer.json", file=sys.stderr)
+    return written
+
+
 def cmd_train(args) -> int:
     if args.demo:
         if args.inputs:
             raise BpeFastError("--demo trains on the Python standard library; give no INPUT with it")
         args.inputs = stdlib_sources()
-        print(f"demo: training on {len(args.inputs)} files of the Python standard library "
-              f"({stdlib_root()})", file=sys.stderr)
         args.vocab_size = args.vocab_size or [DEMO_VOCAB_SIZE]
     if not args.inputs and not args.counts:
         raise BpeFastError("no input: give one or more INPUTs, --counts TABLE, or --demo")
     if args.vocab_size is None:
         raise BpeFastError("--vocab-size is required (e.g. --vocab-size 32768)")
-    output = args.output or ("demo-tokenizer.json" if args.demo else None)
-    if output is None:
+    output = args.output
+    if output is None and not args.demo:
         raise BpeFastError("-o/--output is required: where to write the tokenizer")
+    if output is None:          # the demo, without -o: a new folder, never the current one
+        name = DEMO_NAMES[args.format or "bpe_fast"]
+        if len(args.vocab_size) > 1:
+            name = name.replace("demo", "demo-{vocab_size}", 1)
+        output = os.path.join(tempfile.mkdtemp(prefix="bpe-fast-demo-"), name)
+    fmt = formats.format_of_path(output, args.format)
     outputs = _outputs(args, output)
-    for path in outputs:
-        check_output(path, [*args.inputs, *args.counts, *args.eval], "-o")        # before reading anything
+    written = [check_tokenizer_output(path, fmt, [*args.inputs, *args.counts, *args.eval], "-o")  # before reading
+               for path in outputs]
+    if not args.counts:             # a word table's pattern and specials are checked once it is read
+        formats.check_writable(fmt, resolve(args.pattern or DEFAULT_PATTERN), args.special)
+    if args.demo:
+        print(f"demo: training a {args.vocab_size[-1]:,}-token vocabulary on {len(args.inputs)} files of the "
+              f"Python standard library ({stdlib_root()}); it will be written to "
+              f"{', '.join(os.path.abspath(f) for f in written[-1])}", file=sys.stderr, flush=True)
     if args.plot and not args.eval:
         raise ArgumentError("--plot draws bytes per token on the --eval files: give --eval FILE...")
     for path in args.eval:
@@ -241,19 +351,38 @@ def cmd_train(args) -> int:
             result = train(args.inputs, _sizes(args), min_frequency=args.min_frequency, tie_break=args.tie_break,
                            **options, **count_options(args))
     toks = result if isinstance(result, list) else [result]
-    for tok, path in zip(toks, outputs):
-        tok.save(path)
+    files = [write_tokenizer(tok, path, fmt) for tok, path in zip(toks, outputs)]
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
-    _summary(args, toks[-1], outputs, time.perf_counter() - start)
+    _summary(args, toks[-1], [f for group in files for f in group], fmt, time.perf_counter() - start)
     if args.eval:
         _evaluate(args, toks)
     if args.demo:
-        _show_learned(toks[-1], sys.stdout)
+        _show_learned(toks[-1], outputs[-1], sys.stdout)
     return 0
 
 
-def _summary(args, tok, outputs: list[str], seconds: float) -> None:
+def cmd_convert(args) -> int:
+    fmt = formats.format_of_path(args.output, args.format)
+    check_tokenizer_output(args.output, fmt, [args.input], "OUT")
+    if args.pattern is not None:
+        if not (Path(args.input).is_file() and formats.sniff(args.input) == "tiktoken"):
+            raise ArgumentError(f"--pattern {args.pattern}: IN {args.input} is not a .tiktoken file; only those "
+                                f"lack a pattern (every other format, and the named encodings, hold their own)")
+        tok = Tokenizer.from_tiktoken(args.input, pattern=args.pattern)
+    else:
+        tok = load(args.input, args.vocabs)
+    formats.check_writable(fmt, tok.pattern, list(tok.special_tokens))
+    written = write_tokenizer(tok, args.output, fmt)
+    specials = f", {len(tok.special_tokens)} special" if tok.special_tokens else ""
+    print(f"read       {args.input}: vocab size {tok.vocab_size:,} ({len(tok.merges):,} merges{specials}), "
+          f"pattern {tok.pattern_name}")
+    for path in written:
+        print(f"wrote      {os.path.abspath(path)} ({fmt})")
+    return 0
+
+
+def _summary(args, tok, outputs: list[str], fmt: str, seconds: float) -> None:
     report, out = tok.training_report, sys.stdout
     read = f"{len(args.counts)} word table(s)" if args.counts else f"{len(args.inputs)} input(s)"
     print(f"read       {report.input_size:,} bytes from {read}", file=out)
@@ -263,7 +392,7 @@ def _summary(args, tok, outputs: list[str], seconds: float) -> None:
     print("time       " + ", ".join(f"{k} {v:.2f}s" for k, v in report.seconds.items()) + f", total {seconds:.2f}s",
           file=out)
     for path in outputs:
-        print(f"saved      {os.path.abspath(path)}", file=out)
+        print(f"saved      {os.path.abspath(path)} ({fmt})", file=out)
 
 
 def read_text_file(path: str) -> str:
@@ -316,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
         _silence_stdout()
         return 141                              # as a Unix tool killed by SIGPIPE
     except (BpeFastError, OSError) as exc:      # the user's to fix; anything else is a bug
-        print(f"bpe-fast {args.command}: error: {exc}", file=sys.stderr)
+        print(f"bpe-fast {args.command}: error: {getattr(exc, 'cli_message', None) or exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print("bpe-fast: interrupted", file=sys.stderr)

@@ -18,11 +18,12 @@ RESET = "\x1b[0m"
 
 def _add_tokenizer_option(parser, many: bool = False) -> None:
     parser.add_argument("-t", "--tokenizer", required=True, action="append" if many else "store",
-                        help="a file (bpe_fast .json, tokenizer.json, .tiktoken, minbpe .model) or a named "
-                             f"encoding ({', '.join(ENCODINGS)})"
+                        help="a file in any format (bpe_fast .json, tokenizer.json, .tiktoken with its sidecar, "
+                             f"minbpe .model, GPT-2's encoder.json) or a named encoding ({', '.join(ENCODINGS)})"
                              + ("; repeatable" if many else ""))
-    parser.add_argument("--vocabs", default=None,
-                        help="folder of the named encodings' files (default: $BPE_FAST_VOCABS, else the shared vocabs/)")
+    parser.add_argument("--vocabs", default=None, metavar="FOLDER",
+                        help="folder of the named encodings' files (default: $BPE_FAST_VOCABS, tiktoken's cache, "
+                             "the shared vocabs/; see the README)")
 
 
 def add_tool_parsers(sub) -> None:
@@ -56,9 +57,15 @@ def add_tool_parsers(sub) -> None:
     dec.add_argument("input", nargs="?", default="-", help="ids separated by spaces/commas or a JSON list; - for stdin")
     dec.set_defaults(run=cmd_decode)
 
-    show = sub.add_parser("show", help="show token boundaries in colour")
+    show = sub.add_parser("show", help="show token boundaries in colour",
+                          description="Show how TEXT splits into tokens. TEXT is read from a file when it names "
+                                      "one; when it looks like a file name (no spaces, and a / or a suffix such "
+                                      "as .txt) but no such file exists, that is an error: give --text to show "
+                                      "those characters themselves. - reads standard input.")
     _add_tokenizer_option(show)
-    show.add_argument("text", help="the text, or a file holding it")
+    show.add_argument("text", metavar="TEXT", help="the text, a file holding it, or - (standard input)")
+    show.add_argument("--text", dest="literal", action="store_true",
+                      help="TEXT is the text itself, even if it looks like a file name")
     show.add_argument("--no-color", action="store_true", help="separate tokens with '|' instead of colours")
     show.add_argument("--ids", action="store_true", help="also list the ids")
     show.set_defaults(run=cmd_show)
@@ -119,9 +126,36 @@ def cmd_decode(args) -> int:
     return 0
 
 
+# Suffixes that make an argument of `show` look like a file name rather than text to show.
+FILE_SUFFIXES = (".txt", ".md", ".rst", ".py", ".json", ".jsonl", ".csv", ".tsv", ".html", ".xml", ".log",
+                 ".text", ".gz", ".bz2", ".xz", ".zst")
+
+
+def looks_like_path(arg: str) -> bool:
+    """A single word holding a path separator or ending in a file suffix (notes/a.txt, ./x,
+    README.md); text with spaces or line breaks is text, whatever it holds."""
+    if not arg or any(c.isspace() for c in arg):
+        return False
+    return "/" in arg or os.sep in arg or arg.lower().endswith(FILE_SUFFIXES)
+
+
+def show_text(args) -> str:
+    """What `show` shows: the argument itself, or the file (or stdin) it names."""
+    if args.literal:
+        return args.text
+    if args.text == "-" or os.path.isfile(args.text):
+        return _read_text(args.text)
+    if os.path.isdir(args.text):
+        raise ArgumentError(f"{args.text}: is a directory; give a file, or --text to show these characters")
+    if looks_like_path(args.text):
+        raise ArgumentError(f"{args.text}: no such file (it looks like a file name); to show these "
+                            f"characters themselves, give --text")
+    return args.text
+
+
 def cmd_show(args) -> int:
+    text = show_text(args)          # before loading: a missing file is found at once
     tok = load(args.tokenizer, args.vocabs)
-    text = _read_text(args.text) if os.path.isfile(args.text) else args.text
     ids = tok.encode(text, allowed_special="all")
     colour = sys.stdout.isatty() and not args.no_color and not os.environ.get("NO_COLOR")
     pieces, pending = [], b""

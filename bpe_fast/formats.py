@@ -340,7 +340,15 @@ def _check_gpt2_specials(special_tokens) -> None:
                               f"tell them apart by that); {odd[0]!r} is not: save as tokenizer.json or bpe_fast JSON")
 
 
+def _check_gpt2_pattern(pattern: str | None) -> None:
+    if pattern != GPT2:
+        raise VocabularyError(f"GPT-2's files hold no pattern (every reader splits with GPT-2's), and this "
+                              f"tokenizer splits with {name_of(pattern)}: it would encode differently once read "
+                              f"back; train with the gpt2 pattern, or save as tokenizer.json, .tiktoken or bpe_fast JSON")
+
+
 def write_gpt2(tok, encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLike) -> None:
+    _check_gpt2_pattern(tok.pattern)
     _check_gpt2_specials(tok.special_tokens)
     vocab = {token_to_str(t): i for t, i in tok.mergeable_ranks().items()}
     vocab.update(tok.special_tokens)
@@ -618,18 +626,19 @@ def format_of_path(path: str | os.PathLike, format: str | None = None) -> str:
 
 
 def gpt2_files(path: str | os.PathLike) -> tuple[Path, Path]:
-    """GPT-2's two files for one name: a folder (encoder.json and vocab.bpe in it), or a name
-    ending in vocab.bpe or encoder.json, the other file beside it with the same beginning
-    (gpt2_vocab.bpe and gpt2_encoder.json)."""
+    """GPT-2's two files for one name: a folder (encoder.json and vocab.bpe in it; any name
+    without a suffix, or ending in /), or a name ending in vocab.bpe or encoder.json, the other
+    file beside it with the same beginning (gpt2_vocab.bpe and gpt2_encoder.json)."""
     name = os.fspath(path)
-    if name.endswith(("/", os.sep)) or Path(name).is_dir():
+    if name.endswith(("/", os.sep)) or Path(name).is_dir() or not Path(name).suffix:
         return Path(name) / "encoder.json", Path(name) / "vocab.bpe"
     if name.endswith("vocab.bpe"):
         return Path(name[:-len("vocab.bpe")] + "encoder.json"), Path(name)
     if name.endswith("encoder.json"):
         return Path(name), Path(name[:-len("encoder.json")] + "vocab.bpe")
     raise ArgumentError(f"{name}: GPT-2's format is two files, encoder.json and vocab.bpe: give a folder "
-                        f"(ending in /) or a name ending in vocab.bpe or encoder.json (the other is put beside it)")
+                        f"(a name without a suffix) or a name ending in vocab.bpe or encoder.json (the other is "
+                        f"put beside it)")
 
 
 def minbpe_prefix(path: str | os.PathLike) -> str:
@@ -650,9 +659,10 @@ def output_files(path: str | os.PathLike, format: str) -> list[Path]:
     return [Path(path)]
 
 
-def check_special_tokens(format: str, special_tokens: Sequence[str]) -> None:
-    """Refuse, before any training, special tokens the format cannot hold."""
+def check_writable(format: str, pattern: str | None, special_tokens: Sequence[str]) -> None:
+    """Refuse, before any training, a pattern or special tokens the format cannot hold."""
     if format == "gpt2":
+        _check_gpt2_pattern(pattern)
         _check_gpt2_specials(special_tokens)
     elif format == "minbpe":
         _check_minbpe_specials(special_tokens)

@@ -48,6 +48,7 @@ SUPERWORD = rf"""{SUPERWORD_SPLIT}|(?:(?!(?:{SUPERWORD_SPLIT}))[\s\S])+"""
 NAMED = {"gpt2": GPT2, "r50k": GPT2, "r50k_base": GPT2, "p50k": GPT2, "p50k_base": GPT2,
          "cl100k": CL100K, "cl100k_base": CL100K, "o200k": O200K, "o200k_base": O200K, "superword": SUPERWORD}
 NO_SPLIT = "none"     # the name for "no pre-tokenization": each document is one chunk
+DEFAULT_PATTERN = "cl100k"   # what `bpe-fast train`, `count` and `profile` split with when not told
 
 # Patterns for which a file may be cut into blocks after a "\n" (see pretokenize.safe_cut):
 # none of their alternatives matches across such a cut, so blocks give the same chunks as the

@@ -442,6 +442,9 @@ def test_save_chooses_the_format_by_name_and_refuses_a_contradiction(tmp_path):
         tok.save(tmp_path / "gpt2.txt", format="gpt2")
     with pytest.raises(bpe_fast.ArgumentError, match=r"format 'sentencepiece' is not one of bpe_fast, huggingface"):
         tok.save(tmp_path / "x", format="sentencepiece")
+    with pytest.raises(VocabularyError, match=r"GPT-2's files hold no pattern .* this tokenizer splits with cl100k"):
+        small_trained("cl100k").save(tmp_path / "cl_vocab.bpe")
+    assert not (tmp_path / "cl_vocab.bpe").exists()
 
 
 # -- named encodings: tiktoken's cache, published hashes -----------------------------------------
