@@ -103,7 +103,8 @@ def test_cli_json_has_the_documented_shape(profile_main, tmp_path, capsys):
     data = json.loads(out.read_text())
     assert set(data) >= {"workload", "rungs"}
     assert data["workload"]["chars"] == 4000 and data["workload"]["merges"] == 6
-    assert data["workload"]["pattern"] == "gpt2" and "standard library" in data["workload"]["corpus"]
+    assert data["workload"]["pattern"] == "cl100k" and "standard library" in data["workload"]["corpus"]
+    assert data["complete"] is True
     assert [r["name"] for r in data["rungs"]] == ["v1", "v2", "v3", "v4", "v5", "v6"]
     for rung in data["rungs"]:
         assert isinstance(rung["seconds"], float) and rung["seconds"] > 0
@@ -125,6 +126,49 @@ def test_cli_line_profile_prints_per_line_timings(profile_main, capsys):
     hits = re.findall(r"^\s*\d+\s+(\d+)\s+[\d.]+\s+[\d.]+\s+[\d.]+\s+counts\[pair\] = counts.get\(pair, 0\) \+ 1",
                       out, re.M)
     assert len(hits) == 2 and all(int(h) > 0 for h in hits), out
+
+
+def test_cli_says_which_rung_runs_with_an_estimate_and_writes_json_and_chart_as_rungs_finish(
+        profile_main, tmp_path, capsys, monkeypatch):
+    from bpe_fast.ladder import harness
+    out, png = tmp_path / "ladder.json", tmp_path / "ladder.png"
+    seen = []
+    real = harness.line_profile
+
+    def line_profile_after_the_timed_runs(rung, chunks, n_merges):
+        # The timed runs are over, line profiling (the slow part) has not finished: the files
+        # must already hold every rung, marked incomplete.
+        data = json.loads(out.read_text())
+        seen.append((rung.name, data["complete"], [r["name"] for r in data["rungs"]], png.is_file()))
+        return real(rung, chunks, n_merges)
+
+    monkeypatch.setattr(harness, "line_profile", line_profile_after_the_timed_runs)
+    assert profile_main(["profile", "--chars", "3000", "--merges", "4", "--versions", "v1,v6", "--repeats", "1",
+                         "--line-profile", "--json", str(out), "--plot", str(png)]) == 0
+    assert seen == [("v1", False, ["v1", "v6"], True), ("v6", False, ["v1", "v6"], True)]
+    assert json.loads(out.read_text())["complete"] is True
+    err = capsys.readouterr().err
+    assert "written as rungs finish" in err
+    assert re.search(r"^\[1/2\] v1 \(dict\): 4 merges, about [\d.]+ s \.\.\.$", err, re.M), err  # before it runs
+    assert re.search(r"^\[2/2\] v6 \(kernel\): 4 merges \.\.\.$", err, re.M), err
+    assert re.search(r"^v1: running under line_profiler, about [\d.]+-[\d.]+ s", err, re.M), err
+
+
+def test_run_ladder_reports_after_every_rung():
+    work = Workload.from_text(TEXTS["prose"], "gpt2")
+    updates = []
+    run_ladder(work, 5, "v1,v4,v6", repeats=1, log=None,
+               on_update=lambda report: updates.append(([r.name for r in report.results], report.complete)))
+    assert updates == [(["v1"], False), (["v1", "v4"], False), (["v1", "v4", "v6"], False),
+                       (["v1", "v4", "v6"], True)]
+
+
+def test_profile_and_train_split_alike_by_default():
+    from bpe_fast import cli
+    parser = cli._parser()
+    train = parser.parse_args(["train", "x.txt"])
+    profile = parser.parse_args(["profile"])
+    assert (train.pattern or cli.DEFAULT_PATTERN) == profile.pattern == "cl100k"
 
 
 def test_line_profile_of_the_kernel_rung_shows_its_python_lines():

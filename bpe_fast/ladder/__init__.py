@@ -19,15 +19,17 @@ from pathlib import Path
 
 from ..errors import BpeFastError
 from ..paths import shared_corpus, stdlib_root, stdlib_sources
-from ..patterns import name_of, resolve
+from ..patterns import DEFAULT_PATTERN as PATTERN_DEFAULT, name_of, resolve
 from ..pretokenize import chunks_of
 
 __all__ = ["RUNGS", "Rung", "Workload", "select", "shared_corpus", "stdlib_text", "read_prefix"]
 
 # The notebook's workload: the first 1,000,000 characters of big.txt, 20 merges, GPT-2 split.
+# The pattern defaults to bpe_fast's own default (cl100k), so that `bpe-fast profile` and
+# `bpe-fast train` split alike; --pattern gpt2 gives the notebook's split.
 DEFAULT_CHARS = 1_000_000
 DEFAULT_MERGES = 20
-DEFAULT_PATTERN = "gpt2"
+DEFAULT_PATTERN = PATTERN_DEFAULT
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """``bpe-fast profile``: the profiling workshop's command line (see harness.py).
 
-    bpe-fast profile --corpus ../shared/corpora/big.txt            # the notebook's workload
+    bpe-fast profile --corpus ../shared/corpora/big.txt --pattern gpt2   # the notebook's workload
     bpe-fast profile --merges 200 --versions v1,v3,v4,v5,v6 --plot ladder.png --json ladder.json
 """
 from __future__ import annotations
@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from ..errors import BpeFastError
+from ..outputs import atomic_open
 from ..patterns import known_names
 from . import DEFAULT_CHARS, DEFAULT_MERGES, DEFAULT_PATTERN, RUNGS, Workload, select
 from .harness import DEFAULT_BUDGET, DEFAULT_REPEATS, run_ladder
@@ -28,7 +29,8 @@ def add_profile_parser(sub) -> None:
                    help=f"characters to read from the start of the corpus (default {DEFAULT_CHARS:,})")
     p.add_argument("--merges", type=int, default=DEFAULT_MERGES, help=f"merges to learn (default {DEFAULT_MERGES})")
     p.add_argument("--pattern", default=DEFAULT_PATTERN,
-                   help=f"pre-tokenization: a name ({known_names()}; 'none': no split) or a regex (default {DEFAULT_PATTERN})")
+                   help=f"pre-tokenization: a name ({known_names()}; 'none': no split) or a regex (default "
+                        f"{DEFAULT_PATTERN}, as for `bpe-fast train`; the notebook split with gpt2)")
     p.add_argument("--versions", default=",".join(RUNGS),
                    help=f"comma-separated rungs to run (default all: {','.join(RUNGS)})")
     p.add_argument("--line-profile", action="store_true",
@@ -77,21 +79,35 @@ def check_args(args) -> list:
     return rungs
 
 
+def write_results(report, args) -> None:
+    """The JSON and the chart of the report so far (written again as each rung finishes)."""
+    if args.json:
+        with atomic_open(args.json, "w", encoding="utf-8") as fh:
+            json.dump(report.to_json(), fh, indent=1)
+    if args.plot and report.results:
+        with atomic_open(args.plot, "wb") as fh:
+            report.plot().savefig(fh, format="png", dpi=120)
+
+
 def cmd_profile(args) -> int:
     rungs = check_args(args)
     log = None if args.quiet else (lambda message: print(message, file=sys.stderr, flush=True))
     workload = Workload.load(args.corpus, args.chars, args.pattern)
+    if log is not None:
+        w = workload.describe()
+        log(f"{w['chars']:,} characters of {w['corpus']}, pattern {w['pattern']}: {w['chunks']:,} chunks; "
+            f"{args.merges} merges with {', '.join(r.name for r in rungs)}"
+            + (f"; {args.json} and {args.plot} are written as rungs finish" if args.json and args.plot else
+               f"; {args.json or args.plot} is written as rungs finish" if args.json or args.plot else ""))
     report = run_ladder(workload, args.merges, [r.name for r in rungs], repeats=args.repeats,
-                        budget=args.budget, line_profiler=args.line_profile, sweep=bool(args.plot), log=log)
+                        budget=args.budget, line_profiler=args.line_profile, sweep=bool(args.plot), log=log,
+                        on_update=lambda report: write_results(report, args))
     print(report.table())
     if args.line_profile:
         print()
         print(report.line_profiles())
     if args.plot:
-        report.plot(args.plot)
         print(f"chart: {args.plot}")
     if args.json:
-        with open(args.json, "w", encoding="utf-8") as fh:
-            json.dump(report.to_json(), fh, indent=1)
         print(f"json: {args.json}")
     return 0

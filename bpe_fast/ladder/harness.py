@@ -19,6 +19,10 @@
   message. v1-v3 are never skipped (nor probed) at the notebook's workload or a smaller one.
 * ``line_profiler=True`` runs each rung once more under line_profiler (its hot functions, as the
   notebook's ``%lprun``) and keeps both times: the tracing overhead is part of the lesson.
+* Progress: before each rung that may be slow, ``log`` gets the rung and an estimate of its time
+  (recounting rungs: one merge timed first, times the merges); after each rung (and each
+  line-profiled run, and each sweep) ``on_update`` gets the report so far, so the command line
+  writes its JSON and chart as rungs finish, not only at the end.
 """
 from __future__ import annotations
 
@@ -35,6 +39,7 @@ from . import DEFAULT_CHARS, DEFAULT_MERGES, Rung, Workload, select
 DEFAULT_REPEATS = 5
 DEFAULT_BUDGET = 300.0        # seconds a rung may take before it is skipped (0: never skip)
 MIN_TOTAL = 3.0               # repeat a rung while its runs add up to less than this
+LINE_PROFILER_OVERHEAD = (3, 9)   # how much slower a rung runs under line_profiler (RESULTS_ladder.md)
 ALWAYS_RUN = ("v1", "v2", "v3")   # at the notebook's workload (or smaller), never skipped
 SWEEP_MERGES = (1, 2, 5, 10, 20, 50, 100, 200)
 SWEEP_LIMIT = 30.0            # seconds one rung's merge sweep may take (estimated)
@@ -189,6 +194,8 @@ def merge_sweep(result: RungResult, chunks: list[str], points: list[int], limit:
         log(f"  {result.name}: not swept (about {estimate:.0f} s); the chart extrapolates it")
         return
     runs = 3 if 3 * estimate <= limit else 1
+    if runs * estimate >= 2:
+        log(f"  {result.name}: sweeping{_about(runs * estimate)} ...")
     for m in points:
         result.sweep.append((m, statistics.median(time_once(result.rung, chunks, m)[0] for _ in range(runs))))
 
@@ -203,44 +210,61 @@ def check_run_args(n_merges: int, repeats: int, budget: float) -> None:
         raise BpeFastError(f"budget must be >= 0 seconds (0: never skip), not {budget!r}")
 
 
+def _about(seconds: float | None) -> str:
+    return "" if seconds is None else f", about {seconds:,.0f} s" if seconds >= 2 else f", about {seconds:.1f} s"
+
+
 def run_ladder(workload: Workload, n_merges: int = DEFAULT_MERGES, versions=None,
                repeats: int = DEFAULT_REPEATS, budget: float = DEFAULT_BUDGET,
                line_profiler: bool = False, sweep: bool = False, sweep_limit: float = SWEEP_LIMIT,
-               log=_stderr) -> "Report":
+               log=_stderr, on_update=None) -> "Report":
     """Time, check (and optionally line-profile and sweep) the chosen rungs on one workload.
 
     ``sweep`` also times each rung at SWEEP_MERGES merges (for the chart's second panel) when
     that is estimated to take under ``sweep_limit`` seconds; the chart extrapolates the others.
-    ``log`` gets progress messages (None: silent).
+    ``log`` gets progress messages (None: silent): which rung runs, with an estimate of its time
+    where one exists. ``on_update(report)`` is called after each step with the report so far
+    (``report.complete`` is True on the last call).
     """
     check_run_args(n_merges, repeats, budget)
     rungs = select(versions)
     log = log or (lambda message: None)
+    update = on_update or (lambda report: None)
     log(f"reference merges (bpe_fast.reference) for {n_merges} merges ...")
     referee = Referee(workload, n_merges)
-    results = []
-    for rung in rungs:
+    report = Report(workload.describe() | {"merges": n_merges}, [], referee.reference)
+    for k, rung in enumerate(rungs, 1):
         result = RungResult(rung)
         result.estimate, result.skipped = budget_check(rung, workload, n_merges, budget)
         if result.skipped:
             log(f"{rung.name}: {result.skipped}")
         else:
+            estimate = result.estimate
+            if estimate is None and rung.cost == "recount" and n_merges > 1:
+                estimate = time_once(rung, workload.chunks, 1)[0] * n_merges     # every merge costs alike
+            log(f"[{k}/{len(rungs)}] {rung.name} ({rung.label}): {n_merges} merges{_about(estimate)} ...")
             result.runs, result.merges = time_rung(rung, workload.chunks, n_merges, repeats)
             result.seconds = statistics.median(result.runs)
             result.merges_agree, result.agreement = referee.judge(rung, result.merges)
-            log(f"{rung.name}: {result.seconds:.3f} s (median of {len(result.runs)})")
-        results.append(result)
-    report = Report(workload.describe() | {"merges": n_merges}, results, referee.reference)
-    report.compute_speedups()
-    ran = [r for r in results if not r.skipped]
+            log(f"      {rung.name}: {result.seconds:.3f} s (median of {len(result.runs)})")
+        report.results.append(result)
+        report.compute_speedups()
+        update(report)
+    ran = [r for r in report.results if not r.skipped]
     if line_profiler:
+        low, high = LINE_PROFILER_OVERHEAD
         for result in ran:
-            log(f"{result.name}: running under line_profiler ...")
+            log(f"{result.name}: running under line_profiler, about {result.seconds * low:,.1f}-"
+                f"{result.seconds * high:,.1f} s (it slows a rung {low}-{high}x) ...")
             result.profiled_seconds, result.line_profile = line_profile(result.rung, workload.chunks, n_merges)
+            update(report)
     if sweep:
         log(f"timing against the number of merges ({', '.join(map(str, sweep_points(n_merges)))}) ...")
         for result in ran:
             merge_sweep(result, workload.chunks, sweep_points(n_merges), sweep_limit, log)
+            update(report)
+    report.complete = True
+    update(report)
     return report
 
 
@@ -259,6 +283,7 @@ class Report:
     results: list[RungResult]
     reference: list[tuple[int, int]]
     speedup_basis: str = "v1"
+    complete: bool = False          # False while run_ladder is still running rungs
 
     def compute_speedups(self) -> None:
         """Speed-up over v1: its measured time, else its estimate if it was skipped."""
@@ -322,6 +347,7 @@ class Report:
             })
         return {"workload": dict(self.workload, timing="time.perf_counter, no profiler attached",
                                  speedup_over=self.speedup_basis),
+                "complete": self.complete,
                 "rungs": rungs, "reference_merges": [list(m) for m in self.reference]}
 
     def plot(self, path=None):
