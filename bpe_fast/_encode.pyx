@@ -33,7 +33,7 @@ import numpy as np
 from cpython.number cimport PyNumber_Index
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libc.stdlib cimport calloc, free, realloc
+from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memchr, memcmp, memcpy, memset
 from libcpp.atomic cimport atomic
 from libcpp.queue cimport priority_queue
@@ -75,6 +75,7 @@ cdef enum:
     CACHE_MAX_BITS = 21        # at most 2^20 cached chunks; then the cache starts afresh
     MAX_CACHES = 64            # caches an encoder keeps between calls (one per thread in use)
     RECENT_SIZE = 1 << 14      # slots of a cache's table of recent whole tokens (256 KB)
+    COMPAT_BITS = 16           # answers of ``compatible`` a thread keeps (512 KB)
     AHEAD = 8                  # chunks scanned ahead of their encoding (see encode_piece)
     CACHE_MAX_BYTES = 255      # longer chunks are rare: not cached
     STACK_CHUNK = 256          # chunks up to this long backtrack in stack arrays
@@ -371,9 +372,17 @@ cdef class MergeEncoder:
             else:
                 limit, b = b + 1, self.left[b]
 
-    cdef inline bint compatible(self, int32_t a, int32_t b) noexcept nogil:
-        """Does BPE of the bytes of reachable a then b give exactly [a, b]?"""
-        return self.no_cross_merge(a, b, NO_MERGE)
+    cdef inline bint compatible(self, int32_t a, int32_t b, uint64_t* known) noexcept nogil:
+        """Does BPE of the bytes of reachable a then b give exactly [a, b]? ``known`` is the
+        calling thread's table of answers already found (see _ChunkCache.compat): the same
+        pairs of tokens meet again and again, and the walk down their merges is cache misses."""
+        cdef uint64_t key = (<uint64_t>a << 33) | (<uint64_t><uint32_t>b << 1)
+        cdef uint64_t* slot = &known[(key * <uint64_t>0x9E3779B97F4A7C15) >> (64 - COMPAT_BITS)]
+        if (slot[0] & ~(<uint64_t>1)) == key:
+            return slot[0] & 1
+        cdef bint answer = self.no_cross_merge(a, b, NO_MERGE)
+        slot[0] = key | answer
+        return answer
 
     cdef inline int32_t longest_prefix(self, const uint8_t* s, size_t n, size_t i) noexcept nogil:
         """The longest reachable symbol that s[i:n] starts with (n > i): at least the byte."""
@@ -397,7 +406,8 @@ cdef class MergeEncoder:
             i += 1
         return best
 
-    cdef size_t backtrack(self, const uint8_t* s, size_t n, int32_t* out, uint64_t* alive) noexcept nogil:
+    cdef size_t backtrack(self, const uint8_t* s, size_t n, int32_t* out, uint64_t* alive,
+                          uint64_t* known) noexcept nogil:
         """BPE of s (n bytes) by backtracking (module docstring): the symbols into out (room for
         n), their number returned. ``alive`` has room for n + 1 bits: bit p is cleared once no
         encoding of s has a token boundary at p after the symbols that end there."""
@@ -408,7 +418,7 @@ cdef class MergeEncoder:
         t = self.longest_prefix(s, n, 0)
         while True:
             end = pos + <size_t>self.length[t]
-            if (alive[end >> 6] >> (end & 63)) & 1 and (k == 0 or self.compatible(out[k - 1], t)):
+            if (alive[end >> 6] >> (end & 63)) & 1 and (k == 0 or self.compatible(out[k - 1], t, known)):
                 out[k] = t
                 k += 1
                 pos = end
@@ -472,9 +482,9 @@ cdef class MergeEncoder:
         if w.syms.size() < n:
             w.syms.resize(n)
         if n <= STACK_CHUNK:
-            return self.backtrack(s, n, w.syms.data(), alive)
+            return self.backtrack(s, n, w.syms.data(), alive, w.cache.compat)
         w.alive.resize((n >> 6) + 1)
-        return self.backtrack(s, n, w.syms.data(), w.alive.data())
+        return self.backtrack(s, n, w.syms.data(), w.alive.data(), w.cache.compat)
 
     cdef void encode_piece(self, const uint8_t* s, size_t n, const uint8_t* end, _Worker w) noexcept nogil:
         """Emit the ids of text that holds no special token to encode: split, then each chunk."""
@@ -802,21 +812,27 @@ cdef class _ChunkCache:
 
     ``recent`` is a small direct-mapped table of chunks of at most 8 bytes that are whole
     tokens, the last one seen per slot: a text's frequent words stay in it, and it is small
-    enough for the CPU's cache, unlike the vocabulary's table (a probe there is a cache miss)."""
+    enough for the CPU's cache, unlike the vocabulary's table (a probe there is a cache miss).
+    ``compat`` keeps answers of ``MergeEncoder.compatible``, direct-mapped, the last per slot:
+    (a << 33 | b << 1 | answer), all ones when empty."""
     cdef Slot* slots
     cdef int bits
     cdef size_t size
     cdef vector[uint32_t] store
     cdef Slot* recent
+    cdef uint64_t* compat
 
     def __cinit__(self):
         self.recent = <Slot*>calloc(RECENT_SIZE, sizeof(Slot))
-        if self.recent == NULL:
+        self.compat = <uint64_t*>malloc((<size_t>1 << COMPAT_BITS) * sizeof(uint64_t))
+        if self.recent == NULL or self.compat == NULL:
             raise MemoryError()
+        memset(self.compat, 0xFF, (<size_t>1 << COMPAT_BITS) * sizeof(uint64_t))   # no key is all ones
 
     def __dealloc__(self):
         free(self.slots)
         free(self.recent)
+        free(self.compat)
 
     cdef inline const uint32_t* find(self, uint64_t h, const uint8_t* s, size_t n) noexcept nogil:
         """Where the chunk's count and ids are stored, or NULL."""
