@@ -1,7 +1,8 @@
 """Scaling study: training time against corpus size and against vocabulary size.
 
-    python benchmarks/scaling.py            # full sweep (from the project root, in its venv)
-    python benchmarks/scaling.py --quick    # a small one, for a try
+    python benchmarks/scaling.py              # full sweep (from the project root, in its venv)
+    python benchmarks/scaling.py --quick      # a small one, for a try
+    python benchmarks/scaling.py --plot-only  # redraw the charts from the committed CSVs, no training
 
 Libraries: bpe_fast, and rustbpe and HF tokenizers where installed (a library that cannot be
 imported is left out, with a message). bpe_fast and rustbpe split with the cl100k pattern; HF's
@@ -18,8 +19,8 @@ Sweeps (the full one; --quick is smaller):
 * vocab size: 1k, 2k, 4k, 8k, 16k, 32k, 64k, 100k, on the whole of mix33.
 Each measurement runs in a fresh interpreter (this script with --one), one after another; the
 child times only the training call, document reading included. Results go to benchmarks/out/
-(CSV and PNG, git-ignored); after a full sweep the two charts are also copied to
-benchmarks/scaling_corpus.png and benchmarks/scaling_vocab.png.
+(CSV and PNG, git-ignored); after a full sweep the CSVs and the two charts are also copied to
+benchmarks/ (scaling_corpus.csv/.png, scaling_vocab.csv/.png), where ``--plot-only`` reads them.
 """
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ import sys
 import time
 from pathlib import Path
 
-from mix33 import corpus_dir, mix33_files  # noqa: E402  (benchmarks/ is on sys.path)
+from charts import library_name, plain_log_axes  # noqa: E402  (benchmarks/ is on sys.path)
+from mix33 import corpus_dir, mix33_files  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 PROJECT_ROOT = HERE.parent
@@ -177,7 +179,14 @@ def write_csv(rows: list[dict], path: Path) -> None:
         writer.writerows(rows)
 
 
-def plot(rows: list[dict], x: str, xlabel: str, title: str, path: Path) -> None:
+def read_csv(path: Path) -> list[dict]:
+    """Rows as write_csv wrote them, numbers as numbers."""
+    with open(path, newline="", encoding="utf-8") as fh:
+        return [{k: v if k in ("sweep", "library") else float(v) if k == "seconds" else int(v) for k, v in row.items()}
+                for row in csv.DictReader(fh)]
+
+
+def plot(rows: list[dict], x: str, xlabel: str, title: str, path: Path):
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -187,21 +196,49 @@ def plot(rows: list[dict], x: str, xlabel: str, title: str, path: Path) -> None:
     for lib in dict.fromkeys(r["library"] for r in rows):
         mine = [r for r in rows if r["library"] == lib]
         xs = [r[x] / MB if x == "corpus_bytes" else r[x] for r in mine]
-        ax.plot(xs, [r["seconds"] for r in mine], marker="o", label=lib)
+        ax.plot(xs, [r["seconds"] for r in mine], marker="o", label=library_name(lib))
     ax.set_xscale("log")
     ax.set_yscale("log")
+    plain_log_axes(ax)
     ax.set_xlabel(xlabel)
     ax.set_ylabel("training seconds (log scale)")
     ax.set_title(title, fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend()
     fig.savefig(path, dpi=110)
+    return fig
+
+
+def plot_corpus(rows: list[dict], folder: Path) -> str:
+    vocab = rows[0]["vocab_size"]
+    plot(rows, "corpus_bytes", "corpus size, MB (log scale)",
+         f"training time against corpus size (mix33 prefixes, vocab {vocab:,})", folder / "scaling_corpus.png")
+    return f"vocab size {vocab:,}\n\n" + markdown(rows, "corpus_bytes")
+
+
+def plot_vocab(rows: list[dict], folder: Path, corpus: str) -> str:
+    plot(rows, "vocab_size", "vocab size (log scale)",
+         f"training time against vocab size ({corpus}, {rows[0]['corpus_bytes'] / MB:.1f} MB)",
+         folder / "scaling_vocab.png")
+    return f"{corpus}\n\n" + markdown(rows, "vocab_size")
+
+
+def plot_only() -> None:
+    """Redraw benchmarks/scaling_*.png from benchmarks/scaling_*.csv (no training)."""
+    tables = []
+    for name in ("scaling_corpus", "scaling_vocab"):
+        if not (HERE / f"{name}.csv").is_file():
+            sys.exit(f"{HERE.name}/{name}.csv not found: run a full sweep first")
+    tables.append(plot_corpus(read_csv(HERE / "scaling_corpus.csv"), HERE))
+    tables.append(plot_vocab(read_csv(HERE / "scaling_vocab.csv"), HERE, "all of mix33"))
+    print("\n\n".join(tables))
+    print(f"charts redrawn in {HERE.name}/ from its CSVs", file=sys.stderr)
 
 
 def markdown(rows: list[dict], x: str) -> str:
     libs = list(dict.fromkeys(r["library"] for r in rows))
     keys = list(dict.fromkeys(r[x] if x == "vocab_size" else r["corpus_bytes"] for r in rows))
-    header = ["corpus MB" if x == "corpus_bytes" else "vocab size"] + [f"{lib} s" for lib in libs]
+    header = ["corpus MB" if x == "corpus_bytes" else "vocab size"] + [f"{library_name(lib)} s" for lib in libs]
     lines = ["| " + " | ".join(header) + " |", "|" + "---:|" * len(header)]
     for key in keys:
         cells = [f"{key / MB:.1f}" if x == "corpus_bytes" else f"{key:,}"]
@@ -219,10 +256,14 @@ def parse_args(argv=None):
     parser.add_argument("--repeats", type=int, default=1, help="fresh-process runs per point (median)")
     parser.add_argument("--only", choices=("corpus", "vocab"), help="run one of the two sweeps")
     parser.add_argument("--corpus-dir", help="the shared corpora directory (default: see the docstring)")
+    parser.add_argument("--plot-only", action="store_true",
+                        help="redraw the charts from benchmarks/scaling_*.csv (written by a full sweep); no training")
     parser.add_argument("--one", choices=LIBS, help=argparse.SUPPRESS)        # child mode
     parser.add_argument("--vocab-size", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--max-bytes", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    if args.plot_only:
+        return args
     args.corpus_dir = corpus_dir(args.corpus_dir)
     if args.repeats < 1:
         parser.error("--repeats must be at least 1")
@@ -231,6 +272,8 @@ def parse_args(argv=None):
 
 def main(argv=None) -> None:
     args = parse_args(argv)
+    if args.plot_only:
+        return plot_only()
     files = mix33_files(args.corpus_dir)
     if args.one:
         return run_one(args.one, args.vocab_size, args.max_bytes, files)
@@ -246,26 +289,20 @@ def main(argv=None) -> None:
         points = [(mb * MB if mb else None, plan["size_vocab"]) for mb in plan["sizes_mb"]]
         rows = sweep("corpus", points, libs, args)
         write_csv(rows, OUT / "scaling_corpus.csv")
-        plot(rows, "corpus_bytes", "corpus size, MB (log scale)",
-             f"training time against corpus size (mix33 prefix, vocab {plan['size_vocab']:,})",
-             OUT / "scaling_corpus.png")
-        charts.append("scaling_corpus.png")
-        tables.append(f"vocab size {plan['size_vocab']:,}\n\n" + markdown(rows, "corpus_bytes"))
+        tables.append(plot_corpus(rows, OUT))
+        charts += ["scaling_corpus.png", "scaling_corpus.csv"]
     if args.only in (None, "vocab"):
         limit = plan["vocab_mb"] * MB if plan["vocab_mb"] else None
         rows = sweep("vocab", [(limit, v) for v in plan["vocabs"]], libs, args)
         write_csv(rows, OUT / "scaling_vocab.csv")
         corpus = f"first {plan['vocab_mb']} MB of mix33" if limit else "all of mix33"
-        plot(rows, "vocab_size", "vocab size (log scale)",
-             f"training time against vocab size ({corpus}, {rows[0]['corpus_bytes'] / MB:.1f} MB)",
-             OUT / "scaling_vocab.png")
-        charts.append("scaling_vocab.png")
-        tables.append(f"{corpus}\n\n" + markdown(rows, "vocab_size"))
+        tables.append(plot_vocab(rows, OUT, corpus))
+        charts += ["scaling_vocab.png", "scaling_vocab.csv"]
     if not args.quick:
-        for name in charts:        # only this run's charts: never a stale one from benchmarks/out
+        for name in charts:        # only this run's charts and CSVs: never a stale one from benchmarks/out
             shutil.copy(OUT / name, HERE / name)
     print("\n\n".join(tables))
-    print(f"\nCSV and PNG in {OUT}" + ("" if args.quick else f"; charts copied to {HERE}"), file=sys.stderr)
+    print(f"\nCSV and PNG in {OUT}" + ("" if args.quick else f"; charts and CSVs copied to {HERE}"), file=sys.stderr)
 
 
 if __name__ == "__main__":

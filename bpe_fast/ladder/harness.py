@@ -27,6 +27,8 @@
 from __future__ import annotations
 
 import io
+import os
+import re
 import statistics
 import sys
 import time
@@ -294,9 +296,14 @@ class Report:
         for r in self.results:
             r.speedup = base / r.seconds if base and r.seconds else None
 
-    def headline(self) -> str:
+    def headline(self, short: bool = False) -> str:
+        """The workload in a line; ``short`` (chart titles): no folders, only the corpus's name."""
         w = self.workload
-        return (f"{w['chars']:,} characters of {w['corpus']}, pattern {w['pattern']}: {w['chunks']:,} chunks "
+        corpus = w["corpus"]
+        if short:       # "Python standard library (46 .py files from /usr/lib/python3.11)", "/data/big.txt"
+            corpus = re.sub(r" from [^)]*\)", ")", corpus) if corpus.startswith("Python standard library") \
+                else os.path.basename(corpus)
+        return (f"{w['chars']:,} characters of {corpus}, pattern {w['pattern']}: {w['chunks']:,} chunks "
                 f"({w['unique_chunks']:,} distinct), {w['merges']} merges")
 
     def table(self) -> str:
@@ -364,16 +371,24 @@ def draw(report: Report, path=None):
     """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.ticker import FuncFormatter
 
     fig = Figure(figsize=(13, 5.2), layout="constrained")
     FigureCanvasAgg(fig)
     per_rung, per_merges = fig.subplots(1, 2)
     _draw_rungs(per_rung, report)
     _draw_merges(per_merges, report)
-    fig.suptitle(report.headline(), fontsize=11)
+    plain = FuncFormatter(_plain_number)
+    for axis in (per_rung.yaxis, per_merges.xaxis, per_merges.yaxis):    # 0.01, 1, 100: not 10^-2
+        axis.set_major_formatter(plain)
+    fig.suptitle(report.headline(short=True), fontsize=11)
     if path is not None:
         fig.savefig(path, dpi=120)
     return fig
+
+
+def _plain_number(value: float, _position=None) -> str:
+    return "" if value <= 0 else f"{value:,.0f}" if value >= 1000 else f"{value:.10g}"
 
 
 def _draw_rungs(ax, report: Report) -> None:
