@@ -257,7 +257,7 @@ def cmd_count(args) -> int:
     return 0
 
 
-def _train_from_counts(args, options: dict):
+def _train_from_counts(args, options: dict, fmt: str):
     if args.inputs or args.demo:
         raise ArgumentError("give INPUTs or --counts, not both (--counts trains from saved word tables)")
     given = [name for name, value in (("--pattern", args.pattern), ("--special", args.special), ("--lines", args.lines))
@@ -266,6 +266,7 @@ def _train_from_counts(args, options: dict):
         raise ArgumentError(f"{', '.join(given)}: a word table keeps the pattern and special tokens it was "
                             f"counted with; give them to `bpe-fast count`")
     table = WordTable.merge([WordTable.load(p) for p in args.counts])
+    formats.check_writable(fmt, table.pattern, table.special_tokens)      # before training
     report = TrainReport(input_size=table.input_bytes)
     return train_from_table(table, _sizes(args), min_frequency=args.min_frequency, tie_break=args.tie_break,
                             progress=_progress(args), report=report, **options)
@@ -346,7 +347,7 @@ def cmd_train(args) -> int:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         if args.counts:
-            result = _train_from_counts(args, options)
+            result = _train_from_counts(args, options, fmt)
         else:
             result = train(args.inputs, _sizes(args), min_frequency=args.min_frequency, tie_break=args.tie_break,
                            **options, **count_options(args))

@@ -212,6 +212,14 @@ def test_a_format_that_cannot_be_written_fails_before_training(tmp_path, capsys,
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_word_tables_pattern_is_checked_against_the_format_before_training(tmp_path, capsys, monkeypatch):
+    assert main(["count", str(SMALL_CORPUS), "-o", str(tmp_path / "c.npz"), "-q", "--workers", "1"]) == 0
+    monkeypatch.setattr("bpe_fast.cli.train_from_table", lambda *a, **k: pytest.fail("trained before checking -o"))
+    assert main(["train", "--counts", str(tmp_path / "c.npz"), "--vocab-size", "300", "-o",
+                 str(tmp_path / "t_vocab.bpe")]) == 2
+    assert "this tokenizer splits with cl100k" in capsys.readouterr().err
+
+
 def test_convert_between_every_format(tmp_path, capsys, reference):
     """bpe_fast JSON -> every format -> every format: the same tokenizer all the way."""
     reference.save(tmp_path / "ref.json")
