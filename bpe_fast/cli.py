@@ -328,7 +328,8 @@ def cmd_train(args) -> int:
     written = [check_tokenizer_output(path, fmt, [*args.inputs, *args.counts, *args.eval], "-o")  # before reading
                for path in outputs]
     if not args.counts:             # a word table's pattern and specials are checked once it is read
-        formats.check_writable(fmt, resolve(args.pattern or DEFAULT_PATTERN), args.special)
+        final = args.superword_pattern if args.superword_at is not None else args.pattern or DEFAULT_PATTERN
+        formats.check_writable(fmt, resolve(final), args.special)
     if args.demo:
         print(f"demo: training a {args.vocab_size[-1]:,}-token vocabulary on {len(args.inputs)} files of the "
               f"Python standard library ({stdlib_root()}); it will be written to "
