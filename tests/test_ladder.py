@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpe_fast.errors import BpeFastError
-from bpe_fast.ladder import RUNGS, Workload, select
+from bpe_fast.ladder import RUNGS, Workload, harness, select
 from bpe_fast.ladder.harness import budget_check, line_profile, run_ladder
 from bpe_fast.reference import count_pairs, merge_word, train_reference
 
@@ -245,3 +245,13 @@ def test_select_keeps_ladder_order():
     assert [r.name for r in select("v6, v1,v3")] == ["v1", "v3", "v6"]
     with pytest.raises(BpeFastError, match="unknown rung"):
         select("")
+
+
+def test_the_charts_two_panels_show_the_same_time_for_the_ladders_run():
+    work = Workload.from_text(TEXTS["prose"] * 20, "gpt2")
+    report = run_ladder(work, 20, "v1,v6", repeats=1, log=None, sweep=True)
+    for r in report.results:
+        swept = dict(r.sweep)
+        assert swept, f"{r.name} was not swept"
+        assert swept[20] == r.seconds          # the bar (left panel) and the point (right panel)
+        assert set(swept) == set(harness.sweep_points(20))

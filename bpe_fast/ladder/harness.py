@@ -185,9 +185,12 @@ def sweep_points(n_merges: int) -> list[int]:
     return sorted({m for m in SWEEP_MERGES} | {n_merges})
 
 
-def merge_sweep(result: RungResult, chunks: list[str], points: list[int], limit: float, log) -> None:
+def merge_sweep(result: RungResult, chunks: list[str], points: list[int], limit: float, log,
+                timed_at: int | None = None) -> None:
     """Time the rung at each number of merges, if the whole sweep is estimated to be quick
-    (the median of 3 runs per point if that fits in ``limit`` too)."""
+    (the median of 3 runs per point if that fits in ``limit`` too). At ``timed_at`` merges (the
+    ladder's own run) the rung's measured time is reused, so the chart's two panels show the
+    same number for it."""
     if result.rung.cost == "recount":               # every merge costs about the same
         estimate = result.seconds / max(len(result.merges), 1) * sum(points)
     else:  # mostly set-up; allow 3x for points beyond the merges already timed
@@ -199,6 +202,9 @@ def merge_sweep(result: RungResult, chunks: list[str], points: list[int], limit:
     if runs * estimate >= 2:
         log(f"  {result.name}: sweeping{_about(runs * estimate)} ...")
     for m in points:
+        if m == timed_at and result.seconds is not None:
+            result.sweep.append((m, result.seconds))
+            continue
         result.sweep.append((m, statistics.median(time_once(result.rung, chunks, m)[0] for _ in range(runs))))
 
 
@@ -263,7 +269,7 @@ def run_ladder(workload: Workload, n_merges: int = DEFAULT_MERGES, versions=None
     if sweep:
         log(f"timing against the number of merges ({', '.join(map(str, sweep_points(n_merges)))}) ...")
         for result in ran:
-            merge_sweep(result, workload.chunks, sweep_points(n_merges), sweep_limit, log)
+            merge_sweep(result, workload.chunks, sweep_points(n_merges), sweep_limit, log, timed_at=n_merges)
             update(report)
     report.complete = True
     update(report)
