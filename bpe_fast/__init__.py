@@ -10,9 +10,10 @@ registry.py names the encodings) -> cli; trainer.py runs the stages in order. er
 paths.py and bytelevel.py are leaves any module may use. There is no import cycle
 (``python tests/test_architecture.py`` prints the graph).
 """
+from ._version import __version__
 from .encode_corpus import encode_files, load_bin
 from .errors import (ArgumentError, ArgumentTypeError, BpeFastError, BpeFastWarning, EmptyCorpusError,
-                     EncodingError, InputError, PatternError, PatternRequiredError, TokenizerFileError,
+                     EncodingError, InputError, MissingExtraError, PatternError, PatternRequiredError, TokenizerFileError,
                      VocabSizeWarning, VocabularyError, VocabularyNotFoundError, WorkerError)
 from .patterns import CL100K, GPT2, O200K
 from .registry import ENCODINGS, load
@@ -20,12 +21,11 @@ from .tokenizer import Tokenizer
 from .trainer import TrainReport, count, count_from_iterator, train, train_from_iterator, train_from_table
 from .wordtable import WordTable
 
-__version__ = "0.1.0"
 
 __all__ = [
     "train", "train_from_iterator", "train_from_table", "count", "count_from_iterator", "load", "Tokenizer", "encode_files", "load_bin", "TrainReport", "WordTable",
     "ENCODINGS", "GPT2", "CL100K", "O200K",
     "BpeFastError", "ArgumentError", "ArgumentTypeError", "PatternError", "InputError", "EmptyCorpusError",
     "WorkerError", "VocabularyError", "TokenizerFileError", "VocabularyNotFoundError", "PatternRequiredError",
-    "EncodingError", "BpeFastWarning", "VocabSizeWarning",
+    "EncodingError", "BpeFastWarning", "VocabSizeWarning", "MissingExtraError", "__version__",
 ]

@@ -38,4 +38,4 @@ cdef class Scanner:
         """The chunks of text, as regex.findall would return them."""
         data = text.encode("utf-8")
         ends = self.boundaries(data).tolist()
-        return [data[a:b].decode("utf-8") for a, b in zip([0] + ends[:-1], ends)]
+        return [data[a:b].decode("utf-8") for a, b in zip([0] + ends[:len(ends) - 1], ends)]

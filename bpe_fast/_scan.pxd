@@ -120,6 +120,7 @@ cdef inline size_t whitespace_end(const unsigned char* s, size_t n, size_t i, co
     ends (0 if it has none)."""
     cdef size_t w
     cdef uint8_t f
+    last_start[0] = i                # (callers call this at a space, so the loop sets it again)
     last_nl_end[0] = 0
     while i < n:
         f = cls_at(s, i, &w, cls)

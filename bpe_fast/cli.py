@@ -14,8 +14,9 @@ from pathlib import Path
 
 from . import formats
 from .cli_tools import add_tool_parsers
-from .errors import ArgumentError, BpeFastError, InputError
-from .inputs import require, sources
+from ._version import __version__
+from .errors import ArgumentError, BpeFastError, InputError, require
+from .inputs import sources
 from .registry import load
 from .outputs import check_output
 from .ladder.cli import add_profile_parser
@@ -190,6 +191,7 @@ SUBCOMMANDS = [add_train_parser, add_count_parser, add_convert_parser, add_tool_
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="bpe-fast", description="Train byte-pair-encoding tokenizers fast.")
+    parser.add_argument("--version", action="version", version=f"bpe-fast {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for add_parsers in SUBCOMMANDS:
         add_parsers(sub)

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .counting import ChunkCounter, CountConfig
-from .errors import InputError
-from .inputs import Source, file_tasks, parquet_tasks, require, tasks_of
+from .errors import InputError, require
+from .inputs import Source, file_tasks, parquet_tasks, tasks_of
 from .wordtable import WordTable
 
 

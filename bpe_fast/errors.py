@@ -74,6 +74,22 @@ class EncodingError(BpeFastError, ValueError):
     """Text or ids a tokenizer cannot encode or decode: a disallowed special token, an unknown id."""
 
 
+class MissingExtraError(BpeFastError, ImportError):
+    """A feature needs an optional package; the message names the extra that installs it."""
+
+
+def require(module: str, extra: str, purpose: str):
+    """Import an optional dependency, or raise MissingExtraError naming the extra:
+    ``require("matplotlib", "plot", "--plot")`` -> "--plot needs the matplotlib package: pip
+    install 'bpe_fast[plot]'"."""
+    import importlib
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        raise MissingExtraError(f"{purpose} needs the {module.split('.')[0]} package: "
+                                f"pip install 'bpe_fast[{extra}]'") from None
+
+
 class BpeFastWarning(UserWarning):
     """Base class of bpe_fast's warnings."""
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from ._encode import recover_merges
 from .bytelevel import str_to_token, token_to_str
-from .errors import ArgumentError, PatternRequiredError, TokenizerFileError, VocabularyError, naming_file
+from .errors import ArgumentError, PatternRequiredError, TokenizerFileError, VocabularyError, naming_file, require
 from .named import ENCODINGS
 from .outputs import atomic_open
 from .patterns import CL100K, GPT2, O200K, name_of
@@ -287,7 +287,7 @@ def write_tiktoken_sidecar(tok, path: str | os.PathLike) -> Path:
 
 def to_tiktoken(tok, name: str = "bpe_fast"):
     """A ``tiktoken.Encoding`` with the same ranks, pattern and special tokens."""
-    import tiktoken
+    tiktoken = require("tiktoken", "tiktoken", "to_tiktoken()")
     return tiktoken.Encoding(name, pat_str=tok.pattern if tok.pattern is not None else r"[\s\S]+",
                              mergeable_ranks=tok.mergeable_ranks(), special_tokens=tok.special_tokens)
 

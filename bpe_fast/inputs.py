@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import bz2
 import gzip
-import importlib
 import json
 import lzma
 import os
@@ -31,7 +30,7 @@ from dataclasses import dataclass, field as dataclass_field
 from pathlib import Path
 from typing import BinaryIO, Callable, Iterable, Iterator
 
-from .errors import InputError
+from .errors import InputError, require
 
 STDIN = "-"                       # the input name that means standard input
 _READ_SIZE = 1 << 16              # bytes read at a time while looking for a cut
@@ -297,14 +296,6 @@ def _decompressing(fh, source: Source):
         return lzma.LZMAFile(fh, mode="rb")
     zstandard = require("zstandard", "zstd", f"reading {source.name}")
     return zstandard.ZstdDecompressor().stream_reader(fh, read_across_frames=True)
-
-
-def require(module: str, extra: str, purpose: str):
-    """Import an optional dependency, or say which extra installs it."""
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise InputError(f"{purpose} needs the {module} package: pip install 'bpe_fast[{extra}]'") from None
 
 
 def read_block(task: FileTask) -> bytes:

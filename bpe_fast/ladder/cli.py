@@ -5,12 +5,11 @@
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 from pathlib import Path
 
-from ..errors import BpeFastError
+from ..errors import BpeFastError, require
 from ..outputs import atomic_open
 from ..patterns import known_names
 from . import DEFAULT_CHARS, DEFAULT_MERGES, DEFAULT_PATTERN, RUNGS, Workload, select
@@ -46,11 +45,6 @@ def add_profile_parser(sub) -> None:
     p.set_defaults(run=cmd_profile)
 
 
-def _require(module: str, option: str) -> None:
-    if importlib.util.find_spec(module) is None:
-        raise BpeFastError(f"{option} needs the {module} package: pip install {module}")
-
-
 def _check_output(path: str | None, option: str) -> None:
     if path is not None and not Path(path).resolve().parent.is_dir():
         raise BpeFastError(f"{option} {path}: directory {Path(path).resolve().parent} does not exist")
@@ -71,9 +65,9 @@ def check_args(args) -> list:
         raise BpeFastError(f"--corpus {args.corpus}: {what}")
     rungs = select(args.versions, argument="--versions")
     if args.line_profile:
-        _require("line_profiler", "--line-profile")
+        require("line_profiler", "profile", "--line-profile")
     if args.plot:
-        _require("matplotlib", "--plot")
+        require("matplotlib", "plot", "--plot")
     _check_output(args.plot, "--plot")
     _check_output(args.json, "--json")
     return rungs

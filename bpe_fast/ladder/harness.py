@@ -34,7 +34,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from ..errors import BpeFastError
+from ..errors import BpeFastError, require
 from ..reference import count_pairs, merge_word, train_reference
 from . import DEFAULT_CHARS, DEFAULT_MERGES, Rung, Workload, select
 
@@ -167,7 +167,7 @@ class Referee:
 # -- line_profiler -----------------------------------------------------------------------------
 def line_profile(rung: Rung, chunks: list[str], n_merges: int) -> tuple[float, str]:
     """One run under line_profiler with the rung's hot functions: (seconds, per-line tables)."""
-    from line_profiler import LineProfiler
+    LineProfiler = require("line_profiler", "profile", "line-profiling a rung").LineProfiler
 
     profiler = LineProfiler()
     for function in rung.hot_functions:
@@ -375,6 +375,7 @@ def draw(report: Report, path=None):
     Drawn on a bare Figure with the Agg canvas, so it needs no display and leaves pyplot's
     global state alone (a notebook shows the returned Figure inline).
     """
+    require("matplotlib", "plot", "the workshop chart")
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     from matplotlib.ticker import FuncFormatter
