@@ -28,17 +28,20 @@ def test_demo_corpus_is_the_standard_library():
 
 def test_demo_says_where_it_writes_first_writes_to_a_temp_folder_and_shows_what_it_learned(
         tmp_path, monkeypatch, capsys):
-    monkeypatch.chdir(tmp_path)
+    (tmp_path / "cwd").mkdir()
+    (tmp_path / "tmp").mkdir()
+    monkeypatch.chdir(tmp_path / "cwd")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))     # the demo's temp folder goes here
     monkeypatch.setattr("bpe_fast.cli.stdlib_sources", lambda: stdlib_sources(limit_bytes=300_000))
     assert main(["train", "--demo", "--vocab-size", "600", "-q"]) == 0
     captured = capsys.readouterr()
-    assert list(tmp_path.iterdir()) == []                       # nothing in the current folder
+    assert list((tmp_path / "cwd").iterdir()) == []             # nothing in the current folder
     first = captured.err.splitlines()[0]                         # said before training, on stderr
     said = re.fullmatch(r"demo: training a 600-token vocabulary on \d+ files of the Python standard library "
                         r"\(.*\); it will be written to (.*demo-tokenizer\.json)", first)
     assert said, first
     written = Path(said.group(1))
-    assert written.parent.parent == Path(tempfile.gettempdir()) and written.parent.name.startswith("bpe-fast-demo-")
+    assert written.parent.parent == tmp_path / "tmp" and written.parent.name.startswith("bpe-fast-demo-")
     out = captured.out
     assert f"saved      {written} (bpe_fast)" in out
     tok = bpe_fast.Tokenizer.load(written)
