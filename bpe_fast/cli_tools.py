@@ -122,6 +122,8 @@ def cmd_decode(args) -> int:
     source = "stdin" if args.input == "-" else args.input
     data = tok.decode_bytes(_parse_ids(_read_text(args.input), source))
     sys.stdout.buffer.write(data)
+    if sys.stdout.isatty() and not data.endswith(b"\n"):
+        sys.stdout.buffer.write(b"\n")       # for the prompt's sake; a pipe gets the bytes exactly
     sys.stdout.flush()
     return 0
 

@@ -85,3 +85,28 @@ def test_tool_errors_are_one_line(tok_path, monkeypatch, capsys, args, stdin, me
     args = [str(path) if a == "TOK" else a for a in args]
     code, _, err = run(args, stdin, monkeypatch, capsys)
     assert code == 2 and message in err and err.count("\n") == 1
+
+
+def test_decode_ends_the_line_on_a_terminal_and_nowhere_else(tok_path):
+    import os
+    import pty
+    import subprocess
+    path, tok = tok_path
+    ids = " ".join(map(str, tok.encode("lazy fox", disallowed_special=())))
+    cmd = [sys.executable, "-m", "bpe_fast", "decode", "-t", str(path)]
+    piped = subprocess.run(cmd, input=ids, capture_output=True, text=True)
+    assert piped.returncode == 0 and piped.stdout == "lazy fox"
+    leader, follower = pty.openpty()
+    done = subprocess.run(cmd, input=ids.encode(), stdout=follower, stderr=subprocess.PIPE)
+    os.close(follower)
+    out = b""
+    while True:
+        try:
+            data = os.read(leader, 1024)
+        except OSError:                     # the terminal is closed once everything is read
+            break
+        if not data:
+            break
+        out += data
+    os.close(leader)
+    assert done.returncode == 0 and out.replace(b"\r\n", b"\n") == b"lazy fox\n"

@@ -171,4 +171,4 @@ def test_readme_command(session, index):
     if command.expected is not None:
         assert proc.stdout.split() == command.expected, (command.text, proc.stdout)
     if " decode " in command.text and command.comment:
-        assert proc.stdout == command.comment + "\n"          # decode's output, and the echo's newline
+        assert proc.stdout == command.comment                 # decode's output into a pipe: the bytes exactly
