@@ -1,5 +1,14 @@
 """Builds the Cython kernels: every .pyx under bpe_fast/. Everything else is in pyproject.toml."""
+import sys
 from pathlib import Path
+
+import setuptools
+
+# pyproject.toml writes the license as an SPDX expression (PEP 639), which older setuptools
+# reject with a page of schema; pip builds in an isolated environment that has a new one.
+if int(setuptools.__version__.split(".")[0]) < 77:
+    sys.exit(f"bpe_fast needs setuptools>=77 to build in place (this one is {setuptools.__version__}): "
+             "pip install -U 'setuptools>=77'")
 
 import numpy as np
 from Cython.Build import cythonize

@@ -4,10 +4,10 @@ from typing import Callable
 import numpy as np
 import numpy.typing as npt
 
-Symbols = npt.NDArray[np.uint8] | npt.NDArray[np.int32]
+_Symbols = npt.NDArray[np.uint8] | npt.NDArray[np.int32]
 
 
-def check_word_table(symbols: Symbols, offsets: npt.NDArray[np.int64], counts: npt.NDArray[np.int64]) -> None: ...
+def check_word_table(symbols: _Symbols, offsets: npt.NDArray[np.int64], counts: npt.NDArray[np.int64]) -> None: ...
 def by_falling_count(counts: npt.NDArray[np.int64]) -> tuple[npt.NDArray[np.int32], int]: ...
 
 
@@ -15,7 +15,7 @@ class Trainer:
     max_merges: int
     min_count: int
     first_id: int
-    def __init__(self, symbols: Symbols, offsets: npt.NDArray[np.int64], counts: npt.NDArray[np.int64],
+    def __init__(self, symbols: _Symbols, offsets: npt.NDArray[np.int64], counts: npt.NDArray[np.int64],
                  n_merges: int, min_count: int = 1, byte_ranks: npt.NDArray[np.integer] | None = None,
                  track_from: int = 0, max_token_length: int = 0, start: npt.NDArray[np.int32] | None = None,
                  token_lengths: npt.NDArray[np.int32] | None = None, first_id: int = 256,
@@ -24,7 +24,7 @@ class Trainer:
               stats: dict | None = None) -> npt.NDArray[np.int32]: ...
 
 
-def train_merges(symbols: Symbols, offsets: npt.NDArray[np.int64], counts: npt.NDArray[np.int64],
+def train_merges(symbols: _Symbols, offsets: npt.NDArray[np.int64], counts: npt.NDArray[np.int64],
                  n_merges: int, min_count: int = 1, progress: Callable[[int], None] | None = None,
                  progress_every: int = 256, stats: dict | None = None,
                  byte_ranks: npt.NDArray[np.integer] | None = None, track_from: int = 0,

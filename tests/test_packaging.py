@@ -3,7 +3,9 @@ is one line naming the extra, a license, no generated C++ in the wheel."""
 from __future__ import annotations
 
 import ast
+import importlib
 import importlib.metadata
+import os
 import re
 import subprocess
 import sys
@@ -75,6 +77,19 @@ def test_every_cython_module_has_a_stub_naming_all_it_gives_python(module):
         assert defined <= stub_methods.get(cls, set()), f"{stub.name}: {cls} lacks {sorted(defined - stub_methods[cls])}"
 
 
+@pytest.mark.parametrize("module", CYTHON_MODULES)
+def test_every_name_a_stub_promises_exists_at_runtime(module):
+    """The reverse of the test above: a stub must not name what the compiled module lacks (type
+    aliases that only the stub has are private, so nobody imports them from the module)."""
+    runtime = importlib.import_module(f"bpe_fast.{module}")
+    names, methods = names_of_pyi(PACKAGE / f"{module}.pyi")
+    missing = sorted(n for n in names if not n.startswith("_") and not hasattr(runtime, n))
+    assert not missing, f"{module}.pyi names {missing}, which bpe_fast.{module} does not have"
+    for cls, defined in methods.items():
+        absent = sorted(m for m in defined if not hasattr(getattr(runtime, cls), m))
+        assert not absent, f"{module}.pyi: {cls} has no {absent} at runtime"
+
+
 def test_the_package_is_typed_and_ships_its_stubs():
     assert (PACKAGE / "py.typed").is_file()
     data = pyproject()["tool"]["setuptools"]
@@ -90,6 +105,40 @@ def test_one_version_everywhere():
         "installed metadata differs from bpe_fast/_version.py: reinstall (pip install -e .)"
     done = subprocess.run([sys.executable, "-m", "bpe_fast", "--version"], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == f"bpe-fast {__version__}"
+
+
+def test_the_installed_command_prints_its_version():
+    script = Path(sys.executable).with_name("bpe-fast")
+    if not script.exists():
+        pytest.skip(f"no bpe-fast script beside {sys.executable} (package not installed in this environment)")
+    done = subprocess.run([str(script), "--version"], capture_output=True, text=True)
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"bpe-fast {bpe_fast.__version__}\n", "")
+
+
+def test_building_needs_a_setuptools_that_reads_the_license_expression():
+    """license = "MIT" (PEP 639) needs setuptools>=77: the build system and the dev extra ask for it,
+    and ``python setup.py build_ext --inplace`` with an older one says so in one line."""
+    project = pyproject()
+    assert "setuptools>=77" in project["build-system"]["requires"]
+    assert "setuptools>=77" in project["project"]["optional-dependencies"]["dev"]
+
+
+def test_setup_py_refuses_an_old_setuptools_in_one_line(tmp_path):
+    fake = tmp_path / "setuptools"
+    fake.mkdir()
+    (fake / "__init__.py").write_text('__version__ = "65.5.0"\n')
+    done = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace"], cwd=ROOT, capture_output=True,
+                          text=True, env={**os.environ, "PYTHONPATH": str(tmp_path)}, timeout=60)
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines() == [
+        "bpe_fast needs setuptools>=77 to build in place (this one is 65.5.0): pip install -U 'setuptools>=77'"]
+
+
+def test_the_sdist_leaves_out_the_generated_cpp_and_carries_the_changelog():
+    manifest = (ROOT / "MANIFEST.in").read_text(encoding="utf-8").splitlines()
+    assert "global-exclude *.cpp" in manifest and "include CHANGELOG.md" in manifest
+    assert (ROOT / "CHANGELOG.md").read_text(encoding="utf-8").startswith("# Changelog")
+    assert f"## [{bpe_fast.__version__}]" in (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
 
 
 def test_extras_cover_every_optional_package_and_dev_takes_them_all():
