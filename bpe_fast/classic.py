@@ -27,7 +27,7 @@ import numpy as np
 import regex
 
 from . import _kernel
-from .errors import ArgumentError, ArgumentTypeError, EncodingError, InputError
+from .errors import ArgumentError, ArgumentTypeError, EncodingError, InputError, require
 from .tokenizer import Tokenizer
 from .wordtable import WordTable
 
@@ -334,12 +334,7 @@ def bytes_per_token(text: str, ids: Sequence) -> float:
 
 
 def _sentencepiece():
-    try:
-        import sentencepiece
-    except ImportError:
-        raise ImportError("the sentencepiece comparison needs sentencepiece: "
-                          "pip install 'bpe_fast[workshop]'") from None
-    return sentencepiece
+    return require("sentencepiece", "workshop", "the sentencepiece comparison")
 
 
 # Llama 2's training options, as Karpathy's tokenizer lecture uses them: BPE, no normalization,

@@ -250,5 +250,5 @@ def test_comparison_with_sentencepiece():
 
 def test_comparison_says_which_extra_to_install_without_sentencepiece(monkeypatch):
     monkeypatch.setitem(sys.modules, "sentencepiece", None)           # import sentencepiece fails
-    with pytest.raises(ImportError, match=r"bpe_fast\[workshop\]"):
+    with pytest.raises(bpe_fast.MissingExtraError, match=r"bpe_fast\[workshop\]"):
         classic.train_sentencepiece("some text", 300)
