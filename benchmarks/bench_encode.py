@@ -166,6 +166,9 @@ def main() -> int:
           f"{'ids checked against tiktoken' if 'tiktoken' in peers else 'tiktoken absent: ids checked against bpe_fast'}; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
+    if "cold" in modes:      # first: after the batches, peers' idle thread pools can spin and slow the children
+        cold(peers, args.encoding, max(1, args.repeats // 2), size_mb)
+
     if "single" in modes:
         reference_array = np.array(reference, np.uint32)
 
@@ -190,9 +193,6 @@ def main() -> int:
 
         medians = run_alternating(batch_calls(peers, args.threads), lines, args.repeats, check_batch)
         report(f"batch of {len(lines):,} lines, {args.threads} threads, median of {args.repeats}", medians, size_mb)
-
-    if "cold" in modes:
-        cold(peers, args.encoding, max(1, args.repeats // 2), size_mb)
 
     if "single" in modes:
         split_time(peers["bpe_fast"], text, args.repeats)
