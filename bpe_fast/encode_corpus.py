@@ -98,7 +98,7 @@ def _text_pieces(source: inp.Source, config: CountConfig) -> Iterator[tuple[str,
         for _, offset, data, size in inp.blocks(stream, raw, config.cut, BLOCK_SIZE):
             text = decode(data, config.errors, source.name, offset)
             if config.lines:
-                for k, line in enumerate(text.splitlines(keepends=True)):
+                for k, line in enumerate(_lines(text)):
                     yield line, True, size if k == 0 else 0
             else:
                 yield text, first, size
@@ -107,8 +107,16 @@ def _text_pieces(source: inp.Source, config: CountConfig) -> Iterator[tuple[str,
         yield "", True, 0                     # an empty file is an empty document, not none
 
 
-def batches(items: Iterator[tuple[str, bool, int]], chars: int = BATCH_CHARS):
-    """Lists of pieces of about ``chars`` characters: (texts, starts, bytes read)."""
+def _lines(text: str) -> list[str]:
+    """The lines of text, each with its "\n" (the last one may have none). Only "\n" ends a
+    line, as when training with lines=True (str.splitlines would also cut at \r, \x0c, U+2028...)."""
+    parts = text.split("\n")
+    return [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+
+
+def batches(items: Iterator[tuple[str, bool, int]], chars: int | None = None):
+    """Lists of pieces of about ``chars`` (default BATCH_CHARS) characters: (texts, starts, bytes read)."""
+    chars = chars or BATCH_CHARS
     texts, starts, read, size = [], [], 0, 0
     for text, start, nbytes in items:
         texts.append(text)

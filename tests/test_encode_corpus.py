@@ -54,6 +54,16 @@ def test_lines_are_documents_and_decode_back_to_the_file(tok, tmp_path):
     assert tok.decode(ids) == small_text()
 
 
+def test_only_newlines_end_lines(tok, tmp_path):
+    text = "one\rstill one\x0cand\u2028one\ntwo\r\nthree"      # \r, form feed, U+2028 end no line
+    (tmp_path / "t.txt").write_text(text, encoding="utf-8", newline="")
+    out = tmp_path / "t.bin"
+    ef.encode_files(tok, [tmp_path / "t.txt"], out, format="bin", lines=True, progress="none")
+    ids, offsets = ef.load_bin(out)
+    documents = [tok.decode(ids[a:b]) for a, b in zip(offsets[:-1], offsets[1:])]
+    assert documents == ["one\rstill one\x0cand\u2028one\n", "two\r\n", "three"]
+
+
 def test_every_container_gives_the_same_documents(tok, tmp_path):
     docs = ["first document\nwith two lines", "", "Ünïcödé 日本語 <|endoftext|> 😀", "last"]
     (tmp_path / "d.jsonl").write_text("".join(json.dumps({"text": d, "id": i}) + "\n" for i, d in enumerate(docs)))
