@@ -110,7 +110,8 @@ class Session:
                 return reason
         if "../shared" in text and paths.shared_dir() is None:
             return "needs the shared data (../shared beside the project, or $BPE_FAST_DATA)"
-        if "../shared/vocabs" in text or any(re.search(rf"-t {name}\b", text) for name in ENCODINGS):
+        # a named encoding anywhere but as a pattern (-t NAME, --base NAME, convert NAME OUT)
+        if "../shared/vocabs" in text or any(re.search(rf"(?<!--pattern )\b{name}\b", text) for name in ENCODINGS):
             if not (self.folder / "../shared/vocabs").is_dir():
                 return "needs the named encodings' files (../shared/vocabs)"
         missing = [p for p in self.inputs(text) if not (self.folder / p).exists()]
