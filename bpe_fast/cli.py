@@ -338,6 +338,8 @@ def cmd_train(args) -> int:
               f"{', '.join(os.path.abspath(f) for f in written[-1])}", file=sys.stderr, flush=True)
     if args.plot and not args.eval:
         raise ArgumentError("--plot draws bytes per token on the --eval files: give --eval FILE...")
+    if args.plot:
+        require("matplotlib", "plot", "--plot")          # before training, not after it
     for path in args.eval:
         sources([path])
     base = load(args.base, args.vocabs) if args.base else None

@@ -7,7 +7,8 @@ compressed files, JSON lines and Parquet, directories. What a *document* is:
   blocks cut only where the pattern allows (the cut never changes a chunk, so the ids are those
   of encoding the whole text at once); with ``lines=True`` every line, its "\\n" included, is a
   document (so the documents' ids decode back to the file exactly);
-* each JSON-lines record's ``field``, each Parquet value of ``column``, is a document.
+* each JSON-lines record's ``field``, each Parquet value of ``column``, is a document (a null
+  one an empty document, so that document i is always record i).
 
 Output formats:
 
@@ -22,7 +23,13 @@ Output formats:
 
 Text is gathered into batches of about ``BATCH_CHARS`` characters, encoded on ``workers`` threads
 (``Tokenizer.encode_batch_to_numpy``, without the GIL) while the next batch is read, and
-written as it comes: memory stays bounded whatever the input's size, including endless streams.
+written as it comes: memory stays bounded whatever the input's size, including endless streams,
+wherever the text may be cut into blocks: the named patterns, or ``lines=True``. A custom regex,
+no pattern, or a special token holding "\n" allow no cut, so each text document is read whole
+(use ``lines=True`` for big files then).
+
+The ids file and the index are each written atomically, one after the other: if the second
+fails to land, the pair on disk may not match; ``load_bin`` then refuses it (the sizes disagree).
 """
 from __future__ import annotations
 
@@ -80,12 +87,12 @@ def pieces(paths: Iterable[str | os.PathLike], config: CountConfig, field: str =
     for source in inp.sources(paths):
         if source.kind == "jsonl":
             for task in inp.tasks_of(source, None, BLOCK_SIZE, field=field):
-                values = list(inp.jsonl_values(task))
+                values = list(inp.jsonl_values(task, keep_null=True))
                 for k, (_, text) in enumerate(values):
                     yield text, True, task.size if k == 0 else 0
         elif source.kind == "parquet":
             for task in inp.parquet_tasks(source, column):
-                for k, (_, text) in enumerate(inp.parquet_values(task)):
+                for k, (_, text) in enumerate(inp.parquet_values(task, keep_null=True)):
                     text = text if isinstance(text, str) else decode(text, config.errors, task.path)
                     yield text, True, task.size if k == 0 else 0
         else:

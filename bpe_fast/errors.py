@@ -85,8 +85,12 @@ def require(module: str, extra: str, purpose: str):
     import importlib
     try:
         return importlib.import_module(module)
-    except ImportError:
-        raise MissingExtraError(f"{purpose} needs the {module.split('.')[0]} package: "
+    except ImportError as exc:
+        parts = module.split(".")
+        if exc.name is not None and exc.name not in {".".join(parts[:k]) for k in range(1, len(parts) + 1)}:
+            raise MissingExtraError(f"{purpose}: {module} is installed but cannot be imported ({exc}); "
+                                    f"reinstall it: pip install --force-reinstall 'bpe_fast[{extra}]'") from exc
+        raise MissingExtraError(f"{purpose} needs the {parts[0]} package: "
                                 f"pip install 'bpe_fast[{extra}]'") from None
 
 

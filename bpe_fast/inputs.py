@@ -268,7 +268,10 @@ class _Counting:
         self.stream, self.owner = stream, owner
 
     def read(self, n: int) -> bytes:
-        data = self.stream.read(n)
+        try:
+            data = self.stream.read(n)
+        except OSError as exc:        # an input's error, not the output's (atomic_open's) to report
+            raise InputError(f"{self.owner.source.name}: read failed: {exc.strerror or exc}") from None
         self.owner.read_so_far += len(data)
         return data
 
@@ -326,13 +329,16 @@ def parquet_tasks(source: Source, column: str) -> Iterator[ParquetTask]:
         yield ParquetTask(source.path, g, column, (source.size or 0) * meta.row_group(g).total_byte_size // total)
 
 
-def parquet_values(task: ParquetTask) -> Iterator[tuple[int, str]]:
-    """(row, text) of one row group's column; a value that is not text is an InputError."""
+def parquet_values(task: ParquetTask, keep_null: bool = False) -> Iterator[tuple[int, str]]:
+    """(row, text) of one row group's column; a value that is not text is an InputError. A null
+    is no text: skipped, or an empty document with ``keep_null`` (encoding keeps row i document i)."""
     pq = require("pyarrow.parquet", "parquet", f"reading {task.path}")
     table = pq.ParquetFile(task.path).read_row_group(task.row_group, columns=[task.column])
     values = table.column(0)
     for i, value in enumerate(values.to_pylist()):
         if value is None:
+            if keep_null:
+                yield i, ""
             continue                  # a null is no text (and no document)
         if not isinstance(value, (str, bytes)):
             raise InputError(f"{task.path}: row group {task.row_group}, row {i}: column {task.column!r} holds "
@@ -342,8 +348,9 @@ def parquet_values(task: ParquetTask) -> Iterator[tuple[int, str]]:
 
 # -- JSON lines --------------------------------------------------------------------------------------
 
-def jsonl_values(task: JsonlTask) -> Iterator[tuple[str, str]]:
-    """(where, text) of each record's field; a bad line is an InputError naming file and line."""
+def jsonl_values(task: JsonlTask, keep_null: bool = False) -> Iterator[tuple[str, str]]:
+    """(where, text) of each record's field; a bad line is an InputError naming file and line.
+    A null field is skipped, or an empty document with ``keep_null``."""
     for k, line in enumerate(task.data.split(b"\n")):
         if not line.strip():
             continue
@@ -359,6 +366,8 @@ def jsonl_values(task: JsonlTask) -> Iterator[tuple[str, str]]:
                              f"choose one with field= (CLI: --field)")
         value = record[task.field]
         if value is None:
+            if keep_null:
+                yield where, ""
             continue
         if not isinstance(value, str):
             raise InputError(f"{where}: field {task.field!r} holds {type(value).__name__}, not text")

@@ -32,6 +32,9 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", **kwargs) -> Iterator[
             os.fsync(fh.fileno())
         os.chmod(tmp, 0o666 & ~_umask())        # mkstemp makes 0600; give the usual mode
         os.replace(tmp, path)
+    except OutputError:               # another output's error (a file written alongside): as it is
+        _remove(tmp)
+        raise
     except OSError as exc:
         _remove(tmp)
         kept = " (the file that was there is unchanged)" if path.exists() else ""

@@ -177,3 +177,42 @@ def test_standard_input_is_streamed_in_bounded_memory(tok, tmp_path):
     line = "the quick brown fox jumps over the lazy dog, again and again\n"
     assert len(offsets) == 2 and len(ids) == tok.count_tokens(line * (80_000_000 // len(line)))
     assert peak_mb < 250, f"peak RSS {peak_mb:.0f} MB for 80 MB of input: not streamed"
+
+
+def test_null_records_stay_as_empty_documents_so_document_i_is_record_i(tok, tmp_path):
+    (tmp_path / "n.jsonl").write_text('{"text": "a"}\n{"text": null}\n{"text": "b"}\n')
+    out = tmp_path / "n.txt"
+    summary = ef.encode_files(tok, [tmp_path / "n.jsonl"], out, progress="none")
+    assert out.read_text().split("\n") == [" ".join(map(str, tok.encode_ordinary("a"))), "",
+                                          " ".join(map(str, tok.encode_ordinary("b"))), ""]
+    assert summary["documents"] == 3
+
+
+def test_an_input_that_fails_mid_read_is_named_as_the_input(tok, tmp_path, monkeypatch):
+    from bpe_fast import inputs
+
+    class Flaky:                       # a file whose second read fails, as a dying disk's would
+        def __init__(self, fh):
+            self.fh, self.reads = fh, 0
+
+        def read(self, n):
+            self.reads += 1
+            if self.reads > 1:
+                raise OSError(5, "Input/output error")
+            return self.fh.read(n)
+
+        def close(self):
+            self.fh.close()
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            self.close()
+
+    monkeypatch.setattr(inputs, "open", lambda path, mode: Flaky(open(path, mode)), raising=False)
+    monkeypatch.setattr(ef, "BLOCK_SIZE", 1000)
+    out = tmp_path / "o.bin"
+    with pytest.raises(InputError, match=r"small_corpus.txt: read failed: Input/output error"):
+        ef.encode_files(tok, [SMALL_CORPUS], out, format="bin", progress="none")
+    assert not out.exists() and not (tmp_path / "o.idx").exists()

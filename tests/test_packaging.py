@@ -178,3 +178,22 @@ def test_cli_names_the_extra_for_a_missing_package(monkeypatch, capsys):
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     assert main(["profile", "--merges", "1", "--plot", "ladder.png"]) != 0
     assert "pip install 'bpe_fast[plot]'" in capsys.readouterr().err
+
+
+def test_an_installed_package_that_fails_to_import_is_not_called_missing(tmp_path, monkeypatch):
+    (tmp_path / "zstandard.py").write_text("import numpy_nonexistent_dependency\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "zstandard", raising=False)
+    from bpe_fast.errors import require
+    with pytest.raises(MissingExtraError, match="zstandard is installed but cannot be imported"):
+        require("zstandard", "zstd", "reading x.zst")
+
+
+def test_train_plot_checks_matplotlib_before_training(monkeypatch, capsys, tmp_path):
+    from bpe_fast.cli import main
+    from .conftest import SMALL_CORPUS
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    out = tmp_path / "t.json"
+    assert main(["train", str(SMALL_CORPUS), "--vocab-size", "300", "-o", str(out), "--eval", str(SMALL_CORPUS),
+                 "--plot", str(tmp_path / "p.png"), "--quiet"]) != 0
+    assert "pip install 'bpe_fast[plot]'" in capsys.readouterr().err and not out.exists()
