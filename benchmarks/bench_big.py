@@ -1,8 +1,8 @@
 """Big-corpus training benchmark: bpe_fast against gigabpe and rustbpe on one large text file.
 
-    python benchmarks/make_corpus.py --size 1G -o /tmp/web-1g.txt
-    python benchmarks/bench_big.py --corpus /tmp/web-1g.txt --task gigabpe --vocab-size 32768,65536
-    python benchmarks/bench_big.py --corpus /tmp/web-1g.txt --task rustbpe --vocab-size 32768
+    python benchmarks/make_corpus.py --size 1G -o web-1g.txt
+    python benchmarks/bench_big.py --corpus web-1g.txt --task gigabpe --vocab-size 32768,65536
+    python benchmarks/bench_big.py --corpus web-1g.txt --task rustbpe --vocab-size 32768
 
 Two tasks, as issue 8 sets them:
 

@@ -1,6 +1,6 @@
 """A big benchmark corpus with a web-like long tail, built from the real mix33 text.
 
-    python benchmarks/make_corpus.py --size 1G -o /tmp/web-1g.txt        # about 20 s a GB
+    python benchmarks/make_corpus.py --size 1G -o web-1g.txt        # about 20 s a GB
 
 Web text has millions of distinct chunks per GB (names, typos, identifiers, rare words), far
 more than any book: mix33 repeated would give the same 0.45 million chunks again and again.

@@ -1,6 +1,6 @@
 """Time and peak memory against corpus size, 0.1 GB to 10 GB: bpe_fast, and gigabpe beside it.
 
-    python benchmarks/scaling_big.py --dir /tmp/big --sizes 0.1,0.3,1,3,10 --peer-up-to 3
+    python benchmarks/scaling_big.py --dir big/ --sizes 0.1,0.3,1,3,10 --peer-up-to 3
     python benchmarks/scaling_big.py --plot-only      # redraw scaling_big.png from scaling_big.csv
 
 Makes each corpus with make_corpus.py (web-like long tail, about 6-7 million distinct GPT-2

@@ -1,6 +1,6 @@
 """Where training time goes, stage by stage, on one big file (one process, so the stages add up).
 
-    python benchmarks/stages.py /tmp/web-1g.txt --pattern gpt2 --vocab-size 32768
+    python benchmarks/stages.py web-1g.txt --pattern gpt2 --vocab-size 32768
 
 Each stage is timed alone, in this order, on the whole file read in 1 MiB blocks as the workers
 read it: reading the file (from the page cache: run it twice); scanning (the native pre-tokenizer

@@ -213,10 +213,10 @@ def test_budget_never_skips_v1_to_v3_at_the_notebook_workload():
     (["--chars", "0"], "--chars must be a positive"),
     (["--merges", "0"], "--merges must be a positive"),
     (["--versions", "v1,v9"], "--versions: unknown rung 'v9'"),
-    (["--corpus", "/no/such/corpus.txt"], "--corpus /no/such/corpus.txt: no such file"),
+    (["--corpus", "no/such/corpus.txt"], "--corpus no/such/corpus.txt: no such file"),
     (["--repeats", "0"], "--repeats must be at least 1"),
     (["--budget", "-1"], "--budget must be >= 0"),
-    (["--json", "/no/such/dir/out.json"], "--json /no/such/dir/out.json: directory"),
+    (["--json", "no/such/dir/out.json"], "--json no/such/dir/out.json: directory"),
 ])
 def test_cli_bad_input_is_one_clear_line(profile_main, capsys, args, message):
     assert profile_main(["profile", *args]) == 2
