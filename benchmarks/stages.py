@@ -19,9 +19,8 @@ import time
 import bpe_fast
 from bpe_fast import _kernel
 from bpe_fast._table import ChunkTable
-from bpe_fast.counting import CountConfig
 from bpe_fast.inputs import file_tasks, read_block
-from bpe_fast.pretokenize import native_scanner
+from bpe_fast.pretokenize import Splitter
 from bpe_fast.wordtable import WordTable
 
 
@@ -39,9 +38,9 @@ def main() -> None:
     ap.add_argument("--pattern", default="gpt2")
     ap.add_argument("--vocab-size", type=int, default=32768)
     args = ap.parse_args()
-    config = CountConfig(bpe_fast.patterns.resolve(args.pattern))
-    tasks = list(file_tasks(args.file, os.path.getsize(args.file), config.cut, 1 << 20))
-    scanner = native_scanner(config.pattern)
+    splitter = Splitter.of(args.pattern)
+    tasks = list(file_tasks(args.file, os.path.getsize(args.file), splitter.cut, 1 << 20))
+    scanner = splitter.scanner
     rows: list = []
     timed("read the file (1 MiB blocks)", rows, lambda: sum(len(read_block(t)) for t in tasks))
     timed("scan (native pre-tokenizer, boundaries only)", rows,
@@ -60,7 +59,7 @@ def main() -> None:
         for i, (table, path) in enumerate(zip(tables, paths)):
             timed(f"sort + write the part file (half {i + 1})", rows, table.write_sorted, path)
         del tables
-        table = timed("add the parts into the word table", rows, WordTable.from_parts, paths, config.pattern)
+        table = timed("add the parts into the word table", rows, WordTable.from_parts, paths, splitter.pattern)
     n = args.vocab_size - 256
     trainer = timed("kernel: lay out the words, count the pairs", rows,
                     _kernel.Trainer, table.symbols, table.offsets, table.counts, n)

@@ -4,9 +4,10 @@
     tok = bpe_fast.train(["a.txt"], vocab_size=4096, pattern="cl100k")
     tok.encode("hello world"); tok.save("tok.json")
 
-Stages, one module each: patterns, pretokenize -> counting -> wordtable -> _kernel (Cython;
-reference.py is the plain-Python oracle) -> tokenizer (formats.py reads and writes its files,
-registry.py names the encodings) -> cli; trainer.py runs the stages in order. errors.py,
+Stages, one module each: patterns, pretokenize (the Splitter: what a chunk is) -> inputs ->
+counting -> wordtable -> _kernel (Cython; reference.py is the plain-Python oracle) -> tokenizer
+(formats.py reads and writes its files, registry.py names the encodings) -> cli; trainer.py runs
+the stages in order (continued.py: training on from a base). errors.py,
 paths.py and bytelevel.py are leaves any module may use. There is no import cycle
 (``python tests/test_architecture.py`` prints the graph).
 """

@@ -24,7 +24,7 @@ from .paths import stdlib_root, stdlib_sources
 from .patterns import DEFAULT_PATTERN, known_names, name_of, resolve
 from .tokenizer import Tokenizer
 from .progress import MODES
-from .trainer import TrainReport, count, train, train_from_table
+from .trainer import TIE_BREAKS, TrainReport, count, train, train_from_table
 from .wordtable import WordTable
 
 DEMO_VOCAB_SIZE = 4096
@@ -148,8 +148,8 @@ def add_train_parser(sub) -> None:
                    help="held-out text files: print bytes per token of each trained size on them")
     t.add_argument("--plot", default=None, metavar="PNG", help="with --eval: draw bytes per token against vocab size")
     t.add_argument("--min-frequency", type=int, default=0, help="stop when the best pair occurs fewer times")
-    t.add_argument("--tie-break", choices=("bytes", "huggingface"), default="bytes",
-                   help="equal counts go to the smallest pair by byte ids (rustbpe, bpeasy) or by Hugging Face ids")
+    t.add_argument("--tie-break", choices=list(TIE_BREAKS), default="bytes",
+                   help="; ".join(f"{name}: {meaning}" for name, meaning in TIE_BREAKS.items()))
     t.add_argument("-o", "--output", default=None,
                    help="required (except with --demo: a new temporary folder): where to write the tokenizer, "
                         "in the format --format names or the name says (tok.json, tok.tiktoken, tok.model, "

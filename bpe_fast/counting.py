@@ -33,9 +33,9 @@ from typing import Callable, Iterable, Iterator
 
 from ._table import ChunkTable
 from .errors import ArgumentError, InputError, WorkerError
-from .inputs import DataTask, FileTask, JsonlTask, ParquetTask, jsonl_values, parquet_values, read_block
-from .patterns import BLOCK_SAFE, compile_pattern, match_batches, resolve
-from .pretokenize import char_classes, find_cut, native_scanner, special_pieces, special_splitter, special_token_list
+from .inputs import decode_utf8
+from .patterns import match_batches
+from .pretokenize import NATIVE, REGEX, Splitter, char_classes
 from .wordtable import WordTable
 
 DEFAULT_BLOCK_SIZE = 1 << 20      # bytes of a file per task
@@ -44,45 +44,12 @@ DEFAULT_BATCH_CHARS = 1 << 20     # characters of iterator documents per task
 
 @dataclass(frozen=True)
 class CountConfig:
-    """What every worker needs to turn text into chunks. Picklable."""
-    pattern: str | None
-    special_tokens: tuple[str, ...] = ()
+    """What every worker needs: how text becomes chunks (the splitter), what to do with invalid
+    UTF-8, and its memory budget. Picklable."""
+    splitter: Splitter
     errors: str = "strict"
-    lines: bool = False                  # every line is a document of its own
     memory_budget: int | None = None     # bytes a worker's table may hold before it spills; None: any
     spill_dir: str | None = None         # where spilled and finished tables go (set by count_tasks)
-
-    @property
-    def block_safe(self) -> bool:
-        """May text be cut into blocks at ``cut_after``'s cuts without changing its chunks?"""
-        if any("\n" in s for s in self.special_tokens):
-            return False
-        return self.lines or self.pattern in BLOCK_SAFE
-
-    @property
-    def cut(self):
-        """The function that finds where text may be cut into blocks, or None where it may not."""
-        return self.cut_after if self.block_safe else None
-
-    def cut_after(self, data: bytes, start: int) -> int | None:
-        """The first cut at or after byte ``start`` of data that keeps the chunks, or None: after
-        any "\n" when lines are documents, else where ``pretokenize.find_cut`` allows."""
-        if self.lines:
-            i = data.find(b"\n", max(start - 1, 0))
-            return None if i < 0 else i + 1
-        return find_cut(data, start, self.pattern)
-
-
-def decode(data: bytes, errors: str, where: str, base_offset: int = 0) -> str:
-    """UTF-8 decode; on failure name the file/document and the absolute byte offset."""
-    try:
-        return data.decode("utf-8", errors=errors)
-    except UnicodeDecodeError as exc:
-        bad = data[exc.start:exc.end]
-        raise InputError(
-            f"{where}: invalid UTF-8 at byte offset {base_offset + exc.start} (bytes {bad!r}: "
-            f"{exc.reason}); pass errors='replace' (CLI: --errors replace) to replace such bytes"
-        ) from None
 
 
 def to_utf8(text: str, errors: str, where: str) -> bytes:
@@ -99,81 +66,59 @@ def to_utf8(text: str, errors: str, where: str) -> bytes:
 class ChunkCounter:
     """Counts the chunks of tasks; one lives in each worker (or in the caller for small input).
 
-    Named patterns use the native scanner straight into the native table (no Python object per
-    chunk); custom patterns count the regex's whole matches in a Counter per task, then add
-    each distinct one; with no pattern a piece is one chunk. A table over the memory budget is
-    written out sorted (a "spill") and counting goes on in an empty one.
-    """
+    The splitter's engine decides the route: the native scanner straight into the native table
+    (no Python object per chunk); a custom regex's whole matches counted in a Counter per piece,
+    then each distinct one added; with no pattern a piece is one chunk. A table over the memory
+    budget is written out sorted to a part file (a *spill*) and counting starts afresh."""
 
     def __init__(self, config: CountConfig):
         self.config = config
-        self.scanner = native_scanner(config.pattern)
-        self.regex = compile_pattern(config.pattern) if config.pattern is not None and self.scanner is None else None
-        self.specials = special_splitter(config.special_tokens)
-        self.special_bytes = [t.encode("utf-8") for t in config.special_tokens]
+        self.splitter = config.splitter
         self.table = ChunkTable()
         self.spills: list[str] = []
         self.input_size = 0
 
-    def add_text(self, text: str, where: str) -> None:
-        specials = self.specials if self.specials is not None and self._holds_special(text) else None
-        for piece in special_pieces(text, specials):
-            if self.config.lines:
-                for line in _lines(piece):
-                    self._add_piece(line, where)
+    def run(self, task) -> None:
+        """Count one task (inputs.py): every piece of text it reads."""
+        for where, data, offset, _ in task.pieces():
+            if isinstance(data, bytes):
+                self.add_utf8(data, where, offset)
             else:
-                self._add_piece(piece, where)
+                self.add_text(data, where)
+        self.input_size += task.size
+        if self.config.memory_budget is not None and self.table.nbytes > self.config.memory_budget:
+            self.spills.append(self._spill())
 
-    def _add_piece(self, piece: str, where: str) -> None:
-        if self.regex is not None:
+    def add_text(self, text: str, where: str) -> None:
+        for document in self.splitter.documents(text):
+            self._add_document(document, where)
+
+    def _add_document(self, document: str, where: str) -> None:
+        engine = self.splitter.engine
+        if engine == REGEX:
             counts: Counter[str] = Counter()
-            for batch in match_batches(self.regex, piece):
+            for batch in match_batches(self.splitter.regex, document):
                 counts.update(batch)
             for chunk, n in counts.items():
                 self.table.add(to_utf8(chunk, self.config.errors, where), n)
-        elif self.scanner is not None:
-            self.table.add_text(self.scanner, to_utf8(piece, self.config.errors, where))
+        elif engine == NATIVE:
+            self.table.add_text(self.splitter.scanner, to_utf8(document, self.config.errors, where))
         else:
-            self.table.add(to_utf8(piece, self.config.errors, where))
-
-    def _holds_special(self, text: str) -> bool:
-        """Does text hold any special token? (A plain substring search is far quicker than the
-        splitting regex, and most text holds none.)"""
-        return any(token in text for token in self.config.special_tokens)
+            self.table.add(to_utf8(document, self.config.errors, where))
 
     def add_utf8(self, data: bytes, where: str, base_offset: int = 0) -> None:
-        if self.scanner is not None and not any(token in data for token in self.special_bytes):
+        """UTF-8 text: straight to the native scanner when it holds no special token (the
+        common case: no str is made), else decoded and split as text."""
+        splitter = self.splitter
+        if splitter.engine == NATIVE and not any(token in data for token in splitter.special_bytes):
             try:
                 data.decode("utf-8")                    # only to validate
             except UnicodeDecodeError:
                 pass                                    # strict: raise below, naming the offset
             else:
-                self.table.add_text(self.scanner, data, self.config.lines)
+                self.table.add_text(splitter.scanner, data, splitter.lines)
                 return
-        self.add_text(decode(data, self.config.errors, where, base_offset), where)
-
-    def run(self, task) -> None:
-        if isinstance(task, FileTask):
-            self.add_utf8(read_block(task), task.path, task.start)
-        elif isinstance(task, DataTask):
-            self.add_utf8(task.data, task.name, task.offset)
-        elif isinstance(task, JsonlTask):
-            for where, text in jsonl_values(task):
-                self.add_text(text, where)
-        elif isinstance(task, ParquetTask):
-            for row, value in parquet_values(task):
-                where = f"{task.path}, row group {task.row_group}, row {row}"
-                self.add_utf8(value, where) if isinstance(value, bytes) else self.add_text(value, where)
-        else:
-            for i, doc in enumerate(task.docs):
-                where = f"document {task.first_index + i}"
-                if isinstance(doc, bytes):
-                    self.add_utf8(doc, where)
-                else:
-                    self.add_text(doc, where)
-        self.input_size += task.size
-        if self.config.memory_budget is not None and self.table.nbytes > self.config.memory_budget:
-            self.spills.append(self._spill())
+        self.add_text(decode_utf8(data, self.config.errors, where, base_offset), where)
 
     def _spill(self) -> str:
         """Write the table out sorted (a part file) and start afresh."""
@@ -186,7 +131,8 @@ class ChunkCounter:
     def result(self) -> WordTable:
         """Everything counted here, spills included, as one table (in this process)."""
         if not self.spills:
-            return WordTable.from_native(self.table, self.config.pattern, self.config.special_tokens, self.input_size)
+            splitter = self.splitter
+            return WordTable.from_native(self.table, splitter.pattern, splitter.special_tokens, self.input_size)
         return merge_parts(self.result_files(), self.config, self.input_size)
 
     def result_files(self) -> list[str]:
@@ -195,17 +141,7 @@ class ChunkCounter:
 
 
 def merge_parts(paths: list[str], config: CountConfig, input_size: int) -> WordTable:
-    return WordTable.from_parts(paths, config.pattern, config.special_tokens, input_size)
-
-
-def _lines(text: str) -> Iterator[str]:
-    """The lines of text, each with its "\n" (only "\n" ends a line, as Hugging Face reads files)."""
-    start = 0
-    while start < len(text):
-        end = text.find("\n", start)
-        end = len(text) if end < 0 else end + 1
-        yield text[start:end]
-        start = end
+    return WordTable.from_parts(paths, config.splitter.pattern, config.splitter.special_tokens, input_size)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -219,7 +155,7 @@ def make_config(pattern, special_tokens, errors: str = "strict", lines: bool = F
         raise ArgumentError(f"errors must be 'strict' or 'replace', got {errors!r}")
     if memory_budget is not None and (not isinstance(memory_budget, int) or memory_budget < 1 << 20):
         raise ArgumentError(f"memory_budget must be a number of bytes of at least 1 MiB, got {memory_budget!r}")
-    return CountConfig(resolve(pattern), special_token_list(special_tokens), errors, bool(lines), memory_budget)
+    return CountConfig(Splitter.of(pattern, special_tokens, lines), errors, memory_budget)
 
 
 def default_workers() -> int:
@@ -279,7 +215,7 @@ def _chain(head: list, rest: Iterator) -> Iterator:
 
 def _count_in_workers(tasks: Iterator, config: CountConfig, workers: int,
                       on_progress: Callable[[int], None] | None) -> dict[bytes, int]:
-    if native_scanner(config.pattern) is not None:
+    if config.splitter.engine == NATIVE:
         char_classes()            # build the tables once, here; forked workers inherit them
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
     pool = _Workers(ctx, config, workers)

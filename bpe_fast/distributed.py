@@ -12,46 +12,16 @@ Needs ``pip install 'bpe_fast[dask]'``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from .counting import ChunkCounter, CountConfig
-from .errors import InputError, require
-from .inputs import Source, file_tasks, parquet_tasks, tasks_of
+from .errors import require
+from .inputs import Source
 from .wordtable import WordTable
-
-
-@dataclass
-class SourceTask:
-    """A whole input a cluster worker reads as a stream (compressed or JSON-lines files)."""
-    source: Source
-    block_size: int
-    field: str
-    column: str
-
-    @property
-    def size(self) -> int:
-        return self.source.size or 0
-
-
-def cluster_tasks(source: Source, cut, block_size: int, field: str, column: str) -> list:
-    if source.size is None:
-        raise InputError(f"{source.name}: a stream cannot be counted on a cluster (its workers cannot read it); "
-                         f"count it locally, or save it to a shared file first")
-    if source.kind == "parquet":
-        return list(parquet_tasks(source, column))
-    if source.splittable_by_workers:
-        return list(file_tasks(source.path, source.size, cut, block_size))
-    return [SourceTask(source, block_size, field, column)]
 
 
 def count_task(task, config: CountConfig) -> WordTable:
     """Run on a cluster worker: one task's word table."""
     counter = ChunkCounter(config)
-    if isinstance(task, SourceTask):
-        for piece in tasks_of(task.source, config.cut, task.block_size, task.field, task.column):
-            counter.run(piece)
-    else:
-        counter.run(task)
+    counter.run(task)
     return counter.result()
 
 
@@ -59,14 +29,15 @@ def add_tables(*tables: WordTable) -> WordTable:
     return WordTable.merge(tables)
 
 
-def count_on_cluster(client, found: list[Source], config: CountConfig, cut, block_size: int, field: str,
-                     column: str, fan_in: int = 8) -> WordTable:
+def count_on_cluster(client, found: list[Source], config: CountConfig, block_size: int,
+                     fan_in: int = 8) -> WordTable:
     """Count every source on the cluster; add the tables there, ``fan_in`` at a time."""
     require("dask.distributed", "dask", "counting on a Dask cluster")
-    tasks = [t for source in found for t in cluster_tasks(source, cut, block_size, field, column)]
+    splitter = config.splitter
+    tasks = [t for source in found for t in source.cluster_tasks(splitter.cut, block_size)]
     if not tasks:
-        return WordTable.from_counts({}, config.pattern, config.special_tokens)
-    config = CountConfig(config.pattern, config.special_tokens, config.errors, config.lines)   # no spilling there
+        return WordTable.from_counts({}, splitter.pattern, splitter.special_tokens)
+    config = CountConfig(splitter, config.errors)          # no spilling there
     futures = client.map(count_task, tasks, config=config, pure=False)
     while len(futures) > 1:
         futures = [client.submit(add_tables, *futures[i:i + fan_in], pure=False)

@@ -36,6 +36,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Iterable, Iterator
@@ -43,9 +44,9 @@ from typing import IO, Iterable, Iterator
 import numpy as np
 
 from . import inputs as inp
-from .counting import CountConfig, decode
 from .errors import ArgumentError
 from .outputs import atomic_open, check_output
+from .pretokenize import Splitter, lines_of
 from .progress import Bar, ProgressOption
 
 FORMATS = ("text", "json", "bin")
@@ -80,45 +81,20 @@ def load_bin(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
 
 # -- documents -------------------------------------------------------------------------------------
 
-def pieces(paths: Iterable[str | os.PathLike], config: CountConfig, field: str = "text",
+def pieces(paths: Iterable[str | os.PathLike], splitter: Splitter, errors: str = "strict", field: str = "text",
            column: str = "text") -> Iterator[tuple[str, bool, int]]:
     """(text, starts a document, bytes read from disk for it) for every input, in order. A
-    document may come in several pieces; each piece ends where the pattern allows a cut."""
-    for source in inp.sources(paths):
-        if source.kind == "jsonl":
-            for task in inp.tasks_of(source, None, BLOCK_SIZE, field=field):
-                values = list(inp.jsonl_values(task, keep_null=True))
-                for k, (_, text) in enumerate(values):
-                    yield text, True, task.size if k == 0 else 0
-        elif source.kind == "parquet":
-            for task in inp.parquet_tasks(source, column):
-                for k, (_, text) in enumerate(inp.parquet_values(task, keep_null=True)):
-                    text = text if isinstance(text, str) else decode(text, config.errors, task.path)
-                    yield text, True, task.size if k == 0 else 0
-        else:
-            yield from _text_pieces(source, config)
-
-
-def _text_pieces(source: inp.Source, config: CountConfig) -> Iterator[tuple[str, bool, int]]:
-    first = True
-    with inp.open_stream(source) as (stream, raw):
-        for _, offset, data, size in inp.blocks(stream, raw, config.cut, BLOCK_SIZE):
-            text = decode(data, config.errors, source.name, offset)
-            if config.lines:
-                for k, line in enumerate(_lines(text)):
-                    yield line, True, size if k == 0 else 0
-            else:
-                yield text, first, size
-            first = False
-    if first and not config.lines:
-        yield "", True, 0                     # an empty file is an empty document, not none
-
-
-def _lines(text: str) -> list[str]:
-    """The lines of text, each with its "\n" (the last one may have none). Only "\n" ends a
-    line, as when training with lines=True (str.splitlines would also cut at \r, \x0c, U+2028...)."""
-    parts = text.split("\n")
-    return [part + "\n" for part in parts[:-1]] + ([parts[-1]] if parts[-1] else [])
+    document may come in several pieces; each piece ends where the splitter allows a cut.
+    With ``splitter.lines`` every line of a text container is a document of its own."""
+    for source in inp.sources(paths, field, column):
+        by_line = splitter.lines and source.is_text
+        for task in source.tasks(splitter.cut, BLOCK_SIZE):
+            read = task.size                 # counted once, with the task's first piece
+            for where, data, offset, starts in task.pieces(keep_null=True):
+                text = data if isinstance(data, str) else inp.decode_utf8(data, errors, where, offset)
+                for piece in (lines_of(text) if by_line else (text,)):
+                    yield piece, by_line or starts, read
+                    read = 0
 
 
 def batches(items: Iterator[tuple[str, bool, int]], chars: int | None = None):
@@ -211,14 +187,14 @@ def encode_files(tokenizer, paths: Iterable[str | os.PathLike], output: str | os
         check_output(output, paths, "-o")
         if format == "bin":
             check_output(index_path(output), paths, "-o")
-    config = CountConfig(tokenizer.pattern, tuple(tokenizer.special_tokens), errors=errors, lines=lines)
+    splitter = replace(tokenizer.splitter, special_tokens=tuple(tokenizer.special_tokens), lines=bool(lines))
     options = (dict(allowed_special="all") if allowed_special == "all" else dict(disallowed_special=()))
-    sized = [s.size for s in inp.sources(paths)]
+    sized = [s.size for s in inp.sources(paths, field, column)]
     total = None if None in sized else sum(sized)
     with _opened(output, format, tokenizer.vocab_size) as writer, Bar(progress, "encoding", total, unit="B", unit_scale=True) as bar, \
             ThreadPoolExecutor(1) as pool:
         pending = None                        # the batch being encoded while the next is read
-        for texts, starts, read in batches(pieces(paths, config, field, column)):
+        for texts, starts, read in batches(pieces(paths, splitter, errors, field, column)):
             job = pool.submit(tokenizer.encode_batch_to_numpy, texts, workers=workers, **options)
             if pending is not None:
                 writer.write(*pending[0].result(), pending[1])

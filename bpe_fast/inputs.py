@@ -1,4 +1,4 @@
-"""Every input people have, turned into counting tasks, never read whole into memory.
+"""Every input people have, turned into tasks that read themselves, never read whole into memory.
 
 * text files, read in blocks by the workers themselves (``FileTask``);
 * standard input ("-"), pipes, FIFOs and ``<(...)``: read here, front to back, and sent on in
@@ -12,6 +12,11 @@
   group at a time by the workers with pyarrow (``pip install 'bpe_fast[parquet]'``);
 * a directory means the files in it and below it, sorted by path.
 
+Each kind of input is a ``Source`` class that plans its own tasks (``tasks``: for one machine;
+``cluster_tasks``: for workers that must read the files themselves), and each task reads
+itself: ``task.pieces()`` yields its text as ``Piece``s (UTF-8 bytes or str, named for error
+messages). Counting, encoding and the Dask path only loop over sources, tasks and pieces.
+
 A text container's bytes are one document (so ``corpus.txt``, ``corpus.txt.gz``, ``corpus.txt.zst``
 and ``cat corpus.txt |`` give the same word table); blocks are cut only where the pattern
 allows (``cut``), so the cutting never changes a chunk. Progress counts the bytes read from
@@ -20,6 +25,7 @@ disk (compressed bytes for compressed files).
 from __future__ import annotations
 
 import bz2
+import contextlib
 import gzip
 import json
 import lzma
@@ -28,7 +34,7 @@ import stat
 import sys
 from dataclasses import dataclass, field as dataclass_field
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterable, Iterator
+from typing import BinaryIO, Callable, Iterable, Iterator, NamedTuple, Union
 
 from .errors import InputError, require
 
@@ -41,7 +47,29 @@ PARQUET = {".parquet"}
 Cut = Callable[[bytes, int], "int | None"]      # (data, start) -> first safe cut at or after start
 
 
-# -- tasks: what a worker does ------------------------------------------------------------------
+class Piece(NamedTuple):
+    """Text as a task reads it: ``data`` (UTF-8 bytes, or str) from ``where`` (named in
+    errors), starting at byte ``offset`` of it; ``starts_document`` is false only for the later
+    blocks of a text container, which continue the document of the block before."""
+    where: str
+    data: Union[bytes, str]
+    offset: int = 0
+    starts_document: bool = True
+
+
+def decode_utf8(data: bytes, errors: str, where: str, base_offset: int = 0) -> str:
+    """UTF-8 decode; on failure name the file/document and the absolute byte offset."""
+    try:
+        return data.decode("utf-8", errors=errors)
+    except UnicodeDecodeError as exc:
+        bad = data[exc.start:exc.end]
+        raise InputError(
+            f"{where}: invalid UTF-8 at byte offset {base_offset + exc.start} (bytes {bad!r}: "
+            f"{exc.reason}); pass errors='replace' (CLI: --errors replace) to replace such bytes"
+        ) from None
+
+
+# -- tasks: what a worker does; each reads itself ------------------------------------------------
 
 @dataclass
 class FileTask:
@@ -54,6 +82,9 @@ class FileTask:
     def size(self) -> int:
         return self.end - self.start
 
+    def pieces(self, keep_null: bool = False) -> Iterator[Piece]:
+        yield Piece(self.path, read_block(self), self.start, self.start == 0)
+
 
 @dataclass
 class DataTask:
@@ -63,6 +94,9 @@ class DataTask:
     offset: int
     data: bytes
     size: int
+
+    def pieces(self, keep_null: bool = False) -> Iterator[Piece]:
+        yield Piece(self.name, self.data, self.offset, self.offset == 0)
 
 
 @dataclass
@@ -75,6 +109,10 @@ class JsonlTask:
     field: str
     size: int
 
+    def pieces(self, keep_null: bool = False) -> Iterator[Piece]:
+        for where, text in jsonl_values(self, keep_null):
+            yield Piece(where, text)
+
 
 @dataclass
 class ParquetTask:
@@ -84,6 +122,10 @@ class ParquetTask:
     column: str
     size: int
 
+    def pieces(self, keep_null: bool = False) -> Iterator[Piece]:
+        for row, value in parquet_values(self, keep_null):
+            yield Piece(f"{self.path}, row group {self.row_group}, row {row}", value)
+
 
 @dataclass
 class DocsTask:
@@ -92,24 +134,105 @@ class DocsTask:
     first_index: int = 0              # index of docs[0] in the iterator, for messages
     size: int = 0                     # characters (or bytes), for progress
 
+    def pieces(self, keep_null: bool = False) -> Iterator[Piece]:
+        for i, doc in enumerate(self.docs):
+            yield Piece(f"document {self.first_index + i}", doc)
 
-# -- sources: what the user named -----------------------------------------------------------------
+
+@dataclass
+class StreamTask:
+    """A whole input read front to back by one worker (on a cluster: a compressed or JSON-lines
+    file, which cannot be split before it is read)."""
+    source: "Source"
+    cut: Cut | None
+    block_size: int
+
+    @property
+    def size(self) -> int:
+        return self.source.size or 0
+
+    def pieces(self, keep_null: bool = False) -> Iterator[Piece]:
+        for task in self.source.tasks(self.cut, self.block_size):
+            yield from task.pieces(keep_null)
+
+
+# -- sources: what the user named, each planning its own tasks ------------------------------------
 
 @dataclass(frozen=True)
 class Source:
-    path: str                     # "-" for standard input
-    kind: str                     # "text", "jsonl" or "parquet"
-    compression: str | None       # "gzip", "bz2", "xz", "zstd" or None
-    size: int | None              # bytes on disk; None for a stream (size unknown)
+    """One input: its path ("-" for standard input), compression ("gzip", "bz2", "xz", "zstd"
+    or None) and size on disk (None for a stream: size unknown)."""
+    path: str
+    compression: str | None
+    size: int | None
 
     @property
     def name(self) -> str:
         return "standard input" if self.path == STDIN else self.path
 
+    def tasks(self, cut: Cut | None, block_size: int) -> Iterator:
+        """The tasks that read it on this machine. ``cut`` (None: the pattern allows no cut)
+        decides where text may be split into blocks."""
+        raise NotImplementedError
+
+    def cluster_tasks(self, cut: Cut | None, block_size: int) -> list:
+        """Tasks that workers elsewhere can do alone, opening the file themselves: by default
+        the whole input as one task, read as a stream there."""
+        if self.size is None:
+            raise InputError(f"{self.name}: a stream cannot be counted on a cluster (its workers cannot read it); "
+                             f"count it locally, or save it to a shared file first")
+        return [StreamTask(self, cut, block_size)]
+
+    def _stream_blocks(self, cut: Cut | None, block_size: int):
+        with open_stream(self) as (stream, raw):
+            yield from blocks(stream, raw, cut, block_size)
+
+
+@dataclass(frozen=True)
+class TextSource(Source):
+    """A text container: its bytes are one document."""
+    is_text = True
+
     @property
     def splittable_by_workers(self) -> bool:
         """Can workers read blocks of it themselves (a regular, uncompressed text file)?"""
-        return self.kind == "text" and self.compression is None and self.size is not None
+        return self.compression is None and self.size is not None
+
+    def tasks(self, cut: Cut | None, block_size: int) -> Iterator:
+        if self.splittable_by_workers:
+            yield from file_tasks(self.path, self.size or 0, cut, block_size)
+            return
+        for _, offset, data, size in self._stream_blocks(cut, block_size):
+            yield DataTask(self.name, offset, data, size)
+
+    def cluster_tasks(self, cut: Cut | None, block_size: int) -> list:
+        if self.splittable_by_workers:
+            return list(file_tasks(self.path, self.size or 0, cut, block_size))
+        return super().cluster_tasks(cut, block_size)
+
+
+@dataclass(frozen=True)
+class JsonlSource(Source):
+    """JSON lines: each record's ``field`` is a document."""
+    field: str = "text"
+    is_text = False
+
+    def tasks(self, cut: Cut | None, block_size: int) -> Iterator:
+        for first_line, _, data, size in self._stream_blocks(_line_cut, block_size):
+            yield JsonlTask(self.name, first_line, data, self.field, size)
+
+
+@dataclass(frozen=True)
+class ParquetSource(Source):
+    """Parquet: each value of ``column`` is a document, read a row group at a time."""
+    column: str = "text"
+    is_text = False
+
+    def tasks(self, cut: Cut | None, block_size: int) -> Iterator:
+        return parquet_tasks(self, self.column)
+
+    def cluster_tasks(self, cut: Cut | None, block_size: int) -> list:
+        return list(self.tasks(cut, block_size))
 
 
 def classify(path: str) -> tuple[str, str | None]:
@@ -122,25 +245,26 @@ def classify(path: str) -> tuple[str, str | None]:
     return ("jsonl" if inner in JSONL else "parquet" if inner in PARQUET else "text"), compression
 
 
-def sources(paths: Iterable[str | os.PathLike]) -> list[Source]:
+def sources(paths: Iterable[str | os.PathLike], field: str = "text", column: str = "text") -> list[Source]:
     """Every input file, checked and classified, directories expanded: a missing, unreadable
-    or empty-named input is an InputError before anything is read."""
-    found = []
+    or empty-named input is an InputError before anything is read. ``field`` and ``column``
+    name the text of JSON-lines records and Parquet rows."""
+    found: list[Source] = []
     for given in paths:
         path = os.fspath(given)
         if path == STDIN:
-            found.append(Source(STDIN, "text", None, None))
+            found.append(TextSource(STDIN, None, None))
         elif os.path.isdir(path):
             files = sorted(str(p) for p in Path(path).rglob("*") if p.is_file() and not p.name.startswith("."))
             if not files:
                 raise InputError(f"{path}: the directory holds no files")
-            found.extend(_source(f) for f in files)
+            found.extend(_source(f, field, column) for f in files)
         else:
-            found.append(_source(path))
+            found.append(_source(path, field, column))
     return found
 
 
-def _source(path: str) -> Source:
+def _source(path: str, field: str, column: str) -> Source:
     try:
         mode = os.stat(path).st_mode
     except FileNotFoundError:
@@ -151,47 +275,44 @@ def _source(path: str) -> Source:
     if not stat.S_ISREG(mode):                        # a pipe or device: a stream, size unknown
         if not os.access(path, os.R_OK):
             raise InputError(f"{path}: cannot be read: permission denied")
-        return Source(path, kind, compression, None)
-    try:
-        with open(path, "rb") as fh:
-            fh.read(1)
-    except OSError as exc:
-        raise InputError(f"{path}: cannot be read: {exc.strerror or exc}") from None
-    return Source(path, kind, compression, os.path.getsize(path))
-
-
-# -- planning: sources -> tasks --------------------------------------------------------------------
-
-def tasks_of(source: Source, cut: Cut | None, block_size: int, field: str = "text",
-             column: str = "text") -> Iterator:
-    """The tasks that read one source. ``cut`` (None: the pattern allows no cut) decides where
-    text may be split into blocks."""
-    if source.kind == "parquet":
-        yield from parquet_tasks(source, column)
-    elif source.kind == "jsonl":
-        with open_stream(source) as (stream, raw):
-            for first_line, offset, data, size in blocks(stream, raw, _line_cut, block_size):
-                yield JsonlTask(source.name, first_line, data, field, size)
-    elif source.splittable_by_workers:
-        yield from file_tasks(source.path, source.size, cut, block_size)
+        size = None
     else:
-        with open_stream(source) as (stream, raw):
-            for _, offset, data, size in blocks(stream, raw, cut, block_size):
-                yield DataTask(source.name, offset, data, size)
+        try:
+            with open(path, "rb") as fh:
+                fh.read(1)
+        except OSError as exc:
+            raise InputError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+        size = os.path.getsize(path)
+    if kind == "jsonl":
+        return JsonlSource(path, compression, size, field)
+    if kind == "parquet":
+        return ParquetSource(path, compression, size, column)
+    return TextSource(path, compression, size)
 
+
+# -- planning: blocks of files and streams ----------------------------------------------------------
 
 def file_tasks(path: str, size: int, cut: Cut | None, block_size: int) -> Iterator[FileTask]:
     """Blocks of about ``block_size`` bytes of a regular file, cut only where ``cut`` allows."""
     if cut is None or size <= block_size:
-        if size:
-            yield FileTask(path, 0, size)
+        yield FileTask(path, 0, size)           # an empty file too: it is an (empty) document
         return
-    with open(path, "rb") as fh:
+    with open(path, "rb") as fh, _reading(path):
         start = 0
         while start < size:
             end = _next_cut(fh, start + block_size, size, cut) if start + block_size < size else size
             yield FileTask(path, start, end)
             start = end
+
+
+@contextlib.contextmanager
+def _reading(name: str) -> Iterator[None]:
+    """An OSError while reading an input (a failing disk, a vanished mount) is the input's
+    error, named, not a bare OSError that could be taken for the output's."""
+    try:
+        yield
+    except OSError as exc:
+        raise InputError(f"{name}: read failed: {exc.strerror or exc}") from None
 
 
 def _next_cut(fh, pos: int, size: int, cut: Cut) -> int:
@@ -228,7 +349,7 @@ def blocks(stream: BinaryIO, raw: Callable[[], int], cut: Cut | None, block_size
             pending, offset, counted = pending[at:], offset + at, done
         if not data:
             break
-    if pending:
+    if pending or offset == 0:               # an empty stream is one empty block: an empty document
         yield line, offset, pending, raw() - counted
 
 
@@ -303,7 +424,7 @@ def _decompressing(fh, source: Source):
 
 def read_block(task: FileTask) -> bytes:
     """The task's bytes; a file that shrank since it was planned is an error, not a short count."""
-    with open(task.path, "rb") as fh:
+    with _reading(task.path), open(task.path, "rb") as fh:
         fh.seek(task.start)
         data = fh.read(task.size)
     if len(data) != task.size:

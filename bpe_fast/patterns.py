@@ -50,10 +50,11 @@ NAMED = {"gpt2": GPT2, "r50k": GPT2, "r50k_base": GPT2, "p50k": GPT2, "p50k_base
 NO_SPLIT = "none"     # the name for "no pre-tokenization": each document is one chunk
 DEFAULT_PATTERN = "cl100k"   # what `bpe-fast train`, `count` and `profile` split with when not told
 
-# Patterns for which a file may be cut into blocks after a "\n" (see pretokenize.safe_cut):
-# none of their alternatives matches across such a cut, so blocks give the same chunks as the
-# whole file. For any other pattern we cannot know that, so files are read whole.
-BLOCK_SAFE = frozenset({GPT2, CL100K, O200K})
+# The named patterns for which a file may be cut into blocks after a "\n" (see
+# pretokenize.is_safe_cut): none of their alternatives matches across such a cut, so blocks
+# give the same chunks as the whole file. For any other pattern we cannot know that, so files
+# are read whole.
+BLOCK_SAFE = frozenset({"gpt2", "cl100k", "o200k"})
 
 # A bare word ("gpt4", "cl100", "o200k-base") is almost surely a mistyped name, not a regex
 # meant to match that literal word; as a regex it would find no chunk in most corpora.
@@ -124,11 +125,10 @@ def match_batches(compiled: "regex.Pattern[str]", text: str, batch: int = 1 << 2
         yield chunk
 
 
+# Each named pattern's canonical name, by its regex: the one place a regex is turned into a name.
+_NAME_OF = {GPT2: "gpt2", CL100K: "cl100k", O200K: "o200k", SUPERWORD: "superword"}
+
+
 def name_of(text: str | None) -> str:
-    """A short name for summaries: the canonical named pattern, 'none', or 'custom'."""
-    if text is None:
-        return "none"
-    for name in ("gpt2", "cl100k", "o200k", "superword"):
-        if NAMED[name] == text:
-            return name
-    return "custom"
+    """A short name for a resolved pattern: the canonical named pattern, 'none', or 'custom'."""
+    return NO_SPLIT if text is None else _NAME_OF.get(text, "custom")

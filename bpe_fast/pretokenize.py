@@ -1,27 +1,36 @@
-"""Stage 1, pre-tokenization: split text into chunks, and find where a file may be cut.
+"""Stage 1, pre-tokenization: what a chunk is (``Splitter``), and where a file may be cut.
 
-Three facts are kept here:
-* ``split_chunks`` defines what the chunks of a document are: the pattern's whole matches,
-  after special tokens are cut out (so they are never learned from the text). It is the slow
-  reference; counting and encoding use it for custom patterns.
-* for the named patterns, ``native_scanner`` gives a Cython scanner (_scan.pxd) that returns
-  exactly the same chunks from UTF-8 bytes, an order of magnitude faster (benchmarks/RESULTS.md);
-  the tests hold it to regex.
-* ``find_cut`` only returns positions where the named patterns cannot match across the cut, so
-  counting a file block by block gives exactly the chunks of the whole file.
+A ``Splitter`` says, once for counting, encoding and ``encode_corpus``, how text becomes
+chunks: the pattern (resolved, with its name known once), the special tokens cut out of the
+text (never part of a chunk, never learned), and whether every line is a document of its own.
+It picks the engine that splits:
+* ``NATIVE`` for the named patterns gpt2, cl100k and o200k: a Cython scanner (_scan.pxd) that
+  returns exactly the regex's chunks from UTF-8 bytes, an order of magnitude faster
+  (benchmarks/RESULTS.md); the tests hold it to regex;
+* ``REGEX`` for any other pattern: the ``regex`` module's whole matches;
+* ``WHOLE`` for no pattern: a document (between special tokens) is one chunk.
+``Splitter.chunks`` is the slow reference of all three, the definition the fast paths must meet.
+
+``find_cut`` only returns positions where the named patterns cannot match across the cut, so
+counting a file block by block gives exactly the chunks of the whole file.
 """
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass, fields
 from typing import Iterable, Iterator
 
 import numpy as np
 import regex
 
+from ._pretok import PATTERN_IDS, Scanner      # the named patterns with a native scanner
 from .errors import ArgumentError, ArgumentTypeError
-from .patterns import compile_pattern, name_of, resolve, whole_matches
+from .patterns import BLOCK_SAFE, compile_pattern, name_of, resolve, whole_matches
 
 _WHITESPACE = regex.compile(r"\s")
+
+# The engines a Splitter splits with (``Splitter.engine``).
+NATIVE, REGEX, WHOLE = "native", "regex", "whole"
 
 
 def special_token_list(special_tokens) -> tuple[str, ...]:
@@ -45,32 +54,124 @@ def special_splitter(special_tokens: Iterable[str]) -> "regex.Pattern[str] | Non
     return regex.compile("|".join(regex.escape(s) for s in specials))
 
 
-def special_pieces(text: str, specials: "regex.Pattern[str] | None") -> Iterator[str]:
-    """The non-empty pieces of text between special tokens (the tokens themselves dropped)."""
-    for piece in (specials.split(text) if specials is not None else (text,)):
-        if piece:
-            yield piece
+def lines_of(text: str) -> Iterator[str]:
+    """The lines of text, each with its "\n" (the last may have none). Only "\n" ends a line,
+    as Hugging Face reads files (str.splitlines would also cut at \r, \x0c, U+2028...)."""
+    start = 0
+    while start < len(text):
+        end = text.find("\n", start)
+        end = len(text) if end < 0 else end + 1
+        yield text[start:end]
+        start = end
 
 
-def split_chunks(text: str, pattern: "regex.Pattern[str] | None",
-                 specials: "regex.Pattern[str] | None" = None) -> Iterator[str]:
-    """The chunks of one document: the pattern's matches, or the whole text if pattern is None.
+@dataclass(frozen=True)
+class Splitter:
+    """What a chunk is: ``pattern`` (a resolved regex; None: no split), the ``special_tokens``
+    cut out of the text, and ``lines`` (every line is a document of its own). Build it with
+    ``Splitter.of``, which checks and resolves the arguments. Picklable (workers and Dask
+    tasks get it); the compiled regexes and the native scanner are made once, on first use."""
+    pattern: str | None = None
+    special_tokens: tuple[str, ...] = ()
+    lines: bool = False
 
-    Special tokens split the document into independent pieces and are themselves dropped.
-    """
-    for piece in special_pieces(text, specials):
-        if pattern is None:
-            yield piece
-        else:
-            yield from whole_matches(pattern, piece)
+    @classmethod
+    def of(cls, pattern: str | None, special_tokens: Iterable[str] = (), lines: bool = False) -> "Splitter":
+        """From the user's arguments: a pattern name, regex or None; special tokens in order."""
+        return cls(resolve(pattern), special_token_list(special_tokens), bool(lines))
+
+    def __getstate__(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}     # not the cached engines
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+
+    # -- what splits ----------------------------------------------------------------------
+    @functools.cached_property
+    def name(self) -> str:
+        """The pattern's name: gpt2, cl100k, o200k, superword, none or custom."""
+        return name_of(self.pattern)
+
+    @property
+    def engine(self) -> str:
+        if self.pattern is None:
+            return WHOLE
+        return NATIVE if self.name in PATTERN_IDS else REGEX
+
+    @functools.cached_property
+    def regex(self) -> "regex.Pattern[str] | None":
+        """The compiled pattern (None: no split)."""
+        return compile_pattern(self.pattern) if self.pattern is not None else None
+
+    @property
+    def native_id(self) -> int | None:
+        """The native scanners' number for this pattern (``engine == NATIVE``), else None."""
+        return PATTERN_IDS.get(self.name) if self.engine == NATIVE else None
+
+    @functools.cached_property
+    def scanner(self):
+        """The native Scanner of a named pattern (``engine == NATIVE``), else None."""
+        if self.engine != NATIVE:
+            return None
+        return Scanner(self.native_id, *char_classes())
+
+    @functools.cached_property
+    def special_regex(self) -> "regex.Pattern[str] | None":
+        return special_splitter(self.special_tokens)
+
+    @functools.cached_property
+    def special_bytes(self) -> tuple[bytes, ...]:
+        return tuple(t.encode("utf-8") for t in self.special_tokens)
+
+    # -- documents and chunks ---------------------------------------------------------------
+    def documents(self, text: str) -> Iterator[str]:
+        """The independent pieces of a text: cut at special tokens (dropped), and at every
+        line end with ``lines``; empty pieces are left out."""
+        holds_special = self.special_regex is not None and any(t in text for t in self.special_tokens)
+        pieces = self.special_regex.split(text) if holds_special else (text,)   # substring test first: far quicker
+        for piece in pieces:
+            if not piece:
+                continue
+            if self.lines:
+                yield from lines_of(piece)
+            else:
+                yield piece
+
+    def chunks(self, text: str) -> Iterator[str]:
+        """The chunks of one document, by the slow and plain route: the reference the native
+        scanner, the counting and the encoder are held to."""
+        for piece in self.documents(text):
+            if self.regex is None:
+                yield piece
+            else:
+                yield from whole_matches(self.regex, piece)
+
+    # -- where text may be cut into blocks --------------------------------------------------
+    @property
+    def block_safe(self) -> bool:
+        """May text be cut into blocks at ``cut_after``'s cuts without changing its chunks?"""
+        if any("\n" in s for s in self.special_tokens):
+            return False
+        return self.lines or self.name in BLOCK_SAFE
+
+    @property
+    def cut(self):
+        """The function that finds where text may be cut into blocks, or None where it may not."""
+        return self.cut_after if self.block_safe else None
+
+    def cut_after(self, data: bytes, start: int) -> int | None:
+        """The first cut at or after byte ``start`` of data that keeps the chunks, or None: after
+        any "\n" when lines are documents, else where ``find_cut`` allows."""
+        if self.lines:
+            i = data.find(b"\n", max(start - 1, 0))
+            return None if i < 0 else i + 1
+        return _find_cut(data, start, self.name)
 
 
 def chunks_of(texts: Iterable[str], pattern: str | None, special_tokens: Iterable[str] = ()) -> list[str]:
     """Convenience for tests and notebooks: every chunk of every document, in order."""
-    pattern = resolve(pattern)
-    compiled = compile_pattern(pattern) if pattern is not None else None
-    splitter = special_splitter(special_tokens)
-    return [c for t in texts for c in split_chunks(t, compiled, splitter)]
+    splitter = Splitter.of(pattern, special_tokens)
+    return [c for t in texts for c in splitter.chunks(t)]
 
 
 def _char_at(data: bytes, i: int) -> str | None:
@@ -112,11 +213,15 @@ def is_safe_cut(data: bytes, i: int, pattern: str | None = None) -> bool:
     back the "\n"), and a block ending in "x\r" gives "\r" ("\s++$") while one starting
     "\ny" gives "\n" (the final "\s").
     """
+    return _is_safe_cut(data, i, name_of(pattern) if pattern is not None else None)
+
+
+def _is_safe_cut(data: bytes, i: int, name: str | None) -> bool:
+    """``is_safe_cut`` for the pattern of this name (None: all three named patterns)."""
     if i < 2 or i >= len(data):
         return False
     if data[i - 1] == 0x0A and data[i - 2] != 0x0D:
         return _solid_before(data, i - 1) and _solid_after(data, i)
-    name = name_of(pattern) if pattern is not None else None
     if name in ("cl100k", "o200k") and data[i - 1] == 0x0A and data[i - 2] == 0x0D and i >= 3:
         return _solid_before(data, i - 2) and _solid_after(data, i)
     if name == "gpt2" and data[i - 1] == 0x0D and data[i] == 0x0A and i + 1 < len(data):
@@ -142,10 +247,14 @@ def _solid_after(data: bytes, i: int) -> bool:
 
 def find_cut(data: bytes, start: int = 0, pattern: str | None = None) -> int | None:
     """The first safe cut at or after byte ``start`` of ``data``, or None."""
+    return _find_cut(data, start, name_of(pattern) if pattern is not None else None)
+
+
+def _find_cut(data: bytes, start: int, name: str | None) -> int | None:
     i = data.find(b"\n", max(start - 1, 0))
     while i != -1:
         for cut in (i, i + 1):                      # before a "\n" (gpt2, CRLF) or after it
-            if cut >= start and is_safe_cut(data, cut, pattern):
+            if cut >= start and _is_safe_cut(data, cut, name):
                 return cut
         i = data.find(b"\n", i + 1)
     return None
@@ -195,9 +304,4 @@ def char_classes() -> tuple[np.ndarray, np.ndarray]:
 
 def native_scanner(pattern: str | None):
     """The native Scanner for a named pattern's regex string, or None for any other pattern."""
-    from ._pretok import PATTERN_IDS, Scanner
-    name = name_of(pattern) if pattern is not None else "none"
-    if name not in PATTERN_IDS:
-        return None
-    classes, fold = char_classes()
-    return Scanner(PATTERN_IDS[name], classes, fold)
+    return Splitter.of(pattern).scanner

@@ -21,11 +21,10 @@ import regex
 from . import formats
 from ._encode import OUTPUT_ARRAY as OUT_ARRAY, OUTPUT_COUNT as OUT_COUNT, OUTPUT_LIST as OUT_LIST
 from ._encode import MergeEncoder, SpecialSet
-from ._pretok import PATTERN_IDS
 from .errors import ArgumentError, ArgumentTypeError, EncodingError, VocabularyError, naming_file
 from .formats import Vocabulary
-from .patterns import compile_pattern, name_of, resolve, whole_matches
-from .pretokenize import char_classes, special_splitter, special_token_list
+from .patterns import whole_matches
+from .pretokenize import NATIVE, REGEX, WHOLE, Splitter, char_classes, special_splitter, special_token_list
 
 
 def _as_ids(values, what: str) -> np.ndarray:
@@ -87,6 +86,30 @@ def _check_workers(workers) -> int:
 
 
 class Tokenizer:
+    """A byte-level BPE tokenizer: merges in rank order, a pre-tokenization pattern, special tokens.
+
+    Made by training (``bpe_fast.train``), by loading any format (``bpe_fast.load``), or from its
+    parts: ``Tokenizer(merges, pattern, special_tokens, merge_ids=, byte_ids=)``, where merge m
+    joins the pair ``merges[m]`` = (left id, right id) into ``merge_ids[m]`` (default 256 + m)
+    and byte b is ``byte_ids[b]`` (default b); special tokens are a list (ids after the learned
+    ones) or a dict of given ids. Everything is checked: a bad vocabulary is a VocabularyError.
+
+    * Encoding, as tiktoken's ``Encoding`` does it (the same ids for the same vocabulary):
+      ``encode``, ``encode_ordinary``, ``encode_batch``, ``encode_ordinary_batch``; without a
+      Python int per token: ``encode_to_numpy``, ``encode_batch_to_numpy`` (flat ids + offsets),
+      ``count_tokens``, ``count_tokens_batch``. Batches run on threads without the GIL.
+    * Decoding: ``decode``, ``decode_bytes``, ``token_bytes``.
+    * The vocabulary: ``vocab_size`` (also ``n_vocab``), ``merges``, ``merge_ids``, ``byte_ids``,
+      ``special_tokens`` ({token: id}), ``mergeable_ranks()`` ({token bytes: id}), ``pattern``
+      and ``pattern_name``, ``splitter`` (how text becomes chunks, pretokenize.Splitter),
+      ``truncated(size)``.
+    * Files: ``save(path, format=None)`` in any format of bpe_fast/formats/ (told by the name
+      when not given) and ``Tokenizer.load(path)`` (bpe_fast's JSON; ``bpe_fast.load`` reads any).
+
+    Tokenizers compare equal when their vocabularies, patterns and special tokens are equal,
+    pickle (the native encoder is rebuilt on first use), and are safe to share between threads.
+    """
+
     def __init__(self, merges, pattern: str | None = None,
                  special_tokens: Mapping[str, int] | Iterable[str] | None = None, *,
                  merge_ids=None, byte_ids=None):
@@ -102,13 +125,11 @@ class Tokenizer:
         self.merges = merges.astype(np.int32)
         self.merge_ids = merge_ids.astype(np.int32)
         self.byte_ids = byte_ids.astype(np.int32)
-        self.pattern = resolve(pattern)
-        self._regex = compile_pattern(self.pattern) if self.pattern is not None else None
+        self.splitter = Splitter.of(pattern)     # special tokens are matched per call (allowed_special=)
         self.special_tokens = self._assign_special_ids(special_tokens)
         self._special_regexes: dict[frozenset, "regex.Pattern[str]"] = {}
         self._encoder: MergeEncoder | None = None        # built on first use (see _native)
         self._encoder_lock = threading.Lock()
-        self._native_text = self.pattern is None or self.pattern_name in PATTERN_IDS
         self._special_sets: dict[frozenset, SpecialSet] = {}
         self._cache: dict[str, list[int]] = {}
         self.training_report = None     # set by the trainer
@@ -122,9 +143,9 @@ class Tokenizer:
                 if self._encoder is None:
                     encoder = MergeEncoder(self.merges, self.merge_ids, self.byte_ids, self._vocab,
                                            {s.encode("utf-8"): i for s, i in self.special_tokens.items()})
-                    if self.pattern_name in PATTERN_IDS:
-                        encoder.set_scanner(PATTERN_IDS[self.pattern_name], *char_classes())
-                    elif self.pattern is None:
+                    if self.splitter.engine == NATIVE:
+                        encoder.set_scanner(self.splitter.native_id, *char_classes())
+                    elif self.splitter.engine == WHOLE:
                         encoder.set_no_split()
                     self._encoder = encoder
         return self._encoder
@@ -202,8 +223,18 @@ class Tokenizer:
     n_vocab = vocab_size
 
     @property
+    def pattern(self) -> str | None:
+        """The pre-tokenization regex (None: no split)."""
+        return self.splitter.pattern
+
+    @property
     def pattern_name(self) -> str:
-        return name_of(self.pattern)
+        return self.splitter.name
+
+    @property
+    def _native_text(self) -> bool:
+        """Is text split natively (a named pattern, or none), rather than by the regex module?"""
+        return self.splitter.engine != REGEX
 
     def token_bytes(self, token: int) -> bytes:
         return self._native.decode_bytes([token])
@@ -233,7 +264,7 @@ class Tokenizer:
 
     def _regex_encode_ordinary(self, text: str) -> list[int]:
         out: list[int] = []
-        for chunk in whole_matches(self._regex, text):
+        for chunk in whole_matches(self.splitter.regex, text):
             out.extend(self._encode_chunk(chunk))
         return out
 

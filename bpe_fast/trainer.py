@@ -1,26 +1,28 @@
 """The pipeline: ``count`` (inputs -> word table), ``train_from_table`` (word table -> kernel ->
-Tokenizer), and ``train``/``train_from_iterator``, which do both."""
+Tokenizer), and ``train``/``train_from_iterator``, which do both through one path (``_train``):
+they differ only in how the text is counted. ``TrainOptions`` holds every other setting,
+checked before any text is read; continued training (``base=``) is continued.py."""
 from __future__ import annotations
 
 import os
 import time
-from concurrent.futures import ThreadPoolExecutor
 import warnings
-from dataclasses import dataclass, field
-from typing import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-from . import _kernel
+from . import _kernel, continued
+from .bytelevel import huggingface_byte_order
+from .continued import base_special_tokens, check_base
+from .counting import DEFAULT_BATCH_CHARS, DEFAULT_BLOCK_SIZE, count_tasks, make_config
+from .distributed import count_on_cluster
+from .errors import ArgumentError, ArgumentTypeError, EmptyCorpusError, VocabSizeWarning
+from .inputs import docs_tasks, sources
+from .patterns import DEFAULT_PATTERN, resolve
+from .pretokenize import special_token_list
 from .progress import Bar, ProgressOption, summary
 from .progress import check as check_progress
-from .counting import DEFAULT_BATCH_CHARS, DEFAULT_BLOCK_SIZE, count_tasks, default_workers, make_config
-from .distributed import count_on_cluster
-from .inputs import docs_tasks, sources, tasks_of
-from .bytelevel import huggingface_byte_order
-from .errors import ArgumentError, ArgumentTypeError, EmptyCorpusError, VocabSizeWarning
-from .patterns import resolve
-from .pretokenize import special_token_list
 from .tokenizer import Tokenizer
 from .wordtable import WordTable
 
@@ -49,24 +51,12 @@ def _is_int(value) -> bool:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
-def _check_args(vocab_size, special_tokens, min_frequency, tie_break) -> tuple[str, ...]:
-    specials = special_token_list(special_tokens)
-    if not _is_int(vocab_size):
-        raise ArgumentTypeError(f"vocab_size must be an integer, got {vocab_size!r}")
-    need = 256 + len(specials)
-    if vocab_size < need:
-        raise ArgumentError(f"vocab_size={vocab_size} is too small: it must be at least {need} "
-                            f"(256 byte tokens + {len(specials)} special tokens)")
-    if not _is_int(min_frequency):
-        raise ArgumentTypeError(f"min_frequency must be an integer (a number of occurrences), got {min_frequency!r}")
-    if min_frequency < 0:
-        raise ArgumentError(f"min_frequency must be >= 0, got {min_frequency}")
-    if tie_break not in TIE_BREAKS:
-        raise ArgumentError(f"tie_break must be one of {TIE_BREAKS}, got {tie_break!r}")
-    return specials
-
-
-TIE_BREAKS = ("bytes", "huggingface")
+# The tie-break rules, by the name ``tie_break=`` and ``--tie-break`` take, with what each means.
+TIE_BREAKS = {
+    "bytes": "equal counts go to the smallest (left id, right id) with bytes as ids 0..255 (rustbpe, bpeasy)",
+    "huggingface": "equal counts go to the smallest pair by Hugging Face's ids for the bytes (tokenizers' "
+                   "BpeTrainer with the ByteLevel pre-tokenizer)",
+}
 INT64_MAX = 2**63 - 1          # counts are int64: a larger min_frequency means the same as this
 
 
@@ -76,6 +66,93 @@ def _tie_break_order(tie_break: str) -> np.ndarray | None:
     Hugging Face's BpeTrainer numbers its alphabet by GPT-2's bytes-to-unicode characters in
     code point order, and breaks ties between equal counts by those ids."""
     return None if tie_break == "bytes" else np.array(huggingface_byte_order(), dtype=np.int32)
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    """Every setting of a training run but its input, checked once, before any text is read
+    (``TrainOptions.checked``). ``vocab_size`` is one size or a tuple of them (one training, to
+    the largest, cut to each); ``pattern`` is ``...`` until resolved: the base's, or cl100k."""
+    vocab_size: int | tuple[int, ...]
+    pattern: Any = ...
+    special_tokens: tuple[str, ...] = ()
+    min_frequency: int = 0
+    tie_break: str = "bytes"
+    base: Tokenizer | None = None
+    max_token_length: int | None = None
+    superword_at: int | None = None
+    superword_pattern: str | None = "superword"
+    progress: ProgressOption = "auto"
+
+    @classmethod
+    def checked(cls, vocab_size, **settings) -> "TrainOptions":
+        if isinstance(vocab_size, list):
+            vocab_size = tuple(vocab_size)
+        options = cls(vocab_size, **settings)
+        options.check()
+        return options
+
+    @property
+    def sizes(self) -> tuple:
+        return self.vocab_size if isinstance(self.vocab_size, tuple) else (self.vocab_size,)
+
+    @property
+    def resolved_pattern(self):
+        """The pattern the text is split with: as given, else the base's, else cl100k."""
+        if self.pattern is not ...:
+            return self.pattern
+        return self.base.pattern if isinstance(self.base, Tokenizer) else DEFAULT_PATTERN
+
+    @property
+    def cut_out(self) -> list[str]:
+        """Every special token cut out of the text when counting: ours and the base's."""
+        return [*self.special_tokens, *base_special_tokens(self.base, self.special_tokens)]
+
+    def check(self) -> None:
+        """Every argument, for every size; raises ArgumentError naming the one at fault."""
+        if not self.sizes:
+            raise ArgumentError("vocab_size is an empty list")
+        object.__setattr__(self, "special_tokens", special_token_list(self.special_tokens))
+        check_progress(self.progress)
+        for size in self.sizes:
+            self._check_size(size)
+        self._check_counts()
+        if self.tie_break not in TIE_BREAKS:
+            raise ArgumentError(f"tie_break must be one of {tuple(TIE_BREAKS)}, got {self.tie_break!r}")
+        if self.max_token_length is not None and (not _is_int(self.max_token_length) or self.max_token_length < 1):
+            raise ArgumentError(f"max_token_length must be a positive number of bytes, got {self.max_token_length!r}")
+        for size in self.sizes:
+            check_base(self.base, size, self.tie_break)
+        if self.superword_at is not None:
+            self._check_superword_at()
+
+    def _check_size(self, size) -> None:
+        if not _is_int(size):
+            raise ArgumentTypeError(f"vocab_size must be an integer, got {size!r}")
+        need = 256 + len(self.special_tokens)
+        if self.base is None and size < need:
+            raise ArgumentError(f"vocab_size={size} is too small: it must be at least {need} "
+                                f"(256 byte tokens + {len(self.special_tokens)} special tokens)")
+
+    def _check_counts(self) -> None:
+        if not _is_int(self.min_frequency):
+            raise ArgumentTypeError(f"min_frequency must be an integer (a number of occurrences), "
+                                    f"got {self.min_frequency!r}")
+        if self.min_frequency < 0:
+            raise ArgumentError(f"min_frequency must be >= 0, got {self.min_frequency}")
+
+    def _check_superword_at(self) -> None:
+        floor = 256 if self.base is None else self.base.vocab_size + 1
+        if not _is_int(self.superword_at) or not floor <= self.superword_at < min(self.sizes):
+            raise ArgumentError(f"superword_at={self.superword_at!r} must be a vocabulary size of at least {floor} "
+                                f"and below vocab_size: stage one learns up to it, stage two the rest")
+
+    def superword_stages(self) -> tuple["TrainOptions", Callable[[Tokenizer], "TrainOptions"]]:
+        """SuperBPE's two stages: up to ``superword_at`` with the pattern, then on to
+        ``vocab_size`` with the superword pattern, continuing from stage one's tokenizer."""
+        one = replace(self, vocab_size=self.superword_at, superword_at=None)
+        return one, lambda stage_one: replace(self, pattern=self.superword_pattern, base=stage_one,
+                                              tie_break="bytes", superword_at=None)
 
 
 def count(inputs: str | os.PathLike | Iterable[str | os.PathLike], *, pattern: str | None = "cl100k",
@@ -98,11 +175,11 @@ def count(inputs: str | os.PathLike | Iterable[str | os.PathLike], *, pattern: s
         raise EmptyCorpusError("no input files given")
     if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
         raise ArgumentError(f"block_size must be a positive integer, got {block_size!r}")
-    found = sources(paths)                                  # every input checked before any is read
-    cut = config.cut
+    found = sources(paths, field, column)                   # every input checked before any is read
     if client is not None:
-        return count_on_cluster(client, found, config, cut, block_size, field, column)
-    tasks = (t for source in found for t in tasks_of(source, cut, block_size, field, column))
+        return count_on_cluster(client, found, config, block_size)
+    cut = config.splitter.cut
+    tasks = (t for source in found for t in source.tasks(cut, block_size))
     sizes = [source.size for source in found]
     total = None if None in sizes else sum(sizes)           # streams have no size to show progress against
     start = time.perf_counter()
@@ -146,63 +223,48 @@ def train_from_table(table: WordTable, vocab_size: int | Sequence[int], *, patte
     if not isinstance(table, WordTable):
         raise ArgumentTypeError(f"train_from_table takes a WordTable (bpe_fast.count, WordTable.load), "
                                 f"not {type(table).__name__}")
-    return _learn_sizes([table], vocab_size, pattern=pattern, special_tokens=special_tokens,
-                        min_frequency=min_frequency, progress=progress, report=report,
-                        tie_break=tie_break, base=base, max_token_length=max_token_length)
+    options = TrainOptions.checked(
+        vocab_size, pattern=resolve(table.pattern if pattern is ... else pattern),
+        special_tokens=table.special_tokens if special_tokens is ... else special_tokens,
+        min_frequency=min_frequency, tie_break=tie_break, base=base, max_token_length=max_token_length,
+        progress=progress)
+    return _learn_sizes([table], options, report or TrainReport())
 
 
-def _learn_sizes(held: list, vocab_size, **options) -> Tokenizer | list[Tokenizer]:
+def _learn_sizes(held: list, options: TrainOptions, report: TrainReport) -> Tokenizer | list[Tokenizer]:
     """One training for one size, or for a list of sizes: one run to the largest, cut to each
     (merges are a prefix of each other), so the list costs the largest alone."""
-    if not isinstance(vocab_size, (list, tuple)):
-        return _learn(held, vocab_size, **options)
-    if not vocab_size:
-        raise ArgumentError("vocab_size is an empty list")
-    largest = _learn(held, max(vocab_size), **options)
-    return [largest if v == max(vocab_size) else _cut(largest, v, options.get("base")) for v in vocab_size]
+    largest = _learn(held, max(options.sizes), options, report)
+    if not isinstance(options.vocab_size, tuple):
+        return largest
+    return [largest if v == max(options.sizes) else _cut(largest, v, options.base) for v in options.sizes]
 
 
 def _cut(tok: Tokenizer, vocab_size: int, base: Tokenizer | None) -> Tokenizer:
-    if base is None:
-        return tok.truncated(vocab_size)
-    # Continued training: keep the base whole, and as many new merges as the size allows.
-    new_specials = sorted((s for s in tok.special_tokens if s not in base.special_tokens), key=tok.special_tokens.get)
-    n_new = vocab_size - base.vocab_size - len(new_specials)
-    keep = len(base.merges) + n_new
-    if n_new < 0 or keep > len(tok.merges):
-        raise ArgumentError(f"vocab_size {vocab_size} is out of range for this continued training")
-    specials = dict(base.special_tokens) | {s: base.vocab_size + n_new + k for k, s in enumerate(new_specials)}
-    return Tokenizer(tok.merges[:keep], tok.pattern, specials, merge_ids=tok.merge_ids[:keep], byte_ids=tok.byte_ids)
+    return tok.truncated(vocab_size) if base is None else continued.truncated(tok, vocab_size, base)
 
 
-def _learn(held: list, vocab_size: int, *, pattern, special_tokens, min_frequency: int,
-           progress: ProgressOption, report: TrainReport | None, tie_break: str, base: Tokenizer | None = None,
-           max_token_length: int | None = None) -> Tokenizer:
-    """train_from_table's work. The table comes in a list, which this empties: when the caller
-    keeps no other reference (as train() does), the table's memory is given back as soon as the
-    kernel has laid the words out, before the merging, which needs the most memory."""
+def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainReport) -> Tokenizer:
+    """train_from_table's work, for checked options whose pattern and special tokens are the
+    table's. The table comes in a list, which this empties: when the caller keeps no other
+    reference (as train() does), the table's memory is given back as soon as the kernel has laid
+    the words out, before the merging, which needs the most memory."""
     table = held.pop()
-    special_tokens = table.special_tokens if special_tokens is ... else special_tokens
-    specials = _check_args(vocab_size if base is None else 256 + len(special_tokens), special_tokens,
-                           min_frequency, tie_break)
-    _check_continuation(base, vocab_size, tie_break, max_token_length)
-    pattern = resolve(table.pattern if pattern is ... else pattern)
-    byte_order = _tie_break_order(tie_break)
-    report = report or TrainReport()
+    base, progress = options.base, options.progress
     if len(table) == 0:
         raise EmptyCorpusError("the corpus is empty: no text to learn merges from")
-    new_specials = [s for s in specials if base is None or s not in base.special_tokens]
-    first_id = 256 if base is None else base.vocab_size
+    new_specials = [s for s in options.special_tokens if base is None or s not in base.special_tokens]
+    first_id = continued.first_new_id(base)
     n_merges = vocab_size - first_id - len(new_specials)
     t0 = time.perf_counter()
+    byte_order = _tie_break_order(options.tie_break)
     byte_ranks = None if byte_order is None else np.argsort(byte_order)
-    start, lengths = (None, None) if base is None else _tokenized_by(base, table)
+    start, lengths = (None, None) if base is None else continued.tokenized_by(base, table)
     report.unique_chunks, report.total_chunks, report.table_symbols = len(table), table.total_chunks, table.n_symbols
-    check_progress(progress)
     with Bar(progress, "pairs", 3 * table.n_symbols, unit="B", unit_scale=True) as bar:
         kernel = _kernel.Trainer(table.symbols, table.offsets, table.counts, n_merges,
-                                 min(max(1, min_frequency), INT64_MAX), byte_ranks,
-                                 max_token_length=max_token_length or 0, start=start, token_lengths=lengths,
+                                 min(max(1, options.min_frequency), INT64_MAX), byte_ranks,
+                                 max_token_length=options.max_token_length or 0, start=start, token_lengths=lengths,
                                  first_id=first_id, setup_progress=bar.callback(reach=True))
     del table, start
     with Bar(progress, "merging", n_merges, unit="merge") as bar:
@@ -211,71 +273,36 @@ def _learn(held: list, vocab_size: int, *, pattern, special_tokens, min_frequenc
         merges = np.where(merges < 256, byte_order[np.minimum(merges, 255)], merges).astype(np.int32)
     report.seconds["merging"] = time.perf_counter() - t0
     summary("merging", report.seconds["merging"], merges=len(merges))
-    tok = _tokenizer(base, merges, first_id, pattern, new_specials)
+    pattern = options.resolved_pattern
+    tok = (Tokenizer(merges, pattern=pattern, special_tokens=new_specials) if base is None
+           else continued.extended(base, merges, pattern, new_specials))
     report.merges, report.merges_requested, report.vocab_size = len(merges), n_merges, tok.vocab_size
     if len(merges) < n_merges:
-        why = (f"no pair occurs {max(1, min_frequency)} or more times" if min_frequency > 1
+        why = (f"no pair occurs {max(1, options.min_frequency)} or more times" if options.min_frequency > 1
                else "every chunk is a single token")
         warnings.warn(f"stopped after {len(merges)} of {n_merges} merges ({why}): vocab size "
-                      f"{tok.vocab_size} instead of {vocab_size}", VocabSizeWarning, stacklevel=3)
+                      f"{tok.vocab_size} instead of {vocab_size}", VocabSizeWarning, stacklevel=4)
     tok.training_report = report
     return tok
 
 
-def _check_continuation(base, vocab_size: int, tie_break: str, max_token_length) -> None:
-    if max_token_length is not None and (not _is_int(max_token_length) or max_token_length < 1):
-        raise ArgumentError(f"max_token_length must be a positive number of bytes, got {max_token_length!r}")
-    if base is None:
-        return
-    if not isinstance(base, Tokenizer):
-        raise ArgumentTypeError(f"base must be a Tokenizer (bpe_fast.load(...) opens any), not {type(base).__name__}")
-    if tie_break != "bytes":
-        raise ArgumentError("tie_break applies to training from bytes; continuing from a base, ties go to the "
-                            "smallest pair of the base's ids")
-    if vocab_size <= base.vocab_size:
-        raise ArgumentError(f"vocab_size={vocab_size} is no larger than the base's {base.vocab_size}: "
-                            f"continued training needs room for new tokens")
+CountText = Callable[[Any, Sequence[str]], WordTable]     # (pattern, special tokens) -> the corpus's table
 
 
-def _tokenized_by(base: Tokenizer, table: WordTable) -> tuple[np.ndarray, np.ndarray]:
-    """The corpus as the base tokenizer leaves it, in the kernel's layout: each token's id at
-    its first byte, a tail mark -(id + 2) at its last, -1 between; and each id's length in
-    bytes. Each chunk is encoded whole by the base's merges, as the trained tokenizer will
-    encode it, also when the chunks come from another pattern (superword training)."""
-    ids = _encode_chunks(base, table)
-    lengths = np.array([len(t) if t is not None else 0 for t in base._vocab], dtype=np.int32)
-    size = lengths[ids]
-    starts = np.cumsum(size) - size            # the words lie one after another, as in the table
-    slots = np.full(table.n_symbols, -1, dtype=np.int32)
-    slots[starts] = ids
-    long = size > 1
-    slots[starts[long] + size[long] - 1] = -ids[long] - 2
-    return slots, lengths
-
-
-def _encode_chunks(base: Tokenizer, table: WordTable) -> np.ndarray:
-    """Every chunk of the table encoded whole by the base, on as many threads as there are CPUs
-    (the native encoder runs without the GIL), in table order."""
-    n, threads = len(table), min(default_workers(), max(1, len(table) // 50_000))
-    bounds = [n * k // threads for k in range(threads + 1)]
-    with ThreadPoolExecutor(threads) as pool:
-        parts = pool.map(lambda k: base._native.encode_chunks(table.symbols, table.offsets[bounds[k]:bounds[k + 1] + 1]),
-                         range(threads))
-        return np.concatenate(list(parts))
-
-
-def _tokenizer(base: Tokenizer | None, merges: np.ndarray, first_id: int, pattern, new_specials) -> Tokenizer:
-    """The trained tokenizer: the base's merges and ids, then the new merges; special tokens
-    (the base's with their ids, new ones after the new tokens)."""
-    if base is None:
-        return Tokenizer(merges, pattern=pattern, special_tokens=list(new_specials))
-    new_ids = np.arange(first_id, first_id + len(merges))
-    specials = dict(base.special_tokens) | {s: first_id + len(merges) + k for k, s in enumerate(new_specials)}
-    if resolve(pattern) != base.pattern:       # superword training: another pattern
-        return Tokenizer(np.concatenate([base.merges, merges.reshape(-1, 2)]), pattern=pattern,
-                         special_tokens=specials, merge_ids=np.concatenate([base.merge_ids, new_ids]),
-                         byte_ids=base.byte_ids)
-    return base._extended(merges, new_ids, specials)
+def _train(count_text: CountText, options: TrainOptions, input_unit: str) -> Tokenizer | list[Tokenizer]:
+    """What train and train_from_iterator share: count the text (with the pattern and every
+    special token to cut out), then learn; superword training runs this twice."""
+    if options.superword_at is not None:
+        first, second = options.superword_stages()
+        stage_one = _train(count_text, first, input_unit)
+        return _train(count_text, second(stage_one), input_unit)
+    report = TrainReport(input_unit=input_unit)
+    t0 = time.perf_counter()
+    table = count_text(options.resolved_pattern, options.cut_out)
+    report.seconds["counting"] = time.perf_counter() - t0
+    report.input_size = table.input_bytes
+    options = replace(options, pattern=table.pattern)
+    return _learn_sizes([table], options, report)
 
 
 def train(files: str | os.PathLike | Iterable[str | os.PathLike], vocab_size: int | Sequence[int], *,
@@ -304,68 +331,21 @@ def train(files: str | os.PathLike | Iterable[str | os.PathLike], vocab_size: in
     SuperBPE's stage-two rule, patterns.SUPERWORD), whose chunks span words: continued training
     with another pattern. The tokenizer splits text with the superword pattern.
     """
-    if superword_at is not None:
-        options = dict(special_tokens=special_tokens, min_frequency=min_frequency, workers=workers,
-                       progress=progress, errors=errors, block_size=block_size, lines=lines,
-                       field=field, column=column, memory_budget=memory_budget, client=client,
-                       max_token_length=max_token_length)
-        first = _superword_stage_one(vocab_size, superword_at, base)
-        stage_one = train(files, first, pattern=pattern, tie_break=tie_break, base=base, **options)
-        return train(files, vocab_size, pattern=superword_pattern, base=stage_one, **options)
-    pattern = _default_pattern(pattern, base)
-    specials = _check_sizes(vocab_size, special_tokens, min_frequency, tie_break, base, max_token_length)
-    report = TrainReport()
-    t0 = time.perf_counter()
-    held = [count(files, pattern=pattern, special_tokens=[*specials, *_base_specials(base, specials)], workers=workers, progress=progress,
-                  errors=errors, lines=lines, field=field, column=column, block_size=block_size,
-                  memory_budget=memory_budget, client=client)]
-    report.seconds["counting"] = time.perf_counter() - t0
-    report.input_size = held[0].input_bytes
-    if len(held[0]) == 0:
-        names = [files] if isinstance(files, (str, os.PathLike)) else list(files)
-        raise EmptyCorpusError(f"the corpus is empty: {', '.join(map(str, names))} hold no text")
-    return _learn_sizes(held, vocab_size, pattern=held[0].pattern, special_tokens=specials,
-                        min_frequency=min_frequency, progress=progress, report=report,
-                        tie_break=tie_break, base=base, max_token_length=max_token_length)
+    options = TrainOptions.checked(vocab_size, pattern=pattern, special_tokens=special_tokens,
+                                   min_frequency=min_frequency, tie_break=tie_break, base=base,
+                                   max_token_length=max_token_length, superword_at=superword_at,
+                                   superword_pattern=superword_pattern, progress=progress)
 
+    def count_files(pattern, specials: Sequence[str]) -> WordTable:
+        table = count(files, pattern=pattern, special_tokens=specials, workers=workers, progress=progress,
+                      errors=errors, lines=lines, field=field, column=column, block_size=block_size,
+                      memory_budget=memory_budget, client=client)
+        if len(table) == 0:
+            names = [files] if isinstance(files, (str, os.PathLike)) else list(files)
+            raise EmptyCorpusError(f"the corpus is empty: {', '.join(map(str, names))} hold no text")
+        return table
 
-def _superword_stage_one(vocab_size, superword_at, base) -> int:
-    """The size stage one trains to; checked before anything is read."""
-    sizes = list(vocab_size) if isinstance(vocab_size, (list, tuple)) else [vocab_size]
-    floor = 256 if base is None else base.vocab_size + 1
-    if not _is_int(superword_at) or not floor <= superword_at < min(sizes, key=lambda v: v if _is_int(v) else 0):
-        raise ArgumentError(f"superword_at={superword_at!r} must be a vocabulary size of at least {floor} and "
-                            f"below vocab_size: stage one learns up to it, stage two the rest")
-    return superword_at
-
-
-def _default_pattern(pattern, base: Tokenizer | None):
-    if pattern is not ...:
-        return pattern
-    return base.pattern if isinstance(base, Tokenizer) else "cl100k"     # (a wrong base is refused later)
-
-
-def _base_specials(base: Tokenizer | None, specials) -> list[str]:
-    """A base's special tokens are cut out of the text too, never learned."""
-    return [s for s in (base.special_tokens if base is not None else ()) if s not in specials]
-
-
-def _check_sizes(vocab_size, special_tokens, min_frequency, tie_break, base, max_token_length) -> tuple[str, ...]:
-    """Every training argument checked before any text is read; the special tokens as a tuple."""
-    sizes = list(vocab_size) if isinstance(vocab_size, (list, tuple)) else [vocab_size]
-    if not sizes:
-        raise ArgumentError("vocab_size is an empty list")
-    specials = special_token_list(special_tokens)
-    for size in sizes:
-        if base is None:
-            _check_args(size, specials, min_frequency, tie_break)
-        else:
-            _check_args(256 + len(specials), specials, min_frequency, tie_break)
-            if not _is_int(size):
-                raise ArgumentTypeError(f"vocab_size must be an integer, got {size!r}")
-    for size in sizes:
-        _check_continuation(base, size, tie_break, max_token_length)
-    return specials
+    return _train(count_files, options, "bytes")
 
 
 def train_from_iterator(docs: Iterable[str | bytes], vocab_size: int | Sequence[int], *, pattern: str | None = ...,
@@ -382,26 +362,17 @@ def train_from_iterator(docs: Iterable[str | bytes], vocab_size: int | Sequence[
     far larger than memory. ``base``, a list of sizes, ``max_token_length`` and
     ``superword_at`` as in ``train`` (superword training reads the documents twice: give a list).
     """
-    if superword_at is not None:
-        if not isinstance(docs, Sequence) or isinstance(docs, (str, bytes)):
-            raise ArgumentTypeError("superword training reads the documents twice (once per stage): give a "
-                                    "list of documents, not an iterator")
-        options = dict(special_tokens=special_tokens, min_frequency=min_frequency, workers=workers,
-                       progress=progress, errors=errors, batch_chars=batch_chars, lines=lines,
-                       memory_budget=memory_budget, max_token_length=max_token_length)
-        first = _superword_stage_one(vocab_size, superword_at, base)
-        stage_one = train_from_iterator(docs, first, pattern=pattern, tie_break=tie_break, base=base, **options)
-        return train_from_iterator(docs, vocab_size, pattern=superword_pattern, base=stage_one, **options)
-    pattern = _default_pattern(pattern, base)
-    specials = _check_sizes(vocab_size, special_tokens, min_frequency, tie_break, base, max_token_length)
-    report = TrainReport(input_unit="chars")
-    t0 = time.perf_counter()
-    held = [count_from_iterator(docs, pattern=pattern, special_tokens=[*specials, *_base_specials(base, specials)],
-                                workers=workers,
-                                progress=progress, errors=errors, lines=lines, batch_chars=batch_chars,
-                                memory_budget=memory_budget)]
-    report.seconds["counting"] = time.perf_counter() - t0
-    report.input_size = held[0].input_bytes
-    return _learn_sizes(held, vocab_size, pattern=held[0].pattern, special_tokens=specials,
-                        min_frequency=min_frequency, progress=progress, report=report,
-                        tie_break=tie_break, base=base, max_token_length=max_token_length)
+    if superword_at is not None and (not isinstance(docs, Sequence) or isinstance(docs, (str, bytes))):
+        raise ArgumentTypeError("superword training reads the documents twice (once per stage): give a "
+                                "list of documents, not an iterator")
+    options = TrainOptions.checked(vocab_size, pattern=pattern, special_tokens=special_tokens,
+                                   min_frequency=min_frequency, tie_break=tie_break, base=base,
+                                   max_token_length=max_token_length, superword_at=superword_at,
+                                   superword_pattern=superword_pattern, progress=progress)
+
+    def count_docs(pattern, specials: Sequence[str]) -> WordTable:
+        return count_from_iterator(docs, pattern=pattern, special_tokens=specials, workers=workers,
+                                   progress=progress, errors=errors, lines=lines, batch_chars=batch_chars,
+                                   memory_budget=memory_budget)
+
+    return _train(count_docs, options, "chars")

@@ -12,7 +12,7 @@ import bpe_fast
 from bpe_fast.counting import CountConfig, count_tasks
 from bpe_fast.inputs import file_tasks
 from bpe_fast.cli import main
-from bpe_fast.pretokenize import chunks_of
+from bpe_fast.pretokenize import Splitter, chunks_of
 
 
 def write(tmp_path, name, data: bytes):
@@ -44,8 +44,8 @@ def test_invalid_utf8_names_file_and_offset(tmp_path, workers, block_size):
     path = write(tmp_path, "latin1.txt", good + b"caf\xe9 au lait\nmore\n" + good)
     with pytest.raises(bpe_fast.InputError, match=rf"latin1.txt: invalid UTF-8 at byte offset {len(good) + 3}\b"):
         bpe_fast.train([path], 300, workers=workers, block_size=block_size)
-    config = CountConfig(bpe_fast.CL100K, errors="replace")
-    counts = count_tasks(file_tasks(str(path), path.stat().st_size, config.cut, block_size), config, workers).as_dict()
+    config = CountConfig(Splitter.of(bpe_fast.CL100K), errors="replace")
+    counts = count_tasks(file_tasks(str(path), path.stat().st_size, config.splitter.cut, block_size), config, workers).as_dict()
     assert counts["\ufffd".encode()] == 1 and counts[b"caf"] == 1
 
 

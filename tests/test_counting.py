@@ -12,7 +12,7 @@ import bpe_fast
 from bpe_fast import CL100K, GPT2, O200K
 from bpe_fast.counting import CountConfig, count_tasks
 from bpe_fast.inputs import docs_tasks, file_tasks
-from bpe_fast.pretokenize import chunks_of, find_cut, is_safe_cut
+from bpe_fast.pretokenize import Splitter, chunks_of, find_cut, is_safe_cut
 
 from .conftest import SHARED, corpus_files
 
@@ -53,8 +53,8 @@ def test_crlf_files_are_cut_into_blocks(tmp_path):
     path = tmp_path / "crlf.txt"
     path.write_bytes(text.encode())
     for pattern in NAMED:
-        config = CountConfig(pattern)
-        tasks = list(file_tasks(str(path), path.stat().st_size, config.cut, 4096))
+        config = CountConfig(Splitter.of(pattern))
+        tasks = list(file_tasks(str(path), path.stat().st_size, config.splitter.cut, 4096))
         assert len(tasks) > 10
         assert Counter(count_tasks(tasks, config, workers=1).as_dict()) == whole_counts(text, pattern)
 
@@ -74,8 +74,8 @@ def test_file_blocks_give_whole_file_counts(tmp_path, pattern, block_size):
     text = ("Hello world!\nIt's 2024.\n\n  indented\r\nλόγος 😀\n/path\n" * 50) + "end  \n"
     path = tmp_path / "doc.txt"
     path.write_bytes(text.encode("utf-8"))
-    config = CountConfig(pattern)
-    tasks = list(file_tasks(str(path), path.stat().st_size, config.cut, block_size))
+    config = CountConfig(Splitter.of(pattern))
+    tasks = list(file_tasks(str(path), path.stat().st_size, config.splitter.cut, block_size))
     assert len(tasks) > 1 or block_size == 1 << 30
     counts = count_tasks(tasks, config, workers=1)
     assert Counter(counts.as_dict()) == whole_counts(text, pattern)
@@ -84,20 +84,20 @@ def test_file_blocks_give_whole_file_counts(tmp_path, pattern, block_size):
 def test_custom_patterns_read_files_whole(tmp_path):
     path = tmp_path / "doc.txt"
     path.write_text("a b\nc d\n" * 100)
-    tasks = list(file_tasks(str(path), path.stat().st_size, CountConfig(r"\S+|\s+").cut, 8))
+    tasks = list(file_tasks(str(path), path.stat().st_size, Splitter.of(r"\S+|\s+").cut, 8))
     assert len(tasks) == 1 and tasks[0].size == path.stat().st_size
 
 
 @pytest.mark.parametrize("workers", [1, 2, 4])
 def test_workers_do_not_change_counts(workers):
     docs = [f"doc {i}: " + "lorem ipsum dolor " * (i % 7) + "\n" for i in range(3000)]
-    config = CountConfig(CL100K)
+    config = CountConfig(Splitter.of(CL100K))
     got = count_tasks(docs_tasks(docs, 2000), config, workers=workers).as_dict()
     assert Counter(got) == Counter(c.encode() for c in chunks_of(docs, CL100K))
 
 
 def test_special_tokens_are_cut_out_and_never_counted():
-    config = CountConfig(CL100K, ("<|endoftext|>",))
+    config = CountConfig(Splitter.of(CL100K, ("<|endoftext|>",)))
     got = count_tasks(docs_tasks(["one<|endoftext|>two <|endoftext|>"], 100), config, workers=1).as_dict()
     assert not any(b"endoftext" in chunk for chunk in got)
     assert got == {b"one": 1, b"two": 1, b" ": 1}
@@ -136,7 +136,7 @@ def test_a_killed_worker_is_an_error_not_a_hang():
     start = time.monotonic()
     with pytest.raises(bpe_fast.WorkerError, match=r"counting worker \(process \d+\) was killed by SIGKILL "
                                                    r"-- most likely by the system's out-of-memory killer"):
-        count_tasks(docs_tasks(docs(), 100), CountConfig(CL100K), workers=2)
+        count_tasks(docs_tasks(docs(), 100), CountConfig(Splitter.of(CL100K)), workers=2)
     assert time.monotonic() - start < 30
 
 
@@ -150,5 +150,5 @@ def test_a_worker_error_stops_the_reading_early():
             yield "hello world " * 10
 
     with pytest.raises(bpe_fast.InputError, match="document 0: invalid UTF-8 at byte offset 0"):
-        count_tasks(docs_tasks(docs(), 100), CountConfig(CL100K), workers=2)
+        count_tasks(docs_tasks(docs(), 100), CountConfig(Splitter.of(CL100K)), workers=2)
     assert len(consumed) < 1000       # it did not read on to the end

@@ -201,6 +201,9 @@ def test_an_input_that_fails_mid_read_is_named_as_the_input(tok, tmp_path, monke
                 raise OSError(5, "Input/output error")
             return self.fh.read(n)
 
+        def seek(self, pos):
+            return self.fh.seek(pos)
+
         def close(self):
             self.fh.close()
 

@@ -20,6 +20,7 @@ import pytest
 import bpe_fast
 from bpe_fast.cli import main
 from bpe_fast.counting import CountConfig, count_tasks
+from bpe_fast.pretokenize import Splitter
 from bpe_fast.inputs import docs_tasks, file_tasks
 
 from .conftest import small_text
@@ -193,7 +194,7 @@ def test_workers_are_never_more_than_the_tasks():
     import multiprocessing as mp
     seen = []
     docs = [f"document {i} " * 50 for i in range(7)]
-    count_tasks(docs_tasks(docs, 10), CountConfig(bpe_fast.CL100K), workers=1000,
+    count_tasks(docs_tasks(docs, 10), CountConfig(Splitter.of(bpe_fast.CL100K)), workers=1000,
                 on_progress=lambda n: seen.append(len(mp.active_children())))
     assert len(seen) == 7 and max(seen) <= 7
 
@@ -215,8 +216,8 @@ def test_the_first_invalid_byte_is_reported_whatever_the_worker_timing(tmp_path)
 def test_a_file_that_shrinks_while_read_is_an_error(tmp_path):
     path = tmp_path / "shrinks.txt"
     path.write_text("some text on a line\n" * 5000)
-    config = CountConfig(bpe_fast.CL100K)
-    tasks = list(file_tasks(str(path), path.stat().st_size, config.cut, 10_000))
+    config = CountConfig(Splitter.of(bpe_fast.CL100K))
+    tasks = list(file_tasks(str(path), path.stat().st_size, config.splitter.cut, 10_000))
     with open(path, "r+b") as fh:
         fh.truncate(30_000)
     with pytest.raises(bpe_fast.InputError, match="shrinks.txt: the file changed while it was read"):
