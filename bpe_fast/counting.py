@@ -74,6 +74,10 @@ class ChunkCounter:
     def __init__(self, config: CountConfig):
         self.config = config
         self.splitter = config.splitter
+        self.engine = config.splitter.engine
+        # No special tokens and no lines: a text is one document (the common case, kept quick
+        # for many small documents).
+        self.whole_texts = not config.splitter.special_tokens and not config.splitter.lines
         self.table = ChunkTable()
         self.spills: list[str] = []
         self.input_size = 0
@@ -81,7 +85,7 @@ class ChunkCounter:
     def run(self, task) -> None:
         """Count one task (inputs.py): every piece of text it reads."""
         for where, data, offset, _ in task.pieces():
-            if isinstance(data, bytes):
+            if data.__class__ is bytes:
                 self.add_utf8(data, where, offset)
             else:
                 self.add_text(data, where)
@@ -90,11 +94,15 @@ class ChunkCounter:
             self.spills.append(self._spill())
 
     def add_text(self, text: str, where: str) -> None:
+        if self.whole_texts:
+            if text:
+                self._add_document(text, where)
+            return
         for document in self.splitter.documents(text):
             self._add_document(document, where)
 
     def _add_document(self, document: str, where: str) -> None:
-        engine = self.splitter.engine
+        engine = self.engine
         if engine == REGEX:
             counts: Counter[str] = Counter()
             for batch in match_batches(self.splitter.regex, document):

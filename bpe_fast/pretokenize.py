@@ -92,7 +92,7 @@ class Splitter:
         """The pattern's name: gpt2, cl100k, o200k, superword, none or custom."""
         return name_of(self.pattern)
 
-    @property
+    @functools.cached_property
     def engine(self) -> str:
         if self.pattern is None:
             return WHOLE
