@@ -34,7 +34,7 @@ import stat
 import sys
 from dataclasses import dataclass, field as dataclass_field
 from pathlib import Path
-from typing import BinaryIO, Callable, Iterable, Iterator, NamedTuple, Union
+from typing import BinaryIO, Callable, ClassVar, Iterable, Iterator, NamedTuple, Union
 
 from .errors import InputError, require
 
@@ -165,6 +165,7 @@ class Source:
     path: str
     compression: str | None
     size: int | None
+    is_text: ClassVar[bool] = False    # a text container (its lines may be documents: lines=True)
 
     @property
     def name(self) -> str:
@@ -191,7 +192,7 @@ class Source:
 @dataclass(frozen=True)
 class TextSource(Source):
     """A text container: its bytes are one document."""
-    is_text = True
+    is_text: ClassVar[bool] = True
 
     @property
     def splittable_by_workers(self) -> bool:
@@ -215,7 +216,6 @@ class TextSource(Source):
 class JsonlSource(Source):
     """JSON lines: each record's ``field`` is a document."""
     field: str = "text"
-    is_text = False
 
     def tasks(self, cut: Cut | None, block_size: int) -> Iterator:
         for first_line, _, data, size in self._stream_blocks(_line_cut, block_size):
@@ -226,7 +226,6 @@ class JsonlSource(Source):
 class ParquetSource(Source):
     """Parquet: each value of ``column`` is a document, read a row group at a time."""
     column: str = "text"
-    is_text = False
 
     def tasks(self, cut: Cut | None, block_size: int) -> Iterator:
         return parquet_tasks(self, self.column)
