@@ -5,7 +5,7 @@
     tok.encode("hello world"); tok.save("tok.json")
 
 Stages, one module each: patterns, pretokenize -> counting -> wordtable -> _kernel (Cython;
-reference.py is the plain-Python oracle) -> tokenizer (formats.py reads and writes its files,
+reference.py is the plain-Python oracle) -> tokenizer (formats/ reads and writes its files,
 registry.py names the encodings) -> cli; trainer.py runs the stages in order. errors.py,
 paths.py and bytelevel.py are leaves any module may use. There is no import cycle
 (``python tests/test_architecture.py`` prints the graph).
