@@ -6,8 +6,8 @@
 
 Stages, one module each: patterns, pretokenize (the Splitter: what a chunk is) -> inputs ->
 counting -> wordtable -> _kernel (Cython; reference.py is the plain-Python oracle) -> tokenizer
-(formats.py reads and writes its files, registry.py names the encodings) -> cli; trainer.py runs
-the stages in order (continued.py: training on from a base). errors.py,
+(formats/ reads and writes its files, one module per format; registry.py names the encodings)
+-> cli; trainer.py runs the stages in order (continued.py: training on from a base). errors.py,
 paths.py and bytelevel.py are leaves any module may use. There is no import cycle
 (``python tests/test_architecture.py`` prints the graph).
 """

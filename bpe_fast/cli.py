@@ -56,13 +56,18 @@ def use_help_formatter(parser: argparse.ArgumentParser) -> None:
 
 
 def add_format_option(p, what: str) -> None:
-    p.add_argument("--format", choices=list(formats.FORMATS), default=None,
-                   help=f"the format of {what}: bpe_fast (bpe_fast's JSON), huggingface (a tokenizer.json), "
-                        "tiktoken (NAME.tiktoken and its sidecar NAME.tiktoken.json: pattern and special tokens), "
-                        "minbpe (PREFIX.model and PREFIX.vocab), gpt2 (encoder.json and vocab.bpe: give a "
-                        "folder ending in / or a name ending in vocab.bpe). Default: told by the name: .tiktoken "
-                        "-> tiktoken, .model -> minbpe, vocab.bpe -> gpt2; .json is ambiguous and means "
-                        "bpe_fast (give --format huggingface for a Hugging Face tokenizer.json)")
+    p.add_argument("--format", choices=formats.names(), default=None, help=f"the format of {what}: {_formats_help()}")
+
+
+def _formats_help() -> str:
+    """Each format's files, and which names say which, from the table of formats."""
+    each = ", ".join(f"{fmt.name} ({fmt.description})" for fmt in formats.FORMATS)
+    by_name = ", ".join(f"{suffix} -> {fmt.name}" for fmt in formats.FORMATS for suffix in fmt.suffixes)
+    # the other formats a .json name could mean, that no suffix of their own says
+    others = ", ".join(f"--format {fmt.name} for {fmt.title}" for fmt in formats.FORMATS
+                       if fmt.is_json and not fmt.suffixes and fmt is not formats.DEFAULT)
+    return (f"{each}. Default: told by the name: {by_name}; .json is ambiguous and means {formats.DEFAULT.name}"
+            + (f" (give {others})" if others else ""))
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -199,9 +204,6 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-# The demo's file, by format, in a new temporary folder when -o is not given.
-DEMO_NAMES = {"bpe_fast": "demo-tokenizer.json", "huggingface": "demo-tokenizer.hf.json",
-              "tiktoken": "demo-tokenizer.tiktoken", "minbpe": "demo-tokenizer.model", "gpt2": "demo-gpt2/"}
 DEMO_SAMPLE = "def train(self, text): return [token for token in text.split()]"
 
 
@@ -293,7 +295,7 @@ def check_tokenizer_output(path: str, fmt: str, inputs: list[str], option: str) 
     ``-o tok/``, is made if its parent exists)."""
     files = formats.output_files(path, fmt)
     for file in files:
-        if fmt == "gpt2" and not file.parent.exists() and file.parent.parent.is_dir():
+        if formats.by_name(fmt).makes_folder and not file.parent.exists() and file.parent.parent.is_dir():
             file.parent.mkdir()
         check_output(file, inputs, option)
     return files
@@ -301,9 +303,10 @@ def check_tokenizer_output(path: str, fmt: str, inputs: list[str], option: str) 
 
 def write_tokenizer(tok, path: str, fmt: str) -> list[str]:
     written = formats.write(tok, path, fmt)
-    if fmt == "bpe_fast" and Path(path).name == "tokenizer.json":
-        print(f"note: {path} is bpe_fast's JSON (a .json name means bpe_fast's own format); "
-              f"give --format huggingface for a Hugging Face tokenizer.json", file=sys.stderr)
+    usual = next((other for other in formats.FORMATS if Path(path).name in other.file_names), None)
+    if fmt == formats.DEFAULT.name and usual is not None:        # "-o tokenizer.json": bpe_fast JSON
+        print(f"note: {path} is {formats.DEFAULT.title} (a .json name means bpe_fast's own format); "
+              f"give --format {usual.name} for {usual.title}", file=sys.stderr)
     return written
 
 
@@ -321,7 +324,7 @@ def cmd_train(args) -> int:
     if output is None and not args.demo:
         raise BpeFastError("-o/--output is required: where to write the tokenizer")
     if output is None:          # the demo, without -o: a new folder, never the current one
-        name = DEMO_NAMES[args.format or "bpe_fast"]
+        name = formats.by_name(args.format or formats.DEFAULT.name).demo_name
         if len(args.vocab_size) > 1:
             name = name.replace("demo", "demo-{vocab_size}", 1)
         output = os.path.join(tempfile.mkdtemp(prefix="bpe-fast-demo-"), name)
@@ -372,10 +375,7 @@ def cmd_convert(args) -> int:
     fmt = formats.format_of_path(args.output, args.format)
     check_tokenizer_output(args.output, fmt, [args.input], "OUT")
     if args.pattern is not None:
-        if not (Path(args.input).is_file() and formats.sniff(args.input) == "tiktoken"):
-            raise ArgumentError(f"--pattern {args.pattern}: IN {args.input} is not a .tiktoken file; only those "
-                                f"lack a pattern (every other format, and the named encodings, hold their own)")
-        tok = Tokenizer.from_tiktoken(args.input, pattern=args.pattern)
+        tok = Tokenizer.from_vocabulary(_read_with_pattern(args.input, args.pattern))
     else:
         tok = load(args.input, args.vocabs)
     formats.check_writable(fmt, tok.pattern, list(tok.special_tokens))
@@ -386,6 +386,16 @@ def cmd_convert(args) -> int:
     for path in written:
         print(f"wrote      {os.path.abspath(path)} ({fmt})")
     return 0
+
+
+def _read_with_pattern(path: str, pattern: str):
+    """convert's IN read with --pattern, which only a format whose files hold none takes (.tiktoken)."""
+    takers = [fmt for fmt in formats.FORMATS if fmt.needs_pattern]
+    fmt = formats.sniff(path) if Path(path).is_file() else None
+    if fmt not in [taker.name for taker in takers]:
+        raise ArgumentError(f"--pattern {pattern}: IN {path} is not {' or '.join(t.title for t in takers)}; only "
+                            f"those lack a pattern (every other format, and the named encodings, hold their own)")
+    return formats.read(path, fmt, pattern=pattern)
 
 
 def _summary(args, tok, outputs: list[str], fmt: str, seconds: float) -> None:

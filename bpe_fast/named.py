@@ -3,7 +3,7 @@
 For each file: the address tiktoken downloads it from (tiktoken names its cached copy by the
 SHA-1 of that address, see ``paths.tiktoken_cache_dir``) and the SHA-256 tiktoken publishes and
 checks (``tiktoken_ext/openai_public.py``); bpe_fast checks the same hash whenever it loads one.
-A leaf module (patterns only), so that formats.py, registry.py and the CLI can all use it.
+A leaf module (patterns only), so that formats/, registry.py and the CLI can all use it.
 """
 from __future__ import annotations
 

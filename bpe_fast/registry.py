@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 
 from . import formats
-from .errors import ArgumentError, TokenizerFileError, VocabularyNotFoundError
+from .errors import TokenizerFileError, VocabularyNotFoundError
 from .named import ENCODINGS, EncodingFile, NamedEncoding, encoding_of_file
 from .paths import tiktoken_cache_dir, tiktoken_cache_file, vocab_dirs
 from .tokenizer import Tokenizer
@@ -105,46 +105,11 @@ def load(name_or_path: str | os.PathLike, path: str | os.PathLike | None = None)
 
 
 def open_folder(folder: Path) -> Tokenizer:
-    """A folder holding a tokenizer.json (as Hugging Face saves one), or GPT-2's two files."""
-    if (folder / "tokenizer.json").is_file():
-        return open_file(folder / "tokenizer.json")
-    encoder, merges = formats.gpt2_files(folder)
-    if encoder.is_file() and merges.is_file():
-        return Tokenizer.from_gpt2(encoder, merges)
-    raise TokenizerFileError(f"{folder}: is a directory holding neither tokenizer.json nor GPT-2's "
-                             f"encoder.json and vocab.bpe; give a tokenizer file")
-
-
-def _gpt2_pair(file: Path) -> Tokenizer:
-    encoder, merges = formats.gpt2_files(file)
-    other = merges if file == encoder else encoder
-    if not other.is_file():
-        raise TokenizerFileError(f"{file}: GPT-2's files come in pairs, and {other} is not beside it; "
-                                 f"load them with Tokenizer.from_gpt2(encoder_json, vocab_bpe)")
-    return Tokenizer.from_gpt2(encoder, merges)
+    """A folder holding one format's usual files: a tokenizer.json (as Hugging Face saves one), or
+    GPT-2's two files."""
+    return Tokenizer.from_vocabulary(formats.read_folder(folder))
 
 
 def open_file(file: Path) -> Tokenizer:
-    """A tokenizer file, its format told by its content (or, failing that, its suffix)."""
-    kind = formats.sniff(file)
-    if kind == "tiktoken" or (kind == "unknown" and file.suffix == ".tiktoken"):
-        return Tokenizer.from_tiktoken(file)
-    if kind == "minbpe" or (kind == "unknown" and file.suffix == ".model"):
-        return Tokenizer.from_minbpe(file)
-    if kind == "gpt2-merges":
-        try:
-            return _gpt2_pair(file)
-        except ArgumentError:            # a name gpt2_files cannot pair
-            raise TokenizerFileError(f"{file}: GPT-2's vocab.bpe (merges) holds no ids; load it with its "
-                                     f"encoder.json: Tokenizer.from_gpt2(encoder_json, vocab_bpe)") from None
-    data = formats.read_json(file)
-    kind = formats.json_kind(data)
-    if kind == "huggingface":
-        return Tokenizer.from_vocabulary(formats.huggingface_vocabulary(data, str(file)))
-    if kind == "gpt2-encoder" and file.name.endswith("encoder.json"):
-        return _gpt2_pair(file)
-    if kind in ("gpt2-encoder", "tiktoken-sidecar"):
-        hint = (f"load {file.name.removesuffix('.json')} itself" if kind == "tiktoken-sidecar" else
-                "load it with its vocab.bpe: Tokenizer.from_gpt2(encoder_json, vocab_bpe)")
-        raise TokenizerFileError(f"{file}: this is {formats.KINDS[kind][0]}: {hint}")
-    return Tokenizer.from_vocabulary(formats.bpe_fast_vocabulary(data, str(file)))
+    """A tokenizer file, its format told by its content (or, failing that, its name)."""
+    return Tokenizer.from_vocabulary(formats.read(file))

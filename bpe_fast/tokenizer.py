@@ -190,7 +190,7 @@ class Tokenizer:
     def from_ranks(cls, ranks: Mapping[bytes, int], pattern: str | None = None,
                    special_tokens: Mapping[str, int] | Iterable[str] | None = None) -> "Tokenizer":
         """From tiktoken-style ``{token bytes: rank}``: the merges are recovered from the ranks."""
-        return cls.from_vocabulary(formats.vocabulary_from_ranks(ranks, pattern, special_tokens))
+        return cls.from_vocabulary(formats.tiktoken.vocabulary_from_ranks(ranks, pattern, special_tokens))
 
     def _assign_special_ids(self, specials) -> dict[str, int]:
         if specials is None:
@@ -433,62 +433,74 @@ class Tokenizer:
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
         return self.decode_bytes(ids).decode("utf-8", errors=errors)
 
-    # -- files: bpe_fast's JSON and the other formats (formats.py) ----------------------------
-    def to_dict(self) -> dict:
-        return formats.bpe_fast_dict(self)
-
-    @classmethod
-    def from_dict(cls, data: dict, source: str | None = None) -> "Tokenizer":
-        return cls.from_vocabulary(formats.bpe_fast_vocabulary(data, source))
-
+    # -- files: every format through the table of formats (formats/) ---------------------------
     def save(self, path: str | os.PathLike, format: str | None = None) -> list[str]:
-        """Write the tokenizer to ``path``: bpe_fast's JSON (one merge per line), or ``format``:
-        "bpe_fast", "huggingface", "tiktoken", "minbpe" or "gpt2". Without ``format`` the name
-        says it where it can (.tiktoken, .model, vocab.bpe); a .json name means bpe_fast's JSON
-        (give format="huggingface" for a tokenizer.json). Returns the files written."""
+        """Write the tokenizer to ``path`` in ``format``, a name from the table of formats
+        (``bpe_fast.formats.names()``: bpe_fast, huggingface, tiktoken, minbpe, gpt2). Without
+        ``format`` the name says it where it can (.tiktoken, .model, vocab.bpe); a .json name means
+        bpe_fast's JSON (give format="huggingface" for a tokenizer.json). Returns the files written."""
         return formats.write(self, path, format)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "Tokenizer":
         """A tokenizer in bpe_fast's JSON (what ``save`` writes by default). A file in another
         format is refused with the loader that fits; ``bpe_fast.load`` opens any format."""
-        return cls.from_vocabulary(formats.read_bpe_fast(path))
+        return cls.from_vocabulary(formats.read(path, formats.DEFAULT.name))
+
+    # Each format's own reader and writer, as methods: aliases of the functions in formats/<format>.py.
+    def to_dict(self) -> dict:
+        """The JSON object ``save`` writes (alias of ``formats.bpe_fast_json.bpe_fast_dict``)."""
+        return formats.bpe_fast_json.bpe_fast_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict, source: str | None = None) -> "Tokenizer":
+        """From ``to_dict``'s object (alias of ``formats.bpe_fast_json.bpe_fast_vocabulary``)."""
+        return cls.from_vocabulary(formats.bpe_fast_json.bpe_fast_vocabulary(data, source))
 
     @classmethod
     def from_tiktoken(cls, path, pattern: str | None = ..., special_tokens=None) -> "Tokenizer":
-        """A .tiktoken file. Its pattern and special tokens come from the arguments, else from
-        its sidecar ``path + ".json"`` (written by ``save_tiktoken``), else from the named
-        encoding it is the published file of (cl100k_base.tiktoken, ...). Otherwise ``pattern``
-        is required (None or "none": no split): a wrong pattern would give other ids."""
-        return cls.from_vocabulary(formats.read_tiktoken(path, pattern, special_tokens))
+        """A .tiktoken file (alias of ``formats.tiktoken.read_tiktoken``). Its pattern and special
+        tokens come from the arguments, else from its sidecar ``path + ".json"`` (written by
+        ``save_tiktoken``), else from the named encoding it is the published file of
+        (cl100k_base.tiktoken, ...). Otherwise ``pattern`` is required (None or "none": no split):
+        a wrong pattern would give other ids."""
+        return cls.from_vocabulary(formats.tiktoken.read_tiktoken(path, pattern, special_tokens))
 
     @classmethod
     def from_gpt2(cls, encoder_json, vocab_bpe) -> "Tokenizer":
-        return cls.from_vocabulary(formats.read_gpt2(encoder_json, vocab_bpe))
+        """GPT-2's two files (alias of ``formats.gpt2.read_gpt2``)."""
+        return cls.from_vocabulary(formats.gpt2.read_gpt2(encoder_json, vocab_bpe))
 
     @classmethod
     def from_huggingface(cls, path) -> "Tokenizer":
-        return cls.from_vocabulary(formats.read_huggingface(path))
+        """A byte-level BPE tokenizer.json (alias of ``formats.huggingface.read_huggingface``)."""
+        return cls.from_vocabulary(formats.huggingface.read_huggingface(path))
 
     @classmethod
     def from_minbpe(cls, path) -> "Tokenizer":
-        return cls.from_vocabulary(formats.read_minbpe(path))
+        """A minbpe .model file (alias of ``formats.minbpe.read_minbpe``)."""
+        return cls.from_vocabulary(formats.minbpe.read_minbpe(path))
 
     def save_tiktoken(self, path) -> list[str]:
-        """The .tiktoken file and its sidecar ``path + ".json"`` (pattern and special tokens)."""
-        return formats.write_tiktoken(self, path)
+        """The .tiktoken file and its sidecar ``path + ".json"`` (pattern and special tokens); alias
+        of ``formats.tiktoken.write_tiktoken``, which takes any name (``save`` checks it)."""
+        return formats.tiktoken.write_tiktoken(self, path)
 
     def to_tiktoken(self, name: str = "bpe_fast"):
-        return formats.to_tiktoken(self, name)
+        """A ``tiktoken.Encoding`` (alias of ``formats.tiktoken.to_tiktoken``)."""
+        return formats.tiktoken.to_tiktoken(self, name)
 
     def save_huggingface(self, path) -> None:
-        formats.write_huggingface(self, path)
+        """A tokenizer.json at ``path`` (alias of ``formats.huggingface.write_huggingface``)."""
+        formats.huggingface.write_huggingface(self, path)
 
     def save_minbpe(self, prefix) -> None:
-        formats.write_minbpe(self, prefix)
+        """``prefix.model`` and ``prefix.vocab`` (alias of ``formats.minbpe.write_minbpe``)."""
+        formats.minbpe.write_minbpe(self, prefix)
 
     def save_gpt2(self, encoder_json, vocab_bpe) -> None:
-        formats.write_gpt2(self, encoder_json, vocab_bpe)
+        """GPT-2's two files (alias of ``formats.gpt2.write_gpt2``)."""
+        formats.gpt2.write_gpt2(self, encoder_json, vocab_bpe)
 
     def truncated(self, vocab_size: int) -> "Tokenizer":
         """The tokenizer a shorter training would have given: the first merges only (merges are a

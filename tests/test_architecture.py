@@ -95,10 +95,24 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def reachable(graph: dict[str, set[str]], start: str) -> set[str]:
+    """Every module ``start`` imports, directly or through others."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for nxt in graph.get(todo.pop(), ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
 def test_the_import_graph_has_no_cycle():
     graph = import_graph()
     assert "bpe_fast.tokenizer" in graph["bpe_fast.registry"]          # the graph sees real edges
     assert "bpe_fast.formats" in graph["bpe_fast.tokenizer"]
+    assert {"bpe_fast.formats.tiktoken", "bpe_fast.formats._common"} <= graph["bpe_fast.formats"]
+    assert "bpe_fast.formats._common" in graph["bpe_fast.formats.tiktoken"]
     assert find_cycle(graph) is None, " -> ".join(find_cycle(graph))
 
 
@@ -109,7 +123,10 @@ def test_the_cycle_finder_finds_cycles():
 
 def test_formats_never_imports_the_tokenizer_and_the_core_never_imports_the_ladder_or_cli():
     graph = import_graph()
-    assert "bpe_fast.tokenizer" not in graph["bpe_fast.formats"]
+    wing = [m for m in graph if m == "bpe_fast.formats" or m.startswith("bpe_fast.formats.")]
+    assert len(wing) >= 7                    # the package, _common and one module per format
+    for module in wing:                      # not even through another module
+        assert "bpe_fast.tokenizer" not in reachable(graph, module), module
     core = [m for m in graph if not m.startswith(("bpe_fast.ladder", "bpe_fast.cli", "bpe_fast.__main__"))]
     for module in core:
         assert not {d for d in graph[module] if d.startswith(("bpe_fast.ladder", "bpe_fast.cli"))}, module

@@ -332,7 +332,7 @@ def test_help_shows_every_default_and_every_required_option(name):
 
 def test_help_says_how_the_format_is_chosen_and_that_json_is_ambiguous():
     text = " ".join(bpe_fast_cli("train", "--help").stdout.split())
-    assert ".tiktoken -> tiktoken, .model -> minbpe, vocab.bpe -> gpt2; .json is ambiguous and means bpe_fast" in text
+    assert ".tiktoken -> tiktoken, .model -> minbpe, .bpe -> gpt2; .json is ambiguous and means bpe_fast" in text
     assert "--vocab-size SIZES required (except with --demo" in text
     assert "-t TOKENIZER, --tokenizer TOKENIZER" in " ".join(bpe_fast_cli("show", "--help").stdout.split())
     assert "(required)" in bpe_fast_cli("count", "--help").stdout

@@ -237,7 +237,7 @@ def test_unknown_encoding_and_missing_file(tmp_path):
 
 def test_huggingface_special_tokens_listed_in_the_vocab(tmp_path):
     tok = Tokenizer([[97, 98]], pattern="gpt2")
-    data = bpe_fast.formats.huggingface_json(tok)
+    data = bpe_fast.formats.huggingface.huggingface_json(tok)
     special = "<｜begin▁of▁sentence｜>"          # not spelled in GPT-2's byte alphabet
     data["model"]["vocab"][special] = 300
     data["added_tokens"].append({"id": 300, "content": special, "special": True})
@@ -262,7 +262,7 @@ def test_decode_of_an_id_beyond_64_bits():
 
 def test_huggingface_files_that_are_not_bpe_or_miss_merges(tmp_path):
     tok = small_trained("gpt2")
-    data = bpe_fast.formats.huggingface_json(tok)
+    data = bpe_fast.formats.huggingface.huggingface_json(tok)
     for model in ("x", None, {"type": "WordPiece"}):
         (tmp_path / "t.json").write_text(json.dumps({**data, "model": model}))
         with pytest.raises(TokenizerFileError, match=r"t.json: not a BPE tokenizer.json"):

@@ -1,0 +1,191 @@
+"""What every format module shares: the ``Format`` entry each one declares, the ``Peek`` its
+sniff looks at, the ``Vocabulary`` record its reader returns, and the helpers that read files
+and check their fields (every error names the file, and the line or field, and what is wrong).
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, NamedTuple, Sequence
+
+from ..errors import TokenizerFileError
+from ..bytelevel import token_to_str
+
+MAX_ID = 2**31 - 1          # token ids are int32 in the native code
+
+
+@dataclass
+class Vocabulary:
+    """What a vocabulary file says, before ``Tokenizer.from_vocabulary`` checks it.
+
+    Merge m joins (left id, right id) into ``merge_ids[m]`` (default 256 + m); byte b has id
+    ``byte_ids[b]`` (default b). ``source`` is the file it was read from, named in errors."""
+    merges: Any                                    # (n, 2) ids, in merge (rank) order
+    pattern: str | None = None
+    special_tokens: Mapping[str, int] | Sequence[str] | None = None
+    merge_ids: Any = None
+    byte_ids: Any = None
+    source: str | None = None
+
+
+class FileKind(NamedTuple):
+    """What a sniffed file is, in the words of an error message, and the call that reads it."""
+    what: str           # "a .tiktoken file"
+    loader: str         # "Tokenizer.from_tiktoken(path, pattern=...)"
+
+
+class Peek:
+    """A file as sniffing sees it: its first bytes and, when they open a JSON object, the whole
+    file parsed. It is parsed once: the reader of the format it turns out to be gets this Peek
+    (parsing a 200k-token tokenizer.json takes a sixth of the time of loading it)."""
+    HEAD_BYTES = 4096
+
+    def __init__(self, path: str | os.PathLike):
+        self.path = path
+        try:
+            with open(path, "rb") as fh:
+                self.head = fh.read(self.HEAD_BYTES)
+        except OSError:     # missing, a folder, unreadable: no sniff claims it, and its reader says why
+            self.head = b""
+
+    @property
+    def first_line(self) -> bytes:
+        return self.head.lstrip().split(b"\n", 1)[0]
+
+    @functools.cached_property
+    def json(self) -> dict | None:
+        """The file's JSON object, if its first bytes open one and the whole file parses; else None."""
+        if not self.head.lstrip().startswith(b"{"):
+            return None
+        try:
+            return read_json(self.path)
+        except TokenizerFileError:      # left for the reader, which reads it again to say what is wrong
+            return None
+
+    def read_json(self) -> Any:
+        """The file's JSON, whatever it holds: a TokenizerFileError if it is none."""
+        return self.json if self.json is not None else read_json(self.path)
+
+
+def the_path_itself(path: str | os.PathLike) -> list[Path]:
+    return [Path(path)]
+
+
+def holds_anything(pattern: str | None, special_tokens: Sequence[str]) -> None:
+    """The check of a format that can hold any pattern and any special tokens."""
+
+
+@dataclass(frozen=True)
+class Format:
+    """One vocabulary format, as it stands in the table ``bpe_fast.formats.FORMATS``.
+
+    ``sniff`` and ``read`` take a ``Peek``; ``write`` takes a tokenizer (this package never
+    imports ``Tokenizer``, so it is not typed here) and the path the user gave."""
+    name: str                       # as --format and Tokenizer.save(format=) take it: "tiktoken"
+    title: str                      # the format in a sentence: "a .tiktoken file"
+    description: str                # its files, one line of --help
+    sniff: Callable[[Peek], FileKind | None]        # what a file is, if it is one of this format's files
+    read: Callable[..., Vocabulary]                 # read(peek, **options): the file's vocabulary
+    write: Callable[[Any, str | os.PathLike], Any]  # write(tok, path): all of output_files(path)
+    demo_name: str                  # what `bpe-fast train --demo` writes without -o
+    suffixes: tuple[str, ...] = ()  # name endings (lower case) that say this format: (".tiktoken",)
+    is_json: bool = False           # its file is JSON, so a name ending in .json may hold it
+    file_names: tuple[str, ...] = ()    # its files' usual names: a folder holding them all is read as it
+    output_files: Callable[[str | os.PathLike], list[Path]] = the_path_itself  # every file write makes
+    # Refuses, before any training, a pattern or special tokens the format cannot hold.
+    check_writable: Callable[[str | None, Sequence[str]], None] = holds_anything
+    needs_pattern: bool = False     # its files hold no pattern, so read takes pattern= (a .tiktoken file)
+    makes_folder: bool = False      # write makes the folder its files go in (GPT-2's "-o tok/")
+
+
+# -- reading files ------------------------------------------------------------------------------
+
+def open_for_reading(path, mode, **kwargs):
+    """``open``, with a missing file or a folder as a TokenizerFileError naming it."""
+    try:
+        return open(path, mode, **kwargs)
+    except FileNotFoundError:
+        raise TokenizerFileError(f"{path}: no such file") from None
+    except IsADirectoryError:
+        raise TokenizerFileError(f"{path}: is a directory") from None
+
+
+def read_text(path) -> str:
+    """A whole UTF-8 text file; a binary or mis-encoded one is a TokenizerFileError."""
+    with open_for_reading(path, "rb") as fh:
+        data = fh.read()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TokenizerFileError(f"{path}: not UTF-8 text (byte offset {exc.start})") from None
+
+
+def read_json(path):
+    """A JSON file's contents; a missing, truncated or binary file is a TokenizerFileError."""
+    with open_for_reading(path, "r", encoding="utf-8") as fh:
+        try:
+            return json.load(fh)
+        except json.JSONDecodeError as exc:
+            raise TokenizerFileError(f"{path}, line {exc.lineno}: not valid JSON ({exc.msg}); truncated?") from None
+        except UnicodeDecodeError as exc:
+            raise TokenizerFileError(f"{path}: not UTF-8 text (byte offset {exc.start}), so not a JSON "
+                                     f"tokenizer file") from None
+
+
+def file_sha256(path: str | os.PathLike) -> str:
+    digest = hashlib.sha256()
+    with open_for_reading(path, "rb") as fh:
+        while block := fh.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# -- checking what a file holds ------------------------------------------------------------------
+
+_KIND_NAMES = {dict: "an object", list: "a list", str: "a string", int: "an integer", bool: "true or false"}
+
+
+def expect(value, kind, source: str, what: str):
+    """value, if it is of the kind a file format says; else an error naming the file and field.
+    (bool is not taken for int, though Python would.)"""
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds):
+        names = " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)
+        raise TokenizerFileError(f"{source}: {what} must be {names}, not {json.dumps(value)[:60]}")
+    return value
+
+
+def expect_optional(value, kind, source: str, what: str):
+    return None if value is None else expect(value, kind, source, what)
+
+
+def maps_tokens_to_ids(data: Any) -> bool:
+    """Whether parsed JSON is a non-empty object of token -> id, as GPT-2's encoder.json is."""
+    return isinstance(data, dict) and bool(data) and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in data.values())
+
+
+# -- byte-level BPE vocabularies (GPT-2's files, Hugging Face's tokenizer.json) -------------------
+
+def lookup_merge(left: bytes, right: bytes, ids: dict[bytes, int], where: str, vocab_name: str):
+    """((left id, right id), id of left + right) for a merge read from a file, all looked up in ids."""
+    for part in (left, right, left + right):
+        if part not in ids:
+            raise TokenizerFileError(f"{where}: {token_to_str(part)!r} is not in {vocab_name}")
+    return (ids[left], ids[right]), ids[left + right]
+
+
+def check_every_token_made(ids: dict[bytes, int], byte_ids, merge_ids, merges_file: str, id_where: str) -> None:
+    """Every token of the vocabulary is a byte or made by a merge: else merges are missing (a
+    truncated file), and loading on would silently give a smaller vocabulary."""
+    made = set(byte_ids) | set(merge_ids)
+    unmade = [(t, i) for t, i in ids.items() if i not in made]
+    if unmade:
+        token, token_id = unmade[0]
+        raise TokenizerFileError(f"{merges_file}: no merge makes {token_to_str(token)!r} ({id_where.format(token_id)}); "
+                                 f"{len(unmade)} tokens lack their merge (truncated file?)")
+

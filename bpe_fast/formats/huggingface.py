@@ -1,0 +1,140 @@
+"""Hugging Face ``tokenizer.json`` with a byte-level BPE model (tokens spelled in GPT-2's
+bytes-to-unicode alphabet, bytelevel.py)."""
+from __future__ import annotations
+
+import json
+import os
+from typing import Any
+
+from ..bytelevel import str_to_token, token_to_str
+from ..errors import TokenizerFileError
+from ..outputs import atomic_open
+from ..patterns import CL100K, GPT2, O200K
+from ._common import (FileKind, Format, Peek, Vocabulary, check_every_token_made, expect, lookup_merge,
+                      maps_tokens_to_ids, read_json)
+
+KIND = FileKind("a Hugging Face tokenizer.json", "Tokenizer.from_huggingface(path)")
+
+# The same patterns as Hugging Face's Oniguruma engine must be told them: there "{1,3}+" is not
+# possessive but a repeated group, and "$" also matches before any newline. Equivalence with
+# the tiktoken strings is checked by the tests on every shared corpus.
+HF_PATTERNS = {
+    GPT2: r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++\z|\s+(?!\S)|\s""",
+    CL100K: r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++\z|\s*[\r\n]|\s+(?!\S)|\s""",
+    O200K: O200K,
+}
+
+
+def huggingface_vocabulary(data: Any, source: str) -> Vocabulary:
+    """The vocabulary of a parsed byte-level BPE ``tokenizer.json``."""
+    model = data.get("model") if isinstance(data, dict) else None
+    if not isinstance(model, dict) or model.get("type") != "BPE":
+        kind = repr(model.get("type")) if isinstance(model, dict) else f"not an object but {model!r:.40}"
+        raise TokenizerFileError(f"{source}: not a BPE tokenizer.json (model.type is {kind})")
+    pattern = _hf_pattern(data.get("pre_tokenizer"), source)
+    added = _hf_added_tokens(data.get("added_tokens", []), source)
+    vocab = {str_to_token(s, f"{source}: model.vocab"): i
+             for s, i in expect(model.get("vocab", {}), dict, source, "model.vocab").items()
+             if s not in added and expect(i, int, source, f"model.vocab[{s!r}]") is not None}
+    merges, merge_ids = [], []
+    for k, merge in enumerate(expect(model.get("merges", []), list, source, "model.merges")):
+        parts = merge.split(" ") if isinstance(merge, str) else merge
+        if not isinstance(parts, list) or len(parts) != 2 or not all(isinstance(p, str) for p in parts):
+            raise TokenizerFileError(f"{source}: model.merges[{k}] is {merge!r:.60}, not a pair of tokens")
+        where = f"{source}: model.merges[{k}]"
+        pair, made = lookup_merge(*(str_to_token(p, where) for p in parts), vocab, where, "model.vocab")
+        merges.append(pair)
+        merge_ids.append(made)
+    missing = [b for b in range(256) if bytes([b]) not in vocab]
+    if missing:
+        raise TokenizerFileError(f"{source}: model.vocab has no token for the byte {bytes([missing[0]])!r} "
+                                 f"(not a byte-level BPE with the full byte alphabet)")
+    byte_ids = [vocab[bytes([b])] for b in range(256)]
+    check_every_token_made(vocab, byte_ids, merge_ids, f"{source}: model.merges", "id {} in model.vocab")
+    specials = {content: i for content, (i, special) in added.items() if special}
+    return Vocabulary(merges, pattern, specials, merge_ids, byte_ids, source=source)
+
+
+def _hf_added_tokens(entries: Any, source: str) -> dict[str, tuple[int, bool]]:
+    """added_tokens as {content: (id, special)}; they are kept in model.vocab too, as text."""
+    added = {}
+    for k, entry in enumerate(expect(entries, list, source, "added_tokens")):
+        where = f"added_tokens[{k}]"
+        entry = expect(entry, dict, source, where)
+        content = expect(entry.get("content"), str, source, f"{where}.content")
+        added[content] = (expect(entry.get("id"), int, source, f"{where}.id"),
+                          expect(entry.get("special", True), bool, source, f"{where}.special"))
+    return added
+
+
+def read_huggingface(path: str | os.PathLike) -> Vocabulary:
+    """A byte-level BPE ``tokenizer.json``."""
+    return huggingface_vocabulary(read_json(path), str(path))
+
+
+def _hf_pattern(pre, source: str) -> str | None:
+    """The split pattern of a pre_tokenizer that bpe_fast can reproduce exactly."""
+    if pre is None:
+        return None
+    pre = expect(pre, dict, source, "pre_tokenizer")
+    steps = pre.get("pretokenizers", []) if pre.get("type") == "Sequence" else [pre]
+    pattern = None
+    for k, step in enumerate(expect(steps, list, source, "pre_tokenizer.pretokenizers")):
+        step = expect(step, dict, source, f"pre_tokenizer step {k}")
+        kind = step.get("type")
+        split = step.get("pattern")
+        if kind == "ByteLevel":
+            if step.get("add_prefix_space"):
+                raise TokenizerFileError(f"{source}: ByteLevel add_prefix_space=true is not supported")
+            if step.get("use_regex", True):
+                pattern = GPT2
+        elif kind == "Split" and isinstance(split, dict) and isinstance(split.get("Regex"), str) \
+                and step.get("behavior") == "Isolated" and not step.get("invert"):
+            pattern = {hf: ours for ours, hf in HF_PATTERNS.items()}.get(split["Regex"], split["Regex"])
+        else:
+            raise TokenizerFileError(f"{source}: pre_tokenizer step {kind!r} ({json.dumps(step)[:80]}) is not supported")
+    return pattern
+
+
+def huggingface_json(tok) -> dict:
+    vocab = {token_to_str(t): i for t, i in tok.mergeable_ranks().items()}
+    merges = [[token_to_str(tok.token_bytes(a)), token_to_str(tok.token_bytes(b))] for a, b in tok.merges.tolist()]
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}
+    steps = [byte_level]
+    if tok.pattern is not None:
+        split = {"type": "Split", "pattern": {"Regex": HF_PATTERNS.get(tok.pattern, tok.pattern)},
+                 "behavior": "Isolated", "invert": False}
+        steps = [split, byte_level]
+    added = [{"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
+              "normalized": False, "special": True} for s, i in sorted(tok.special_tokens.items(), key=lambda x: x[1])]
+    return {
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added, "normalizer": None,
+        "pre_tokenizer": {"type": "Sequence", "pretokenizers": steps}, "post_processor": None,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
+        "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,
+                  "end_of_word_suffix": None, "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
+                  "vocab": vocab, "merges": merges},
+    }
+
+
+def write_huggingface(tok, path: str | os.PathLike) -> None:
+    with atomic_open(path, "w", encoding="utf-8") as fh:
+        json.dump(huggingface_json(tok), fh, ensure_ascii=False)
+
+
+# -- in the table of formats -----------------------------------------------------------------------
+
+def sniff(peek: Peek) -> FileKind | None:
+    data = peek.json
+    # GPT-2's encoder.json is a JSON object with "model" too (a token, mapped to its id).
+    return KIND if data is not None and "model" in data and not maps_tokens_to_ids(data) else None
+
+
+def read(peek: Peek) -> Vocabulary:
+    return huggingface_vocabulary(peek.read_json(), str(peek.path))
+
+
+FORMAT = Format(
+    name="huggingface", title="a Hugging Face tokenizer.json", description="a tokenizer.json",
+    sniff=sniff, read=read, write=write_huggingface, demo_name="demo-tokenizer.hf.json", is_json=True,
+    file_names=("tokenizer.json",))
