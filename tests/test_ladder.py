@@ -1,4 +1,4 @@
-"""The profiling ladder (bpe_fast.ladder): every rung learns correct merges, and the harness
+"""The profiling ladder (bpe_fast.workshop.ladder): every rung learns correct merges, and the harness
 behind ``bpe-fast profile`` reports what happened -- ties, skips, per-line profiles, chart, JSON.
 
 No timing is asserted: timings are what the harness measures, not what it must produce.
@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpe_fast.errors import BpeFastError
-from bpe_fast.ladder import RUNGS, Workload, harness, select
-from bpe_fast.ladder.harness import budget_check, line_profile, run_ladder
+from bpe_fast.workshop.ladder import RUNGS, Workload, harness, select
+from bpe_fast.workshop.ladder.harness import budget_check, line_profile, run_ladder
 from bpe_fast.reference import count_pairs, merge_word, train_reference
 
 # Rungs that break ties like the reference (smallest pair), and rungs that share v1's running
@@ -89,7 +89,7 @@ def test_harness_explains_a_tie_broken_differently():
 def profile_main():
     """bpe_fast.cli.main, which must have the profile subcommand registered."""
     from bpe_fast import cli
-    from bpe_fast.ladder.cli import add_profile_parser
+    from bpe_fast.workshop.ladder.cli import add_profile_parser
 
     assert add_profile_parser in cli.SUBCOMMANDS
     return cli.main
@@ -130,7 +130,7 @@ def test_cli_line_profile_prints_per_line_timings(profile_main, capsys):
 
 def test_cli_says_which_rung_runs_with_an_estimate_and_writes_json_and_chart_as_rungs_finish(
         profile_main, tmp_path, capsys, monkeypatch):
-    from bpe_fast.ladder import harness
+    from bpe_fast.workshop.ladder import harness
     out, png = tmp_path / "ladder.json", tmp_path / "ladder.png"
     seen = []
     real = harness.line_profile
