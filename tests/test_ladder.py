@@ -128,6 +128,7 @@ def test_cli_line_profile_prints_per_line_timings(profile_main, capsys):
     assert len(hits) == 2 and all(int(h) > 0 for h in hits), out
 
 
+@pytest.mark.slow      # 2.5 s; test_cli_json_has_the_documented_shape runs the CLI in the fast suite
 def test_cli_says_which_rung_runs_with_an_estimate_and_writes_json_and_chart_as_rungs_finish(
         profile_main, tmp_path, capsys, monkeypatch):
     from bpe_fast.workshop.ladder import harness
@@ -177,6 +178,7 @@ def test_line_profile_of_the_kernel_rung_shows_its_python_lines():
     assert seconds > 0 and "train_merges(table.symbols" in text
 
 
+@pytest.mark.slow      # 2.4 s; test_charts draws the ladder's chart in the fast suite
 def test_cli_plot_writes_a_png(profile_main, tmp_path):
     png = tmp_path / "ladder.png"
     assert profile_main(["profile", "--chars", "2000", "--merges", "4", "--versions", "v1,v5,v6",
