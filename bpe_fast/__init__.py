@@ -8,7 +8,8 @@ Stages, one module each: patterns, pretokenize -> counting -> wordtable -> _kern
 reference.py is the plain-Python oracle) -> tokenizer (formats.py reads and writes its files,
 registry.py names the encodings) -> cli; trainer.py runs the stages in order. errors.py,
 paths.py and bytelevel.py are leaves any module may use. There is no import cycle
-(``python tests/test_architecture.py`` prints the graph).
+(``python tests/test_architecture.py`` prints the graph). The workshop (``bpe_fast.workshop``:
+the seed notebooks' tokenizers and the profiling ladder) stands apart: no stage imports it.
 """
 from . import _build
 
