@@ -9,13 +9,17 @@ counting -> wordtable -> _kernel (Cython; reference.py is the plain-Python oracl
 (formats/ reads and writes its files, one module per format; registry.py names the encodings)
 -> cli; trainer.py runs the stages in order (continued.py: training on from a base). errors.py,
 paths.py and bytelevel.py are leaves any module may use. There is no import cycle
-(``python tests/test_architecture.py`` prints the graph).
+(``python tests/test_architecture.py`` prints the graph). The workshop (``bpe_fast.workshop``:
+the seed notebooks' tokenizers and the profiling ladder) stands apart: no stage imports it.
 """
-from ._version import __version__
+from . import _build
+
+_build.check_extensions_are_fresh()    # before any compiled module loads: a stale one would run old code
+from ._version import __version__  # noqa: E402
 from .encode_corpus import encode_files, load_bin
 from .errors import (ArgumentError, ArgumentTypeError, BpeFastError, BpeFastWarning, EmptyCorpusError,
-                     EncodingError, InputError, MissingExtraError, PatternError, PatternRequiredError, TokenizerFileError,
-                     VocabSizeWarning, VocabularyError, VocabularyNotFoundError, WorkerError)
+                     EncodingError, InputError, MissingExtraError, PatternError, PatternRequiredError, StaleBuildError,
+                     TokenizerFileError, VocabSizeWarning, VocabularyError, VocabularyNotFoundError, WorkerError)
 from .patterns import CL100K, GPT2, O200K
 from .registry import ENCODINGS, load
 from .tokenizer import Tokenizer
@@ -28,5 +32,5 @@ __all__ = [
     "ENCODINGS", "GPT2", "CL100K", "O200K",
     "BpeFastError", "ArgumentError", "ArgumentTypeError", "PatternError", "InputError", "EmptyCorpusError",
     "WorkerError", "VocabularyError", "TokenizerFileError", "VocabularyNotFoundError", "PatternRequiredError",
-    "EncodingError", "BpeFastWarning", "VocabSizeWarning", "MissingExtraError", "__version__",
+    "EncodingError", "BpeFastWarning", "VocabSizeWarning", "MissingExtraError", "StaleBuildError", "__version__",
 ]

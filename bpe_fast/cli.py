@@ -19,7 +19,7 @@ from .errors import ArgumentError, BpeFastError, InputError, require
 from .inputs import sources
 from .registry import load
 from .outputs import check_output
-from .ladder.cli import add_profile_parser
+from .workshop.ladder.cli import add_profile_parser
 from .paths import stdlib_root, stdlib_sources
 from .patterns import DEFAULT_PATTERN, known_names, name_of, resolve
 from .tokenizer import Tokenizer

@@ -78,6 +78,11 @@ class MissingExtraError(BpeFastError, ImportError):
     """A feature needs an optional package; the message names the extra that installs it."""
 
 
+class StaleBuildError(BpeFastError, ImportError):
+    """In a source checkout, a compiled extension is older than its .pyx or a .pxd it cimports:
+    it would run the old code. The message names the module and the command that rebuilds it."""
+
+
 def require(module: str, extra: str, purpose: str):
     """Import an optional dependency, or raise MissingExtraError naming the extra:
     ``require("matplotlib", "plot", "--plot")`` -> "--plot needs the matplotlib package: pip

@@ -34,6 +34,18 @@ def corpus_files() -> list[Path]:
     return sorted(p for p in base.rglob("*.txt") if p.name != "code_python.filelist.txt")
 
 
+# A cross-check on a corpus past this size takes a second or more (code_python.txt, 12 MB, up
+# to 9 s), so it runs only in the full suite; the dozens below it stay in the fast one.
+BIG_CORPUS_BYTES = 1_000_000
+
+
+def corpus_params() -> list:
+    """corpus_files() to parametrize with, named by file, the big corpora marked slow: the fast
+    suite (pytest -m "not slow") still checks every small one, every script and language."""
+    return [pytest.param(p, id=p.name, marks=pytest.mark.slow if p.stat().st_size > BIG_CORPUS_BYTES else ())
+            for p in corpus_files()]
+
+
 def mix33_files() -> list[Path]:
     base = SHARED / "corpora"
     return [base / "big.txt", base / "tinyshakespeare.txt", base / "code_python.txt",

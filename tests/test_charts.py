@@ -71,8 +71,8 @@ def test_scaling_big_chart_from_its_csv(bench, tmp_path):
 
 def test_ladder_chart_title_names_no_folder(tmp_path):
     need("matplotlib")
-    from bpe_fast.ladder import Workload
-    from bpe_fast.ladder.harness import run_ladder
+    from bpe_fast.workshop.ladder import Workload
+    from bpe_fast.workshop.ladder.harness import run_ladder
     report = run_ladder(Workload.load(None, chars=3000), 3, "v5,v6", repeats=1, log=None)
     assert "/" in report.headline()                               # the table keeps where the text came from
     fig = report.plot(tmp_path / "ladder.png")

@@ -1,4 +1,4 @@
-"""The seed notebooks' tokenizers (bpe_fast/classic.py): words, Sennrich's BPE, minbpe's basic BPE.
+"""The seed notebooks' tokenizers (bpe_fast/workshop/classic.py): words, Sennrich's BPE, minbpe's basic BPE.
 
 The expected numbers come from the original notebooks and papers (the issue quotes them), or
 are worked out by hand from the rules; fast paths are held to the slow ones."""
@@ -10,8 +10,8 @@ import sys
 import pytest
 
 import bpe_fast
-from bpe_fast import classic
-from bpe_fast.classic import END_OF_WORD, UNK, END_OF_TEXT
+from bpe_fast.workshop import classic
+from bpe_fast.workshop.classic import END_OF_WORD, UNK, END_OF_TEXT
 from bpe_fast.errors import ArgumentError, ArgumentTypeError, EncodingError, InputError
 from bpe_fast.paths import shared_corpus, stdlib_root
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 import bpe_fast
 
-from .conftest import corpus_files, read_corpus, vocab_dir
+from .conftest import corpus_files, corpus_params, read_corpus, vocab_dir
 
 tiktoken = pytest.importorskip("tiktoken", reason="tiktoken is a dev dependency: pip install -e '.[dev]'")
 pytestmark = pytest.mark.skipif(vocab_dir() is None, reason="shared vocabularies not found (BPE_FAST_DATA or ../shared)")
@@ -51,7 +51,7 @@ def test_named_encodings_carry_tiktokens_pattern_and_specials(name):
 
 
 @pytest.mark.parametrize("name", NAMES)
-@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", corpus_params())
 def test_encode_equals_tiktoken_on_every_corpus(name, path):
     text = read_corpus(path)
     ids = ours(name).encode_ordinary(text)
@@ -59,7 +59,8 @@ def test_encode_equals_tiktoken_on_every_corpus(name, path):
     assert ours(name).decode(ids) == text
 
 
-@pytest.mark.parametrize("name", NAMES)
+# 3 s each (3,000 lines of every corpus); one encoding stays in the fast suite.
+@pytest.mark.parametrize("name", [n if n == "cl100k_base" else pytest.param(n, marks=pytest.mark.slow) for n in NAMES])
 def test_encode_equals_tiktoken_line_by_line(name):
     lines = [line for path in corpus_files() for line in read_corpus(path).splitlines(keepends=True)[:3000]]
     assert ours(name).encode_batch(lines) == reference(name).encode_ordinary_batch(lines)
@@ -102,7 +103,7 @@ def test_gpt2_files_hello_world(vocabs):
     assert gpt2.special_tokens == {"<|endoftext|>": 50256}
 
 
-@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", corpus_params())
 def test_gpt2_files_encode_as_tiktoken_r50k(vocabs, path):
     gpt2 = _gpt2(str(vocabs))
     text = read_corpus(path)

@@ -119,6 +119,7 @@ def test_same_merges_for_workers_and_block_sizes(pattern):
                           runs[0].merges)
 
 
+@pytest.mark.slow      # 2.5-5.5 s of waiting for workers; test_faults kills one in 1.5 s in the fast suite
 def test_a_killed_worker_is_an_error_not_a_hang():
     import multiprocessing as mp
     import os

@@ -13,7 +13,8 @@ import bpe_fast
 from bpe_fast import Tokenizer, TokenizerFileError, VocabularyError
 from bpe_fast.bytelevel import bytes_to_unicode
 
-from .conftest import SHARED, corpus_files, need, needs_data, needs_vocabs, read_corpus, small_text, vocab_dir
+from .conftest import (SHARED, corpus_files, corpus_params, need, needs_data, needs_vocabs, read_corpus, small_text,
+                       vocab_dir)
 
 
 @functools.lru_cache(maxsize=None)
@@ -67,7 +68,7 @@ def test_huggingface_export(tmp_path, pattern):
 
 @needs_vocabs
 @needs_data
-@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", corpus_params())
 def test_huggingface_export_of_cl100k_encodes_every_corpus_alike(tmp_path_factory, path):
     tok, theirs = _cl100k_pair(str(tmp_path_factory.getbasetemp()))
     text = read_corpus(path)
@@ -104,7 +105,8 @@ def test_gpt2_round_trip(tmp_path):
 
 
 @needs_vocabs
-@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base", "r50k_base", "p50k_base"])
+@pytest.mark.parametrize("name", ["cl100k_base", pytest.param("o200k_base", marks=pytest.mark.slow),  # 200k tokens
+                                  "r50k_base", "p50k_base"])
 def test_own_format_round_trips_real_vocabularies(tmp_path, name):
     tok = bpe_fast.load(name, path=vocab_dir())
     tok.save(tmp_path / "tok.json")

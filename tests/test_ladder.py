@@ -1,4 +1,4 @@
-"""The profiling ladder (bpe_fast.ladder): every rung learns correct merges, and the harness
+"""The profiling ladder (bpe_fast.workshop.ladder): every rung learns correct merges, and the harness
 behind ``bpe-fast profile`` reports what happened -- ties, skips, per-line profiles, chart, JSON.
 
 No timing is asserted: timings are what the harness measures, not what it must produce.
@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpe_fast.errors import BpeFastError
-from bpe_fast.ladder import RUNGS, Workload, harness, select
-from bpe_fast.ladder.harness import budget_check, line_profile, run_ladder
+from bpe_fast.workshop.ladder import RUNGS, Workload, harness, select
+from bpe_fast.workshop.ladder.harness import budget_check, line_profile, run_ladder
 from bpe_fast.reference import count_pairs, merge_word, train_reference
 
 # Rungs that break ties like the reference (smallest pair), and rungs that share v1's running
@@ -89,7 +89,7 @@ def test_harness_explains_a_tie_broken_differently():
 def profile_main():
     """bpe_fast.cli.main, which must have the profile subcommand registered."""
     from bpe_fast import cli
-    from bpe_fast.ladder.cli import add_profile_parser
+    from bpe_fast.workshop.ladder.cli import add_profile_parser
 
     assert add_profile_parser in cli.SUBCOMMANDS
     return cli.main
@@ -128,9 +128,10 @@ def test_cli_line_profile_prints_per_line_timings(profile_main, capsys):
     assert len(hits) == 2 and all(int(h) > 0 for h in hits), out
 
 
+@pytest.mark.slow      # 2.5 s; test_cli_json_has_the_documented_shape runs the CLI in the fast suite
 def test_cli_says_which_rung_runs_with_an_estimate_and_writes_json_and_chart_as_rungs_finish(
         profile_main, tmp_path, capsys, monkeypatch):
-    from bpe_fast.ladder import harness
+    from bpe_fast.workshop.ladder import harness
     out, png = tmp_path / "ladder.json", tmp_path / "ladder.png"
     seen = []
     real = harness.line_profile
@@ -177,6 +178,7 @@ def test_line_profile_of_the_kernel_rung_shows_its_python_lines():
     assert seconds > 0 and "train_merges(table.symbols" in text
 
 
+@pytest.mark.slow      # 2.4 s; test_charts draws the ladder's chart in the fast suite
 def test_cli_plot_writes_a_png(profile_main, tmp_path):
     png = tmp_path / "ladder.png"
     assert profile_main(["profile", "--chars", "2000", "--merges", "4", "--versions", "v1,v5,v6",

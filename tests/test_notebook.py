@@ -15,6 +15,8 @@ nbclient = pytest.importorskip("nbclient", reason="the notebook test needs nbcli
 pytest.importorskip("ipykernel", reason="the notebook test needs ipykernel (pip install -e '.[dev]')")
 pytest.importorskip("matplotlib", reason="the notebooks draw with matplotlib")
 
+# Each notebook takes 10-20 s: the full suite runs them, the inner loop (-m "not slow") does not.
+pytestmark = pytest.mark.slow
 NOTEBOOKS = Path(__file__).resolve().parent.parent / "notebooks"
 
 

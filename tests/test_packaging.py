@@ -97,6 +97,19 @@ def test_the_package_is_typed_and_ships_its_stubs():
     assert "*.cpp" in data["exclude-package-data"]["*"]
 
 
+def test_every_cython_source_is_in_a_package_that_ships_it():
+    """The wheel and sdist rebuild from .pyx/.pxd: each must sit in a package (an __init__.py
+    beside it, all the way up) that setuptools finds, and the package-data globs must take it."""
+    data = pyproject()["tool"]["setuptools"]
+    assert {"*.pyx", "*.pxd"} <= set(data["package-data"]["*"])
+    assert data["packages"]["find"]["include"] == ["bpe_fast*"]
+    sources = [p for p in PACKAGE.rglob("*") if p.suffix in (".pyx", ".pxd")]
+    assert PACKAGE / "workshop" / "ladder" / "_v3_cython.pyx" in sources
+    for source in sources:
+        for folder in list(source.relative_to(ROOT).parents)[:-1]:
+            assert (ROOT / folder / "__init__.py").is_file(), f"{source}: {folder} is not a package"
+
+
 def test_one_version_everywhere():
     from bpe_fast._version import __version__
     assert bpe_fast.__version__ == __version__
@@ -159,9 +172,13 @@ def test_license_file_matches_the_metadata():
     assert (ROOT / "LICENSE").read_text(encoding="utf-8").startswith("MIT License")
 
 
+def ladder_harness():
+    return importlib.import_module("bpe_fast.workshop.ladder.harness")
+
+
 @pytest.mark.parametrize("missing, call, extra", [
-    ("matplotlib", lambda: __import__("bpe_fast.ladder.harness", fromlist=["draw"]).draw(None), "plot"),
-    ("line_profiler", lambda: __import__("bpe_fast.ladder.harness", fromlist=["x"]).line_profile(None, [], 1), "profile"),
+    ("matplotlib", lambda: ladder_harness().draw(None), "plot"),
+    ("line_profiler", lambda: ladder_harness().line_profile(None, [], 1), "profile"),
     ("tiktoken", lambda: bpe_fast.Tokenizer([]).to_tiktoken(), "tiktoken"),
     ("zstandard", lambda: bpe_fast.count(["x.txt.zst"]), "zstd"),
 ])

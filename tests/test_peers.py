@@ -25,10 +25,10 @@ CASES = [  # (corpus, pattern, vocab_size): named patterns, vocab sizes from 300
     ("taylorswift.txt", "gpt2", 2000),
     ("taylorswift.txt", "o200k", 5000),
     ("tinyshakespeare.txt", "cl100k", 4096),
-    ("multilingual/ja_wagahaiwa_nekodearu.txt", "o200k", 8192),
+    pytest.param("multilingual/ja_wagahaiwa_nekodearu.txt", "o200k", 8192, marks=pytest.mark.slow),
     ("multilingual/hi.txt", "gpt2", 3000),   # runs out of pairs first: all three stop early
-    ("code_python.txt", "o200k", 16384),
-    ("big.txt", "cl100k", 32768),
+    pytest.param("code_python.txt", "o200k", 16384, marks=pytest.mark.slow),     # 2 s each, the
+    pytest.param("big.txt", "cl100k", 32768, marks=pytest.mark.slow),            # big corpora
 ]
 
 
@@ -57,7 +57,8 @@ def test_same_vocabulary_as_rustbpe_and_bpeasy(corpus, pattern, vocab_size):
 
 
 HF_CASES = [("the-verdict.txt", 500), ("taylorswift.txt", 3000), ("multilingual/ru.txt", 2000),
-            ("multilingual/ja_wagahaiwa_nekodearu.txt", 6000), ("tinyshakespeare.txt", 8000)]
+            pytest.param("multilingual/ja_wagahaiwa_nekodearu.txt", 6000, marks=pytest.mark.slow),
+            pytest.param("tinyshakespeare.txt", 8000, marks=pytest.mark.slow)]
 
 
 @pytest.mark.parametrize("corpus,vocab_size", HF_CASES)

@@ -11,7 +11,7 @@ from bpe_fast._table import ChunkTable
 from bpe_fast.wordtable import WordTable
 from bpe_fast.pretokenize import native_scanner
 
-from .conftest import SHARED, corpus_files
+from .conftest import SHARED, corpus_params
 
 PATTERNS = {"gpt2": GPT2, "cl100k": CL100K, "o200k": O200K}
 
@@ -38,7 +38,7 @@ def test_scanner_equals_regex_on_any_text(name, text):
 
 
 @pytest.mark.skipif(SHARED is None, reason="shared corpora not found (BPE_FAST_DATA or ../shared)")
-@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", corpus_params())
 def test_scanner_equals_regex_on_every_corpus(path):
     text = path.read_bytes().decode("utf-8")
     for pattern in PATTERNS.values():

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import bpe_fast
 from bpe_fast import Tokenizer
 
-from .conftest import corpus_files, need, needs_data, small_text
+from .conftest import corpus_params, need, needs_data, small_text
 
 
 @pytest.fixture(scope="module")
@@ -27,7 +27,7 @@ def as_tiktoken(tok: Tokenizer):
 
 
 @needs_data
-@pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", corpus_params())
 def test_round_trip_and_tiktoken_agree_on_every_corpus(trained, path):
     text = path.read_bytes().decode("utf-8")
     ids = trained.encode(text)

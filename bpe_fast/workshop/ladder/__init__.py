@@ -1,6 +1,6 @@
 """The profiling ladder: one BPE trainer written six ways, each rung adding one idea.
 
-    from bpe_fast.ladder import RUNGS, Workload
+    from bpe_fast.workshop.ladder import RUNGS, Workload
     work = Workload.load("big.txt", chars=1_000_000, pattern="gpt2")
     merges = RUNGS["v1"].train(work.chunks, 20)      # [(left, right), ...]; merge k makes 256 + k
 
@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
-from ..errors import BpeFastError
-from ..paths import shared_corpus, stdlib_root, stdlib_sources
-from ..patterns import DEFAULT_PATTERN as PATTERN_DEFAULT, name_of, resolve
-from ..pretokenize import chunks_of
+from ...errors import BpeFastError
+from ...paths import shared_corpus, stdlib_root, stdlib_sources
+from ...patterns import DEFAULT_PATTERN as PATTERN_DEFAULT, name_of, resolve
+from ...pretokenize import chunks_of
 
 __all__ = ["RUNGS", "Rung", "Workload", "select", "shared_corpus", "stdlib_text", "read_prefix"]
 
@@ -59,17 +59,17 @@ class Rung:
 
 _LADDER = [
     Rung("v1", "dict", "dict of pair counts, running maximum, list-building merge (the notebook)",
-         "bpe_fast.ladder.v1_dict", "recount"),
+         "bpe_fast.workshop.ladder.v1_dict", "recount"),
     Rung("v2", "Counter", "collections.Counter per chunk, most_common(1) per chunk (the notebook)",
-         "bpe_fast.ladder.v2_counter", "recount"),
+         "bpe_fast.workshop.ladder.v2_counter", "recount"),
     Rung("v3", "Cython", "v1's get_stats and merge compiled with Cython, typed loop index",
-         "bpe_fast.ladder._v3_cython", "recount"),
+         "bpe_fast.workshop.ladder._v3_cython", "recount"),
     Rung("v4", "word counts", "count each distinct chunk once; merge the distinct chunks",
-         "bpe_fast.ladder.v4_wordcounts", "recount"),
+         "bpe_fast.workshop.ladder.v4_wordcounts", "recount"),
     Rung("v5", "incremental", "update only the words a merge touches; a heap picks the best pair",
-         "bpe_fast.ladder.v5_incremental", "incremental"),
+         "bpe_fast.workshop.ladder.v5_incremental", "incremental"),
     Rung("v6", "kernel", "v5 on NumPy arrays in compiled code: bpe_fast's own kernel",
-         "bpe_fast.ladder.v6_kernel", "incremental"),
+         "bpe_fast.workshop.ladder.v6_kernel", "incremental"),
 ]
 RUNGS: dict[str, Rung] = {r.name: r for r in _LADDER}
 

@@ -9,9 +9,9 @@ import json
 import sys
 from pathlib import Path
 
-from ..errors import BpeFastError, require
-from ..outputs import atomic_open
-from ..patterns import known_names
+from ...errors import BpeFastError, require
+from ...outputs import atomic_open
+from ...patterns import known_names
 from . import DEFAULT_CHARS, DEFAULT_MERGES, DEFAULT_PATTERN, RUNGS, Workload, select
 from .harness import DEFAULT_BUDGET, DEFAULT_REPEATS, run_ladder
 

@@ -1,7 +1,7 @@
 """The harness behind ``bpe-fast profile``: time the rungs, check their merges, draw the chart.
 
-    from bpe_fast.ladder import Workload
-    from bpe_fast.ladder.harness import run_ladder
+    from bpe_fast.workshop.ladder import Workload
+    from bpe_fast.workshop.ladder.harness import run_ladder
     report = run_ladder(Workload.load("big.txt"), n_merges=20)
     print(report.table()); report.plot("ladder.png"); json.dump(report.to_json(), fh)
 
@@ -34,8 +34,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from ..errors import BpeFastError, require
-from ..reference import count_pairs, merge_word, train_reference
+from ...errors import BpeFastError, require
+from ...reference import count_pairs, merge_word, train_reference
 from . import DEFAULT_CHARS, DEFAULT_MERGES, Rung, Workload, select
 
 DEFAULT_REPEATS = 5

@@ -26,10 +26,10 @@ from typing import Iterable, Mapping, Sequence
 import numpy as np
 import regex
 
-from . import _kernel
-from .errors import ArgumentError, ArgumentTypeError, EncodingError, InputError, require
-from .tokenizer import Tokenizer
-from .wordtable import WordTable
+from .. import _kernel
+from ..errors import ArgumentError, ArgumentTypeError, EncodingError, InputError, require
+from ..tokenizer import Tokenizer
+from ..wordtable import WordTable
 
 
 def _check_text(text, name: str = "text") -> str:
