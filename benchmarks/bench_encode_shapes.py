@@ -52,7 +52,7 @@ def fresh_cache(tok) -> None:
 
 def corners(tok, sizes: list[int], repeats: int, tiktoken_enc) -> None:
     rng = random.Random(0)
-    print(f"| shape | " + " | ".join(f"{s // 1000:,} KB" for s in sizes) + " | largest / smallest ns per byte |")
+    print("| shape | " + " | ".join(f"{s // 1000:,} KB" for s in sizes) + " | largest / smallest ns per byte |")
     print("|---|" + "---:|" * (len(sizes) + 1))
     for shape, make in SHAPES.items():
         text_max = make(max(sizes), rng)

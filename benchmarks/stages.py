@@ -16,7 +16,6 @@ import os
 import tempfile
 import time
 
-import bpe_fast
 from bpe_fast import _kernel
 from bpe_fast._table import ChunkTable
 from bpe_fast.inputs import file_tasks, read_block

@@ -1,5 +1,6 @@
 """Type stubs for the Cython encoder (bpe_fast/_encode.pyx): what the Python modules call."""
-from typing import Any, Iterable, Sequence, final
+from typing import Any, final
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 import numpy.typing as npt

@@ -1,6 +1,6 @@
 """Type stubs for the native chunk table and part files (bpe_fast/_table.pyx)."""
 import os
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt

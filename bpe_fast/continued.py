@@ -8,7 +8,7 @@ tokens. Superword training (``superword_at=``) is continued training with anothe
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 

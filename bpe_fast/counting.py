@@ -29,7 +29,8 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import Callable, Iterable, Iterator
+from typing import Callable
+from collections.abc import Iterable, Iterator
 
 from ._table import ChunkTable
 from .errors import ArgumentError, InputError, WorkerError
@@ -260,7 +261,7 @@ def _die_with_parent(parent: int) -> None:
         os._exit(1)
 
 
-def _worker(config: CountConfig, tasks: "mp.Queue", results: "mp.Queue", parent: int) -> None:
+def _worker(config: CountConfig, tasks: mp.Queue, results: mp.Queue, parent: int) -> None:
     _die_with_parent(parent)
     counter = ChunkCounter(config)
     seq = -1

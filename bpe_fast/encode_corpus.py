@@ -39,7 +39,8 @@ import sys
 from dataclasses import replace
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import IO, Iterable, Iterator
+from typing import IO
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 

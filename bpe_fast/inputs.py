@@ -34,7 +34,8 @@ import stat
 import sys
 from dataclasses import dataclass, field as dataclass_field
 from pathlib import Path
-from typing import BinaryIO, Callable, ClassVar, Iterable, Iterator, NamedTuple, Union
+from typing import BinaryIO, Callable, ClassVar, NamedTuple, Union
+from collections.abc import Iterable, Iterator
 
 from .errors import InputError, require
 
@@ -143,7 +144,7 @@ class DocsTask:
 class StreamTask:
     """A whole input read front to back by one worker (on a cluster: a compressed or JSON-lines
     file, which cannot be split before it is read)."""
-    source: "Source"
+    source: Source
     cut: Cut | None
     block_size: int
 

@@ -11,7 +11,8 @@ import contextlib
 import os
 import tempfile
 from pathlib import Path
-from typing import IO, Iterable, Iterator
+from typing import IO
+from collections.abc import Iterable, Iterator
 
 from .errors import ArgumentError, OutputError
 

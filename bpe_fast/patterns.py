@@ -6,7 +6,7 @@ no split at all: each document is one chunk (plain byte-level BPE, minbpe's Basi
 from __future__ import annotations
 
 import itertools
-from typing import Iterator
+from collections.abc import Iterator
 
 import regex
 
@@ -90,7 +90,7 @@ def resolve(pattern: str | None) -> str | None:
 _EMPTY_PROBE = "".join(map(chr, range(32, 127))) + "\t\n\r\u00e9\u4e2d\U0001F600 words, 'like' these;\n 12 345\r\n  "
 
 
-def compile_pattern(text: str) -> "regex.Pattern[str]":
+def compile_pattern(text: str) -> regex.Pattern[str]:
     try:
         compiled = regex.compile(text)
     except regex.error as exc:
@@ -106,7 +106,7 @@ def compile_pattern(text: str) -> "regex.Pattern[str]":
     return compiled
 
 
-def whole_matches(compiled: "regex.Pattern[str]", text: str) -> list[str]:
+def whole_matches(compiled: regex.Pattern[str], text: str) -> list[str]:
     """Every match of the pattern in text, in order: the chunks. (findall would return the
     capturing groups instead of the whole match when the pattern has any.)"""
     if compiled.groups == 0:
@@ -114,7 +114,7 @@ def whole_matches(compiled: "regex.Pattern[str]", text: str) -> list[str]:
     return [m.group() for m in compiled.finditer(text)]
 
 
-def match_batches(compiled: "regex.Pattern[str]", text: str, batch: int = 1 << 20) -> Iterator[list[str]]:
+def match_batches(compiled: regex.Pattern[str], text: str, batch: int = 1 << 20) -> Iterator[list[str]]:
     """The whole matches of a long text a batch at a time, so that a file read whole (custom
     patterns allow no cut) never becomes one list of millions of strings."""
     if len(text) <= 4 * batch:

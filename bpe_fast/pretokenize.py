@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, fields
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 import numpy as np
 import regex
@@ -46,7 +46,7 @@ def special_token_list(special_tokens) -> tuple[str, ...]:
     return specials
 
 
-def special_splitter(special_tokens: Iterable[str]) -> "regex.Pattern[str] | None":
+def special_splitter(special_tokens: Iterable[str]) -> regex.Pattern[str] | None:
     """A regex that matches any special token, longest first, or None if there are none."""
     specials = sorted(set(special_tokens), key=len, reverse=True)
     if not specials:
@@ -76,7 +76,7 @@ class Splitter:
     lines: bool = False
 
     @classmethod
-    def of(cls, pattern: str | None, special_tokens: Iterable[str] = (), lines: bool = False) -> "Splitter":
+    def of(cls, pattern: str | None, special_tokens: Iterable[str] = (), lines: bool = False) -> Splitter:
         """From the user's arguments: a pattern name, regex or None; special tokens in order."""
         return cls(resolve(pattern), special_token_list(special_tokens), bool(lines))
 
@@ -99,7 +99,7 @@ class Splitter:
         return NATIVE if self.name in PATTERN_IDS else REGEX
 
     @functools.cached_property
-    def regex(self) -> "regex.Pattern[str] | None":
+    def regex(self) -> regex.Pattern[str] | None:
         """The compiled pattern (None: no split)."""
         return compile_pattern(self.pattern) if self.pattern is not None else None
 
@@ -116,7 +116,7 @@ class Splitter:
         return Scanner(self.native_id, *char_classes())
 
     @functools.cached_property
-    def special_regex(self) -> "regex.Pattern[str] | None":
+    def special_regex(self) -> regex.Pattern[str] | None:
         return special_splitter(self.special_tokens)
 
     @functools.cached_property

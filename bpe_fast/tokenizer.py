@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import AbstractSet, Collection, Iterable, Literal, Mapping, Sequence
+from typing import AbstractSet, Literal
+from collections.abc import Collection, Iterable, Mapping, Sequence
 
 import numpy as np
 import regex
@@ -127,7 +128,7 @@ class Tokenizer:
         self.byte_ids = byte_ids.astype(np.int32)
         self.splitter = Splitter.of(pattern)     # special tokens are matched per call (allowed_special=)
         self.special_tokens = self._assign_special_ids(special_tokens)
-        self._special_regexes: dict[frozenset, "regex.Pattern[str]"] = {}
+        self._special_regexes: dict[frozenset, regex.Pattern[str]] = {}
         self._encoder: MergeEncoder | None = None        # built on first use (see _native)
         self._encoder_lock = threading.Lock()
         self._special_sets: dict[frozenset, SpecialSet] = {}
@@ -150,7 +151,7 @@ class Tokenizer:
                     self._encoder = encoder
         return self._encoder
 
-    def _extended(self, merges: np.ndarray, merge_ids: np.ndarray, special_tokens: Mapping[str, int]) -> "Tokenizer":
+    def _extended(self, merges: np.ndarray, merge_ids: np.ndarray, special_tokens: Mapping[str, int]) -> Tokenizer:
         """This tokenizer's merges and ids, then ``merges`` making ``merge_ids`` (continued
         training): the same as building it whole, without rebuilding the base's vocabulary."""
         merges = np.asarray(merges, np.int32).reshape(-1, 2)
@@ -180,7 +181,7 @@ class Tokenizer:
         self._encoder_lock = threading.Lock()
 
     @classmethod
-    def from_vocabulary(cls, vocab: Vocabulary) -> "Tokenizer":
+    def from_vocabulary(cls, vocab: Vocabulary) -> Tokenizer:
         """From what a format reader returns; a bad vocabulary read from a file names the file."""
         with naming_file(vocab.source):
             return cls(vocab.merges, vocab.pattern, vocab.special_tokens,
@@ -188,7 +189,7 @@ class Tokenizer:
 
     @classmethod
     def from_ranks(cls, ranks: Mapping[bytes, int], pattern: str | None = None,
-                   special_tokens: Mapping[str, int] | Iterable[str] | None = None) -> "Tokenizer":
+                   special_tokens: Mapping[str, int] | Iterable[str] | None = None) -> Tokenizer:
         """From tiktoken-style ``{token bytes: rank}``: the merges are recovered from the ranks."""
         return cls.from_vocabulary(formats.tiktoken.vocabulary_from_ranks(ranks, pattern, special_tokens))
 
@@ -284,7 +285,7 @@ class Tokenizer:
             self._special_sets[key] = SpecialSet({t.encode("utf-8"): self.special_tokens.get(t, -1) for t in key})
         return self._special_sets[key]
 
-    def _special_regex(self, tokens: AbstractSet[str]) -> "regex.Pattern[str]":
+    def _special_regex(self, tokens: AbstractSet[str]) -> regex.Pattern[str]:
         key = frozenset(tokens)
         if key not in self._special_regexes:
             self._special_regexes[key] = special_splitter(tokens)
@@ -442,7 +443,7 @@ class Tokenizer:
         return formats.write(self, path, format)
 
     @classmethod
-    def load(cls, path: str | os.PathLike) -> "Tokenizer":
+    def load(cls, path: str | os.PathLike) -> Tokenizer:
         """A tokenizer in bpe_fast's JSON (what ``save`` writes by default). A file in another
         format is refused with the loader that fits; ``bpe_fast.load`` opens any format."""
         return cls.from_vocabulary(formats.read(path, formats.DEFAULT.name))
@@ -453,12 +454,12 @@ class Tokenizer:
         return formats.bpe_fast_json.bpe_fast_dict(self)
 
     @classmethod
-    def from_dict(cls, data: dict, source: str | None = None) -> "Tokenizer":
+    def from_dict(cls, data: dict, source: str | None = None) -> Tokenizer:
         """From ``to_dict``'s object (alias of ``formats.bpe_fast_json.bpe_fast_vocabulary``)."""
         return cls.from_vocabulary(formats.bpe_fast_json.bpe_fast_vocabulary(data, source))
 
     @classmethod
-    def from_tiktoken(cls, path, pattern: str | None = ..., special_tokens=None) -> "Tokenizer":
+    def from_tiktoken(cls, path, pattern: str | None = ..., special_tokens=None) -> Tokenizer:
         """A .tiktoken file (alias of ``formats.tiktoken.read_tiktoken``). Its pattern and special
         tokens come from the arguments, else from its sidecar ``path + ".json"`` (written by
         ``save_tiktoken``), else from the named encoding it is the published file of
@@ -467,17 +468,17 @@ class Tokenizer:
         return cls.from_vocabulary(formats.tiktoken.read_tiktoken(path, pattern, special_tokens))
 
     @classmethod
-    def from_gpt2(cls, encoder_json, vocab_bpe) -> "Tokenizer":
+    def from_gpt2(cls, encoder_json, vocab_bpe) -> Tokenizer:
         """GPT-2's two files (alias of ``formats.gpt2.read_gpt2``)."""
         return cls.from_vocabulary(formats.gpt2.read_gpt2(encoder_json, vocab_bpe))
 
     @classmethod
-    def from_huggingface(cls, path) -> "Tokenizer":
+    def from_huggingface(cls, path) -> Tokenizer:
         """A byte-level BPE tokenizer.json (alias of ``formats.huggingface.read_huggingface``)."""
         return cls.from_vocabulary(formats.huggingface.read_huggingface(path))
 
     @classmethod
-    def from_minbpe(cls, path) -> "Tokenizer":
+    def from_minbpe(cls, path) -> Tokenizer:
         """A minbpe .model file (alias of ``formats.minbpe.read_minbpe``)."""
         return cls.from_vocabulary(formats.minbpe.read_minbpe(path))
 
@@ -502,7 +503,7 @@ class Tokenizer:
         """GPT-2's two files (alias of ``formats.gpt2.write_gpt2``)."""
         formats.gpt2.write_gpt2(self, encoder_json, vocab_bpe)
 
-    def truncated(self, vocab_size: int) -> "Tokenizer":
+    def truncated(self, vocab_size: int) -> Tokenizer:
         """The tokenizer a shorter training would have given: the first merges only (merges are a
         prefix of each other), as many as make ``vocab_size`` tokens with the special tokens,
         which keep their order and follow the learned ids, as a fresh training numbers them."""

@@ -8,7 +8,8 @@ import os
 import time
 import warnings
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -85,7 +86,7 @@ class TrainOptions:
     progress: ProgressOption = "auto"
 
     @classmethod
-    def checked(cls, vocab_size, **settings) -> "TrainOptions":
+    def checked(cls, vocab_size, **settings) -> TrainOptions:
         if isinstance(vocab_size, list):
             vocab_size = tuple(vocab_size)
         options = cls(vocab_size, **settings)
@@ -147,7 +148,7 @@ class TrainOptions:
             raise ArgumentError(f"superword_at={self.superword_at!r} must be a vocabulary size of at least {floor} "
                                 f"and below vocab_size: stage one learns up to it, stage two the rest")
 
-    def superword_stages(self) -> tuple["TrainOptions", Callable[[Tokenizer], "TrainOptions"]]:
+    def superword_stages(self) -> tuple[TrainOptions, Callable[[Tokenizer], TrainOptions]]:
         """SuperBPE's two stages: up to ``superword_at`` with the pattern, then on to
         ``vocab_size`` with the superword pattern, continuing from stage one's tokenizer."""
         one = replace(self, vocab_size=self.superword_at, superword_at=None)

@@ -18,7 +18,7 @@ import json
 import os
 import zipfile
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -56,7 +56,7 @@ class WordTable:
     # -- building ---------------------------------------------------------------------------
     @classmethod
     def from_counts(cls, counts: Mapping[bytes, int], pattern: str | None = None,
-                    special_tokens: Sequence[str] = ()) -> "WordTable":
+                    special_tokens: Sequence[str] = ()) -> WordTable:
         """From ``{chunk bytes: count}``; chunks that are empty or of zero count are left out."""
         table = ChunkTable()
         for chunk, n in counts.items():
@@ -65,7 +65,7 @@ class WordTable:
         return cls.from_native(table, pattern, special_tokens)
 
     @classmethod
-    def from_words(cls, words: Iterable[bytes], pattern: str | None = None) -> "WordTable":
+    def from_words(cls, words: Iterable[bytes], pattern: str | None = None) -> WordTable:
         """Count a sequence of chunks (bytes); handy for tests."""
         table = ChunkTable()
         table.add_many([w for w in words if w])
@@ -73,12 +73,12 @@ class WordTable:
 
     @classmethod
     def from_native(cls, table: ChunkTable, pattern: str | None = None, special_tokens: Sequence[str] = (),
-                    input_bytes: int = 0) -> "WordTable":
+                    input_bytes: int = 0) -> WordTable:
         symbols, offsets, counts, hashes = table.sorted_arrays()
         return cls(symbols, offsets, counts, hashes, pattern, tuple(special_tokens), input_bytes)
 
     # -- adding tables ------------------------------------------------------------------------
-    def sorted(self) -> "WordTable":
+    def sorted(self) -> WordTable:
         """This table sorted by (hash, bytes), equal chunks joined: as counting leaves a table
         (then this is a no-op)."""
         if self.hashes is not None:
@@ -88,7 +88,7 @@ class WordTable:
         return WordTable.from_native(table, self.pattern, self.special_tokens, self.input_bytes)
 
     @staticmethod
-    def merge(tables: Sequence["WordTable"]) -> "WordTable":
+    def merge(tables: Sequence[WordTable]) -> WordTable:
         """The sum of tables counted with the same pattern and special tokens (64-bit counts);
         adding is associative and commutative, so any grouping gives the same table."""
         tables = list(tables)
@@ -104,7 +104,7 @@ class WordTable:
 
     @staticmethod
     def from_parts(paths: Sequence[str], pattern: str | None, special_tokens: Sequence[str] = (),
-                   input_bytes: int = 0, ranges: int = 64) -> "WordTable":
+                   input_bytes: int = 0, ranges: int = 64) -> WordTable:
         """The sum of sorted *part files* (what counting workers write, ``_table.read_part``),
         added range of hashes by range: memory holds the result and one range of the parts,
         never the parts whole."""
@@ -125,7 +125,7 @@ class WordTable:
                          tuple(special_tokens), input_bytes)
 
     @staticmethod
-    def merge_files(paths: Sequence[str | os.PathLike], check: bool = True) -> "WordTable":
+    def merge_files(paths: Sequence[str | os.PathLike], check: bool = True) -> WordTable:
         """The sum of the tables saved in ``paths``, read one at a time: memory holds the sum
         so far and one more table, never all of them."""
         paths = list(paths)
@@ -136,7 +136,7 @@ class WordTable:
             total = WordTable.merge([total, WordTable.load(path, check)])
         return total
 
-    def __add__(self, other: "WordTable") -> "WordTable":
+    def __add__(self, other: WordTable) -> WordTable:
         if not isinstance(other, WordTable):
             return NotImplemented
         return WordTable.merge([self, other])
@@ -194,7 +194,7 @@ class WordTable:
                  hashes=table.hashes, meta=np.array(json.dumps(meta)))
 
     @classmethod
-    def load(cls, path: str | os.PathLike, check: bool = True) -> "WordTable":
+    def load(cls, path: str | os.PathLike, check: bool = True) -> WordTable:
         """A table written by ``save``; a file that is not one is an InputError naming it.
         ``check=False`` skips re-hashing every chunk (for files this process just wrote)."""
         try:
@@ -209,7 +209,7 @@ class WordTable:
         return cls._checked(arrays, str(path), check)
 
     @classmethod
-    def _checked(cls, arrays: dict, source: str, check: bool = True) -> "WordTable":
+    def _checked(cls, arrays: dict, source: str, check: bool = True) -> WordTable:
         try:
             meta = json.loads(str(arrays["meta"]))
         except ValueError:

@@ -22,8 +22,8 @@ pytestmark = pytest.mark.skipif(vocab_dir() is None, reason="shared vocabularies
 NAMES = ["cl100k_base", "o200k_base", "r50k_base"]
 
 
-@functools.lru_cache(maxsize=None)
-def reference(name: str) -> "tiktoken.Encoding":
+@functools.cache
+def reference(name: str) -> tiktoken.Encoding:
     import tiktoken.load
     import tiktoken_ext.openai_public as openai_public
 
@@ -37,7 +37,7 @@ def reference(name: str) -> "tiktoken.Encoding":
     return tiktoken.Encoding(**spec)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def ours(name: str) -> bpe_fast.Tokenizer:
     return bpe_fast.load(name, path=vocab_dir())
 
@@ -110,7 +110,7 @@ def test_gpt2_files_encode_as_tiktoken_r50k(vocabs, path):
     assert gpt2.encode_ordinary(text) == reference("r50k_base").encode_ordinary(text)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _gpt2(vocabs: str) -> bpe_fast.Tokenizer:
     return bpe_fast.Tokenizer.from_gpt2(f"{vocabs}/gpt2_encoder.json", f"{vocabs}/gpt2_vocab.bpe")
 

@@ -17,7 +17,7 @@ from .conftest import (SHARED, corpus_files, corpus_params, need, needs_data, ne
                        vocab_dir)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def trained(pattern: str) -> Tokenizer:
     corpora = SHARED / "corpora"
     files = [corpora / "taylorswift.txt", corpora / "multilingual" / "ru.txt", corpora / "multilingual" / "ja.txt"]
@@ -120,7 +120,7 @@ def test_bytes_to_unicode_is_gpt2s_table():
 
 # -- every format round-trips, on the repository's own corpus (no peer library, no shared data) --
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def small_trained(pattern: str | None) -> Tokenizer:
     return bpe_fast.train_from_iterator([small_text()], 600, pattern=pattern, workers=1,
                                         special_tokens=["<|endoftext|>", "<|pad|>"])

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..errors import ArgumentError, TokenizerFileError
 from . import bpe_fast_json, gpt2, huggingface, minbpe, tiktoken

@@ -10,7 +10,8 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, NamedTuple, Sequence
+from typing import Any, Callable, NamedTuple
+from collections.abc import Mapping, Sequence
 
 from ..errors import TokenizerFileError
 from ..bytelevel import token_to_str

@@ -14,7 +14,7 @@ import json
 import os
 import re
 from pathlib import Path
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 

@@ -21,7 +21,7 @@ import io
 import re
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import regex
@@ -75,7 +75,7 @@ class WordTokenizer:
         self.int_to_str = {i: s for s, i in vocab.items()}
 
     @classmethod
-    def train(cls, text: str, special_tokens: Sequence[str] = (UNK, END_OF_TEXT)) -> "WordTokenizer":
+    def train(cls, text: str, special_tokens: Sequence[str] = (UNK, END_OF_TEXT)) -> WordTokenizer:
         specials = list(special_tokens)
         if isinstance(special_tokens, str) or len(set(specials)) != len(specials):
             raise ArgumentError(f"special_tokens must be a list of distinct strings, got {special_tokens!r}")

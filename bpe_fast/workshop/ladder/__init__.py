@@ -127,7 +127,7 @@ class Workload:
     chunks: list[str] = field(repr=False, default_factory=list)
 
     @classmethod
-    def from_text(cls, text: str, pattern: str | None = DEFAULT_PATTERN, source: str = "text") -> "Workload":
+    def from_text(cls, text: str, pattern: str | None = DEFAULT_PATTERN, source: str = "text") -> Workload:
         chunks = chunks_of([text], resolve(pattern))
         if not chunks:
             raise BpeFastError(f"the workload from {source} holds no text to train on")
@@ -135,7 +135,7 @@ class Workload:
 
     @classmethod
     def load(cls, corpus: str | os.PathLike | None = None, chars: int = DEFAULT_CHARS,
-             pattern: str | None = DEFAULT_PATTERN) -> "Workload":
+             pattern: str | None = DEFAULT_PATTERN) -> Workload:
         """The first ``chars`` characters of ``corpus`` (a UTF-8 file), or of the Python standard
         library's sources if ``corpus`` is None."""
         if not isinstance(chars, int) or chars <= 0:

@@ -225,7 +225,7 @@ def _about(seconds: float | None) -> str:
 def run_ladder(workload: Workload, n_merges: int = DEFAULT_MERGES, versions=None,
                repeats: int = DEFAULT_REPEATS, budget: float = DEFAULT_BUDGET,
                line_profiler: bool = False, sweep: bool = False, sweep_limit: float = SWEEP_LIMIT,
-               log=_stderr, on_update=None) -> "Report":
+               log=_stderr, on_update=None) -> Report:
     """Time, check (and optionally line-profile and sweep) the chosen rungs on one workload.
 
     ``sweep`` also times each rung at SWEEP_MERGES merges (for the chart's second panel) when
