@@ -299,11 +299,11 @@ def _train(count_text: CountText, options: TrainOptions, input_unit: str) -> Tok
         return _train(count_text, second(stage_one), input_unit)
     report = TrainReport(input_unit=input_unit)
     t0 = time.perf_counter()
-    table = count_text(options.resolved_pattern, options.cut_out)
+    held = [count_text(options.resolved_pattern, options.cut_out)]   # no other reference: see _learn
     report.seconds["counting"] = time.perf_counter() - t0
-    report.input_size = table.input_bytes
-    options = replace(options, pattern=table.pattern)
-    return _learn_sizes([table], options, report)
+    report.input_size = held[0].input_bytes
+    options = replace(options, pattern=held[0].pattern)
+    return _learn_sizes(held, options, report)
 
 
 def train(files: str | os.PathLike | Iterable[str | os.PathLike], vocab_size: int | Sequence[int], *,

@@ -167,3 +167,30 @@ def test_train_options_refuse_bad_settings_before_any_text_is_read():
     options = TrainOptions.checked([512, 1024], special_tokens=["<a>"])
     assert options.sizes == (512, 1024) and options.resolved_pattern == "cl100k"
     assert options.cut_out == ["<a>"]
+
+
+def test_the_word_table_is_freed_before_the_merging_starts(monkeypatch):
+    """The merging needs the most memory: the table must be gone by then (train keeps no reference)."""
+    import gc
+    import weakref
+
+    from bpe_fast import trainer
+    tables: list = []
+    alive_when_merging: list[bool] = []
+    real_count, real_bar = trainer.count_from_iterator, trainer.Bar
+
+    def counting(*args, **kwargs):
+        table = real_count(*args, **kwargs)
+        tables.append(weakref.ref(table))
+        return table
+
+    def bar(progress, stage, *args, **kwargs):
+        if stage == "merging":
+            gc.collect()
+            alive_when_merging.append(tables[-1]() is not None)
+        return real_bar(progress, stage, *args, **kwargs)
+
+    monkeypatch.setattr(trainer, "count_from_iterator", counting)
+    monkeypatch.setattr(trainer, "Bar", bar)
+    bpe_fast.train_from_iterator([small_text()], 400, progress="none")
+    assert alive_when_merging == [False]
