@@ -62,12 +62,10 @@ def add_format_option(p, what: str) -> None:
 def _formats_help() -> str:
     """Each format's files, and which names say which, from the table of formats."""
     each = ", ".join(f"{fmt.name} ({fmt.description})" for fmt in formats.FORMATS)
-    by_name = ", ".join(f"{suffix} -> {fmt.name}" for fmt in formats.FORMATS for suffix in fmt.suffixes)
-    # the other formats a .json name could mean, that no suffix of their own says
-    others = ", ".join(f"--format {fmt.name} for {fmt.title}" for fmt in formats.FORMATS
-                       if fmt.is_json and not fmt.suffixes and fmt is not formats.DEFAULT)
-    return (f"{each}. Default: told by the name: {by_name}; .json is ambiguous and means {formats.DEFAULT.name}"
-            + (f" (give {others})" if others else ""))
+    by_name = ", ".join([f"{suffix} -> {fmt.name}" for fmt in formats.FORMATS for suffix in fmt.suffixes]
+                        + [f"{name} -> {fmt.name}" for fmt in formats.FORMATS for name in fmt.file_names
+                           if not name.endswith(fmt.suffixes or ("\0",))])
+    return f"{each}. Default: told by the name: {by_name}; any other .json name means {formats.DEFAULT.name}"
 
 
 def parse_sizes(text: str) -> list[int]:
@@ -302,12 +300,7 @@ def check_tokenizer_output(path: str, fmt: str, inputs: list[str], option: str) 
 
 
 def write_tokenizer(tok, path: str, fmt: str) -> list[str]:
-    written = formats.write(tok, path, fmt)
-    usual = next((other for other in formats.FORMATS if Path(path).name in other.file_names), None)
-    if fmt == formats.DEFAULT.name and usual is not None:        # "-o tokenizer.json": bpe_fast JSON
-        print(f"note: {path} is {formats.DEFAULT.title} (a .json name means bpe_fast's own format); "
-              f"give --format {usual.name} for {usual.title}", file=sys.stderr)
-    return written
+    return formats.write(tok, path, fmt)
 
 
 def cmd_train(args) -> int:

@@ -438,8 +438,9 @@ class Tokenizer:
     def save(self, path: str | os.PathLike, format: str | None = None) -> list[str]:
         """Write the tokenizer to ``path`` in ``format``, a name from the table of formats
         (``bpe_fast.formats.names()``: bpe_fast, huggingface, tiktoken, minbpe, gpt2). Without
-        ``format`` the name says it where it can (.tiktoken, .model, vocab.bpe); a .json name means
-        bpe_fast's JSON (give format="huggingface" for a tokenizer.json). Returns the files written."""
+        ``format`` the name says it where it can (.tiktoken, .model, vocab.bpe, tokenizer.json:
+        Hugging Face's, encoder.json: GPT-2's); any other .json name means bpe_fast's JSON.
+        Returns the files written."""
         return formats.write(self, path, format)
 
     @classmethod

@@ -177,10 +177,24 @@ def test_a_trained_tiktoken_file_encodes_from_the_command_line(tmp_path, referen
     assert [int(i) for i in encoded.stdout.split()] == reference.encode(text, allowed_special="all")
 
 
-def test_a_json_name_means_bpe_fast_json_and_says_so_for_tokenizer_json(tmp_path, capsys, reference):
+def test_the_names_people_type_give_their_format(tmp_path, reference):
+    """tokenizer.json is Hugging Face's (as HF users save and load it), encoder.json GPT-2's; an
+    explicit --format still wins; any other .json name is bpe_fast's own JSON."""
+    hf = need("tokenizers")
     assert main([*TRAIN, "-o", str(tmp_path / "tokenizer.json")]) == 0
-    assert json.loads((tmp_path / "tokenizer.json").read_text())["format"] == "bpe_fast.tokenizer"
-    assert "give --format huggingface for a Hugging Face tokenizer.json" in capsys.readouterr().err
+    theirs = hf.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
+    text = small_text()[:2000]
+    assert theirs.encode(text).ids == reference.encode(text, allowed_special="all")
+    (tmp_path / "sub").mkdir()
+    reference.save(tmp_path / "sub" / "tokenizer.json")                    # the Python API the same
+    assert hf.Tokenizer.from_file(str(tmp_path / "sub" / "tokenizer.json")).encode(text).ids == theirs.encode(text).ids
+    assert main([*TRAIN, "-o", str(tmp_path / "encoder.json")]) == 0
+    assert (tmp_path / "vocab.bpe").is_file() and bpe_fast.load(tmp_path / "encoder.json") == reference
+    (tmp_path / "own").mkdir()
+    assert main([*TRAIN, "-o", str(tmp_path / "own" / "tokenizer.json"), "--format", "bpe_fast"]) == 0
+    assert json.loads((tmp_path / "own" / "tokenizer.json").read_text())["format"] == "bpe_fast.tokenizer"
+    assert main([*TRAIN, "-o", str(tmp_path / "tok.json")]) == 0
+    assert json.loads((tmp_path / "tok.json").read_text())["format"] == "bpe_fast.tokenizer"
 
 
 def test_several_sizes_in_any_format(tmp_path, capsys):
@@ -332,7 +346,8 @@ def test_help_shows_every_default_and_every_required_option(name):
 
 def test_help_says_how_the_format_is_chosen_and_that_json_is_ambiguous():
     text = " ".join(bpe_fast_cli("train", "--help").stdout.split())
-    assert ".tiktoken -> tiktoken, .model -> minbpe, .bpe -> gpt2; .json is ambiguous and means bpe_fast" in text
+    assert (".tiktoken -> tiktoken, .model -> minbpe, .bpe -> gpt2, tokenizer.json -> huggingface, encoder.json -> "
+            "gpt2; any other .json name means bpe_fast") in text
     assert "--vocab-size SIZES required (except with --demo" in text
     assert "-t TOKENIZER, --tokenizer TOKENIZER" in " ".join(bpe_fast_cli("show", "--help").stdout.split())
     assert "(required)" in bpe_fast_cli("count", "--help").stdout

@@ -75,7 +75,7 @@ def test_a_format_in_the_table_is_on_the_command_line(tmp_path, toy_in_the_table
     option = next(a for a in train._actions if a.dest == "format")
     assert option.choices == ["bpe_fast", "huggingface", "tiktoken", "minbpe", "gpt2", "toy"]
     text = " ".join(train.format_help().split())
-    assert "toy (NAME.toy: the pattern and the merges)" in text and ".bpe -> gpt2, .toy -> toy;" in text
+    assert "toy (NAME.toy: the pattern and the merges)" in text and ".bpe -> gpt2, .toy -> toy," in text
     toy_tokenizer().save(tmp_path / "t.toy")
     assert main(["convert", str(tmp_path / "t.toy"), str(tmp_path / "back.json")]) == 0
     assert main(["convert", str(tmp_path / "back.json"), str(tmp_path / "again"), "--format", "toy"]) == 0

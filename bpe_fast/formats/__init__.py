@@ -101,21 +101,32 @@ def read_folder(folder: str | os.PathLike) -> Vocabulary:
 # -- writing: the format told by the name -----------------------------------------------------------
 
 def _named_by(path: str | os.PathLike) -> Format | None:
-    """The format the name's suffix says (.tiktoken, .model, .bpe), if any. ".json" says none:
-    bpe_fast's JSON, a tokenizer.json and GPT-2's encoder.json all end in it."""
+    """The format the name says: its suffix (.tiktoken, .model, .bpe), or one of a format's usual
+    file names (tokenizer.json is Hugging Face's, encoder.json GPT-2's). Any other ".json" says
+    none: bpe_fast's JSON, a tokenizer.json and GPT-2's encoder.json all end in it."""
+    return _suffix_says(path) or _file_name_says(path)
+
+
+def _suffix_says(path: str | os.PathLike) -> Format | None:
     suffix = Path(os.fspath(path)).suffix.lower()
     return next((fmt for fmt in FORMATS if suffix in fmt.suffixes), None)
 
 
+def _file_name_says(path: str | os.PathLike) -> Format | None:
+    name = Path(os.fspath(path)).name.lower()
+    return next((fmt for fmt in FORMATS if name in fmt.file_names), None)
+
+
 def format_of_path(path: str | os.PathLike, format: str | None = None) -> str:
-    """The format to write ``path`` in: ``format`` if given (checked against the name), else the
-    one the name says (.tiktoken, .model, vocab.bpe), else bpe_fast's JSON."""
+    """The format to write ``path`` in: ``format`` if given (checked against the name's suffix),
+    else the one the name says (.tiktoken, .model, vocab.bpe, tokenizer.json, encoder.json),
+    else bpe_fast's JSON. A usual file name is a default only: ``format`` overrides it."""
     asked = by_name(format) if format is not None else None
     name = os.fspath(path)
     suffix = Path(name).suffix.lower()
-    named = _named_by(name)
     if asked is None:
-        return (named or DEFAULT).name
+        return (_named_by(name) or DEFAULT).name
+    named = _suffix_says(name)
     if named is not None and named is not asked:
         raise ArgumentError(f"{name}: the name ends in {suffix}, which means the {named.name} format, but the "
                             f"format asked for is {asked.name}; change the name or the format")
