@@ -35,7 +35,7 @@ import sys
 from dataclasses import dataclass, field as dataclass_field
 from pathlib import Path
 from typing import BinaryIO, Callable, ClassVar, NamedTuple, Union
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 
 from .errors import InputError, require
 
@@ -497,18 +497,43 @@ def jsonl_values(task: JsonlTask, keep_null: bool = False) -> Iterator[tuple[str
 
 # -- documents from an iterator -------------------------------------------------------------------
 
-def docs_tasks(docs: Iterable, batch_chars: int) -> Iterator[DocsTask]:
-    """Documents grouped into batches of about ``batch_chars`` characters."""
+def docs_tasks(docs: Iterable, batch_chars: int, field: str = "text") -> Iterator[DocsTask]:
+    """Documents grouped into batches of about ``batch_chars`` characters. An item of ``docs``
+    is a document (str or bytes), a batch of them (a list or tuple, as Hugging Face ``datasets``
+    gives ``dataset[i:j]["text"]``), or a record (a dict) whose ``field`` holds one or a batch
+    (``dataset.iter(batch_size=...)`` gives those); a None document is no text, skipped."""
     task = DocsTask()
-    for index, doc in enumerate(docs):
-        if not isinstance(doc, (str, bytes)):
-            raise InputError(f"document {index}: expected str or bytes, got {type(doc).__name__}")
-        if not task.docs:
-            task.first_index = index
-        task.docs.append(doc)
-        task.size += len(doc)
-        if task.size >= batch_chars:
-            yield task
-            task = DocsTask()
+    index = 0                                     # documents so far, to name one in errors
+    for item_index, item in enumerate(docs):
+        for doc in _documents_of(item, item_index, field):
+            if doc is None:
+                continue
+            if not task.docs:
+                task.first_index = index
+            task.docs.append(doc)
+            task.size += len(doc)
+            index += 1
+            if task.size >= batch_chars:
+                yield task
+                task = DocsTask()
     if task.docs:
         yield task
+
+
+def _documents_of(item, index: int, field: str) -> Iterable:
+    if isinstance(item, (str, bytes)):
+        return (item,)
+    if isinstance(item, Mapping):
+        if field not in item:
+            raise InputError(f"item {index}: a record without the field {field!r} (fields: "
+                             f"{', '.join(map(str, item)) or 'none'}); choose the text's field with field=")
+        item = item[field]
+        if item is None or isinstance(item, (str, bytes)):
+            return (item,)
+    if isinstance(item, (list, tuple)):
+        bad = next((d for d in item if d is not None and not isinstance(d, (str, bytes))), None)
+        if bad is None:
+            return item
+        raise InputError(f"item {index}: a batch holding {type(bad).__name__}; a batch is a list of str or bytes")
+    raise InputError(f"item {index}: expected a document (str or bytes), a batch of them (a list) or a record "
+                     f"(a dict with field {field!r}), got {type(item).__name__}")

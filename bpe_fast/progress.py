@@ -18,6 +18,7 @@ import json
 import logging
 import sys
 import time
+import warnings
 from typing import Callable, Union
 
 ProgressOption = Union[str, bool, None, Callable[[str, int, "int | None", float], None]]
@@ -32,6 +33,19 @@ def check(progress: ProgressOption) -> ProgressOption:
     if callable(progress) or progress is None or isinstance(progress, bool) or progress in MODES:
         return progress
     raise _argument_error(f"progress must be one of {', '.join(MODES)}, a bool or a callable, not {progress!r}")
+
+
+def with_alias(progress: ProgressOption, show_progress: bool | None) -> ProgressOption:
+    """``progress``, or ``show_progress`` (Hugging Face's keyword, and bpe_fast 0.1's), kept as a
+    deprecated alias: True means "bar", False "none"."""
+    if show_progress is None:
+        return progress
+    warnings.warn("show_progress= is deprecated: use progress= ('auto', 'bar', 'json', 'none' or a callable); "
+                  "show_progress=True is progress='bar', False is progress='none'", DeprecationWarning, stacklevel=3)
+    if progress not in ("auto", None):
+        raise _argument_error(f"give progress= or show_progress=, not both (progress={progress!r}, "
+                              f"show_progress={show_progress!r})")
+    return "bar" if show_progress else "none"
 
 
 def _argument_error(message: str):

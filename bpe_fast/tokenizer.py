@@ -22,8 +22,10 @@ import regex
 from . import formats
 from ._encode import OUTPUT_ARRAY as OUT_ARRAY, OUTPUT_COUNT as OUT_COUNT, OUTPUT_LIST as OUT_LIST
 from ._encode import MergeEncoder, SpecialSet
-from .errors import ArgumentError, ArgumentTypeError, EncodingError, VocabularyError, naming_file
+from .bytelevel import str_to_token, token_to_str
+from .errors import ArgumentError, ArgumentTypeError, EncodingError, TokenizerFileError, VocabularyError, naming_file
 from .formats import Vocabulary
+from .formats.huggingface import huggingface_ids, to_transformers
 from .patterns import whole_matches
 from .pretokenize import NATIVE, REGEX, WHOLE, Splitter, char_classes, special_splitter, special_token_list
 
@@ -133,6 +135,7 @@ class Tokenizer:
         self._encoder_lock = threading.Lock()
         self._special_sets: dict[frozenset, SpecialSet] = {}
         self._cache: dict[str, list[int]] = {}
+        self._ids_by_bytes: dict[bytes, int] | None = None     # token_to_id's map, made on first use
         self.training_report = None     # set by the trainer
 
     @property
@@ -172,7 +175,7 @@ class Tokenizer:
     def __getstate__(self) -> dict:
         """Pickling (multiprocessing, ``datasets.map(num_proc=...)``) sends the vocabulary; the
         receiving process builds its own native encoder when it first encodes."""
-        state = dict(self.__dict__, _encoder=None, _special_sets={})
+        state = dict(self.__dict__, _encoder=None, _special_sets={}, _ids_by_bytes=None)
         del state["_encoder_lock"]
         return state
 
@@ -434,6 +437,70 @@ class Tokenizer:
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
         return self.decode_bytes(ids).decode("utf-8", errors=errors)
 
+    def decode_batch(self, batch: Iterable[Iterable[int]], *, errors: str = "replace") -> list[str]:
+        """``decode`` of each list of ids (tiktoken's name)."""
+        return [self.decode(ids, errors) for ids in batch]
+
+    def decode_bytes_batch(self, batch: Iterable[Iterable[int]]) -> list[bytes]:
+        return [self.decode_bytes(ids) for ids in batch]
+
+    # -- the names tiktoken's and Hugging Face's users reach for ----------------------------------
+    @property
+    def eot_token(self) -> int:
+        """The id of ``<|endoftext|>`` (tiktoken's name)."""
+        if "<|endoftext|>" not in self.special_tokens:
+            raise EncodingError(f"this tokenizer has no <|endoftext|> special token (its special tokens: "
+                                f"{', '.join(self.special_tokens) or 'none'})")
+        return self.special_tokens["<|endoftext|>"]
+
+    def __len__(self) -> int:
+        """The number of tokens, learned and special (the vocab_size, where no id goes unused)."""
+        return len(self.mergeable_ranks()) + len(self.special_tokens)
+
+    def get_vocab(self) -> dict[str, int]:
+        """{token: id} as Hugging Face spells it: learned tokens in GPT-2's byte-level alphabet
+        ("Ġthe" for b" the"), special tokens as they are."""
+        vocab = {token_to_str(token): i for token, i in self.mergeable_ranks().items()}
+        vocab.update(self.special_tokens)
+        return vocab
+
+    def get_vocab_size(self) -> int:
+        return len(self)
+
+    def token_to_id(self, token: str) -> int | None:
+        """The id of a token spelled as ``get_vocab`` spells it, or None (Hugging Face's)."""
+        if token in self.special_tokens:
+            return self.special_tokens[token]
+        try:
+            return self._ids_of_tokens().get(str_to_token(token, "token"))
+        except TokenizerFileError:            # a character outside the byte-level alphabet
+            return None
+
+    def id_to_token(self, token_id: int) -> str | None:
+        """The token of an id, spelled as ``get_vocab`` spells it, or None (Hugging Face's)."""
+        for token, i in self.special_tokens.items():
+            if i == token_id:
+                return token
+        learned = self._vocab[token_id] if 0 <= token_id < len(self._vocab) else None
+        return None if learned is None else token_to_str(learned)
+
+    def _ids_of_tokens(self) -> dict[bytes, int]:
+        if self._ids_by_bytes is None:
+            self._ids_by_bytes = self.mergeable_ranks()
+        return self._ids_by_bytes
+
+    def with_huggingface_ids(self) -> Tokenizer:
+        """The same tokenizer (the same splits and merges, so the same tokens) numbered as Hugging
+        Face's BpeTrainer numbers what it learns: special tokens first, then the 256 bytes by
+        their GPT-2 characters, then the merges in order. After training with
+        ``tie_break="huggingface"`` on the same documents, its tokenizer.json equals BpeTrainer's,
+        id for id. Any tokenizer can be renumbered; ids then differ from the original's."""
+        renumber, specials = huggingface_ids(self.byte_ids, self.merge_ids, self.special_tokens)
+        merges = np.vectorize(renumber.__getitem__, otypes=[np.int64])(self.merges) if len(self.merges) else self.merges
+        return Tokenizer(merges, self.pattern, specials,
+                         merge_ids=[renumber[int(i)] for i in self.merge_ids],
+                         byte_ids=[renumber[int(i)] for i in self.byte_ids])
+
     # -- files: every format through the table of formats (formats/) ---------------------------
     def save(self, path: str | os.PathLike, format: str | None = None) -> list[str]:
         """Write the tokenizer to ``path`` in ``format``, a name from the table of formats
@@ -487,6 +554,14 @@ class Tokenizer:
         """The .tiktoken file and its sidecar ``path + ".json"`` (pattern and special tokens); alias
         of ``formats.tiktoken.write_tiktoken``, which takes any name (``save`` checks it)."""
         return formats.tiktoken.write_tiktoken(self, path)
+
+    def to_transformers(self, *, eos_token: str | None = None, pad_token: str | None = None,
+                        bos_token: str | None = None, unk_token: str | None = None, **kwargs):
+        """A ``transformers.PreTrainedTokenizerFast`` (needs ``bpe_fast[transformers]``) with this
+        vocabulary and these special tokens in the roles given (each must be a special token of
+        this tokenizer), ready for padding, ``save_pretrained`` and a model's training loop."""
+        return to_transformers(self, eos_token=eos_token, pad_token=pad_token, bos_token=bos_token,
+                               unk_token=unk_token, **kwargs)
 
     def to_tiktoken(self, name: str = "bpe_fast"):
         """A ``tiktoken.Encoding`` (alias of ``formats.tiktoken.to_tiktoken``)."""

@@ -9,7 +9,7 @@ import time
 import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -19,10 +19,10 @@ from .continued import base_special_tokens, check_base
 from .counting import DEFAULT_BATCH_CHARS, DEFAULT_BLOCK_SIZE, count_tasks, make_config
 from .distributed import count_on_cluster
 from .errors import ArgumentError, ArgumentTypeError, EmptyCorpusError, VocabSizeWarning
-from .inputs import docs_tasks, sources
-from .patterns import DEFAULT_PATTERN, resolve
+from .inputs import DocsTask, docs_tasks, sources
+from .patterns import DEFAULT_PATTERN, name_of, resolve
 from .pretokenize import special_token_list
-from .progress import Bar, ProgressOption, summary
+from .progress import Bar, ProgressOption, summary, with_alias
 from .progress import check as check_progress
 from .tokenizer import Tokenizer
 from .wordtable import WordTable
@@ -84,11 +84,15 @@ class TrainOptions:
     superword_at: int | None = None
     superword_pattern: str | None = "superword"
     progress: ProgressOption = "auto"
+    special_ids: Mapping[str, int] | None = None   # ids given with the special tokens (a dict), to honour
 
     @classmethod
     def checked(cls, vocab_size, **settings) -> TrainOptions:
         if isinstance(vocab_size, list):
             vocab_size = tuple(vocab_size)
+        specials = settings.get("special_tokens")
+        if isinstance(specials, Mapping):               # tiktoken's style: {token: id}
+            settings.update(special_tokens=tuple(specials), special_ids=dict(specials))
         options = cls(vocab_size, **settings)
         options.check()
         return options
@@ -126,6 +130,8 @@ class TrainOptions:
             check_base(self.base, size, self.tie_break)
         if self.superword_at is not None:
             self._check_superword_at()
+        if self.special_ids is not None:
+            self._check_special_ids()
 
     def _check_size(self, size) -> None:
         if not _is_int(size):
@@ -141,6 +147,22 @@ class TrainOptions:
                                     f"got {self.min_frequency!r}")
         if self.min_frequency < 0:
             raise ArgumentError(f"min_frequency must be >= 0, got {self.min_frequency}")
+
+    def _check_special_ids(self) -> None:
+        """Special tokens given with ids are honoured when the ids are the top of the vocabulary,
+        right after the learned tokens (in any order); other ids would leave learned ids unused
+        or clash with them, so they are refused rather than silently renumbered."""
+        if len(self.sizes) > 1 or self.base is not None or self.superword_at is not None:
+            raise ArgumentError("special_tokens with ids (a dict) need one vocab_size and no base= or superword_at=: "
+                                "give them as a list (ids then follow the learned ones, in the order given)")
+        ids = list(self.special_ids.values())           # type: ignore[union-attr]
+        if not all(_is_int(i) for i in ids):
+            raise ArgumentTypeError(f"special_tokens ids must be integers, got {dict(self.special_ids or {})}")
+        size, k = self.sizes[0], len(ids)
+        if sorted(ids) != list(range(size - k, size)):
+            raise ArgumentError(f"special_tokens ids {dict(self.special_ids or {})} cannot be honoured: with "
+                                f"vocab_size={size} the learned tokens take ids 0..{size - k - 1}, so the {k} special "
+                                f"token(s) take ids {size - k}..{size - 1} (in any order); give those ids, or a list")
 
     def _check_superword_at(self) -> None:
         floor = 256 if self.base is None else self.base.vocab_size + 1
@@ -159,7 +181,8 @@ class TrainOptions:
 def count(inputs: str | os.PathLike | Iterable[str | os.PathLike], *, pattern: str | None = "cl100k",
           special_tokens: Sequence[str] = (), workers: int | None = None, progress: ProgressOption = "auto",
           errors: str = "strict", lines: bool = False, field: str = "text", column: str = "text",
-          block_size: int = DEFAULT_BLOCK_SIZE, memory_budget: int | None = None, client=None) -> WordTable:
+          block_size: int = DEFAULT_BLOCK_SIZE, memory_budget: int | None = None, client=None,
+          show_progress: bool | None = None) -> WordTable:
     """Count the chunks of every input into a word table: count once, then train as often as
     you like with ``train_from_table``, or save it (``table.save``) and add it to others.
 
@@ -169,7 +192,9 @@ def count(inputs: str | os.PathLike | Iterable[str | os.PathLike], *, pattern: s
     ``workers``, ``block_size`` and ``memory_budget`` (bytes a worker's table may hold before it
     writes it out to a temporary file; default: a third of the free memory, shared). ``lines``
     makes every line a document. ``client``, a dask.distributed Client, counts on its cluster.
+    ``show_progress`` is a deprecated alias of ``progress`` (True: "bar", False: "none").
     """
+    progress = with_alias(progress, show_progress)
     config = make_config(pattern, special_tokens, errors, lines, memory_budget)
     paths = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
     if not paths:
@@ -191,44 +216,69 @@ def count(inputs: str | os.PathLike | Iterable[str | os.PathLike], *, pattern: s
     return table
 
 
-def count_from_iterator(docs: Iterable[str | bytes], *, pattern: str | None = "cl100k",
+def count_from_iterator(docs: Iterable, *, pattern: str | None = "cl100k",
                         special_tokens: Sequence[str] = (), workers: int | None = None,
                         progress: ProgressOption = "auto", errors: str = "strict", lines: bool = False,
-                        batch_chars: int = DEFAULT_BATCH_CHARS, memory_budget: int | None = None) -> WordTable:
-    """Count the chunks of documents from an iterator (each item one document, str or UTF-8
-    bytes) into a word table. Items are consumed lazily and sent to the workers in batches, so
-    the iterator may be far larger than memory."""
+                        batch_chars: int = DEFAULT_BATCH_CHARS, memory_budget: int | None = None,
+                        field: str = "text", length: int | None = None,
+                        show_progress: bool | None = None) -> WordTable:
+    """Count the chunks of documents from an iterator into a word table. Each item is a document
+    (str or UTF-8 bytes), a batch of documents (a list: Hugging Face ``datasets`` batches), or a
+    record (a dict) whose ``field`` holds one or a batch. Items are consumed lazily and sent to
+    the workers in batches, so the iterator may be far larger than memory. ``length``, the
+    number of documents if known, makes the progress count documents against it (with an ETA)."""
     if isinstance(docs, (str, bytes)):
         raise ArgumentTypeError("docs must be an iterable of documents, not a single str/bytes "
                                 "(wrap it in a list: [text])")
+    if length is not None and (not _is_int(length) or length < 0):
+        raise ArgumentError(f"length must be the number of documents (an integer >= 0), got {length!r}")
+    progress = with_alias(progress, show_progress)
     config = make_config(pattern, special_tokens, errors, lines, memory_budget)
     start = time.perf_counter()
-    with Bar(check_progress(progress), "counting", None, unit="char", unit_scale=True) as bar:
-        table = count_tasks(docs_tasks(docs, batch_chars), config, workers, bar.callback())
+    tasks = docs_tasks(docs, batch_chars, field)
+    unit = ("doc", False) if length is not None else ("char", True)
+    with Bar(check_progress(progress), "counting", length, unit=unit[0], unit_scale=unit[1]) as bar:
+        if length is None:
+            table = count_tasks(tasks, config, workers, bar.callback())
+        else:                       # documents sent, as bytes sent are for files
+            table = count_tasks(_counting_documents(tasks, bar.callback()), config, workers)
     summary("counting", time.perf_counter() - start, characters=table.input_bytes, chunks=table.total_chunks,
             distinct=len(table))
     return table
 
 
+def _counting_documents(tasks: Iterable[DocsTask], advance: Callable[[int], None] | None) -> Iterator[DocsTask]:
+    for task in tasks:
+        yield task
+        if advance is not None:
+            advance(len(task.docs))
+
+
 def train_from_table(table: WordTable, vocab_size: int | Sequence[int], *, pattern=..., special_tokens=...,
                      min_frequency: int = 0, progress: ProgressOption = "auto",
                      report: TrainReport | None = None, tie_break: str = "bytes", base: Tokenizer | None = None,
-                     max_token_length: int | None = None) -> Tokenizer | list[Tokenizer]:
+                     max_token_length: int | None = None,
+                     show_progress: bool | None = None) -> Tokenizer | list[Tokenizer]:
     """Learn merges from a word table (the kernel stage alone): count once, train many times.
 
-    The tokenizer splits text with the pattern and special tokens the table was counted with,
-    unless ``pattern=`` or ``special_tokens=`` say otherwise (for tables made by hand).
+    The tokenizer splits text with the pattern the table was counted with (a different
+    ``pattern=`` is refused: the merges were learned from that split), and its special tokens
+    unless ``special_tokens=`` says otherwise (for tables made by hand).
     Ties between pairs of equal count go to the smallest (left id, right id) with bytes as ids
     0..255 (``tie_break="bytes"``, as rustbpe and bpeasy), or with Hugging Face's ids for the
     bytes (``"huggingface"``, as tokenizers' BpeTrainer with the ByteLevel pre-tokenizer)."""
     if not isinstance(table, WordTable):
         raise ArgumentTypeError(f"train_from_table takes a WordTable (bpe_fast.count, WordTable.load), "
                                 f"not {type(table).__name__}")
+    if pattern is not ... and resolve(pattern) != table.pattern:
+        raise ArgumentError(f"pattern={pattern!r}: this word table was counted with {name_of(table.pattern)}, and a "
+                            f"tokenizer must split text as its table did; count the text again with this pattern "
+                            f"(bpe_fast.count(..., pattern=...)), or leave pattern= out")
     options = TrainOptions.checked(
-        vocab_size, pattern=resolve(table.pattern if pattern is ... else pattern),
+        vocab_size, pattern=table.pattern,
         special_tokens=table.special_tokens if special_tokens is ... else special_tokens,
         min_frequency=min_frequency, tie_break=tie_break, base=base, max_token_length=max_token_length,
-        progress=progress)
+        progress=with_alias(progress, show_progress))
     return _learn_sizes([table], options, report or TrainReport())
 
 
@@ -275,7 +325,8 @@ def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainRepo
     report.seconds["merging"] = time.perf_counter() - t0
     summary("merging", report.seconds["merging"], merges=len(merges))
     pattern = options.resolved_pattern
-    tok = (Tokenizer(merges, pattern=pattern, special_tokens=new_specials) if base is None
+    specials = dict(options.special_ids) if options.special_ids is not None else new_specials
+    tok = (Tokenizer(merges, pattern=pattern, special_tokens=specials) if base is None
            else continued.extended(base, merges, pattern, new_specials))
     report.merges, report.merges_requested, report.vocab_size = len(merges), n_merges, tok.vocab_size
     if len(merges) < n_merges:
@@ -312,7 +363,7 @@ def train(files: str | os.PathLike | Iterable[str | os.PathLike], vocab_size: in
           block_size: int = DEFAULT_BLOCK_SIZE, tie_break: str = "bytes", lines: bool = False,
           field: str = "text", column: str = "text", memory_budget: int | None = None, client=None,
           base: Tokenizer | None = None, max_token_length: int | None = None, superword_at: int | None = None,
-          superword_pattern: str | None = "superword") -> Tokenizer | list[Tokenizer]:
+          superword_pattern: str | None = "superword", show_progress: bool | None = None) -> Tokenizer | list[Tokenizer]:
     """Train on files: ``count`` (any input: text, stdin, compressed, JSON lines, Parquet,
     directories; ``workers`` processes, default one per CPU), then ``train_from_table``.
 
@@ -331,7 +382,12 @@ def train(files: str | os.PathLike | Iterable[str | os.PathLike], vocab_size: in
     vocab size T, then on, to ``vocab_size``, with ``superword_pattern`` (default "superword",
     SuperBPE's stage-two rule, patterns.SUPERWORD), whose chunks span words: continued training
     with another pattern. The tokenizer splits text with the superword pattern.
+
+    ``special_tokens`` is a list (ids follow the learned ones, in its order) or, as tiktoken
+    gives them, a dict of ids, honoured when they are the top of the vocabulary (any order).
+    ``show_progress`` is a deprecated alias of ``progress`` (True: "bar", False: "none").
     """
+    progress = with_alias(progress, show_progress)
     options = TrainOptions.checked(vocab_size, pattern=pattern, special_tokens=special_tokens,
                                    min_frequency=min_frequency, tie_break=tie_break, base=base,
                                    max_token_length=max_token_length, superword_at=superword_at,
@@ -355,14 +411,20 @@ def train_from_iterator(docs: Iterable[str | bytes], vocab_size: int | Sequence[
                         errors: str = "strict", batch_chars: int = DEFAULT_BATCH_CHARS,
                         tie_break: str = "bytes", lines: bool = False, memory_budget: int | None = None,
                         base: Tokenizer | None = None, max_token_length: int | None = None,
-                        superword_at: int | None = None,
-                        superword_pattern: str | None = "superword") -> Tokenizer | list[Tokenizer]:
-    """Train on documents from an iterator; each item is a separate document.
+                        superword_at: int | None = None, superword_pattern: str | None = "superword",
+                        field: str = "text", length: int | None = None,
+                        show_progress: bool | None = None) -> Tokenizer | list[Tokenizer]:
+    """Train on documents from an iterator: each item is a document (str or bytes), a batch of
+    them (a list, as Hugging Face ``datasets`` batches come), or a record (a dict) whose
+    ``field`` holds one or a batch; ``length``, the number of documents if known, gives the
+    progress a total (Hugging Face's ``length=``).
 
     Items are consumed lazily and sent to worker processes in batches, so the iterator may be
-    far larger than memory. ``base``, a list of sizes, ``max_token_length`` and
-    ``superword_at`` as in ``train`` (superword training reads the documents twice: give a list).
+    far larger than memory. ``base``, a list of sizes, ``max_token_length``, ``special_tokens``
+    and ``superword_at`` as in ``train`` (superword training reads the documents twice: give a
+    list). ``show_progress`` is a deprecated alias of ``progress``.
     """
+    progress = with_alias(progress, show_progress)
     if superword_at is not None and (not isinstance(docs, Sequence) or isinstance(docs, (str, bytes))):
         raise ArgumentTypeError("superword training reads the documents twice (once per stage): give a "
                                 "list of documents, not an iterator")
@@ -374,6 +436,6 @@ def train_from_iterator(docs: Iterable[str | bytes], vocab_size: int | Sequence[
     def count_docs(pattern, specials: Sequence[str]) -> WordTable:
         return count_from_iterator(docs, pattern=pattern, special_tokens=specials, workers=workers,
                                    progress=progress, errors=errors, lines=lines, batch_chars=batch_chars,
-                                   memory_budget=memory_budget)
+                                   memory_budget=memory_budget, field=field, length=length)
 
     return _train(count_docs, options, "chars")

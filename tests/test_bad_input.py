@@ -91,7 +91,7 @@ def test_single_string_is_not_an_iterator_of_documents():
 
 
 def test_non_text_document():
-    with pytest.raises(bpe_fast.InputError, match="document 2: expected str or bytes, got int"):
+    with pytest.raises(bpe_fast.InputError, match=r"item 2: expected a document \(str or bytes\), a batch of them \(a list\) or a record .*got int"):
         bpe_fast.train_from_iterator(["a", "b", 3], 300)
 
 

@@ -6,8 +6,8 @@ import json
 import os
 from typing import Any
 
-from ..bytelevel import str_to_token, token_to_str
-from ..errors import TokenizerFileError
+from ..bytelevel import huggingface_byte_order, str_to_token, token_to_str
+from ..errors import ArgumentError, TokenizerFileError, require
 from ..outputs import atomic_open
 from ..patterns import CL100K, GPT2, O200K
 from ._common import (FileKind, Format, Peek, Vocabulary, check_every_token_made, expect, lookup_merge,
@@ -98,6 +98,10 @@ def _hf_pattern(pre, source: str) -> str | None:
 
 def huggingface_json(tok) -> dict:
     vocab = {token_to_str(t): i for t, i in tok.mergeable_ranks().items()}
+    # Special tokens are in the model's vocab too, as BpeTrainer writes them: without them there,
+    # Hugging Face numbers added tokens after the last vocab id, ignoring theirs when ids have
+    # gaps (cl100k's <|endoftext|> became 100256). A learned token spelled the same keeps its id.
+    vocab.update({s: i for s, i in tok.special_tokens.items() if s not in vocab})
     merges = [[token_to_str(tok.token_bytes(a)), token_to_str(tok.token_bytes(b))] for a, b in tok.merges.tolist()]
     byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True, "use_regex": False}
     steps = [byte_level]
@@ -138,3 +142,34 @@ FORMAT = Format(
     name="huggingface", title="a Hugging Face tokenizer.json", description="a tokenizer.json",
     sniff=sniff, read=read, write=write_huggingface, demo_name="demo-tokenizer.hf.json", is_json=True,
     file_names=("tokenizer.json",))
+
+
+# -- transformers, and Hugging Face's numbering -----------------------------------------------------
+
+def to_transformers(tok, **special_roles):
+    """A ``transformers.PreTrainedTokenizerFast`` with this vocabulary, pattern and special tokens.
+    ``special_roles`` (eos_token=, pad_token=, bos_token=, unk_token=, ...) name special tokens
+    the tokenizer already has: a role given a token it lacks would make transformers add a new
+    id, silently growing the vocabulary, so it is refused. Other keywords go to transformers."""
+    transformers = require("transformers", "transformers", "to_transformers()")
+    tokenizers = require("tokenizers", "transformers", "to_transformers()")
+    for role, token in special_roles.items():
+        if role.endswith("_token") and token is not None and token not in tok.special_tokens:
+            have = ", ".join(map(repr, tok.special_tokens)) or "none"
+            raise ArgumentError(f"{role}={token!r} is not a special token of this tokenizer (it has {have}); "
+                                f"train with special_tokens=[..., {token!r}] so that it has an id of its own")
+    backend = tokenizers.Tokenizer.from_str(json.dumps(huggingface_json(tok)))
+    given = {role: token for role, token in special_roles.items() if token is not None}
+    return transformers.PreTrainedTokenizerFast(tokenizer_object=backend, **given)
+
+
+def huggingface_ids(byte_ids, merge_ids, special_tokens: dict[str, int]) -> tuple[dict[int, int], dict[str, int]]:
+    """How Hugging Face's BpeTrainer numbers a vocabulary: the special tokens first (0..k-1, in
+    the order of their ids here), then the 256 bytes in the code-point order of their GPT-2
+    characters, then the merges in rank order. Returns (old id -> new id for bytes and merges,
+    {special token: new id})."""
+    specials = sorted(special_tokens, key=special_tokens.get)
+    first = len(specials)
+    renumber = {int(byte_ids[b]): first + rank for rank, b in enumerate(huggingface_byte_order())}
+    renumber.update({int(old): first + 256 + m for m, old in enumerate(merge_ids)})
+    return renumber, {s: k for k, s in enumerate(specials)}
