@@ -23,7 +23,7 @@ from .workshop.ladder.cli import add_profile_parser
 from .paths import stdlib_root, stdlib_sources
 from .patterns import DEFAULT_PATTERN, known_names, name_of, resolve
 from .tokenizer import Tokenizer
-from .progress import MODES
+from .progress import MODES, mode_of
 from .trainer import TIE_BREAKS, TrainReport, count, train, train_from_table
 from .wordtable import WordTable
 
@@ -223,7 +223,10 @@ def _show_learned(tok, path: str, out) -> None:
 
 
 def _progress(args) -> str:
-    return "none" if args.quiet else args.progress
+    """--progress, where "auto" with no terminal means none: the command prints its own summary."""
+    if args.quiet:
+        return "none"
+    return args.progress if args.progress != "auto" or mode_of("auto") == "bar" else "none"
 
 
 def count_options(args) -> dict:

@@ -211,7 +211,7 @@ def count(inputs: str | os.PathLike | Iterable[str | os.PathLike], *, pattern: s
     start = time.perf_counter()
     with Bar(check_progress(progress), "counting", total, unit="B", unit_scale=True) as bar:
         table = count_tasks(tasks, config, workers, bar.callback())
-    summary("counting", time.perf_counter() - start, bytes=table.input_bytes, chunks=table.total_chunks,
+    summary("counting", time.perf_counter() - start, progress, bytes=table.input_bytes, chunks=table.total_chunks,
             distinct=len(table))
     return table
 
@@ -242,8 +242,8 @@ def count_from_iterator(docs: Iterable, *, pattern: str | None = "cl100k",
             table = count_tasks(tasks, config, workers, bar.callback())
         else:                       # documents sent, as bytes sent are for files
             table = count_tasks(_counting_documents(tasks, bar.callback()), config, workers)
-    summary("counting", time.perf_counter() - start, characters=table.input_bytes, chunks=table.total_chunks,
-            distinct=len(table))
+    summary("counting", time.perf_counter() - start, progress, characters=table.input_bytes,
+            chunks=table.total_chunks, distinct=len(table))
     return table
 
 
@@ -318,12 +318,12 @@ def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainRepo
                                  max_token_length=options.max_token_length or 0, start=start, token_lengths=lengths,
                                  first_id=first_id, setup_progress=bar.callback(reach=True))
     del table, start
-    with Bar(progress, "merging", n_merges, unit="merge") as bar:
+    with Bar(progress, "merging", n_merges, unit="merge", decaying=True) as bar:
         merges = kernel.learn(bar.callback(reach=True))
     if byte_order is not None:   # back from the tie-break ids to byte ids (merge ids are the same)
         merges = np.where(merges < 256, byte_order[np.minimum(merges, 255)], merges).astype(np.int32)
     report.seconds["merging"] = time.perf_counter() - t0
-    summary("merging", report.seconds["merging"], merges=len(merges))
+    summary("merging", report.seconds["merging"], progress, merges=len(merges))
     pattern = options.resolved_pattern
     specials = dict(options.special_ids) if options.special_ids is not None else new_specials
     tok = (Tokenizer(merges, pattern=pattern, special_tokens=specials) if base is None

@@ -158,7 +158,7 @@ def test_extras_cover_every_optional_package_and_dev_takes_them_all():
     project = pyproject()["project"]
     extras = project["optional-dependencies"]
     expected = {"tiktoken": "tiktoken", "plot": "matplotlib", "profile": "line_profiler", "dask": "dask",
-                "parquet": "pyarrow", "zstd": "zstandard", "workshop": "sentencepiece"}
+                "parquet": "pyarrow", "zstd": "zstandard", "workshop": "sentencepiece", "transformers": "transformers"}
     for extra, package in expected.items():
         assert any(req.startswith(package) for req in extras[extra]), f"[{extra}] should install {package}"
     dev_all = next(req for req in extras["dev"] if req.startswith("bpe_fast["))
@@ -180,6 +180,7 @@ def ladder_harness():
     ("matplotlib", lambda: ladder_harness().draw(None), "plot"),
     ("line_profiler", lambda: ladder_harness().line_profile(None, [], 1), "profile"),
     ("tiktoken", lambda: bpe_fast.Tokenizer([]).to_tiktoken(), "tiktoken"),
+    ("transformers", lambda: bpe_fast.Tokenizer([]).to_transformers(), "transformers"),
     ("zstandard", lambda: bpe_fast.count(["x.txt.zst"]), "zstd"),
 ])
 def test_a_missing_optional_package_names_its_extra(missing, call, extra, monkeypatch, tmp_path):
