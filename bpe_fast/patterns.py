@@ -107,22 +107,39 @@ def compile_pattern(text: str) -> regex.Pattern[str]:
 
 
 def whole_matches(compiled: regex.Pattern[str], text: str) -> list[str]:
-    """Every match of the pattern in text, in order: the chunks. (findall would return the
-    capturing groups instead of the whole match when the pattern has any.)"""
+    """The chunks of text: the pattern's whole matches, in order, and the text between them as
+    chunks of its own. A pattern need not match every character (r"\w+" skips spaces and
+    punctuation); what it skips is kept, not dropped, so encoding is lossless. (tiktoken drops
+    it: with such a pattern its ids decode to less text.) findall would also return capturing
+    groups instead of the whole match when the pattern has any."""
     if compiled.groups == 0:
-        return compiled.findall(text)      # the fast path: findall builds no match objects
-    return [m.group() for m in compiled.finditer(text)]
+        chunks = compiled.findall(text)    # the fast path: findall builds no match objects
+        if sum(map(len, chunks)) == len(text):
+            return chunks                  # the matches cover the text: no gaps
+    return list(_chunks(compiled, text))
+
+
+def _chunks(compiled: regex.Pattern[str], text: str) -> Iterator[str]:
+    """Matches and the gaps between them, in order."""
+    pos = 0
+    for m in compiled.finditer(text):
+        if m.start() > pos:
+            yield text[pos:m.start()]
+        yield m.group()
+        pos = m.end()
+    if pos < len(text):
+        yield text[pos:]
 
 
 def match_batches(compiled: regex.Pattern[str], text: str, batch: int = 1 << 20) -> Iterator[list[str]]:
-    """The whole matches of a long text a batch at a time, so that a file read whole (custom
-    patterns allow no cut) never becomes one list of millions of strings."""
+    """The chunks of a long text (``whole_matches``) a batch at a time, so that a file read whole
+    (custom patterns allow no cut) never becomes one list of millions of strings."""
     if len(text) <= 4 * batch:
         yield whole_matches(compiled, text)
         return
-    matches = compiled.finditer(text)
-    while chunk := [m.group() for m in itertools.islice(matches, batch)]:
-        yield chunk
+    chunks = _chunks(compiled, text)
+    while part := list(itertools.islice(chunks, batch)):
+        yield part
 
 
 # Each named pattern's canonical name, by its regex: the one place a regex is turned into a name.

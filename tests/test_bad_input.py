@@ -179,8 +179,8 @@ def test_a_bare_word_that_is_no_known_name_is_refused(typo):
         bpe_fast.train_from_iterator(docs(), 300, pattern=typo)
     with pytest.raises(bpe_fast.PatternError, match="no known pattern name"):
         bpe_fast.Tokenizer([], pattern=typo)
-    # spelled as a regex, a literal word is still a pattern
-    assert chunks_of(["a gpt4 b"], r"(?:gpt4)") == ["gpt4"]
+    # spelled as a regex, a literal word is still a pattern (and the text it skips stays, as chunks)
+    assert chunks_of(["a gpt4 b"], r"(?:gpt4)") == ["a ", "gpt4", " b"]
 
 
 def test_cli_names_the_known_patterns(tmp_path, capsys):
@@ -228,7 +228,7 @@ def test_every_error_bpe_fast_raises_on_purpose_is_a_bpe_fast_error():
 # -- issue 11: found by trying to break it ------------------------------------------------------
 
 @pytest.mark.parametrize("pattern,docs,expected", [
-    (r"(a)b", ["ab ab"], ["ab", "ab"]),
+    (r"(a)b", ["ab ab"], ["ab", " ", "ab"]),          # the space the pattern skips is kept
     (r"\w+|(\s)", ["two words"], ["two", " ", "words"]),
     (r"(a)(b)|c", ["abcab"], ["ab", "c", "ab"]),
 ])

@@ -194,3 +194,17 @@ def test_the_word_table_is_freed_before_the_merging_starts(monkeypatch):
     monkeypatch.setattr(trainer, "Bar", bar)
     bpe_fast.train_from_iterator([small_text()], 400, progress="none")
     assert alive_when_merging == [False]
+
+
+def test_text_a_custom_pattern_skips_is_kept_not_dropped():
+    """r"\w+" matches no space or punctuation: those become chunks of their own, in training and
+    encoding alike, so decode(encode(text)) == text (tiktoken would drop them)."""
+    text = "hello, world! hello again; world... 42?"
+    assert list(Splitter.of(r"\w+").chunks(text)) == ["hello", ", ", "world", "! ", "hello", " ", "again", "; ",
+                                                      "world", "... ", "42", "?"]
+    tok = bpe_fast.train_from_iterator([text] * 20, 280, pattern=r"\w+", progress="none")
+    for sample in [text, "  leading and trailing  ", "!!!", ""]:
+        assert tok.decode(tok.encode(sample)) == sample
+        assert tok.decode(tok.encode_batch([sample])[0]) == sample
+    learned = {tok.token_bytes(i) for i in range(256, tok.n_base)}
+    assert b", " in learned or b"! " in learned            # the skipped text was counted too

@@ -222,8 +222,11 @@ def learn_bpe_fast(words: WordTable | Mapping[str, int], n_merges: int) -> list[
 def _word_counts(words) -> dict[str, int]:
     """``{word: count}`` from a word table or from a ``learn_bpe`` vocab of characters."""
     if isinstance(words, WordTable):
+        # bpe_fast keeps the text a pattern skips as chunks of its own (the spaces between
+        # WORD_PATTERN's words); Sennrich's BPE learns from the words alone, so they stay out.
         try:
-            return {words.word(i).decode("utf-8"): int(words.counts[i]) for i in range(len(words))}
+            chunks = ((words.word(i).decode("utf-8"), int(words.counts[i])) for i in range(len(words)))
+            return {word: n for word, n in chunks if not word.isspace()}
         except UnicodeDecodeError:
             raise InputError("words: the word table holds chunks that are not UTF-8 text") from None
     _check_vocab(words)
