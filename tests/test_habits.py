@@ -191,3 +191,19 @@ def test_a_word_table_is_not_relabelled_with_another_pattern(docs):
     with pytest.raises(ArgumentError, match="this word table was counted with gpt2"):
         bpe_fast.train_from_table(table, 400, pattern="cl100k")
     assert bpe_fast.train_from_table(table, 400, pattern="r50k_base").pattern_name == "gpt2"   # the same pattern
+
+
+def test_a_tokenizer_json_that_would_encode_otherwise_is_refused_not_misread(tmp_path, ours):
+    ours.save(tmp_path / "tokenizer.json")
+    data = json.loads((tmp_path / "tokenizer.json").read_text())
+    normalized = dict(data, normalizer={"type": "NFKC"})
+    (tmp_path / "nfkc.json").write_text(json.dumps(normalized))
+    with pytest.raises(bpe_fast.TokenizerFileError, match=r"nfkc.json: normalizer 'NFKC' is not supported"):
+        bpe_fast.load(tmp_path / "nfkc.json")
+    plain = dict(data, added_tokens=[dict(t, special=False) if t["content"] == "<|pad|>" else t
+                                     for t in data["added_tokens"]])
+    (tmp_path / "plain.json").write_text(json.dumps(plain))
+    with pytest.raises(bpe_fast.TokenizerFileError, match=r"plain.json: added_tokens holds 1 token\(s\) that are not "
+                                                          r"special, such as '<\|pad\|>'"):
+        bpe_fast.load(tmp_path / "plain.json")
+    assert bpe_fast.load(tmp_path / "tokenizer.json") == ours

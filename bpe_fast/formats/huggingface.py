@@ -31,8 +31,10 @@ def huggingface_vocabulary(data: Any, source: str) -> Vocabulary:
     if not isinstance(model, dict) or model.get("type") != "BPE":
         kind = repr(model.get("type")) if isinstance(model, dict) else f"not an object but {model!r:.40}"
         raise TokenizerFileError(f"{source}: not a BPE tokenizer.json (model.type is {kind})")
+    _refuse_normalizer(data.get("normalizer"), source)
     pattern = _hf_pattern(data.get("pre_tokenizer"), source)
     added = _hf_added_tokens(data.get("added_tokens", []), source)
+    _refuse_plain_added_tokens(added, source)
     vocab = {str_to_token(s, f"{source}: model.vocab"): i
              for s, i in expect(model.get("vocab", {}), dict, source, "model.vocab").items()
              if s not in added and expect(i, int, source, f"model.vocab[{s!r}]") is not None}
@@ -65,6 +67,25 @@ def _hf_added_tokens(entries: Any, source: str) -> dict[str, tuple[int, bool]]:
         added[content] = (expect(entry.get("id"), int, source, f"{where}.id"),
                           expect(entry.get("special", True), bool, source, f"{where}.special"))
     return added
+
+
+def _refuse_normalizer(normalizer: Any, source: str) -> None:
+    """A normalizer changes the text before the model sees it (NFKC, lowercasing...): ignored,
+    bpe_fast would encode other text than Hugging Face does, so other ids. Refused, named."""
+    if normalizer is not None:
+        kind = normalizer.get("type") if isinstance(normalizer, dict) else normalizer
+        raise TokenizerFileError(f"{source}: normalizer {kind!r} is not supported: bpe_fast encodes the text as it "
+                                 f"is, so its ids would differ from Hugging Face's; only \"normalizer\": null is read")
+
+
+def _refuse_plain_added_tokens(added: dict[str, tuple[int, bool]], source: str) -> None:
+    """A non-special added token is matched in any text before the model, always; bpe_fast's
+    special tokens are matched only where allowed (allowed_special=), so it has no equivalent."""
+    plain = [content for content, (_, special) in added.items() if not special]
+    if plain:
+        raise TokenizerFileError(f"{source}: added_tokens holds {len(plain)} token(s) that are not special, such as "
+                                 f"{plain[0]!r}: Hugging Face matches those in any text, which bpe_fast does not "
+                                 f"reproduce; mark them \"special\": true to read them as special tokens")
 
 
 def read_huggingface(path: str | os.PathLike) -> Vocabulary:
