@@ -81,7 +81,8 @@ def single_calls(peers: dict) -> dict:
 
 def batch_calls(peers: dict, threads: int) -> dict:
     """name -> (function of the list of texts, kind): 'lists' or 'flat' ((ids, offsets))."""
-    calls = {"bpe_fast": (lambda ts: peers["bpe_fast"].encode_batch(ts, workers=threads, disallowed_special=()), "lists"),
+    calls = {"bpe_fast": (lambda ts: peers["bpe_fast"].encode_batch(
+                 ts, workers=threads, disallowed_special=()), "lists"),
              "bpe_fast numpy": (lambda ts: peers["bpe_fast"].encode_batch_to_numpy(
                  ts, workers=threads, disallowed_special=()), "flat")}
     if "tiktoken" in peers:
@@ -161,9 +162,10 @@ def main() -> int:
     peers = load_peers(args.encoding)
     text = mix33_text(corpus_dir())
     size_mb = len(text.encode("utf-8")) / 1e6
-    reference = peers["tiktoken"].encode_ordinary(text) if "tiktoken" in peers else peers["bpe_fast"].encode_ordinary(text)
-    print(f"{args.encoding} on mix33: {size_mb:.1f} MB, {len(reference):,} tokens; "
-          f"{'ids checked against tiktoken' if 'tiktoken' in peers else 'tiktoken absent: ids checked against bpe_fast'}; "
+    checker = "tiktoken" if "tiktoken" in peers else "bpe_fast"
+    reference = peers[checker].encode_ordinary(text)
+    checked = "tiktoken" if checker == "tiktoken" else "bpe_fast (tiktoken absent)"
+    print(f"{args.encoding} on mix33: {size_mb:.1f} MB, {len(reference):,} tokens; ids checked against {checked}; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
     if "cold" in modes:      # first: after the batches, peers' idle thread pools can spin and slow the children

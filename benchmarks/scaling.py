@@ -283,7 +283,8 @@ def main(argv=None) -> None:
     plan = QUICK if args.quick else FULL
     OUT.mkdir(exist_ok=True)
     total = sum(f.stat().st_size for f in files)
-    print(f"mix33: {len(files)} files, {total:,} bytes, from {os.path.relpath(args.corpus_dir, PROJECT_ROOT)}", file=sys.stderr)
+    print(f"mix33: {len(files)} files, {total:,} bytes, from {os.path.relpath(args.corpus_dir, PROJECT_ROOT)}",
+          file=sys.stderr)
     tables, charts = [], []
     if args.only in (None, "corpus"):
         points = [(mb * MB if mb else None, plan["size_vocab"]) for mb in plan["sizes_mb"]]

@@ -64,7 +64,8 @@ def _encode_chunks(base: Tokenizer, table: WordTable) -> np.ndarray:
     n, threads = len(table), min(default_workers(), max(1, len(table) // 50_000))
     bounds = [n * k // threads for k in range(threads + 1)]
     with ThreadPoolExecutor(threads) as pool:
-        parts = pool.map(lambda k: base._native.encode_chunks(table.symbols, table.offsets[bounds[k]:bounds[k + 1] + 1]),
+        parts = pool.map(lambda k: base._native.encode_chunks(table.symbols,
+                                                              table.offsets[bounds[k]:bounds[k + 1] + 1]),
                          range(threads))
         return np.concatenate(list(parts))
 

@@ -192,8 +192,8 @@ def encode_files(tokenizer, paths: Iterable[str | os.PathLike], output: str | os
     options = (dict(allowed_special="all") if allowed_special == "all" else dict(disallowed_special=()))
     sized = [s.size for s in inp.sources(paths, field, column)]
     total = None if None in sized else sum(sized)
-    with _opened(output, format, tokenizer.vocab_size) as writer, Bar(progress, "encoding", total, unit="B", unit_scale=True) as bar, \
-            ThreadPoolExecutor(1) as pool:
+    with _opened(output, format, tokenizer.vocab_size) as writer, \
+            Bar(progress, "encoding", total, unit="B", unit_scale=True) as bar, ThreadPoolExecutor(1) as pool:
         pending = None                        # the batch being encoded while the next is read
         for texts, starts, read in batches(pieces(paths, splitter, errors, field, column)):
             job = pool.submit(tokenizer.encode_batch_to_numpy, texts, workers=workers, **options)

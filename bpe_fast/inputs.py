@@ -34,7 +34,7 @@ import stat
 import sys
 from dataclasses import dataclass, field as dataclass_field
 from pathlib import Path
-from typing import BinaryIO, Callable, ClassVar, NamedTuple, Union
+from typing import BinaryIO, Callable, ClassVar, NamedTuple
 from collections.abc import Iterable, Iterator
 
 from .errors import InputError, require
@@ -53,7 +53,7 @@ class Piece(NamedTuple):
     errors), starting at byte ``offset`` of it; ``starts_document`` is false only for the later
     blocks of a text container, which continue the document of the block before."""
     where: str
-    data: Union[bytes, str]
+    data: bytes | str
     offset: int = 0
     starts_document: bool = True
 
@@ -239,7 +239,8 @@ def classify(path: str) -> tuple[str, str | None]:
     """(kind, compression) from a file name: "corpus.jsonl.zst" -> ("jsonl", "zstd")."""
     suffixes = [s.lower() for s in Path(path).suffixes]
     compression = COMPRESSED.get(suffixes[-1]) if suffixes else None
-    inner = suffixes[-2] if compression and len(suffixes) > 1 else (suffixes[-1] if suffixes and not compression else "")
+    inner = (suffixes[-2] if compression and len(suffixes) > 1
+             else suffixes[-1] if suffixes and not compression else "")
     if inner in PARQUET and compression:
         raise InputError(f"{path}: a compressed Parquet file; Parquet compresses its own pages: give the .parquet file")
     return ("jsonl" if inner in JSONL else "parquet" if inner in PARQUET else "text"), compression

@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import AbstractSet, Literal
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import Literal
+from collections.abc import Collection, Iterable, Mapping, Sequence, Set as AbstractSet
 
 import numpy as np
 import regex

@@ -234,7 +234,8 @@ class WordTable:
             raise InputError(f"{source}: offsets must start at 0, rise, and end at the number of bytes")
         if check and n and counts.min() <= 0:
             raise InputError(f"{source}: every count must be positive")
-        if check and n and (np.any(hashes[1:] < hashes[:-1]) or not np.array_equal(hashes_of(symbols, offsets), hashes)):
+        if check and n and (np.any(hashes[1:] < hashes[:-1])
+                            or not np.array_equal(hashes_of(symbols, offsets), hashes)):
             raise InputError(f"{source}: the chunks are not sorted by their hashes (a damaged file?)")
         specials = meta.get("special_tokens", [])
         pattern = meta.get("pattern")

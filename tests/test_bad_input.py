@@ -45,7 +45,8 @@ def test_invalid_utf8_names_file_and_offset(tmp_path, workers, block_size):
     with pytest.raises(bpe_fast.InputError, match=rf"latin1.txt: invalid UTF-8 at byte offset {len(good) + 3}\b"):
         bpe_fast.train([path], 300, workers=workers, block_size=block_size)
     config = CountConfig(Splitter.of(bpe_fast.CL100K), errors="replace")
-    counts = count_tasks(file_tasks(str(path), path.stat().st_size, config.splitter.cut, block_size), config, workers).as_dict()
+    tasks = file_tasks(str(path), path.stat().st_size, config.splitter.cut, block_size)
+    counts = count_tasks(tasks, config, workers).as_dict()
     assert counts["\ufffd".encode()] == 1 and counts[b"caf"] == 1
 
 
@@ -80,7 +81,8 @@ def test_pattern_matching_empty_string():
 
 
 def test_vocab_larger_than_the_corpus_gives_stops_and_warns():
-    with pytest.warns(bpe_fast.VocabSizeWarning, match=r"stopped after 3 of 744 merges.*vocab size 259 instead of 1000"):
+    with pytest.warns(bpe_fast.VocabSizeWarning,
+                      match=r"stopped after 3 of 744 merges.*vocab size 259 instead of 1000"):
         tok = bpe_fast.train_from_iterator(["abcd"], 1000, pattern=None)
     assert tok.vocab_size == 259 and tok.training_report.merges == 3
 
@@ -175,7 +177,8 @@ def test_a_bare_word_that_is_no_known_name_is_refused(typo):
         raise AssertionError("the corpus was read")
         yield "never"
 
-    with pytest.raises(bpe_fast.PatternError, match=rf"pattern '{typo}' is no known pattern name \(known: none, gpt2,.*cl100k.*o200k_base.*superword\)"):
+    with pytest.raises(bpe_fast.PatternError, match=rf"pattern '{typo}' is no known pattern name "
+                                                    rf"\(known: none, gpt2,.*cl100k.*o200k_base.*superword\)"):
         bpe_fast.train_from_iterator(docs(), 300, pattern=typo)
     with pytest.raises(bpe_fast.PatternError, match="no known pattern name"):
         bpe_fast.Tokenizer([], pattern=typo)

@@ -58,7 +58,8 @@ def _check_gpt2_pattern(pattern: str | None) -> None:
     if pattern != GPT2:
         raise VocabularyError(f"GPT-2's files hold no pattern (every reader splits with GPT-2's), and this "
                               f"tokenizer splits with {name_of(pattern)}: it would encode differently once read "
-                              f"back; train with the gpt2 pattern, or save as tokenizer.json, .tiktoken or bpe_fast JSON")
+                              f"back; train with the gpt2 pattern, or save as tokenizer.json, .tiktoken or "
+                              f"bpe_fast JSON")
 
 
 def check_writable(pattern: str | None, special_tokens) -> None:

@@ -20,7 +20,8 @@ KIND = FileKind("a Hugging Face tokenizer.json", "Tokenizer.from_huggingface(pat
 # the tiktoken strings is checked by the tests on every shared corpus.
 HF_PATTERNS = {
     GPT2: r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++\z|\s+(?!\S)|\s""",
-    CL100K: r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++\z|\s*[\r\n]|\s+(?!\S)|\s""",
+    CL100K: (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+             r"""|\s++\z|\s*[\r\n]|\s+(?!\S)|\s"""),
     O200K: O200K,
 }
 
@@ -92,7 +93,8 @@ def _hf_pattern(pre, source: str) -> str | None:
                 and step.get("behavior") == "Isolated" and not step.get("invert"):
             pattern = {hf: ours for ours, hf in HF_PATTERNS.items()}.get(split["Regex"], split["Regex"])
         else:
-            raise TokenizerFileError(f"{source}: pre_tokenizer step {kind!r} ({json.dumps(step)[:80]}) is not supported")
+            raise TokenizerFileError(f"{source}: pre_tokenizer step {kind!r} ({json.dumps(step)[:80]}) "
+                                     f"is not supported")
     return pattern
 
 

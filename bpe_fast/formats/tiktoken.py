@@ -55,9 +55,11 @@ def read_tiktoken_ranks(path: str | os.PathLike) -> dict[bytes, int]:
             if not 0 <= rank < MAX_ID:
                 raise TokenizerFileError(f"{path}, line {lineno}: rank {rank} is out of range (0 to {MAX_ID - 1})")
             if rank in seen_ranks:
-                raise TokenizerFileError(f"{path}, line {lineno}: rank {rank} was already given on line {seen_ranks[rank]}")
+                raise TokenizerFileError(f"{path}, line {lineno}: rank {rank} was already given on line "
+                                         f"{seen_ranks[rank]}")
             if token in ranks:
-                raise TokenizerFileError(f"{path}, line {lineno}: token {token!r} was already given rank {ranks[token]}")
+                raise TokenizerFileError(f"{path}, line {lineno}: token {token!r} was already given rank "
+                                         f"{ranks[token]}")
             ranks[token] = rank
             seen_ranks[rank] = lineno
     if not ranks:

@@ -306,7 +306,8 @@ class Report:
         """The workload in a line; ``short`` (chart titles): no folders, only the corpus's name."""
         w = self.workload
         corpus = w["corpus"]
-        if short:       # "Python standard library (46 .py files from <its folder>)" -> without the folder; a path -> its name
+        # "Python standard library (46 .py files from <its folder>)" -> without the folder; a path -> its name
+        if short:
             corpus = re.sub(r" from [^)]*\)", ")", corpus) if corpus.startswith("Python standard library") \
                 else os.path.basename(corpus)
         return (f"{w['chars']:,} characters of {corpus}, pattern {w['pattern']}: {w['chunks']:,} chunks "
