@@ -265,6 +265,16 @@ def sources(paths: Iterable[str | os.PathLike], field: str = "text", column: str
     return found
 
 
+def total_size(found: list[Source]) -> int | None:
+    """The bytes of all the sources, for progress; None if any is a stream (its size is unknown)."""
+    total = 0
+    for source in found:
+        if source.size is None:
+            return None
+        total += source.size
+    return total
+
+
 def _source(path: str, field: str, column: str) -> Source:
     try:
         mode = os.stat(path).st_mode
@@ -451,9 +461,10 @@ def parquet_tasks(source: Source, column: str) -> Iterator[ParquetTask]:
         yield ParquetTask(source.path, g, column, (source.size or 0) * meta.row_group(g).total_byte_size // total)
 
 
-def parquet_values(task: ParquetTask, keep_null: bool = False) -> Iterator[tuple[int, str]]:
-    """(row, text) of one row group's column; a value that is not text is an InputError. A null
-    is no text: skipped, or an empty document with ``keep_null`` (encoding keeps row i document i)."""
+def parquet_values(task: ParquetTask, keep_null: bool = False) -> Iterator[tuple[int, str | bytes]]:
+    """(row, text) of one row group's column (text: a str, or UTF-8 bytes from a binary
+    column); a value that is not text is an InputError. A null is no text: skipped, or an empty
+    document with ``keep_null`` (encoding keeps row i document i)."""
     pq = require("pyarrow.parquet", "parquet", f"reading {task.path}")
     table = pq.ParquetFile(task.path).read_row_group(task.row_group, columns=[task.column])
     values = table.column(0)

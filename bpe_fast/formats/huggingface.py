@@ -43,7 +43,8 @@ def huggingface_vocabulary(data: Any, source: str) -> Vocabulary:
         if not isinstance(parts, list) or len(parts) != 2 or not all(isinstance(p, str) for p in parts):
             raise TokenizerFileError(f"{source}: model.merges[{k}] is {merge!r:.60}, not a pair of tokens")
         where = f"{source}: model.merges[{k}]"
-        pair, made = lookup_merge(*(str_to_token(p, where) for p in parts), vocab, where, "model.vocab")
+        left, right = (str_to_token(p, where) for p in parts)
+        pair, made = lookup_merge(left, right, vocab, where, "model.vocab")
         merges.append(pair)
         merge_ids.append(made)
     missing = [b for b in range(256) if bytes([b]) not in vocab]
