@@ -31,6 +31,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -46,7 +47,7 @@ def load_peers(encoding: str) -> dict:
     import bpe_fast
     from bpe_fast.registry import ENCODINGS, find_vocab_file
 
-    peers = {"bpe_fast": bpe_fast.load(encoding)}
+    peers: dict[str, Any] = {"bpe_fast": bpe_fast.load(encoding)}
     try:
         import tiktoken
         import tiktoken.load
@@ -107,7 +108,7 @@ def as_flat(result, kind: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def run_alternating(calls: dict, arg, repeats: int, check) -> dict:
-    times = {name: [] for name in calls}
+    times: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(repeats):
         for name, (fn, kind) in calls.items():
             start = time.perf_counter()
@@ -137,7 +138,7 @@ def cold_child(library: str, encoding: str) -> None:
 
 
 def cold(peers: dict, encoding: str, repeats: int, size_mb: float) -> None:
-    times = {name: [] for name in peers}
+    times: dict[str, list[float]] = {name: [] for name in peers}
     for _ in range(repeats):
         for name in peers:
             out = subprocess.run([sys.executable, __file__, "--cold-child", name, "--encoding", encoding],

@@ -86,7 +86,7 @@ def numbering(tok, repeats: int) -> None:
     a = tok.encode_to_numpy(text, disallowed_special=())
     b = trained.encode_to_numpy(text, disallowed_special=())
     assert np.array_equal(symbol_of[a], b), "the two numberings give different tokens"
-    times = {"loaded (.tiktoken ids)": [], "trained (256 + i ids)": []}
+    times: dict[str, list[float]] = {"loaded (.tiktoken ids)": [], "trained (256 + i ids)": []}
     for _ in range(repeats):
         for name, t in (("loaded (.tiktoken ids)", tok), ("trained (256 + i ids)", trained)):
             t._native.clear_caches()

@@ -180,7 +180,7 @@ def bench_lib(lib: str, args, tmpdir: str) -> dict | None:
     return summarize(runs, first_ranks, deterministic)
 
 
-def summarize(runs: list[dict], ranks: dict, deterministic: bool) -> dict:
+def summarize(runs: list[dict], ranks: dict | None, deterministic: bool) -> dict:
     return {
         "wall_s": statistics.median(r["train_s"] for r in runs),
         "rss_mb": max(r["peak_tree_mb"] for r in runs),
