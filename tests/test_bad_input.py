@@ -94,7 +94,7 @@ def test_single_string_is_not_an_iterator_of_documents():
 
 def test_non_text_document():
     with pytest.raises(bpe_fast.InputError, match="document 2: expected str or bytes, got int"):
-        bpe_fast.train_from_iterator(["a", "b", 3], 300)
+        bpe_fast.train_from_iterator(["a", "b", 3], 300)  # type: ignore[list-item]
 
 
 # -- CLI: one line on stderr, exit status 2 ------------------------------------------------
@@ -197,12 +197,12 @@ def test_cli_names_the_known_patterns(tmp_path, capsys):
 
 def test_options_after_vocab_size_are_keyword_only(tmp_path):
     with pytest.raises(TypeError):
-        bpe_fast.train_from_iterator(["abc"], 300, "gpt2")
+        bpe_fast.train_from_iterator(["abc"], 300, "gpt2")  # type: ignore[call-overload]
     with pytest.raises(TypeError):
-        bpe_fast.train([write(tmp_path, "a.txt", b"abc")], 300, "gpt2")
+        bpe_fast.train([write(tmp_path, "a.txt", b"abc")], 300, "gpt2")  # type: ignore[call-overload]
     table = bpe_fast.WordTable.from_words([b"abc"])
     with pytest.raises(TypeError):
-        bpe_fast.train_from_table(table, 300, "gpt2")
+        bpe_fast.train_from_table(table, 300, "gpt2")  # type: ignore[call-overload]
 
 
 def test_the_cli_shows_a_bug_as_a_traceback(tmp_path, monkeypatch):
@@ -250,11 +250,11 @@ def test_patterns_that_can_match_nothing_are_refused_up_front(pattern):
 
 def test_numbers_that_are_not_integers_are_refused():
     with pytest.raises(bpe_fast.ArgumentTypeError, match="min_frequency must be an integer"):
-        bpe_fast.train_from_iterator(["abc"], 300, min_frequency=2.5)
+        bpe_fast.train_from_iterator(["abc"], 300, min_frequency=2.5)  # type: ignore[call-overload]
     with pytest.raises(bpe_fast.ArgumentTypeError, match="vocab_size must be an integer"):
-        bpe_fast.train_from_iterator(["abc"], 300.0)
+        bpe_fast.train_from_iterator(["abc"], 300.0)  # type: ignore[call-overload]
     with pytest.raises(bpe_fast.ArgumentError, match="workers must be an integer"):
-        bpe_fast.train_from_iterator(["abc"] * 10, 300, workers=1.5, batch_chars=1)
+        bpe_fast.train_from_iterator(["abc"] * 10, 300, workers=1.5, batch_chars=1)  # type: ignore[call-overload]
     with pytest.raises(bpe_fast.VocabularyError, match="merges must be integer ids"):
         bpe_fast.Tokenizer([[1.5, 3]])
 
@@ -279,4 +279,4 @@ def test_decode_takes_integers_of_every_kind():
 
 def test_special_tokens_given_as_a_set_are_refused():
     with pytest.raises(bpe_fast.ArgumentTypeError, match="not a set"):
-        bpe_fast.train_from_iterator(["abc"], 300, special_tokens={"<a>", "<b>"})
+        bpe_fast.train_from_iterator(["abc"], 300, special_tokens={"<a>", "<b>"})  # type: ignore[call-overload]

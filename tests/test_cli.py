@@ -283,6 +283,7 @@ def test_a_damaged_file_in_tiktokens_cache_is_an_error_naming_it(tmp_path, monke
     monkeypatch.delenv("BPE_FAST_VOCABS", raising=False)
     file = ENCODINGS["r50k_base"].files[0]
     damaged = tiktoken_cache_file(file.url)
+    assert damaged is not None                                    # caching is on: TIKTOKEN_CACHE_DIR is set
     damaged.write_text("IQ== 0\n")
     done = bpe_fast_cli("encode", "-t", "r50k_base", stdin="hello")
     assert done.returncode == 2
@@ -322,7 +323,9 @@ def test_help_shows_every_default_and_every_required_option(name):
     for action in parser._actions:
         if not action.option_strings or action.help in (None, argparse.SUPPRESS) or action.default == argparse.SUPPRESS:
             continue
-        helped = " ".join((parser.formatter_class(prog="x")._get_help_string(action) % vars(action)).split())
+        help_string = parser.formatter_class(prog="x")._get_help_string(action)
+        assert help_string is not None
+        helped = " ".join((help_string % vars(action)).split())
         assert helped in text
         if action.required:
             assert "required" in helped, (name, action.option_strings)

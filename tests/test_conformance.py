@@ -7,6 +7,7 @@ local file), so nothing of bpe_fast's is in the oracle.
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import given, settings
@@ -16,6 +17,9 @@ import bpe_fast
 
 from .conftest import corpus_files, corpus_params, read_corpus, vocab_dir, vocab_path
 
+if TYPE_CHECKING:
+    from tiktoken import Encoding
+
 tiktoken = pytest.importorskip("tiktoken", reason="tiktoken is a dev dependency: pip install -e '.[dev]'")
 pytestmark = pytest.mark.skipif(vocab_dir() is None,
                                 reason="shared vocabularies not found (BPE_FAST_DATA or ../shared)")
@@ -24,7 +28,7 @@ NAMES = ["cl100k_base", "o200k_base", "r50k_base"]
 
 
 @functools.cache
-def reference(name: str) -> tiktoken.Encoding:
+def reference(name: str) -> Encoding:
     import tiktoken.load
     import tiktoken_ext.openai_public as openai_public
 

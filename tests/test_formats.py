@@ -6,6 +6,7 @@ import base64
 import functools
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -293,7 +294,7 @@ def test_writers_refuse_special_tokens_their_format_cannot_hold(tmp_path):
 
 # -- one load: every format told by its content; Tokenizer.load names the loader that fits ------
 
-def every_format(tok: Tokenizer, folder) -> dict[str, object]:
+def every_format(tok: Tokenizer, folder: Path) -> dict[str, Path]:
     """The tokenizer saved in every format; {format: the path bpe_fast.load is given}."""
     (folder / "gpt2").mkdir()
     (folder / "hf").mkdir()
@@ -514,7 +515,9 @@ def test_named_encodings_are_found_in_tiktokens_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("BPE_FAST_VOCABS", raising=False)
     for f in ENCODINGS["gpt2"].files + ENCODINGS["r50k_base"].files:
-        shutil.copy(vocab_path(f.name), tiktoken_cache_file(f.url))
+        cached = tiktoken_cache_file(f.url)
+        assert cached is not None                     # caching is on: TIKTOKEN_CACHE_DIR is set
+        shutil.copy(vocab_path(f.name), cached)
     assert encoding_files("gpt2") == [tiktoken_cache_file(f.url) for f in ENCODINGS["gpt2"].files]
     assert bpe_fast.load("gpt2").encode("Hello, world!") == [15496, 11, 995, 0]
     assert bpe_fast.load("gpt2").mergeable_ranks() == bpe_fast.load("r50k_base").mergeable_ranks()
@@ -526,6 +529,7 @@ def test_a_named_encoding_file_that_is_not_the_published_one_is_refused(tmp_path
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("BPE_FAST_VOCABS", raising=False)
     damaged = tiktoken_cache_file(ENCODINGS["cl100k_base"].files[0].url)
+    assert damaged is not None                        # caching is on: TIKTOKEN_CACHE_DIR is set
     damaged.write_text(tiktoken_lines(BYTES))
     with pytest.raises(TokenizerFileError, match=rf"{damaged}: its SHA-256 is [0-9a-f]{{64}}, not "
                                                  rf"223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"):
@@ -547,5 +551,6 @@ def test_a_missing_named_encoding_says_where_it_looked_in_pythons_words(tmp_path
     assert message.startswith(f"o200k_base.tiktoken not found (looked in {tmp_path / 'mine' / 'o200k_base.tiktoken'}, "
                               f"{tmp_path / 'cache'}/")
     assert "pass path=" in message and "--vocabs" not in message
-    assert "--vocabs FOLDER" in err.value.cli_message and "path=" not in err.value.cli_message
+    cli_message = err.value.cli_message or ""
+    assert "--vocabs FOLDER" in cli_message and "path=" not in cli_message
     assert "tiktoken.get_encoding('o200k_base')" in message

@@ -29,7 +29,9 @@ def pyproject() -> dict:
 def public_names_of_pyx(path: Path) -> tuple[set[str], dict[str, set[str]]]:
     """Module-level functions, classes and constants a .pyx gives Python, and each class's methods."""
     text = path.read_text(encoding="utf-8")
-    names, methods, current = set(), {}, None
+    names: set[str] = set()
+    methods: dict[str, set[str]] = {}
+    current: str | None = None
     for line in text.splitlines():
         top = re.match(r"(?:cdef class|class|def|cpdef) (\w+)", line)
         if top:

@@ -6,6 +6,7 @@ import gzip
 import json
 import pickle
 from collections import Counter
+from typing import Any
 
 import pytest
 import regex
@@ -151,10 +152,10 @@ def test_files_and_iterators_train_the_same_tokenizer_through_one_path(tmp_path)
         files.append(tmp_path / f"d{i}.txt")
         files[-1].write_text(doc)
     base = bpe_fast.train_from_iterator(docs, 300, pattern="cl100k", progress="none")
-    options = dict(vocab_size=[420, 400], special_tokens=[SPECIAL], base=base, superword_at=340,
-                   min_frequency=2, progress="none")
-    from_files = bpe_fast.train(files, workers=1, **options)
-    from_docs = bpe_fast.train_from_iterator(docs, workers=1, **options)
+    options: dict[str, Any] = dict(special_tokens=[SPECIAL], base=base, superword_at=340, min_frequency=2,
+                                   progress="none")
+    from_files = bpe_fast.train(files, [420, 400], workers=1, **options)
+    from_docs = bpe_fast.train_from_iterator(docs, [420, 400], workers=1, **options)
     assert from_files == from_docs
     assert [t.vocab_size for t in from_docs] == [420, 400] and from_docs[0].pattern_name == "superword"
 
