@@ -10,9 +10,9 @@ Two tasks, as issue 8 sets them:
   threads/processes. gigabpe reads a file as Hugging Face's ``train(files)`` does, each line a
   document; so bpe_fast gets ``train([file], V, pattern="gpt2", tie_break="huggingface",
   lines=True)`` and should learn the same merges; gigabpe: ``train_bpe([file], V,
-  pretokenizer="bytelevel", threads=2)``. gigabpe learns ``V - 256 + (bytes never seen)`` merges (Hugging Face counts only
-  the bytes it saw in the vocabulary); bpe_fast learns ``V - 256``; the shorter merge list is
-  compared with the start of the longer one.
+  pretokenizer="bytelevel", threads=2)``. gigabpe learns ``V - 256 + (bytes never seen)``
+  merges (Hugging Face counts only the bytes it saw in the vocabulary); bpe_fast learns
+  ``V - 256``; the shorter merge list is compared with the start of the longer one.
 * ``rustbpe``: the cl100k pattern, the file given as documents of 65,536 characters to
   ``train_from_iterator`` of both; the vocabularies are compared whole.
 
@@ -102,7 +102,8 @@ def measure(lib: str, vocab_size: int, args, tmp: str) -> dict:
         result = json.loads(lines[-1][len(RESULT_MARK):])
         runs.append({**result, "peak_mb": run.peak_tree_mb, "cpu_s": run.child_cpu_s, "other_s": run.other_cpu_s})
         print(f"  {lib} V={vocab_size} run {rep + 1}: {result['seconds']:.2f} s, peak tree RSS "
-              f"{run.peak_tree_mb:.0f} MB, CPU {run.child_cpu_s:.1f} s, other processes {max(run.other_cpu_s, 0):.1f} s",
+              f"{run.peak_tree_mb:.0f} MB, CPU {run.child_cpu_s:.1f} s, "
+              f"other processes {max(run.other_cpu_s, 0):.1f} s",
               file=sys.stderr)
     with open(out, "rb") as fh:
         merges = pickle.load(fh)

@@ -33,7 +33,7 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     args = ap.parse_args()
     files = mix33_files(corpus_dir())
-    times = {"scratch": [], "continued": []}
+    times: dict[str, list[float]] = {"scratch": [], "continued": []}
     for _ in range(args.repeats):
         base = bpe_fast.load("cl100k_base")     # afresh: no chunk cache warmed by an earlier run
         t0 = time.perf_counter()

@@ -31,6 +31,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -46,7 +47,7 @@ def load_peers(encoding: str) -> dict:
     import bpe_fast
     from bpe_fast.registry import ENCODINGS, find_vocab_file
 
-    peers = {"bpe_fast": bpe_fast.load(encoding)}
+    peers: dict[str, Any] = {"bpe_fast": bpe_fast.load(encoding)}
     try:
         import tiktoken
         import tiktoken.load
@@ -81,7 +82,8 @@ def single_calls(peers: dict) -> dict:
 
 def batch_calls(peers: dict, threads: int) -> dict:
     """name -> (function of the list of texts, kind): 'lists' or 'flat' ((ids, offsets))."""
-    calls = {"bpe_fast": (lambda ts: peers["bpe_fast"].encode_batch(ts, workers=threads, disallowed_special=()), "lists"),
+    calls = {"bpe_fast": (lambda ts: peers["bpe_fast"].encode_batch(
+                 ts, workers=threads, disallowed_special=()), "lists"),
              "bpe_fast numpy": (lambda ts: peers["bpe_fast"].encode_batch_to_numpy(
                  ts, workers=threads, disallowed_special=()), "flat")}
     if "tiktoken" in peers:
@@ -106,7 +108,7 @@ def as_flat(result, kind: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 def run_alternating(calls: dict, arg, repeats: int, check) -> dict:
-    times = {name: [] for name in calls}
+    times: dict[str, list[float]] = {name: [] for name in calls}
     for _ in range(repeats):
         for name, (fn, kind) in calls.items():
             start = time.perf_counter()
@@ -136,7 +138,7 @@ def cold_child(library: str, encoding: str) -> None:
 
 
 def cold(peers: dict, encoding: str, repeats: int, size_mb: float) -> None:
-    times = {name: [] for name in peers}
+    times: dict[str, list[float]] = {name: [] for name in peers}
     for _ in range(repeats):
         for name in peers:
             out = subprocess.run([sys.executable, __file__, "--cold-child", name, "--encoding", encoding],
@@ -161,9 +163,10 @@ def main() -> int:
     peers = load_peers(args.encoding)
     text = mix33_text(corpus_dir())
     size_mb = len(text.encode("utf-8")) / 1e6
-    reference = peers["tiktoken"].encode_ordinary(text) if "tiktoken" in peers else peers["bpe_fast"].encode_ordinary(text)
-    print(f"{args.encoding} on mix33: {size_mb:.1f} MB, {len(reference):,} tokens; "
-          f"{'ids checked against tiktoken' if 'tiktoken' in peers else 'tiktoken absent: ids checked against bpe_fast'}; "
+    checker = "tiktoken" if "tiktoken" in peers else "bpe_fast"
+    reference = peers[checker].encode_ordinary(text)
+    checked = "tiktoken" if checker == "tiktoken" else "bpe_fast (tiktoken absent)"
+    print(f"{args.encoding} on mix33: {size_mb:.1f} MB, {len(reference):,} tokens; ids checked against {checked}; "
           f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs")
 
     if "cold" in modes:      # first: after the batches, peers' idle thread pools can spin and slow the children

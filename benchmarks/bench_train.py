@@ -180,7 +180,7 @@ def bench_lib(lib: str, args, tmpdir: str) -> dict | None:
     return summarize(runs, first_ranks, deterministic)
 
 
-def summarize(runs: list[dict], ranks: dict, deterministic: bool) -> dict:
+def summarize(runs: list[dict], ranks: dict | None, deterministic: bool) -> dict:
     return {
         "wall_s": statistics.median(r["train_s"] for r in runs),
         "rss_mb": max(r["peak_tree_mb"] for r in runs),
@@ -237,9 +237,10 @@ def format_table(header: list[str], rows: list[list[str]], markdown: bool) -> st
 
 def report(results: dict, args, files: list[Path]) -> None:
     first = next(iter(results.values()))
-    print(f"mix33: {len(files)} files from {os.path.relpath(args.corpus_dir, PROJECT_ROOT)}, {first['docs']} documents, "
-          f"{first['chars']:,} characters; vocab_size {args.vocab_size}; {args.repeats} repeats "
-          f"(median wall, max peak RSS); RSS sampled every {args.sample_ms} ms over the process tree")
+    print(f"mix33: {len(files)} files from {os.path.relpath(args.corpus_dir, PROJECT_ROOT)}, "
+          f"{first['docs']} documents, {first['chars']:,} characters; vocab_size {args.vocab_size}; "
+          f"{args.repeats} repeats (median wall, max peak RSS); RSS sampled every {args.sample_ms} ms "
+          f"over the process tree")
     print()
     print(format_table(MAIN_HEADER, main_rows(results), args.markdown))
     print()

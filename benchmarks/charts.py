@@ -43,7 +43,8 @@ def plain_log_axes(ax, axes: str = "xy") -> None:
         low, high = ax.get_xlim() if name == "x" else ax.get_ylim()
         axis.set_major_locator(LogLocator(base=10))
         axis.set_major_formatter(FuncFormatter(plain))
-        axis.set_minor_locator(LogLocator(base=10, subs=(2, 5) if _decades(low, high) < 2.5 else (2, 3, 4, 5, 6, 7, 8, 9)))
+        axis.set_minor_locator(LogLocator(base=10, subs=(2, 5) if _decades(low, high) < 2.5
+                                          else (2, 3, 4, 5, 6, 7, 8, 9)))
         axis.set_minor_formatter(FuncFormatter(plain) if _decades(low, high) < 2.5 else NullFormatter())
 
 

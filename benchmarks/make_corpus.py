@@ -98,10 +98,8 @@ def main() -> int:
     print(f"wrote {written:,} bytes to {args.output}")
     if args.stats:
         import bpe_fast
-        from bpe_fast.counting import CountConfig, check_input, count_tasks, input_tasks
-        config = CountConfig(bpe_fast.CL100K)
-        counts = count_tasks(input_tasks(args.output, check_input(args.output), config, 1 << 20), config)
-        print(f"{len(counts):,} distinct cl100k chunks, {len(counts) / (written / 1e9):,.0f} per GB")
+        table = bpe_fast.count(args.output, pattern="cl100k", progress="none")
+        print(f"{len(table):,} distinct cl100k chunks, {len(table) / (written / 1e9):,.0f} per GB")
     return 0
 
 

@@ -16,7 +16,10 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 def _paths_module():
     """bpe_fast/paths.py loaded on its own: importing the bpe_fast package would load NumPy into
     the benchmark processes of the other libraries and add to their measured memory."""
-    spec = importlib.util.spec_from_file_location("bpe_fast_paths", PROJECT_ROOT / "bpe_fast" / "paths.py")
+    path = PROJECT_ROOT / "bpe_fast" / "paths.py"
+    spec = importlib.util.spec_from_file_location("bpe_fast_paths", path)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load {path}")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -34,7 +34,8 @@ class ProcessTable:
         self.ppid = {pid: self.ppid[pid] if pid in self.ppid else read_ppid(str(pid)) for pid in pids}
         children: dict[int, list[int]] = {}
         for pid, ppid in self.ppid.items():
-            children.setdefault(ppid, []).append(pid)
+            if ppid is not None:            # None: the process ended before its stat was read
+                children.setdefault(ppid, []).append(pid)
         return children
 
 

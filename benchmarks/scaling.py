@@ -34,6 +34,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 from charts import library_name, plain_log_axes  # noqa: E402  (benchmarks/ is on sys.path)
 from mix33 import corpus_dir, mix33_files  # noqa: E402
@@ -47,9 +48,9 @@ MB = 1_000_000
 RESULT_MARK = "SCALING_RESULT "
 IMPORT_ERROR_EXIT = 3
 
-FULL = {"sizes_mb": [1, 2, 4, 8, 16, None], "size_vocab": 8192,
+FULL: dict[str, Any] = {"sizes_mb": [1, 2, 4, 8, 16, None], "size_vocab": 8192,
         "vocabs": [1000, 2000, 4000, 8000, 16000, 32000, 64000, 100000], "vocab_mb": None}
-QUICK = {"sizes_mb": [1, 2, 4], "size_vocab": 4096, "vocabs": [1000, 4000, 16000], "vocab_mb": 4}
+QUICK: dict[str, Any] = {"sizes_mb": [1, 2, 4], "size_vocab": 4096, "vocabs": [1000, 4000, 16000], "vocab_mb": 4}
 
 
 # -- corpus --------------------------------------------------------------------------------------
@@ -283,7 +284,8 @@ def main(argv=None) -> None:
     plan = QUICK if args.quick else FULL
     OUT.mkdir(exist_ok=True)
     total = sum(f.stat().st_size for f in files)
-    print(f"mix33: {len(files)} files, {total:,} bytes, from {os.path.relpath(args.corpus_dir, PROJECT_ROOT)}", file=sys.stderr)
+    print(f"mix33: {len(files)} files, {total:,} bytes, from {os.path.relpath(args.corpus_dir, PROJECT_ROOT)}",
+          file=sys.stderr)
     tables, charts = [], []
     if args.only in (None, "corpus"):
         points = [(mb * MB if mb else None, plan["size_vocab"]) for mb in plan["sizes_mb"]]

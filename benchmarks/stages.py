@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import tempfile
 import time
 
@@ -40,6 +41,8 @@ def main() -> None:
     splitter = Splitter.of(args.pattern)
     tasks = list(file_tasks(args.file, os.path.getsize(args.file), splitter.cut, 1 << 20))
     scanner = splitter.scanner
+    if scanner is None:
+        sys.exit(f"--pattern {args.pattern}: the stages time the native scanner; give gpt2, cl100k or o200k")
     rows: list = []
     timed("read the file (1 MiB blocks)", rows, lambda: sum(len(read_block(t)) for t in tasks))
     timed("scan (native pre-tokenizer, boundaries only)", rows,

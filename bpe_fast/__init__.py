@@ -15,7 +15,7 @@ the seed notebooks' tokenizers and the profiling ladder) stands apart: no stage 
 from . import _build
 
 _build.check_extensions_are_fresh()    # before any compiled module loads: a stale one would run old code
-from ._version import __version__  # noqa: E402
+from ._version import __version__
 from .encode_corpus import encode_files, load_bin
 from .errors import (ArgumentError, ArgumentTypeError, BpeFastError, BpeFastWarning, EmptyCorpusError,
                      EncodingError, InputError, MissingExtraError, PatternError, PatternRequiredError, StaleBuildError,
@@ -28,7 +28,8 @@ from .wordtable import WordTable
 
 
 __all__ = [
-    "train", "train_from_iterator", "train_from_table", "count", "count_from_iterator", "load", "Tokenizer", "encode_files", "load_bin", "TrainReport", "WordTable",
+    "train", "train_from_iterator", "train_from_table", "count", "count_from_iterator", "load", "Tokenizer",
+    "encode_files", "load_bin", "TrainReport", "WordTable",
     "ENCODINGS", "GPT2", "CL100K", "O200K",
     "BpeFastError", "ArgumentError", "ArgumentTypeError", "PatternError", "InputError", "EmptyCorpusError",
     "WorkerError", "VocabularyError", "TokenizerFileError", "VocabularyNotFoundError", "PatternRequiredError",

@@ -64,7 +64,8 @@ def _encode_chunks(base: Tokenizer, table: WordTable) -> np.ndarray:
     n, threads = len(table), min(default_workers(), max(1, len(table) // 50_000))
     bounds = [n * k // threads for k in range(threads + 1)]
     with ThreadPoolExecutor(threads) as pool:
-        parts = pool.map(lambda k: base._native.encode_chunks(table.symbols, table.offsets[bounds[k]:bounds[k + 1] + 1]),
+        parts = pool.map(lambda k: base._native.encode_chunks(table.symbols,
+                                                              table.offsets[bounds[k]:bounds[k + 1] + 1]),
                          range(threads))
         return np.concatenate(list(parts))
 
@@ -85,7 +86,8 @@ def extended(base: Tokenizer, merges: np.ndarray, pattern: str | None, new_speci
 def truncated(tok: Tokenizer, vocab_size: int, base: Tokenizer) -> Tokenizer:
     """A continued training cut to ``vocab_size``: the base whole, and as many new merges as the
     size allows (several sizes train once, to the largest)."""
-    new_specials = sorted((s for s in tok.special_tokens if s not in base.special_tokens), key=tok.special_tokens.get)
+    new_specials = sorted((s for s in tok.special_tokens if s not in base.special_tokens),
+                          key=tok.special_tokens.__getitem__)
     n_new = vocab_size - base.vocab_size - len(new_specials)
     keep = len(base.merges) + n_new
     if n_new < 0 or keep > len(tok.merges):

@@ -103,29 +103,29 @@ class ChunkCounter:
             self._add_document(document, where)
 
     def _add_document(self, document: str, where: str) -> None:
-        engine = self.engine
+        engine, scanner = self.engine, self.splitter.scanner        # a scanner: the NATIVE engine
         if engine == REGEX:
             counts: Counter[str] = Counter()
             for batch in match_batches(self.splitter.regex, document):
                 counts.update(batch)
             for chunk, n in counts.items():
                 self.table.add(to_utf8(chunk, self.config.errors, where), n)
-        elif engine == NATIVE:
-            self.table.add_text(self.splitter.scanner, to_utf8(document, self.config.errors, where))
+        elif scanner is not None:
+            self.table.add_text(scanner, to_utf8(document, self.config.errors, where))
         else:
             self.table.add(to_utf8(document, self.config.errors, where))
 
     def add_utf8(self, data: bytes, where: str, base_offset: int = 0) -> None:
         """UTF-8 text: straight to the native scanner when it holds no special token (the
         common case: no str is made), else decoded and split as text."""
-        splitter = self.splitter
-        if splitter.engine == NATIVE and not any(token in data for token in splitter.special_bytes):
+        splitter, scanner = self.splitter, self.splitter.scanner     # a scanner: the NATIVE engine
+        if scanner is not None and not any(token in data for token in splitter.special_bytes):
             try:
                 data.decode("utf-8")                    # only to validate
             except UnicodeDecodeError:
                 pass                                    # strict: raise below, naming the offset
             else:
-                self.table.add_text(splitter.scanner, data, splitter.lines)
+                self.table.add_text(scanner, data, splitter.lines)
                 return
         self.add_text(decode_utf8(data, self.config.errors, where, base_offset), where)
 
@@ -223,7 +223,7 @@ def _chain(head: list, rest: Iterator) -> Iterator:
 
 
 def _count_in_workers(tasks: Iterator, config: CountConfig, workers: int,
-                      on_progress: Callable[[int], None] | None) -> dict[bytes, int]:
+                      on_progress: Callable[[int], None] | None) -> WordTable:
     if config.splitter.engine == NATIVE:
         char_classes()            # build the tables once, here; forked workers inherit them
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")

@@ -182,18 +182,14 @@ def encode_files(tokenizer, paths: Iterable[str | os.PathLike], output: str | os
     if allowed_special not in ("none", "all"):
         raise ArgumentError(f"allowed_special must be 'none' or 'all', not {allowed_special!r}")
     paths = [os.fspath(p) for p in paths]
-    if format == "bin" and not isinstance(output, (str, os.PathLike)):
-        raise ArgumentError("the bin format needs an output file (CLI: -o corpus.bin): it writes two files")
-    if isinstance(output, (str, os.PathLike)):
-        check_output(output, paths, "-o")
-        if format == "bin":
-            check_output(index_path(output), paths, "-o")
+    written = _output_files(output, format)
+    for file in written:
+        check_output(file, paths, "-o")
     splitter = replace(tokenizer.splitter, special_tokens=tuple(tokenizer.special_tokens), lines=bool(lines))
     options = (dict(allowed_special="all") if allowed_special == "all" else dict(disallowed_special=()))
-    sized = [s.size for s in inp.sources(paths, field, column)]
-    total = None if None in sized else sum(sized)
-    with _opened(output, format, tokenizer.vocab_size) as writer, Bar(progress, "encoding", total, unit="B", unit_scale=True) as bar, \
-            ThreadPoolExecutor(1) as pool:
+    total = inp.total_size(inp.sources(paths, field, column))
+    with _opened(output, format, tokenizer.vocab_size) as writer, \
+            Bar(progress, "encoding", total, unit="B", unit_scale=True) as bar, ThreadPoolExecutor(1) as pool:
         pending = None                        # the batch being encoded while the next is read
         for texts, starts, read in batches(pieces(paths, splitter, errors, field, column)):
             job = pool.submit(tokenizer.encode_batch_to_numpy, texts, workers=workers, **options)
@@ -205,8 +201,17 @@ def encode_files(tokenizer, paths: Iterable[str | os.PathLike], output: str | os
             writer.write(*pending[0].result(), pending[1])
     summary = dict(documents=writer.documents, tokens=writer.tokens, format=format)
     if format == "bin":
-        summary.update(dtype=str(writer.dtype), files=[os.fspath(output), os.fspath(index_path(output))])
+        summary.update(dtype=str(writer.dtype), files=written)
     return summary
+
+
+def _output_files(output: str | os.PathLike | IO[str] | None, format: str) -> list[str]:
+    """The files that encoding into ``output`` writes: none for a stream, two for the bin format."""
+    if not isinstance(output, (str, os.PathLike)):
+        if format == "bin":
+            raise ArgumentError("the bin format needs an output file (CLI: -o corpus.bin): it writes two files")
+        return []
+    return [os.fspath(output), os.fspath(index_path(output))] if format == "bin" else [os.fspath(output)]
 
 
 @contextlib.contextmanager
@@ -214,6 +219,7 @@ def _opened(output, format: str, vocab_size: int):
     """The writer, its files written atomically: nothing is left at the output paths (and a
     file that was there is kept) if encoding fails."""
     with contextlib.ExitStack() as stack:
+        writer: _BinWriter | _TextWriter
         if format == "bin":
             ids = stack.enter_context(atomic_open(output, "wb"))
             index = stack.enter_context(atomic_open(index_path(output), "wb"))

@@ -34,7 +34,7 @@ import stat
 import sys
 from dataclasses import dataclass, field as dataclass_field
 from pathlib import Path
-from typing import BinaryIO, Callable, ClassVar, NamedTuple, Union
+from typing import BinaryIO, Callable, ClassVar, NamedTuple
 from collections.abc import Iterable, Iterator, Mapping
 
 from .errors import InputError, require
@@ -53,7 +53,7 @@ class Piece(NamedTuple):
     errors), starting at byte ``offset`` of it; ``starts_document`` is false only for the later
     blocks of a text container, which continue the document of the block before."""
     where: str
-    data: Union[bytes, str]
+    data: bytes | str
     offset: int = 0
     starts_document: bool = True
 
@@ -239,7 +239,8 @@ def classify(path: str) -> tuple[str, str | None]:
     """(kind, compression) from a file name: "corpus.jsonl.zst" -> ("jsonl", "zstd")."""
     suffixes = [s.lower() for s in Path(path).suffixes]
     compression = COMPRESSED.get(suffixes[-1]) if suffixes else None
-    inner = suffixes[-2] if compression and len(suffixes) > 1 else (suffixes[-1] if suffixes and not compression else "")
+    inner = (suffixes[-2] if compression and len(suffixes) > 1
+             else suffixes[-1] if suffixes and not compression else "")
     if inner in PARQUET and compression:
         raise InputError(f"{path}: a compressed Parquet file; Parquet compresses its own pages: give the .parquet file")
     return ("jsonl" if inner in JSONL else "parquet" if inner in PARQUET else "text"), compression
@@ -262,6 +263,16 @@ def sources(paths: Iterable[str | os.PathLike], field: str = "text", column: str
         else:
             found.append(_source(path, field, column))
     return found
+
+
+def total_size(found: list[Source]) -> int | None:
+    """The bytes of all the sources, for progress; None if any is a stream (its size is unknown)."""
+    total = 0
+    for source in found:
+        if source.size is None:
+            return None
+        total += source.size
+    return total
 
 
 def _source(path: str, field: str, column: str) -> Source:
@@ -450,9 +461,10 @@ def parquet_tasks(source: Source, column: str) -> Iterator[ParquetTask]:
         yield ParquetTask(source.path, g, column, (source.size or 0) * meta.row_group(g).total_byte_size // total)
 
 
-def parquet_values(task: ParquetTask, keep_null: bool = False) -> Iterator[tuple[int, str]]:
-    """(row, text) of one row group's column; a value that is not text is an InputError. A null
-    is no text: skipped, or an empty document with ``keep_null`` (encoding keeps row i document i)."""
+def parquet_values(task: ParquetTask, keep_null: bool = False) -> Iterator[tuple[int, str | bytes]]:
+    """(row, text) of one row group's column (text: a str, or UTF-8 bytes from a binary
+    column); a value that is not text is an InputError. A null is no text: skipped, or an empty
+    document with ``keep_null`` (encoding keeps row i document i)."""
     pq = require("pyarrow.parquet", "parquet", f"reading {task.path}")
     table = pq.ParquetFile(task.path).read_row_group(task.row_group, columns=[task.column])
     values = table.column(0)

@@ -107,7 +107,7 @@ def compile_pattern(text: str) -> regex.Pattern[str]:
 
 
 def whole_matches(compiled: regex.Pattern[str], text: str) -> list[str]:
-    """The chunks of text: the pattern's whole matches, in order, and the text between them as
+    r"""The chunks of text: the pattern's whole matches, in order, and the text between them as
     chunks of its own. A pattern need not match every character (r"\w+" skips spaces and
     punctuation); what it skips is kept, not dropped, so encoding is lossless. (tiktoken drops
     it: with such a pattern its ids decode to less text.) findall would also return capturing

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 import regex
+from regex import Pattern as RegexPattern      # the Splitter's own ``regex`` property hides the module there
 
 from ._pretok import PATTERN_IDS, Scanner      # the named patterns with a native scanner
 from .errors import ArgumentError, ArgumentTypeError
@@ -109,14 +110,13 @@ class Splitter:
         return PATTERN_IDS.get(self.name) if self.engine == NATIVE else None
 
     @functools.cached_property
-    def scanner(self):
+    def scanner(self) -> Scanner | None:
         """The native Scanner of a named pattern (``engine == NATIVE``), else None."""
-        if self.engine != NATIVE:
-            return None
-        return Scanner(self.native_id, *char_classes())
+        native_id = self.native_id
+        return Scanner(native_id, *char_classes()) if native_id is not None else None
 
     @functools.cached_property
-    def special_regex(self) -> regex.Pattern[str] | None:
+    def special_regex(self) -> RegexPattern[str] | None:
         return special_splitter(self.special_tokens)
 
     @functools.cached_property
@@ -127,8 +127,9 @@ class Splitter:
     def documents(self, text: str) -> Iterator[str]:
         """The independent pieces of a text: cut at special tokens (dropped), and at every
         line end with ``lines``; empty pieces are left out."""
-        holds_special = self.special_regex is not None and any(t in text for t in self.special_tokens)
-        pieces = self.special_regex.split(text) if holds_special else (text,)   # substring test first: far quicker
+        special = self.special_regex
+        pieces = (special.split(text) if special is not None and any(t in text for t in self.special_tokens)
+                  else (text,))           # the substring test first: far quicker than the regex
         for piece in pieces:
             if not piece:
                 continue

@@ -23,6 +23,7 @@ estimate fits that law to the last two doublings of merges (``decaying_eta``).
 from __future__ import annotations
 
 import bisect
+import importlib.util
 import json
 import logging
 import math
@@ -98,13 +99,9 @@ def _in_notebook() -> bool:
 def _tqdm_class():
     """tqdm's notebook widget in Jupyter when ipywidgets is there, else its text bar (which
     Jupyter shows too; tqdm.auto without ipywidgets warns "IProgress not found" instead)."""
-    if _in_notebook():
-        try:
-            import ipywidgets  # noqa: F401
-            from tqdm.notebook import tqdm as notebook_tqdm
-            return notebook_tqdm
-        except ImportError:
-            pass
+    if _in_notebook() and importlib.util.find_spec("ipywidgets") is not None:
+        from tqdm.notebook import tqdm as notebook_tqdm
+        return notebook_tqdm
     from tqdm.std import tqdm
     return tqdm
 
@@ -166,10 +163,12 @@ class Bar:
             self._json()
 
     def _update_bar(self, n: int) -> None:
+        bar = self.bar
+        assert bar is not None
         if self.samples is not None:
             left = self.eta()
-            self.bar.set_postfix_str("" if left is None else f"about {_duration(left)} left", refresh=False)
-        self.bar.update(n)
+            bar.set_postfix_str("" if left is None else f"about {_duration(left)} left", refresh=False)
+        bar.update(n)
 
     def eta(self) -> float | None:
         """Seconds left, for a decaying stage (None: not known yet)."""

@@ -44,7 +44,7 @@ def train_reference(word_counts: dict[bytes, int], n_merges: int, min_count: int
     length = {b: 1 for b in range(256)} | (token_lengths or {})
     merges = []
     for i in range(n_merges):
-        stats = count_pairs(words, counts)
+        stats: dict[tuple[int, int], int] = count_pairs(words, counts)
         if max_token_length is not None:
             stats = {p: n for p, n in stats.items() if length[p[0]] + length[p[1]] <= max_token_length}
         if not stats:

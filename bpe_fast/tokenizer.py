@@ -13,8 +13,8 @@ from __future__ import annotations
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
-from typing import AbstractSet, Literal
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Collection, Iterable, Mapping, Sequence, Set as AbstractSet
 
 import numpy as np
 import regex
@@ -27,7 +27,10 @@ from .errors import ArgumentError, ArgumentTypeError, EncodingError, TokenizerFi
 from .formats import Vocabulary
 from .formats.huggingface import huggingface_ids, to_transformers
 from .patterns import whole_matches
-from .pretokenize import NATIVE, REGEX, WHOLE, Splitter, char_classes, special_splitter, special_token_list
+from .pretokenize import REGEX, WHOLE, Splitter, char_classes, special_splitter, special_token_list
+
+if TYPE_CHECKING:       # for annotations only (types.EllipsisType is Python 3.10+)
+    from types import EllipsisType
 
 
 def _as_ids(values, what: str) -> np.ndarray:
@@ -136,7 +139,8 @@ class Tokenizer:
         self._special_sets: dict[frozenset, SpecialSet] = {}
         self._cache: dict[str, list[int]] = {}
         self._ids_by_bytes: dict[bytes, int] | None = None     # token_to_id's map, made on first use
-        self.training_report = None     # set by the trainer
+        # The trainer's TrainReport (trainer.py, which imports this module: Any), else None.
+        self.training_report: Any = None
 
     @property
     def _native(self) -> MergeEncoder:
@@ -147,8 +151,9 @@ class Tokenizer:
                 if self._encoder is None:
                     encoder = MergeEncoder(self.merges, self.merge_ids, self.byte_ids, self._vocab,
                                            {s.encode("utf-8"): i for s, i in self.special_tokens.items()})
-                    if self.splitter.engine == NATIVE:
-                        encoder.set_scanner(self.splitter.native_id, *char_classes())
+                    native_id = self.splitter.native_id         # None unless the engine is NATIVE
+                    if native_id is not None:
+                        encoder.set_scanner(native_id, *char_classes())
                     elif self.splitter.engine == WHOLE:
                         encoder.set_no_split()
                     self._encoder = encoder
@@ -192,7 +197,7 @@ class Tokenizer:
 
     @classmethod
     def from_ranks(cls, ranks: Mapping[bytes, int], pattern: str | None = None,
-                   special_tokens: Mapping[str, int] | Iterable[str] | None = None) -> Tokenizer:
+                   special_tokens: Mapping[str, int] | Sequence[str] | None = None) -> Tokenizer:
         """From tiktoken-style ``{token bytes: rank}``: the merges are recovered from the ranks."""
         return cls.from_vocabulary(formats.tiktoken.vocabulary_from_ranks(ranks, pattern, special_tokens))
 
@@ -527,7 +532,7 @@ class Tokenizer:
         return cls.from_vocabulary(formats.bpe_fast_json.bpe_fast_vocabulary(data, source))
 
     @classmethod
-    def from_tiktoken(cls, path, pattern: str | None = ..., special_tokens=None) -> Tokenizer:
+    def from_tiktoken(cls, path, pattern: str | None | EllipsisType = ..., special_tokens=None) -> Tokenizer:
         """A .tiktoken file (alias of ``formats.tiktoken.read_tiktoken``). Its pattern and special
         tokens come from the arguments, else from its sidecar ``path + ".json"`` (written by
         ``save_tiktoken``), else from the named encoding it is the published file of
@@ -583,7 +588,7 @@ class Tokenizer:
         """The tokenizer a shorter training would have given: the first merges only (merges are a
         prefix of each other), as many as make ``vocab_size`` tokens with the special tokens,
         which keep their order and follow the learned ids, as a fresh training numbers them."""
-        specials = sorted(self.special_tokens, key=self.special_tokens.get)
+        specials = sorted(self.special_tokens, key=self.special_tokens.__getitem__)
         n = vocab_size - 256 - len(specials)
         if not isinstance(vocab_size, (int, np.integer)) or n < 0 or n > len(self.merges):
             raise VocabularyError(f"vocab_size={vocab_size!r} is out of range: this tokenizer can be cut to "

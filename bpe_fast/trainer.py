@@ -8,7 +8,7 @@ import os
 import time
 import warnings
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Union, overload
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
@@ -19,7 +19,7 @@ from .continued import base_special_tokens, check_base
 from .counting import DEFAULT_BATCH_CHARS, DEFAULT_BLOCK_SIZE, count_tasks, make_config
 from .distributed import count_on_cluster
 from .errors import ArgumentError, ArgumentTypeError, EmptyCorpusError, VocabSizeWarning
-from .inputs import DocsTask, docs_tasks, sources
+from .inputs import DocsTask, docs_tasks, sources, total_size
 from .patterns import DEFAULT_PATTERN, name_of, resolve
 from .pretokenize import special_token_list
 from .progress import Bar, ProgressOption, summary, with_alias
@@ -27,6 +27,14 @@ from .progress import check as check_progress
 from .tokenizer import Tokenizer
 from .wordtable import WordTable
 
+if TYPE_CHECKING:       # for annotations only (types.EllipsisType is Python 3.10+)
+    from types import EllipsisType
+    from typing import TypeGuard
+
+# What train() and count() read: a file, folder or "-", or several.
+Inputs = Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]]
+# Special tokens: a list (ids follow the learned ones, in order) or tiktoken's {token: id}.
+SpecialTokens = Union[Sequence[str], Mapping[str, int]]
 
 @dataclass
 class TrainReport:
@@ -48,7 +56,7 @@ class TrainReport:
                 f"{self.vocab_size:,}; {stages}")
 
 
-def _is_int(value) -> bool:
+def _is_int(value) -> TypeGuard[int | np.integer]:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
@@ -98,7 +106,7 @@ class TrainOptions:
         return options
 
     @property
-    def sizes(self) -> tuple:
+    def sizes(self) -> tuple[int, ...]:
         return self.vocab_size if isinstance(self.vocab_size, tuple) else (self.vocab_size,)
 
     @property
@@ -170,15 +178,18 @@ class TrainOptions:
             raise ArgumentError(f"superword_at={self.superword_at!r} must be a vocabulary size of at least {floor} "
                                 f"and below vocab_size: stage one learns up to it, stage two the rest")
 
-    def superword_stages(self) -> tuple[TrainOptions, Callable[[Tokenizer], TrainOptions]]:
+    def superword_stages(self) -> tuple[TrainOptions, Callable[[Tokenizer], TrainOptions]] | None:
         """SuperBPE's two stages: up to ``superword_at`` with the pattern, then on to
-        ``vocab_size`` with the superword pattern, continuing from stage one's tokenizer."""
+        ``vocab_size`` with the superword pattern, continuing from stage one's tokenizer. None
+        without ``superword_at``: one stage."""
+        if self.superword_at is None:
+            return None
         one = replace(self, vocab_size=self.superword_at, superword_at=None)
         return one, lambda stage_one: replace(self, pattern=self.superword_pattern, base=stage_one,
                                               tie_break="bytes", superword_at=None)
 
 
-def count(inputs: str | os.PathLike | Iterable[str | os.PathLike], *, pattern: str | None = "cl100k",
+def count(inputs: Inputs, *, pattern: str | None = "cl100k",
           special_tokens: Sequence[str] = (), workers: int | None = None, progress: ProgressOption = "auto",
           errors: str = "strict", lines: bool = False, field: str = "text", column: str = "text",
           block_size: int = DEFAULT_BLOCK_SIZE, memory_budget: int | None = None, client=None,
@@ -206,8 +217,7 @@ def count(inputs: str | os.PathLike | Iterable[str | os.PathLike], *, pattern: s
         return count_on_cluster(client, found, config, block_size)
     cut = config.splitter.cut
     tasks = (t for source in found for t in source.tasks(cut, block_size))
-    sizes = [source.size for source in found]
-    total = None if None in sizes else sum(sizes)           # streams have no size to show progress against
+    total = total_size(found)                               # streams have no size to show progress against
     start = time.perf_counter()
     with Bar(check_progress(progress), "counting", total, unit="B", unit_scale=True) as bar:
         table = count_tasks(tasks, config, workers, bar.callback())
@@ -237,7 +247,8 @@ def count_from_iterator(docs: Iterable, *, pattern: str | None = "cl100k",
     start = time.perf_counter()
     tasks = docs_tasks(docs, batch_chars, field)
     unit = ("doc", False) if length is not None else ("char", True)
-    with Bar(check_progress(progress), "counting", length, unit=unit[0], unit_scale=unit[1]) as bar:
+    total = None if length is None else int(length)
+    with Bar(check_progress(progress), "counting", total, unit=unit[0], unit_scale=unit[1]) as bar:
         if length is None:
             table = count_tasks(tasks, config, workers, bar.callback())
         else:                       # documents sent, as bytes sent are for files
@@ -254,10 +265,24 @@ def _counting_documents(tasks: Iterable[DocsTask], advance: Callable[[int], None
             advance(len(task.docs))
 
 
-def train_from_table(table: WordTable, vocab_size: int | Sequence[int], *, pattern=..., special_tokens=...,
-                     min_frequency: int = 0, progress: ProgressOption = "auto",
-                     report: TrainReport | None = None, tie_break: str = "bytes", base: Tokenizer | None = None,
-                     max_token_length: int | None = None,
+# train_from_table, train and train_from_iterator give one tokenizer for one vocab_size, a list
+# for a list of sizes: their overloads tell type checkers which.
+@overload
+def train_from_table(table: WordTable, vocab_size: int, *, pattern: str | None | EllipsisType = ...,
+                     special_tokens: SpecialTokens | EllipsisType = ..., min_frequency: int = ...,
+                     progress: ProgressOption = ..., report: TrainReport | None = ..., tie_break: str = ...,
+                     base: Tokenizer | None = ..., max_token_length: int | None = ...,
+                     show_progress: bool | None = ...) -> Tokenizer: ...
+@overload
+def train_from_table(table: WordTable, vocab_size: Sequence[int], *, pattern: str | None | EllipsisType = ...,
+                     special_tokens: SpecialTokens | EllipsisType = ..., min_frequency: int = ...,
+                     progress: ProgressOption = ..., report: TrainReport | None = ..., tie_break: str = ...,
+                     base: Tokenizer | None = ..., max_token_length: int | None = ...,
+                     show_progress: bool | None = ...) -> list[Tokenizer]: ...
+def train_from_table(table: WordTable, vocab_size: int | Sequence[int], *, pattern: str | None | EllipsisType = ...,
+                     special_tokens: SpecialTokens | EllipsisType = ..., min_frequency: int = 0,
+                     progress: ProgressOption = "auto", report: TrainReport | None = None, tie_break: str = "bytes",
+                     base: Tokenizer | None = None, max_token_length: int | None = None,
                      show_progress: bool | None = None) -> Tokenizer | list[Tokenizer]:
     """Learn merges from a word table (the kernel stage alone): count once, train many times.
 
@@ -279,15 +304,18 @@ def train_from_table(table: WordTable, vocab_size: int | Sequence[int], *, patte
         special_tokens=table.special_tokens if special_tokens is ... else special_tokens,
         min_frequency=min_frequency, tie_break=tie_break, base=base, max_token_length=max_token_length,
         progress=with_alias(progress, show_progress))
-    return _learn_sizes([table], options, report or TrainReport())
+    return _as_asked(_learn_sizes([table], options, report or TrainReport()), options)
 
 
-def _learn_sizes(held: list, options: TrainOptions, report: TrainReport) -> Tokenizer | list[Tokenizer]:
-    """One training for one size, or for a list of sizes: one run to the largest, cut to each
-    (merges are a prefix of each other), so the list costs the largest alone."""
+def _as_asked(tokenizers: list[Tokenizer], options: TrainOptions) -> Tokenizer | list[Tokenizer]:
+    """The one tokenizer for one vocab_size, the list (one per size) for a list of sizes."""
+    return tokenizers if isinstance(options.vocab_size, tuple) else tokenizers[0]
+
+
+def _learn_sizes(held: list, options: TrainOptions, report: TrainReport) -> list[Tokenizer]:
+    """A tokenizer for each size: one run to the largest, cut to each (merges are a prefix of
+    each other), so a list of sizes costs the largest alone."""
     largest = _learn(held, max(options.sizes), options, report)
-    if not isinstance(options.vocab_size, tuple):
-        return largest
     return [largest if v == max(options.sizes) else _cut(largest, v, options.base) for v in options.sizes]
 
 
@@ -341,12 +369,14 @@ def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainRepo
 CountText = Callable[[Any, Sequence[str]], WordTable]     # (pattern, special tokens) -> the corpus's table
 
 
-def _train(count_text: CountText, options: TrainOptions, input_unit: str) -> Tokenizer | list[Tokenizer]:
+def _train(count_text: CountText, options: TrainOptions, input_unit: str) -> list[Tokenizer]:
     """What train and train_from_iterator share: count the text (with the pattern and every
-    special token to cut out), then learn; superword training runs this twice."""
-    if options.superword_at is not None:
-        first, second = options.superword_stages()
-        stage_one = _train(count_text, first, input_unit)
+    special token to cut out), then learn a tokenizer per size; superword training runs this
+    twice (stage one to a single size)."""
+    stages = options.superword_stages()
+    if stages is not None:
+        first, second = stages
+        [stage_one] = _train(count_text, first, input_unit)
         return _train(count_text, second(stage_one), input_unit)
     report = TrainReport(input_unit=input_unit)
     t0 = time.perf_counter()
@@ -357,13 +387,28 @@ def _train(count_text: CountText, options: TrainOptions, input_unit: str) -> Tok
     return _learn_sizes(held, options, report)
 
 
-def train(files: str | os.PathLike | Iterable[str | os.PathLike], vocab_size: int | Sequence[int], *,
-          pattern: str | None = ..., special_tokens: Sequence[str] = (), min_frequency: int = 0,
+@overload
+def train(files: Inputs, vocab_size: int, *, pattern: str | None | EllipsisType = ...,
+          special_tokens: SpecialTokens = ..., min_frequency: int = ..., workers: int | None = ...,
+          progress: ProgressOption = ..., errors: str = ..., block_size: int = ..., tie_break: str = ...,
+          lines: bool = ..., field: str = ..., column: str = ..., memory_budget: int | None = ..., client=...,
+          base: Tokenizer | None = ..., max_token_length: int | None = ..., superword_at: int | None = ...,
+          superword_pattern: str | None = ..., show_progress: bool | None = ...) -> Tokenizer: ...
+@overload
+def train(files: Inputs, vocab_size: Sequence[int], *, pattern: str | None | EllipsisType = ...,
+          special_tokens: SpecialTokens = ..., min_frequency: int = ..., workers: int | None = ...,
+          progress: ProgressOption = ..., errors: str = ..., block_size: int = ..., tie_break: str = ...,
+          lines: bool = ..., field: str = ..., column: str = ..., memory_budget: int | None = ..., client=...,
+          base: Tokenizer | None = ..., max_token_length: int | None = ..., superword_at: int | None = ...,
+          superword_pattern: str | None = ..., show_progress: bool | None = ...) -> list[Tokenizer]: ...
+def train(files: Inputs, vocab_size: int | Sequence[int], *,
+          pattern: str | None | EllipsisType = ..., special_tokens: SpecialTokens = (), min_frequency: int = 0,
           workers: int | None = None, progress: ProgressOption = "auto", errors: str = "strict",
           block_size: int = DEFAULT_BLOCK_SIZE, tie_break: str = "bytes", lines: bool = False,
           field: str = "text", column: str = "text", memory_budget: int | None = None, client=None,
           base: Tokenizer | None = None, max_token_length: int | None = None, superword_at: int | None = None,
-          superword_pattern: str | None = "superword", show_progress: bool | None = None) -> Tokenizer | list[Tokenizer]:
+          superword_pattern: str | None = "superword",
+          show_progress: bool | None = None) -> Tokenizer | list[Tokenizer]:
     """Train on files: ``count`` (any input: text, stdin, compressed, JSON lines, Parquet,
     directories; ``workers`` processes, default one per CPU), then ``train_from_table``.
 
@@ -402,11 +447,29 @@ def train(files: str | os.PathLike | Iterable[str | os.PathLike], vocab_size: in
             raise EmptyCorpusError(f"the corpus is empty: {', '.join(map(str, names))} hold no text")
         return table
 
-    return _train(count_files, options, "bytes")
+    return _as_asked(_train(count_files, options, "bytes"), options)
 
 
-def train_from_iterator(docs: Iterable[str | bytes], vocab_size: int | Sequence[int], *, pattern: str | None = ...,
-                        special_tokens: Sequence[str] = (), min_frequency: int = 0,
+@overload
+def train_from_iterator(docs: Iterable, vocab_size: int, *, pattern: str | None | EllipsisType = ...,
+                        special_tokens: SpecialTokens = ..., min_frequency: int = ..., workers: int | None = ...,
+                        progress: ProgressOption = ..., errors: str = ..., batch_chars: int = ...,
+                        tie_break: str = ..., lines: bool = ..., memory_budget: int | None = ...,
+                        base: Tokenizer | None = ..., max_token_length: int | None = ...,
+                        superword_at: int | None = ..., superword_pattern: str | None = ...,
+                        field: str = ..., length: int | None = ..., show_progress: bool | None = ...) -> Tokenizer: ...
+@overload
+def train_from_iterator(docs: Iterable, vocab_size: Sequence[int], *,
+                        pattern: str | None | EllipsisType = ..., special_tokens: SpecialTokens = ...,
+                        min_frequency: int = ..., workers: int | None = ..., progress: ProgressOption = ...,
+                        errors: str = ..., batch_chars: int = ..., tie_break: str = ..., lines: bool = ...,
+                        memory_budget: int | None = ..., base: Tokenizer | None = ...,
+                        max_token_length: int | None = ..., superword_at: int | None = ...,
+                        superword_pattern: str | None = ..., field: str = ..., length: int | None = ...,
+                        show_progress: bool | None = ...) -> list[Tokenizer]: ...
+def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int], *,
+                        pattern: str | None | EllipsisType = ..., special_tokens: SpecialTokens = (),
+                        min_frequency: int = 0,
                         workers: int | None = None, progress: ProgressOption = "auto",
                         errors: str = "strict", batch_chars: int = DEFAULT_BATCH_CHARS,
                         tie_break: str = "bytes", lines: bool = False, memory_budget: int | None = None,
@@ -438,4 +501,4 @@ def train_from_iterator(docs: Iterable[str | bytes], vocab_size: int | Sequence[
                                    progress=progress, errors=errors, lines=lines, batch_chars=batch_chars,
                                    memory_budget=memory_budget, field=field, length=length)
 
-    return _train(count_docs, options, "chars")
+    return _as_asked(_train(count_docs, options, "chars"), options)

@@ -83,9 +83,16 @@ class WordTable:
         (then this is a no-op)."""
         if self.hashes is not None:
             return self
+        return WordTable(*self.sorted_arrays(), self.pattern, self.special_tokens, self.input_bytes)
+
+    def sorted_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(symbols, offsets, counts, hashes) of the sorted table (``sorted``): what the native
+        merges take and a saved table holds."""
+        if self.hashes is not None:
+            return self.symbols, self.offsets, self.counts, self.hashes
         table = ChunkTable()
         table.add_arrays(self.symbols, self.offsets, self.counts)
-        return WordTable.from_native(table, self.pattern, self.special_tokens, self.input_bytes)
+        return table.sorted_arrays()
 
     @staticmethod
     def merge(tables: Sequence[WordTable]) -> WordTable:
@@ -99,7 +106,7 @@ class WordTable:
             if other.pattern != first.pattern or other.special_tokens != first.special_tokens:
                 raise ArgumentError("only word tables split with the same pattern and special tokens can be "
                                     f"added: {_describe(first)} and {_describe(other)}")
-        merged = merge_tables([t.sorted().arrays() for t in tables])     # one k-way pass
+        merged = merge_tables([t.sorted_arrays() for t in tables])     # one k-way pass
         return WordTable(*merged, first.pattern, first.special_tokens, sum(t.input_bytes for t in tables))
 
     @staticmethod
@@ -141,7 +148,7 @@ class WordTable:
             return NotImplemented
         return WordTable.merge([self, other])
 
-    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    def arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
         return self.symbols, self.offsets, self.counts, self.hashes
 
     # -- reading ------------------------------------------------------------------------------
@@ -172,8 +179,7 @@ class WordTable:
             return NotImplemented
         if (self.pattern, self.special_tokens) != (other.pattern, other.special_tokens) or len(self) != len(other):
             return False
-        a, b = self.sorted(), other.sorted()
-        return all(np.array_equal(x, y) for x, y in zip(a.arrays(), b.arrays()))
+        return all(np.array_equal(x, y) for x, y in zip(self.sorted_arrays(), other.sorted_arrays()))
 
     def __repr__(self) -> str:
         return (f"WordTable({len(self):,} chunks, {self.n_symbols:,} bytes, {self.total_chunks:,} occurrences, "
@@ -187,11 +193,10 @@ class WordTable:
 
     def dump(self, fh) -> None:
         """Write the .npz to an open binary file (``save`` without the atomic replace)."""
-        table = self.sorted()
-        meta = {"format": FORMAT, "version": VERSION, "pattern": table.pattern,
-                "special_tokens": list(table.special_tokens), "input_bytes": int(table.input_bytes)}
-        np.savez(fh, symbols=table.symbols, offsets=table.offsets, counts=table.counts,
-                 hashes=table.hashes, meta=np.array(json.dumps(meta)))
+        symbols, offsets, counts, hashes = self.sorted_arrays()
+        meta = {"format": FORMAT, "version": VERSION, "pattern": self.pattern,
+                "special_tokens": list(self.special_tokens), "input_bytes": int(self.input_bytes)}
+        np.savez(fh, symbols=symbols, offsets=offsets, counts=counts, hashes=hashes, meta=np.array(json.dumps(meta)))
 
     @classmethod
     def load(cls, path: str | os.PathLike, check: bool = True) -> WordTable:
@@ -234,7 +239,8 @@ class WordTable:
             raise InputError(f"{source}: offsets must start at 0, rise, and end at the number of bytes")
         if check and n and counts.min() <= 0:
             raise InputError(f"{source}: every count must be positive")
-        if check and n and (np.any(hashes[1:] < hashes[:-1]) or not np.array_equal(hashes_of(symbols, offsets), hashes)):
+        if check and n and (np.any(hashes[1:] < hashes[:-1])
+                            or not np.array_equal(hashes_of(symbols, offsets), hashes)):
             raise InputError(f"{source}: the chunks are not sorted by their hashes (a damaged file?)")
         specials = meta.get("special_tokens", [])
         pattern = meta.get("pattern")

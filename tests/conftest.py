@@ -14,7 +14,8 @@ from bpe_fast import paths
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL_CORPUS = Path(__file__).resolve().parent / "data" / "small_corpus.txt"
-SHARED = paths.corpora_dir().parent if paths.corpora_dir() is not None else None
+_CORPORA = paths.corpora_dir()
+SHARED = _CORPORA.parent if _CORPORA is not None else None
 NO_SHARED = "shared corpora not found: set BPE_FAST_DATA or put shared/ beside the project"
 NO_VOCABS = "shared vocabularies not found: set BPE_FAST_VOCABS or BPE_FAST_DATA, or put shared/ beside the project"
 
@@ -24,6 +25,14 @@ def corpora() -> Path:
     if SHARED is None:
         pytest.skip(NO_SHARED)
     return SHARED / "corpora"
+
+
+def shared_path(*parts: str) -> Path:
+    """A path in the shared data (``shared_path("corpora", "big.txt")``), for a test that needs
+    it: the test skips, saying why, when the data is absent."""
+    if SHARED is None:
+        pytest.skip(NO_SHARED)
+    return SHARED.joinpath(*parts)
 
 
 def corpus_files() -> list[Path]:
@@ -46,23 +55,24 @@ def corpus_params() -> list:
             for p in corpus_files()]
 
 
-def mix33_files() -> list[Path]:
-    base = SHARED / "corpora"
-    return [base / "big.txt", base / "tinyshakespeare.txt", base / "code_python.txt",
-            *sorted((base / "multilingual").glob("*.txt"))]
-
-
 def vocab_dir() -> Path | None:
     """The folder of the real OpenAI vocabularies, or None."""
     folders = [d for d in paths.vocab_dirs() if (d / "cl100k_base.tiktoken").is_file()]
     return folders[0] if folders else None
 
 
+def vocab_path(name: str = "") -> Path:
+    """A file of the real OpenAI vocabularies (or their folder), for a test that needs them:
+    the test skips, saying why, when they are absent."""
+    folder = vocab_dir()
+    if folder is None:
+        pytest.skip(NO_VOCABS)
+    return folder / name
+
+
 @pytest.fixture(scope="session")
 def vocabs() -> Path:
-    if vocab_dir() is None:
-        pytest.skip(NO_VOCABS)
-    return vocab_dir()
+    return vocab_path()
 
 
 def read_corpus(path: Path) -> str:

@@ -45,7 +45,8 @@ def test_invalid_utf8_names_file_and_offset(tmp_path, workers, block_size):
     with pytest.raises(bpe_fast.InputError, match=rf"latin1.txt: invalid UTF-8 at byte offset {len(good) + 3}\b"):
         bpe_fast.train([path], 300, workers=workers, block_size=block_size)
     config = CountConfig(Splitter.of(bpe_fast.CL100K), errors="replace")
-    counts = count_tasks(file_tasks(str(path), path.stat().st_size, config.splitter.cut, block_size), config, workers).as_dict()
+    tasks = file_tasks(str(path), path.stat().st_size, config.splitter.cut, block_size)
+    counts = count_tasks(tasks, config, workers).as_dict()
     assert counts["\ufffd".encode()] == 1 and counts[b"caf"] == 1
 
 
@@ -80,7 +81,8 @@ def test_pattern_matching_empty_string():
 
 
 def test_vocab_larger_than_the_corpus_gives_stops_and_warns():
-    with pytest.warns(bpe_fast.VocabSizeWarning, match=r"stopped after 3 of 744 merges.*vocab size 259 instead of 1000"):
+    with pytest.warns(bpe_fast.VocabSizeWarning,
+                      match=r"stopped after 3 of 744 merges.*vocab size 259 instead of 1000"):
         tok = bpe_fast.train_from_iterator(["abcd"], 1000, pattern=None)
     assert tok.vocab_size == 259 and tok.training_report.merges == 3
 
@@ -91,7 +93,8 @@ def test_single_string_is_not_an_iterator_of_documents():
 
 
 def test_non_text_document():
-    with pytest.raises(bpe_fast.InputError, match=r"item 2: expected a document \(str or bytes\), a batch of them \(a list\) or a record .*got int"):
+    with pytest.raises(bpe_fast.InputError, match=r"item 2: expected a document \(str or bytes\), a batch of "
+                                                  r"them \(a list\) or a record .*got int"):
         bpe_fast.train_from_iterator(["a", "b", 3], 300)
 
 
@@ -175,7 +178,8 @@ def test_a_bare_word_that_is_no_known_name_is_refused(typo):
         raise AssertionError("the corpus was read")
         yield "never"
 
-    with pytest.raises(bpe_fast.PatternError, match=rf"pattern '{typo}' is no known pattern name \(known: none, gpt2,.*cl100k.*o200k_base.*superword\)"):
+    with pytest.raises(bpe_fast.PatternError, match=rf"pattern '{typo}' is no known pattern name "
+                                                    rf"\(known: none, gpt2,.*cl100k.*o200k_base.*superword\)"):
         bpe_fast.train_from_iterator(docs(), 300, pattern=typo)
     with pytest.raises(bpe_fast.PatternError, match="no known pattern name"):
         bpe_fast.Tokenizer([], pattern=typo)
@@ -194,12 +198,12 @@ def test_cli_names_the_known_patterns(tmp_path, capsys):
 
 def test_options_after_vocab_size_are_keyword_only(tmp_path):
     with pytest.raises(TypeError):
-        bpe_fast.train_from_iterator(["abc"], 300, "gpt2")
+        bpe_fast.train_from_iterator(["abc"], 300, "gpt2")  # type: ignore[call-overload]
     with pytest.raises(TypeError):
-        bpe_fast.train([write(tmp_path, "a.txt", b"abc")], 300, "gpt2")
+        bpe_fast.train([write(tmp_path, "a.txt", b"abc")], 300, "gpt2")  # type: ignore[call-overload]
     table = bpe_fast.WordTable.from_words([b"abc"])
     with pytest.raises(TypeError):
-        bpe_fast.train_from_table(table, 300, "gpt2")
+        bpe_fast.train_from_table(table, 300, "gpt2")  # type: ignore[call-overload]
 
 
 def test_the_cli_shows_a_bug_as_a_traceback(tmp_path, monkeypatch):
@@ -247,11 +251,11 @@ def test_patterns_that_can_match_nothing_are_refused_up_front(pattern):
 
 def test_numbers_that_are_not_integers_are_refused():
     with pytest.raises(bpe_fast.ArgumentTypeError, match="min_frequency must be an integer"):
-        bpe_fast.train_from_iterator(["abc"], 300, min_frequency=2.5)
+        bpe_fast.train_from_iterator(["abc"], 300, min_frequency=2.5)  # type: ignore[call-overload]
     with pytest.raises(bpe_fast.ArgumentTypeError, match="vocab_size must be an integer"):
-        bpe_fast.train_from_iterator(["abc"], 300.0)
+        bpe_fast.train_from_iterator(["abc"], 300.0)  # type: ignore[call-overload]
     with pytest.raises(bpe_fast.ArgumentError, match="workers must be an integer"):
-        bpe_fast.train_from_iterator(["abc"] * 10, 300, workers=1.5, batch_chars=1)
+        bpe_fast.train_from_iterator(["abc"] * 10, 300, workers=1.5, batch_chars=1)  # type: ignore[call-overload]
     with pytest.raises(bpe_fast.VocabularyError, match="merges must be integer ids"):
         bpe_fast.Tokenizer([[1.5, 3]])
 
@@ -276,4 +280,4 @@ def test_decode_takes_integers_of_every_kind():
 
 def test_special_tokens_given_as_a_set_are_refused():
     with pytest.raises(bpe_fast.ArgumentTypeError, match="not a set"):
-        bpe_fast.train_from_iterator(["abc"], 300, special_tokens={"<a>", "<b>"})
+        bpe_fast.train_from_iterator(["abc"], 300, special_tokens={"<a>", "<b>"})  # type: ignore[call-overload]

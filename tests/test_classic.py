@@ -63,7 +63,7 @@ def test_word_tokenizer_errors_name_what_is_wrong():
     with pytest.raises(EncodingError, match="id 99"):
         no_unk.decode([0, 99])
     with pytest.raises(ArgumentTypeError, match="text must be a str"):
-        no_unk.encode(b"a b")
+        no_unk.encode(b"a b")  # type: ignore[arg-type]
     with pytest.raises(ArgumentError, match="special_tokens"):
         classic.WordTokenizer.train("a b", special_tokens=[UNK, UNK])
     with pytest.raises(ArgumentError, match="vocab"):
@@ -158,7 +158,7 @@ def test_sennrich_errors_name_the_argument():
     with pytest.raises(ArgumentError, match="one character per symbol"):
         classic.learn_bpe_fast({"lo w </w>": 5}, 3)
     with pytest.raises(ArgumentTypeError, match="vocab must be a dict"):
-        classic.learn_bpe(["l o w </w>"], 3)
+        classic.learn_bpe(["l o w </w>"], 3)  # type: ignore[arg-type]
     with pytest.raises(InputError, match="no word"):
         classic.learn_bpe_fast({}, 3)
 
@@ -225,7 +225,7 @@ def test_basic_tokenizer_errors():
     with pytest.raises(ArgumentError, match="vocab_size must be at least 256"):
         tok.train("abc", 100)
     with pytest.raises(ArgumentTypeError, match="text must be a str"):
-        tok.train(b"abc", 300)
+        tok.train(b"abc", 300)  # type: ignore[arg-type]
     with pytest.raises(EncodingError, match="token ids"):
         tok.decode([1000])
 

@@ -17,7 +17,7 @@ import bpe_fast
 from bpe_fast.cli import DEMO_SAMPLE, _parser, main
 from bpe_fast.paths import stdlib_sources
 
-from .conftest import SMALL_CORPUS, need, needs_vocabs, small_text, vocab_dir
+from .conftest import SMALL_CORPUS, need, needs_vocabs, small_text, vocab_path
 
 
 def test_demo_corpus_is_the_standard_library():
@@ -286,8 +286,8 @@ def test_a_word_tables_pattern_is_checked_against_the_format_before_training(tmp
 def test_convert_between_every_format(tmp_path, capsys, reference):
     """bpe_fast JSON -> every format -> every format: the same tokenizer all the way."""
     reference.save(tmp_path / "ref.json")
-    formats = [("a.tiktoken", []), ("b.model", []), ("c/", ["--format", "gpt2"]), ("d.json", ["--format", "huggingface"]),
-               ("e.json", [])]
+    formats = [("a.tiktoken", []), ("b.model", []), ("c/", ["--format", "gpt2"]),
+               ("d.json", ["--format", "huggingface"]), ("e.json", [])]
     sources = [tmp_path / "ref.json"] + [tmp_path / "from_ref" / target for target, _ in formats]
     for source in sources:
         folder = tmp_path / ("from_ref" if source.name == "ref.json" else f"from_{source.name.replace('.', '_')}")
@@ -343,6 +343,7 @@ def test_a_damaged_file_in_tiktokens_cache_is_an_error_naming_it(tmp_path, monke
     monkeypatch.delenv("BPE_FAST_VOCABS", raising=False)
     file = ENCODINGS["r50k_base"].files[0]
     damaged = tiktoken_cache_file(file.url)
+    assert damaged is not None                                    # caching is on: TIKTOKEN_CACHE_DIR is set
     damaged.write_text("IQ== 0\n")
     done = bpe_fast_cli("encode", "-t", "r50k_base", stdin="hello")
     assert done.returncode == 2
@@ -361,7 +362,7 @@ def test_python_load_works_wherever_the_cli_does(tmp_path):
                             + "; ".join(f"print(f({f.url!r}))" for f in ENCODINGS["gpt2"].files)],
                            env=dict(os.environ, **env), capture_output=True, text=True).stdout.split()
     for f, name in zip(ENCODINGS["gpt2"].files, names):
-        shutil.copy(vocab_dir() / f.name, name)
+        shutil.copy(vocab_path(f.name), name)
     cli = bpe_fast_cli("encode", "-t", "gpt2", env=env, stdin="Hello, world!")
     python = subprocess.run([sys.executable, "-c", code], input="Hello, world!", capture_output=True, text=True,
                             env=dict(os.environ, **env))
@@ -382,7 +383,9 @@ def test_help_shows_every_default_and_every_required_option(name):
     for action in parser._actions:
         if not action.option_strings or action.help in (None, argparse.SUPPRESS) or action.default == argparse.SUPPRESS:
             continue
-        helped = " ".join((parser.formatter_class(prog="x")._get_help_string(action) % vars(action)).split())
+        help_string = parser.formatter_class(prog="x")._get_help_string(action)
+        assert help_string is not None
+        helped = " ".join((help_string % vars(action)).split())
         assert helped in text
         if action.required:
             assert "required" in helped, (name, action.option_strings)

@@ -7,6 +7,7 @@ local file), so nothing of bpe_fast's is in the oracle.
 from __future__ import annotations
 
 import functools
+from typing import TYPE_CHECKING
 
 import pytest
 from hypothesis import given, settings
@@ -14,20 +15,24 @@ from hypothesis import strategies as st
 
 import bpe_fast
 
-from .conftest import corpus_files, corpus_params, read_corpus, vocab_dir
+from .conftest import corpus_files, corpus_params, read_corpus, vocab_dir, vocab_path
+
+if TYPE_CHECKING:
+    from tiktoken import Encoding
 
 tiktoken = pytest.importorskip("tiktoken", reason="tiktoken is a dev dependency: pip install -e '.[dev]'")
-pytestmark = pytest.mark.skipif(vocab_dir() is None, reason="shared vocabularies not found (BPE_FAST_DATA or ../shared)")
+pytestmark = pytest.mark.skipif(vocab_dir() is None,
+                                reason="shared vocabularies not found (BPE_FAST_DATA or ../shared)")
 
 NAMES = ["cl100k_base", "o200k_base", "r50k_base"]
 
 
 @functools.cache
-def reference(name: str) -> tiktoken.Encoding:
+def reference(name: str) -> Encoding:
     import tiktoken.load
     import tiktoken_ext.openai_public as openai_public
 
-    local = vocab_dir() / f"{name}.tiktoken"
+    local = vocab_path(f"{name}.tiktoken")
     original = openai_public.load_tiktoken_bpe
     openai_public.load_tiktoken_bpe = lambda *args, **kwargs: tiktoken.load.load_tiktoken_bpe(str(local))
     try:
@@ -119,9 +124,9 @@ def test_p50k_has_a_gap_for_its_special_token(vocabs):
     p50k = bpe_fast.load("p50k_base", path=vocabs)
     assert p50k.special_tokens == {"<|endoftext|>": 50256} and p50k.n_vocab == 50281
     text = "    indented code\n        more"
-    import tiktoken.load
+    from tiktoken.load import load_tiktoken_bpe
     assert p50k.encode(text) == tiktoken.Encoding(
-        "p50k", pat_str=p50k.pattern, mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(vocabs / "p50k_base.tiktoken")),
+        "p50k", pat_str=p50k.pattern, mergeable_ranks=load_tiktoken_bpe(str(vocabs / "p50k_base.tiktoken")),
         special_tokens={"<|endoftext|>": 50256}).encode(text)
 
 

@@ -15,7 +15,7 @@ import bpe_fast
 from bpe_fast import encode_corpus as ef
 from bpe_fast.errors import ArgumentError, InputError
 
-from .conftest import SMALL_CORPUS, need, needs_vocabs, small_text, vocab_dir
+from .conftest import SMALL_CORPUS, need, needs_vocabs, small_text, vocab_dir, vocab_path
 
 BPE = [sys.executable, "-m", "bpe_fast"]
 
@@ -111,11 +111,12 @@ def test_special_tokens_are_text_unless_allowed(tok, tmp_path):
 @needs_vocabs
 def test_a_vocabulary_past_65536_ids_writes_uint32_same_ids_as_tiktoken(tmp_path, corpora):
     tiktoken = need("tiktoken")
-    import tiktoken.load
+    from tiktoken.load import load_tiktoken_bpe
+
     from bpe_fast.registry import ENCODINGS
     spec = ENCODINGS["cl100k_base"]
     theirs = tiktoken.Encoding("cl100k_base", pat_str=spec.pattern, special_tokens=spec.special_tokens,
-                               mergeable_ranks=tiktoken.load.load_tiktoken_bpe(str(vocab_dir() / "cl100k_base.tiktoken")))
+                               mergeable_ranks=load_tiktoken_bpe(str(vocab_path("cl100k_base.tiktoken"))))
     ours = bpe_fast.load("cl100k_base", path=vocab_dir())
     path = corpora / "multilingual" / sorted(os.listdir(corpora / "multilingual"))[0]
     out = tmp_path / "m.bin"
@@ -143,8 +144,8 @@ def test_bad_input_is_named_and_leaves_no_output(tok, tmp_path):
 def test_cli_writes_a_binary_corpus_and_says_so(tok, tmp_path):
     tok.save(tmp_path / "t.json")
     out = tmp_path / "corpus.bin"
-    done = subprocess.run(BPE + ["encode", "-t", str(tmp_path / "t.json"), str(SMALL_CORPUS), "--lines", "-o", str(out)],
-                          capture_output=True, text=True)
+    done = subprocess.run(BPE + ["encode", "-t", str(tmp_path / "t.json"), str(SMALL_CORPUS), "--lines",
+                                 "-o", str(out)], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     ids, offsets = read_bin(out)
     assert f"{len(offsets) - 1:,} documents" in done.stderr and "uint16" in done.stderr
@@ -160,7 +161,8 @@ def test_standard_input_is_streamed_in_bounded_memory(tok, tmp_path):
     script = (
         "import resource, subprocess, sys\n"
         "line = b'the quick brown fox jumps over the lazy dog, again and again\\n'\n"
-        "cmd = [sys.executable, '-m', 'bpe_fast', 'encode', '-t', sys.argv[1], '-o', sys.argv[2], '--progress', 'none']\n"
+        "cmd = [sys.executable, '-m', 'bpe_fast', 'encode', '-t', sys.argv[1], '-o', sys.argv[2],"
+        " '--progress', 'none']\n"
         "p = subprocess.Popen(cmd, stdin=subprocess.PIPE)\n"
         "for _ in range(80_000_000 // len(line)):\n"
         "    p.stdin.write(line)\n"

@@ -48,6 +48,7 @@ def start(script: str, tag: str, **kwargs) -> subprocess.Popen:
 
 
 def wait_for_line(proc: subprocess.Popen, text: str, timeout: float = 60) -> None:
+    assert proc.stdout is not None and proc.stderr is not None        # started with stdout and stderr piped
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         line = proc.stdout.readline()
@@ -181,7 +182,7 @@ def test_a_killed_worker_is_one_line_naming_the_likely_cause(tmp_path):
         for i in range(400):
             if i == 50:
                 for child in mp.active_children():
-                    os.kill(child.pid, signal.SIGKILL)
+                    child.kill()                        # SIGKILL
                 time.sleep(0.3)
             yield "hello world " * 10
 

@@ -71,7 +71,9 @@ def test_a_format_in_the_table_is_saved_and_loaded_everywhere(tmp_path, toy_in_t
 
 
 def test_a_format_in_the_table_is_on_the_command_line(tmp_path, toy_in_the_table, capsys, monkeypatch):
-    train = next(a for a in _parser()._actions if a.dest == "command").choices["train"]
+    commands = next(a for a in _parser()._actions if a.dest == "command").choices
+    assert isinstance(commands, dict)
+    train = commands["train"]
     option = next(a for a in train._actions if a.dest == "format")
     assert option.choices == ["bpe_fast", "huggingface", "tiktoken", "minbpe", "gpt2", "toy"]
     text = " ".join(train.format_help().split())
@@ -127,7 +129,12 @@ def test_a_json_file_is_parsed_once(tmp_path, monkeypatch):
     tok.save(tmp_path / "t.json")
     parses = []
     real_load = json.load
-    monkeypatch.setattr("json.load", lambda fh, **kw: parses.append(fh.name) or real_load(fh, **kw))
+
+    def counted_load(fh, **kw):
+        parses.append(fh.name)
+        return real_load(fh, **kw)
+
+    monkeypatch.setattr("json.load", counted_load)
     for name in ("tokenizer.json", "t.json"):
         assert bpe_fast.load(tmp_path / name) == tok
     assert Tokenizer.load(tmp_path / "t.json") == tok

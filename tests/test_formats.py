@@ -6,6 +6,7 @@ import base64
 import functools
 import json
 import os
+from pathlib import Path
 
 import pytest
 
@@ -13,13 +14,13 @@ import bpe_fast
 from bpe_fast import Tokenizer, TokenizerFileError, VocabularyError
 from bpe_fast.bytelevel import bytes_to_unicode
 
-from .conftest import (SHARED, corpus_files, corpus_params, need, needs_data, needs_vocabs, read_corpus, small_text,
-                       vocab_dir)
+from .conftest import (corpus_files, corpus_params, need, needs_data, needs_vocabs, read_corpus, shared_path,
+                       small_text, vocab_dir, vocab_path)
 
 
 @functools.cache
 def trained(pattern: str) -> Tokenizer:
-    corpora = SHARED / "corpora"
+    corpora = shared_path("corpora")
     files = [corpora / "taylorswift.txt", corpora / "multilingual" / "ru.txt", corpora / "multilingual" / "ja.txt"]
     return bpe_fast.train(files, 2000, pattern=pattern, special_tokens=["<|endoftext|>", "<|pad|>"])
 
@@ -97,11 +98,11 @@ def test_minbpe_round_trip(tmp_path, pattern):
 
 @needs_vocabs
 def test_gpt2_round_trip(tmp_path):
-    gpt2 = Tokenizer.from_gpt2(vocab_dir() / "gpt2_encoder.json", vocab_dir() / "gpt2_vocab.bpe")
+    gpt2 = Tokenizer.from_gpt2(vocab_path("gpt2_encoder.json"), vocab_path("gpt2_vocab.bpe"))
     gpt2.save_gpt2(tmp_path / "encoder.json", tmp_path / "vocab.bpe")
     assert Tokenizer.from_gpt2(tmp_path / "encoder.json", tmp_path / "vocab.bpe") == gpt2
     assert (tmp_path / "vocab.bpe").read_text(encoding="utf-8").split("\n")[:3] == \
-        (vocab_dir() / "gpt2_vocab.bpe").read_text(encoding="utf-8").split("\n")[:3]
+        vocab_path("gpt2_vocab.bpe").read_text(encoding="utf-8").split("\n")[:3]
 
 
 @needs_vocabs
@@ -224,7 +225,8 @@ def test_truncated_minbpe_file(tmp_path):
 def test_duplicate_ids_and_colliding_specials():
     with pytest.raises(VocabularyError, match="merge 1 makes token id 256, which is already b'ab'"):
         Tokenizer([[97, 98], [98, 99]], merge_ids=[256, 256])
-    with pytest.raises(VocabularyError, match="special token '<s>' has id 256, which is already the learned token b'ab'"):
+    with pytest.raises(VocabularyError,
+                       match="special token '<s>' has id 256, which is already the learned token b'ab'"):
         Tokenizer([[97, 98]], special_tokens={"<s>": 256})
     with pytest.raises(VocabularyError, match="rank 5 is given to both"):
         Tokenizer.from_ranks({**BYTES, b"ab": 5})
@@ -258,7 +260,8 @@ def test_bad_patterns_and_binary_files_name_the_file(tmp_path):
 
 
 def test_decode_of_an_id_beyond_64_bits():
-    with pytest.raises(bpe_fast.EncodingError, match=r"token id 1180591620717411303424 \(position 1\) is not in the vocabulary"):
+    with pytest.raises(bpe_fast.EncodingError,
+                       match=r"token id 1180591620717411303424 \(position 1\) is not in the vocabulary"):
         Tokenizer([]).decode([97, 2**70])
 
 
@@ -278,7 +281,8 @@ def test_huggingface_files_that_are_not_bpe_or_miss_merges(tmp_path):
 def test_writers_refuse_special_tokens_their_format_cannot_hold(tmp_path):
     tok = bpe_fast.train_from_iterator([small_text()], 300, pattern="gpt2", special_tokens=["[EOS]", "a\nb"],
                                        workers=1)
-    with pytest.raises(VocabularyError, match=r"encoder.json can only hold special tokens spelled <\|...\|>.*'\[EOS\]'"):
+    with pytest.raises(VocabularyError,
+                       match=r"encoder.json can only hold special tokens spelled <\|...\|>.*'\[EOS\]'"):
         tok.save_gpt2(tmp_path / "encoder.json", tmp_path / "vocab.bpe")
     with pytest.raises(VocabularyError, match=r"minbpe's .model .* 'a\\nb' does"):
         tok.save_minbpe(tmp_path / "t")
@@ -290,7 +294,7 @@ def test_writers_refuse_special_tokens_their_format_cannot_hold(tmp_path):
 
 # -- one load: every format told by its content; Tokenizer.load names the loader that fits ------
 
-def every_format(tok: Tokenizer, folder) -> dict[str, object]:
+def every_format(tok: Tokenizer, folder: Path) -> dict[str, Path]:
     """The tokenizer saved in every format; {format: the path bpe_fast.load is given}."""
     (folder / "gpt2").mkdir()
     (folder / "hf").mkdir()
@@ -326,8 +330,10 @@ def test_format_is_told_by_content_not_by_name(tmp_path):
 
 
 @pytest.mark.parametrize("fmt,loader", [
-    ("huggingface", r"Tokenizer\.from_huggingface\(path\)"), ("tiktoken", r"Tokenizer\.from_tiktoken\(path, pattern=...\)"),
-    ("minbpe", r"Tokenizer\.from_minbpe\(path\)"), ("gpt2 encoder.json", r"Tokenizer\.from_gpt2\(encoder_json, vocab_bpe\)"),
+    ("huggingface", r"Tokenizer\.from_huggingface\(path\)"),
+    ("tiktoken", r"Tokenizer\.from_tiktoken\(path, pattern=...\)"),
+    ("minbpe", r"Tokenizer\.from_minbpe\(path\)"),
+    ("gpt2 encoder.json", r"Tokenizer\.from_gpt2\(encoder_json, vocab_bpe\)"),
     ("gpt2 vocab.bpe", r"Tokenizer\.from_gpt2\(encoder_json, vocab_bpe\)"),
 ])
 def test_tokenizer_load_of_another_format_names_the_loader_that_fits(tmp_path, fmt, loader):
@@ -343,7 +349,7 @@ def test_tokenizer_load_of_real_tiktoken_and_gpt2_files_names_the_loader(tmp_pat
     for name, loader in (("cl100k_base.tiktoken", "from_tiktoken"), ("gpt2_encoder.json", "from_gpt2"),
                          ("gpt2_vocab.bpe", "from_gpt2")):
         with pytest.raises(TokenizerFileError, match=rf"bpe_fast\.load\(path\) \(any format\) or Tokenizer\.{loader}"):
-            Tokenizer.load(vocab_dir() / name)
+            Tokenizer.load(vocab_path(name))
 
 
 def test_a_sidecar_or_a_lone_gpt2_file_says_what_to_load(tmp_path):
@@ -418,9 +424,10 @@ def test_explicit_arguments_win_over_the_sidecar_and_a_bad_sidecar_is_named(tmp_
 @needs_vocabs
 def test_a_named_encodings_published_file_keeps_its_pattern_without_a_sidecar(tmp_path):
     import shutil
-    shutil.copy(vocab_dir() / "r50k_base.tiktoken", tmp_path / "r50k_base.tiktoken")
+    shutil.copy(vocab_path("r50k_base.tiktoken"), tmp_path / "r50k_base.tiktoken")
     named = bpe_fast.load("r50k_base")
-    assert Tokenizer.from_tiktoken(tmp_path / "r50k_base.tiktoken") == named == bpe_fast.load(tmp_path / "r50k_base.tiktoken")
+    copied = tmp_path / "r50k_base.tiktoken"
+    assert Tokenizer.from_tiktoken(copied) == named == bpe_fast.load(copied)
     with open(tmp_path / "r50k_base.tiktoken", "ab") as fh:      # no longer the published file
         fh.write(b"\n")
     with pytest.raises(bpe_fast.PatternRequiredError, match="nor is it a named encoding's published file"):
@@ -488,7 +495,7 @@ def test_tiktoken_reads_the_file_where_bpe_fast_looks_for_it(tmp_path):
     env = dict(os.environ, TIKTOKEN_CACHE_DIR=str(cache))
     cached = subprocess.run([sys.executable, "-c", "from bpe_fast.paths import tiktoken_cache_file; "
                              f"print(tiktoken_cache_file({file.url!r}))"], env=env, capture_output=True, text=True)
-    shutil.copy(vocab_dir() / file.name, cached.stdout.strip())
+    shutil.copy(vocab_path(file.name), cached.stdout.strip())
     code = ("import tiktoken.load as L\n"
             "def offline(path): raise SystemExit('tiktoken tried to download ' + path)\n"
             "L.read_file = offline\n"
@@ -508,7 +515,9 @@ def test_named_encodings_are_found_in_tiktokens_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("BPE_FAST_VOCABS", raising=False)
     for f in ENCODINGS["gpt2"].files + ENCODINGS["r50k_base"].files:
-        shutil.copy(vocab_dir() / f.name, tiktoken_cache_file(f.url))
+        cached = tiktoken_cache_file(f.url)
+        assert cached is not None                     # caching is on: TIKTOKEN_CACHE_DIR is set
+        shutil.copy(vocab_path(f.name), cached)
     assert encoding_files("gpt2") == [tiktoken_cache_file(f.url) for f in ENCODINGS["gpt2"].files]
     assert bpe_fast.load("gpt2").encode("Hello, world!") == [15496, 11, 995, 0]
     assert bpe_fast.load("gpt2").mergeable_ranks() == bpe_fast.load("r50k_base").mergeable_ranks()
@@ -520,6 +529,7 @@ def test_a_named_encoding_file_that_is_not_the_published_one_is_refused(tmp_path
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("BPE_FAST_VOCABS", raising=False)
     damaged = tiktoken_cache_file(ENCODINGS["cl100k_base"].files[0].url)
+    assert damaged is not None                        # caching is on: TIKTOKEN_CACHE_DIR is set
     damaged.write_text(tiktoken_lines(BYTES))
     with pytest.raises(TokenizerFileError, match=rf"{damaged}: its SHA-256 is [0-9a-f]{{64}}, not "
                                                  rf"223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7"):
@@ -541,5 +551,6 @@ def test_a_missing_named_encoding_says_where_it_looked_in_pythons_words(tmp_path
     assert message.startswith(f"o200k_base.tiktoken not found (looked in {tmp_path / 'mine' / 'o200k_base.tiktoken'}, "
                               f"{tmp_path / 'cache'}/")
     assert "pass path=" in message and "--vocabs" not in message
-    assert "--vocabs FOLDER" in err.value.cli_message and "path=" not in err.value.cli_message
+    cli_message = err.value.cli_message or ""
+    assert "--vocabs FOLDER" in cli_message and "path=" not in cli_message
     assert "tiktoken.get_encoding('o200k_base')" in message

@@ -96,7 +96,8 @@ def mutated(draw, content: bytes) -> bytes:
 
 
 JSON_VALUES = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats() | st.text(max_size=8),
-                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
+                           lambda inner: (st.lists(inner, max_size=3)
+                                          | st.dictionaries(st.text(max_size=6), inner, max_size=3)),
                            max_leaves=6)
 
 

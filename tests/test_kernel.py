@@ -128,7 +128,7 @@ def test_tracking_threshold_never_changes_the_merges(track_from):
     words = {bytes(rng.choice(list(b"abcde"), size=rng.integers(2, 12)).astype(np.uint8)): int(rng.integers(1, 400))
              for _ in range(300)}
     table = WordTable.from_counts(words)
-    stats = {}
+    stats: dict[str, int] = {}
     merges = train_merges(table.symbols, table.offsets, table.counts, 120, track_from=track_from, stats=stats)
     assert [tuple(m) for m in merges.tolist()] == train_reference(words, 120)
     assert stats["recounts"] >= 1

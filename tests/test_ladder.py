@@ -188,12 +188,13 @@ def test_cli_plot_writes_a_png(profile_main, tmp_path):
 
 def test_budget_skips_slow_rungs_with_a_message():
     work = Workload.from_text(TEXTS["prose"] * 20, "gpt2")
-    messages = []
+    messages: list[str] = []
     report = run_ladder(work, 30, "v1,v4,v6", repeats=1, budget=1e-9, log=messages.append)
     v1, v4, v6 = report.results
     for skipped in (v1, v4):
-        assert skipped.seconds is None and skipped.merges is None and skipped.estimate > 0
-        assert "over the budget" in skipped.skipped and "--budget" in skipped.skipped
+        assert skipped.seconds is None and skipped.merges is None
+        assert skipped.estimate is not None and skipped.estimate > 0
+        assert skipped.skipped is not None and "over the budget" in skipped.skipped and "--budget" in skipped.skipped
         assert any(m.startswith(f"{skipped.name}: skipped") for m in messages)
     assert v6.skipped is None and v6.merges_agree is True     # incremental rungs are not probed
     assert report.speedup_basis.startswith("v1 (estimated")  # speed-up against v1's estimate

@@ -43,7 +43,8 @@ def has_chart(outputs) -> bool:
 @pytest.fixture(scope="module")
 def workshop():
     pytest.importorskip("line_profiler", reason="the workshop notebook uses line_profiler")
-    pytest.importorskip("sentencepiece", reason="chapter 1 compares with sentencepiece (pip install 'bpe_fast[workshop]')")
+    pytest.importorskip("sentencepiece",
+                        reason="chapter 1 compares with sentencepiece (pip install 'bpe_fast[workshop]')")
     return run_notebook("profiling_workshop.ipynb")
 
 
@@ -75,7 +76,8 @@ def test_big_corpus_notebook_runs():
         if not any((d / f"{name}.tiktoken").is_file() for d in vocab_dirs()):
             pytest.skip(f"the big-corpus tutorial needs {name}.tiktoken in the shared vocabs/ (or $BPE_FAST_VOCABS)")
     pytest.importorskip("tiktoken", reason="the tutorial exports to tiktoken (pip install -e '.[dev]')")
-    pytest.importorskip("tokenizers", reason="the tutorial exports to Hugging Face tokenizers (pip install -e '.[dev]')")
+    pytest.importorskip("tokenizers",
+                        reason="the tutorial exports to Hugging Face tokenizers (pip install -e '.[dev]')")
     outputs = run_notebook("big_corpus.ipynb")
     text = printed(outputs)
     assert has_chart(outputs), "the bytes-per-token chart was not shown inline"

@@ -29,11 +29,14 @@ def pyproject() -> dict:
 def public_names_of_pyx(path: Path) -> tuple[set[str], dict[str, set[str]]]:
     """Module-level functions, classes and constants a .pyx gives Python, and each class's methods."""
     text = path.read_text(encoding="utf-8")
-    names, methods, current = set(), {}, None
+    names: set[str] = set()
+    methods: dict[str, set[str]] = {}
+    current: str | None = None
     for line in text.splitlines():
         top = re.match(r"(?:cdef class|class|def|cpdef) (\w+)", line)
         if top:
-            current = top.group(1) if "class" in line.split()[0:2] and not line.rstrip().endswith(top.group(1)) else None
+            is_class = "class" in line.split()[0:2] and not line.rstrip().endswith(top.group(1))
+            current = top.group(1) if is_class else None
             if not top.group(1).startswith("_"):
                 names.add(top.group(1))
                 if current:
@@ -74,7 +77,8 @@ def test_every_cython_module_has_a_stub_naming_all_it_gives_python(module):
     stub_names, stub_methods = names_of_pyi(stub)
     assert names <= stub_names, f"{stub.name} lacks {sorted(names - stub_names)}"
     for cls, defined in methods.items():
-        assert defined <= stub_methods.get(cls, set()), f"{stub.name}: {cls} lacks {sorted(defined - stub_methods[cls])}"
+        stubbed = stub_methods.get(cls, set())
+        assert defined <= stubbed, f"{stub.name}: {cls} lacks {sorted(defined - stubbed)}"
 
 
 @pytest.mark.parametrize("module", CYTHON_MODULES)
@@ -163,7 +167,8 @@ def test_extras_cover_every_optional_package_and_dev_takes_them_all():
         assert any(req.startswith(package) for req in extras[extra]), f"[{extra}] should install {package}"
     dev_all = next(req for req in extras["dev"] if req.startswith("bpe_fast["))
     assert set(dev_all[len("bpe_fast["):-1].split(",")) == set(expected)
-    assert not {"tiktoken", "matplotlib", "line_profiler"} & {re.split(r"[<>=\[]", d)[0] for d in project["dependencies"]}
+    required = {re.split(r"[<>=\[]", d)[0] for d in project["dependencies"]}
+    assert not {"tiktoken", "matplotlib", "line_profiler"} & required
 
 
 def test_license_file_matches_the_metadata():

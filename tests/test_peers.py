@@ -11,7 +11,7 @@ import pytest
 
 import bpe_fast
 
-from .conftest import SHARED
+from .conftest import SHARED, shared_path
 
 rustbpe = pytest.importorskip("rustbpe", reason="rustbpe is a dev dependency: pip install -e '.[dev]'")
 bpeasy = pytest.importorskip("bpeasy", reason="bpeasy is a dev dependency: pip install -e '.[dev]'")
@@ -34,7 +34,7 @@ CASES = [  # (corpus, pattern, vocab_size): named patterns, vocab sizes from 300
 
 def read_docs(name: str) -> list[str]:
     """The file as documents of 64 KB (bytes decoded as they are: no newline translation)."""
-    text = (SHARED / "corpora" / name).read_bytes().decode("utf-8")
+    text = shared_path("corpora", name).read_bytes().decode("utf-8")
     return [text[i:i + 65536] for i in range(0, len(text), 65536)]
 
 
@@ -90,7 +90,7 @@ def test_lines_mode_reproduces_gigabpe_and_huggingface_files(tmp_path, corpus, v
     """gigabpe (and Hugging Face's train(files)) read a file line by line: lines=True with the
     Hugging Face tie-break learns their merges from the same file."""
     gigabpe = pytest.importorskip("gigabpe", reason="gigabpe is a dev dependency: pip install -e '.[dev]'")
-    path = SHARED / "corpora" / corpus
+    path = shared_path("corpora", corpus)
     _, merges = gigabpe.train_bpe([str(path)], vocab_size, pretokenizer="bytelevel", threads=2)
     table = {c: b for b, c in bpe_fast.bytelevel.bytes_to_unicode().items()}
     theirs = [(bytes(table[c] for c in a), bytes(table[c] for c in b)) for a, b in merges]

@@ -50,8 +50,8 @@ def test_chunk_counts_count_the_scanned_chunks():
     counts = ChunkTable()
     counts.add_text(native_scanner(CL100K), text.encode())
     counts.add(b" the", 2)
-    assert WordTable.from_native(counts).as_dict() == {b"the": 1, b" cat": 1, b" and": 1, b" the": 4, b" hat": 1, b",": 1,
-                                b" end": 1, b"\n": 1}
+    assert WordTable.from_native(counts).as_dict() == {b"the": 1, b" cat": 1, b" and": 1, b" the": 4, b" hat": 1,
+                                                       b",": 1, b" end": 1, b"\n": 1}
 
 
 def test_only_named_patterns_have_a_scanner():

@@ -6,6 +6,7 @@ import gzip
 import json
 import pickle
 from collections import Counter
+from typing import Any
 
 import pytest
 import regex
@@ -151,10 +152,10 @@ def test_files_and_iterators_train_the_same_tokenizer_through_one_path(tmp_path)
         files.append(tmp_path / f"d{i}.txt")
         files[-1].write_text(doc)
     base = bpe_fast.train_from_iterator(docs, 300, pattern="cl100k", progress="none")
-    options = dict(vocab_size=[420, 400], special_tokens=[SPECIAL], base=base, superword_at=340,
-                   min_frequency=2, progress="none")
-    from_files = bpe_fast.train(files, workers=1, **options)
-    from_docs = bpe_fast.train_from_iterator(docs, workers=1, **options)
+    options: dict[str, Any] = dict(special_tokens=[SPECIAL], base=base, superword_at=340, min_frequency=2,
+                                   progress="none")
+    from_files = bpe_fast.train(files, [420, 400], workers=1, **options)
+    from_docs = bpe_fast.train_from_iterator(docs, [420, 400], workers=1, **options)
     assert from_files == from_docs
     assert [t.vocab_size for t in from_docs] == [420, 400] and from_docs[0].pattern_name == "superword"
 
@@ -197,7 +198,7 @@ def test_the_word_table_is_freed_before_the_merging_starts(monkeypatch):
 
 
 def test_text_a_custom_pattern_skips_is_kept_not_dropped():
-    """r"\w+" matches no space or punctuation: those become chunks of their own, in training and
+    r"""r"\w+" matches no space or punctuation: those become chunks of their own, in training and
     encoding alike, so decode(encode(text)) == text (tiktoken would drop them)."""
     text = "hello, world! hello again; world... 42?"
     assert list(Splitter.of(r"\w+").chunks(text)) == ["hello", ", ", "world", "! ", "hello", " ", "again", "; ",

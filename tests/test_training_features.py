@@ -118,7 +118,7 @@ def test_continuation_arguments_are_checked_before_reading():
     with pytest.raises(bpe_fast.ArgumentError, match="tie_break applies to training from bytes"):
         bpe_fast.train_from_iterator(docs(), 400, base=base, tie_break="huggingface")
     with pytest.raises(bpe_fast.ArgumentTypeError, match="base must be a Tokenizer"):
-        bpe_fast.train_from_iterator(docs(), 400, base="cl100k_base")
+        bpe_fast.train_from_iterator(docs(), 400, base="cl100k_base")  # type: ignore[call-overload]
 
 
 # -- many vocabulary sizes from one run ------------------------------------------------------

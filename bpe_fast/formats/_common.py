@@ -187,6 +187,7 @@ def check_every_token_made(ids: dict[bytes, int], byte_ids, merge_ids, merges_fi
     unmade = [(t, i) for t, i in ids.items() if i not in made]
     if unmade:
         token, token_id = unmade[0]
-        raise TokenizerFileError(f"{merges_file}: no merge makes {token_to_str(token)!r} ({id_where.format(token_id)}); "
-                                 f"{len(unmade)} tokens lack their merge (truncated file?)")
+        raise TokenizerFileError(f"{merges_file}: no merge makes {token_to_str(token)!r} "
+                                 f"({id_where.format(token_id)}); {len(unmade)} tokens lack their merge "
+                                 f"(truncated file?)")
 

@@ -37,7 +37,8 @@ def read_gpt2(encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLike) -> 
         if len(parts) != 2:
             raise TokenizerFileError(f"{vocab_bpe}, line {lineno}: expected two tokens, got {line.rstrip()!r}")
         where = f"{vocab_bpe}, line {lineno}"
-        pair, made = lookup_merge(*(str_to_token(p, where) for p in parts), ids, where, str(encoder_json))
+        left, right = (str_to_token(p, where) for p in parts)
+        pair, made = lookup_merge(left, right, ids, where, str(encoder_json))
         merges.append(pair)
         merge_ids.append(made)
     byte_ids = [ids.get(bytes([b])) for b in range(256)]
@@ -58,7 +59,8 @@ def _check_gpt2_pattern(pattern: str | None) -> None:
     if pattern != GPT2:
         raise VocabularyError(f"GPT-2's files hold no pattern (every reader splits with GPT-2's), and this "
                               f"tokenizer splits with {name_of(pattern)}: it would encode differently once read "
-                              f"back; train with the gpt2 pattern, or save as tokenizer.json, .tiktoken or bpe_fast JSON")
+                              f"back; train with the gpt2 pattern, or save as tokenizer.json, .tiktoken or "
+                              f"bpe_fast JSON")
 
 
 def check_writable(pattern: str | None, special_tokens) -> None:

@@ -20,7 +20,8 @@ KIND = FileKind("a Hugging Face tokenizer.json", "Tokenizer.from_huggingface(pat
 # the tiktoken strings is checked by the tests on every shared corpus.
 HF_PATTERNS = {
     GPT2: r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++\z|\s+(?!\S)|\s""",
-    CL100K: r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++\z|\s*[\r\n]|\s+(?!\S)|\s""",
+    CL100K: (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+             r"""|\s++\z|\s*[\r\n]|\s+(?!\S)|\s"""),
     O200K: O200K,
 }
 
@@ -44,7 +45,8 @@ def huggingface_vocabulary(data: Any, source: str) -> Vocabulary:
         if not isinstance(parts, list) or len(parts) != 2 or not all(isinstance(p, str) for p in parts):
             raise TokenizerFileError(f"{source}: model.merges[{k}] is {merge!r:.60}, not a pair of tokens")
         where = f"{source}: model.merges[{k}]"
-        pair, made = lookup_merge(*(str_to_token(p, where) for p in parts), vocab, where, "model.vocab")
+        left, right = (str_to_token(p, where) for p in parts)
+        pair, made = lookup_merge(left, right, vocab, where, "model.vocab")
         merges.append(pair)
         merge_ids.append(made)
     missing = [b for b in range(256) if bytes([b]) not in vocab]
@@ -113,7 +115,8 @@ def _hf_pattern(pre, source: str) -> str | None:
                 and step.get("behavior") == "Isolated" and not step.get("invert"):
             pattern = {hf: ours for ours, hf in HF_PATTERNS.items()}.get(split["Regex"], split["Regex"])
         else:
-            raise TokenizerFileError(f"{source}: pre_tokenizer step {kind!r} ({json.dumps(step)[:80]}) is not supported")
+            raise TokenizerFileError(f"{source}: pre_tokenizer step {kind!r} ({json.dumps(step)[:80]}) "
+                                     f"is not supported")
     return pattern
 
 
@@ -189,7 +192,7 @@ def huggingface_ids(byte_ids, merge_ids, special_tokens: dict[str, int]) -> tupl
     the order of their ids here), then the 256 bytes in the code-point order of their GPT-2
     characters, then the merges in rank order. Returns (old id -> new id for bytes and merges,
     {special token: new id})."""
-    specials = sorted(special_tokens, key=special_tokens.get)
+    specials = sorted(special_tokens, key=lambda s: special_tokens[s])
     first = len(specials)
     renumber = {int(byte_ids[b]): first + rank for rank, b in enumerate(huggingface_byte_order())}
     renumber.update({int(old): first + 256 + m for m, old in enumerate(merge_ids)})

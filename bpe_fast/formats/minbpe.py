@@ -28,7 +28,8 @@ def read_minbpe(path: str | os.PathLike) -> Vocabulary:
         lineno = 4 + k
         parts = lines[lineno - 1].rsplit(" ", 1) if lineno - 1 < len(lines) else []
         if len(parts) != 2:
-            raise TokenizerFileError(f"{path}, line {lineno}: expected 'token id' for special token {k + 1} of {n_special}")
+            raise TokenizerFileError(f"{path}, line {lineno}: expected 'token id' for special token "
+                                     f"{k + 1} of {n_special}")
         specials[parts[0]] = _int_field(parts[1], path, lineno, "a special token id")
     merges = []
     for lineno, line in enumerate(lines[3 + n_special:], 4 + n_special):

@@ -14,6 +14,7 @@ import json
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING, TypedDict
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -25,6 +26,9 @@ from ..outputs import atomic_open
 from ..patterns import name_of
 from ._common import (MAX_ID, FileKind, Format, Peek, Vocabulary, expect, expect_optional, file_sha256,
                       open_for_reading, read_json)
+
+if TYPE_CHECKING:       # for annotations only (types.EllipsisType is Python 3.10+)
+    from types import EllipsisType
 
 SIDECAR_FORMAT = "bpe_fast.tiktoken-sidecar"
 SIDECAR_VERSION = 1
@@ -55,9 +59,11 @@ def read_tiktoken_ranks(path: str | os.PathLike) -> dict[bytes, int]:
             if not 0 <= rank < MAX_ID:
                 raise TokenizerFileError(f"{path}, line {lineno}: rank {rank} is out of range (0 to {MAX_ID - 1})")
             if rank in seen_ranks:
-                raise TokenizerFileError(f"{path}, line {lineno}: rank {rank} was already given on line {seen_ranks[rank]}")
+                raise TokenizerFileError(f"{path}, line {lineno}: rank {rank} was already given on line "
+                                         f"{seen_ranks[rank]}")
             if token in ranks:
-                raise TokenizerFileError(f"{path}, line {lineno}: token {token!r} was already given rank {ranks[token]}")
+                raise TokenizerFileError(f"{path}, line {lineno}: token {token!r} was already given rank "
+                                         f"{ranks[token]}")
             ranks[token] = rank
             seen_ranks[rank] = lineno
     if not ranks:
@@ -84,14 +90,14 @@ def vocabulary_from_ranks(ranks: Mapping[bytes, int], pattern: str | None = None
     byte_ids = np.array([ranks[bytes([b])] for b in range(256)], dtype=np.int32)
     tokens = [t for t, _ in by_rank]
     ids = np.array([r for _, r in by_rank], dtype=np.int32)
-    merges, merge_ids, bad = recover_merges(tokens, ids, byte_ids)
-    if bad >= 0:
-        raise VocabularyError(f"{source}: token {tokens[bad]!r} (rank {ids[bad]}) cannot be made by "
+    merges, merge_ids, unmade = recover_merges(tokens, ids, byte_ids)
+    if unmade >= 0:
+        raise VocabularyError(f"{source}: token {tokens[unmade]!r} (rank {ids[unmade]}) cannot be made by "
                               f"merging two tokens of lower rank: a merge is missing for this rank")
     return Vocabulary(merges, pattern, special_tokens, merge_ids, byte_ids)
 
 
-def read_tiktoken(path: str | os.PathLike, pattern: str | None = ...,
+def read_tiktoken(path: str | os.PathLike, pattern: str | None | EllipsisType = ...,
                   special_tokens: Mapping[str, int] | Sequence[str] | None = None) -> Vocabulary:
     """A .tiktoken file. It holds no pattern or special tokens, so they come from, in order:
     the arguments; the sidecar ``x.tiktoken.json`` beside it; the named encoding the file is
@@ -114,7 +120,7 @@ def read_tiktoken(path: str | os.PathLike, pattern: str | None = ...,
     return vocab
 
 
-def _published_encoding(path) -> dict | None:
+def _published_encoding(path) -> EncodingInfo | None:
     """The pattern and special tokens of the named encoding whose published file ``path`` is."""
     enc = ENCODINGS.get(Path(path).name.removesuffix(".tiktoken")) if str(path).endswith(".tiktoken") else None
     if enc is None or len(enc.files) != 1 or not Path(path).is_file():
@@ -161,7 +167,13 @@ def sidecar_path(path: str | os.PathLike) -> Path:
     return Path(f"{os.fspath(path)}.json")
 
 
-def read_tiktoken_sidecar(path: str | os.PathLike) -> dict:
+class EncodingInfo(TypedDict):
+    """What a .tiktoken file cannot hold, from its sidecar or the named encoding it is the file of."""
+    pattern: str | None                 # None: no split
+    special_tokens: dict[str, int]
+
+
+def read_tiktoken_sidecar(path: str | os.PathLike) -> EncodingInfo:
     """A sidecar's pattern (None: no split) and special tokens ({token: id}), checked."""
     data = read_json(path)
     where = str(path)
@@ -205,7 +217,7 @@ def sniff(peek: Peek) -> FileKind | None:
     return SIDECAR if data is not None and data.get("format") == SIDECAR_FORMAT else None
 
 
-def read(peek: Peek, pattern: str | None = ...,
+def read(peek: Peek, pattern: str | None | EllipsisType = ...,
          special_tokens: Mapping[str, int] | Sequence[str] | None = None) -> Vocabulary:
     """``read_tiktoken``; given the sidecar, says to give the .tiktoken file itself."""
     if sniff(peek) == SIDECAR:

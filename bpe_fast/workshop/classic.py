@@ -158,7 +158,7 @@ def learn_bpe(vocab: Mapping[str, int], n_merges: int, tie_break: str = "first")
         if not pairs:
             break
         if tie_break == "first":
-            best = max(pairs, key=pairs.get)
+            best = max(pairs, key=pairs.__getitem__)
         else:
             best = min(pairs, key=lambda p: (-pairs[p], ids[p[0]], ids[p[1]]))
         ids["".join(best)] = len(ids)
@@ -230,7 +230,7 @@ def _word_counts(words) -> dict[str, int]:
         except UnicodeDecodeError:
             raise InputError("words: the word table holds chunks that are not UTF-8 text") from None
     _check_vocab(words)
-    counts = {}
+    counts: dict[str, int] = {}
     for word, freq in words.items():
         symbols = word.split()[:-1]
         if any(len(s) != 1 for s in symbols) or END_OF_WORD in symbols:
@@ -243,9 +243,9 @@ def _word_counts(words) -> dict[str, int]:
 def segment(word: str, merges: Sequence[tuple[str, str]]) -> list[str]:
     """A word's subwords: its characters and ``</w>``, joined by the learned merges, the
     earliest-learned pair first (as the merges were applied in training)."""
-    ranks: dict[tuple[str, str], int] = {}
+    ranks: dict[tuple[str, ...], int] = {}
     for rank, pair in enumerate(merges):
-        ranks.setdefault(tuple(pair), rank)
+        ranks.setdefault(tuple(pair), rank)         # pairs read from JSON are lists
     symbols = [*_check_text(word, "word"), END_OF_WORD]
     while len(symbols) > 1:
         best = min(zip(symbols, symbols[1:]), key=lambda p: ranks.get(p, len(ranks)))
@@ -299,7 +299,7 @@ class BasicTokenizer:
             counts = get_pair_counts(ids)
             if not counts:
                 break
-            pair = max(counts, key=counts.get)
+            pair = max(counts, key=counts.__getitem__)
             new_id = 256 + i
             ids = _join_pair(ids, pair, new_id)
             self.merges[pair] = new_id

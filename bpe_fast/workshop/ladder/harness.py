@@ -70,6 +70,12 @@ class RungResult:
     def name(self) -> str:
         return self.rung.name
 
+    def measured(self) -> tuple[float, list[tuple[int, int]]]:
+        """(median seconds, merges) of a rung that ran: what profiling and sweeping start from."""
+        if self.seconds is None or self.merges is None:
+            raise ValueError(f"{self.name} was not timed ({self.skipped or 'not run yet'})")
+        return self.seconds, self.merges
+
 
 # -- timing ------------------------------------------------------------------------------------
 def time_once(rung: Rung, chunks: list[str], n_merges: int) -> tuple[float, list]:
@@ -191,10 +197,11 @@ def merge_sweep(result: RungResult, chunks: list[str], points: list[int], limit:
     (the median of 3 runs per point if that fits in ``limit`` too). At ``timed_at`` merges (the
     ladder's own run) the rung's measured time is reused, so the chart's two panels show the
     same number for it."""
+    seconds, merges = result.measured()
     if result.rung.cost == "recount":               # every merge costs about the same
-        estimate = result.seconds / max(len(result.merges), 1) * sum(points)
+        estimate = seconds / max(len(merges), 1) * sum(points)
     else:  # mostly set-up; allow 3x for points beyond the merges already timed
-        estimate = result.seconds * len(points) * (1 if max(points) <= len(result.merges) else 3)
+        estimate = seconds * len(points) * (1 if max(points) <= len(merges) else 3)
     if estimate > limit:
         log(f"  {result.name}: not swept (about {estimate:.0f} s); the chart extrapolates it")
         return
@@ -202,8 +209,8 @@ def merge_sweep(result: RungResult, chunks: list[str], points: list[int], limit:
     if runs * estimate >= 2:
         log(f"  {result.name}: sweeping{_about(runs * estimate)} ...")
     for m in points:
-        if m == timed_at and result.seconds is not None:
-            result.sweep.append((m, result.seconds))
+        if m == timed_at:
+            result.sweep.append((m, seconds))
             continue
         result.sweep.append((m, statistics.median(time_once(result.rung, chunks, m)[0] for _ in range(runs))))
 
@@ -262,8 +269,9 @@ def run_ladder(workload: Workload, n_merges: int = DEFAULT_MERGES, versions=None
     if line_profiler:
         low, high = LINE_PROFILER_OVERHEAD
         for result in ran:
-            log(f"{result.name}: running under line_profiler, about {result.seconds * low:,.1f}-"
-                f"{result.seconds * high:,.1f} s (it slows a rung {low}-{high}x) ...")
+            seconds, _ = result.measured()
+            log(f"{result.name}: running under line_profiler, about {seconds * low:,.1f}-"
+                f"{seconds * high:,.1f} s (it slows a rung {low}-{high}x) ...")
             result.profiled_seconds, result.line_profile = line_profile(result.rung, workload.chunks, n_merges)
             update(report)
     if sweep:
@@ -306,7 +314,8 @@ class Report:
         """The workload in a line; ``short`` (chart titles): no folders, only the corpus's name."""
         w = self.workload
         corpus = w["corpus"]
-        if short:       # "Python standard library (46 .py files from <its folder>)" -> without the folder; a path -> its name
+        # "Python standard library (46 .py files from <its folder>)" -> without the folder; a path -> its name
+        if short:
             corpus = re.sub(r" from [^)]*\)", ")", corpus) if corpus.startswith("Python standard library") \
                 else os.path.basename(corpus)
         return (f"{w['chars']:,} characters of {corpus}, pattern {w['pattern']}: {w['chunks']:,} chunks "
@@ -433,7 +442,7 @@ def _draw_merges(ax, report: Report) -> None:
     for r in report.results:
         if r.sweep:
             ax.plot(*zip(*r.sweep), marker="o", label=f"{r.name} {r.rung.label}")
-        elif r.seconds is not None and r.rung.cost == "recount":
+        elif r.seconds is not None and r.merges is not None and r.rung.cost == "recount":
             per_merge = r.seconds / max(len(r.merges), 1)
             line, = ax.plot(points, [per_merge * m for m in points], linestyle="--",
                             label=f"{r.name} {r.rung.label} (extrapolated: {per_merge:.2g} s/merge)")

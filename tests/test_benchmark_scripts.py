@@ -1,0 +1,34 @@
+"""The benchmark scripts' quick paths still run against the package: nothing else in the suite
+runs them, so a change of bpe_fast's internals could leave them behind (mypy found two)."""
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+
+from .conftest import ROOT, needs_data
+
+BENCHMARKS = ROOT / "benchmarks"
+
+
+def run_script(name: str, *args: str) -> subprocess.CompletedProcess:
+    """benchmarks/<name> run with this checkout's bpe_fast."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    return subprocess.run([sys.executable, str(BENCHMARKS / name), *args], capture_output=True, text=True,
+                          env=env, timeout=120)
+
+
+@needs_data
+def test_make_corpus_counts_the_distinct_chunks_it_wrote(tmp_path):
+    done = run_script("make_corpus.py", "--size", "64K", "-o", str(tmp_path / "web.txt"), "--stats")
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"^[\d,]+ distinct cl100k chunks, [\d,]+ per GB$", done.stdout, re.M), done.stdout
+
+
+def test_stages_refuses_a_pattern_without_a_native_scanner(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("some words to split\n")
+    done = run_script("stages.py", str(corpus), "--pattern", r"\w+")
+    assert done.returncode == 1
+    assert "the stages time the native scanner; give gpt2, cl100k or o200k" in done.stderr, done.stderr
