@@ -418,8 +418,43 @@ def _decompressing(fh, source: Source):
         return bz2.BZ2File(fh, mode="rb")
     if source.compression == "xz":
         return lzma.LZMAFile(fh, mode="rb")
-    zstandard = require("zstandard", "zstd", f"reading {source.name}")
-    return zstandard.ZstdDecompressor().stream_reader(fh, read_across_frames=True)
+    return _ZstdFrames(fh, require("zstandard", "zstd", f"reading {source.name}"))
+
+
+class _ZstdFrames:
+    """A zstd stream decompressed frame by frame, so that its end is checked: zstandard's
+    stream_reader reads a stream cut off inside a frame (an interrupted download) as if the text
+    ended there. Frames follow one another (``zstd`` writes several for big or piped input);
+    skippable frames are skipped. Damaged data raises ValueError, a cut-off stream EOFError."""
+    FEED = 1 << 12      # compressed bytes decompressed at a time: a 4-byte block can make 128 KiB
+
+    def __init__(self, fh, zstandard):
+        self.fh, self.zstandard = fh, zstandard
+        self.decompressor = zstandard.ZstdDecompressor()
+        self.frame = None               # the frame being decompressed (None before the first)
+        self.buffer = bytearray()
+        self.ended = False
+
+    def read(self, n: int) -> bytes:
+        while len(self.buffer) < n and not self.ended:
+            self._feed(self.fh.read(self.FEED))
+        data = bytes(self.buffer[:n])
+        del self.buffer[:n]
+        return data
+
+    def _feed(self, data: bytes) -> None:
+        if not data:
+            if self.frame is not None and not self.frame.eof:
+                raise EOFError("the data ends inside a zstd frame: the file is truncated")
+            self.ended = True
+        while data:
+            if self.frame is None or self.frame.eof:
+                self.frame = self.decompressor.decompressobj()
+            try:
+                self.buffer += self.frame.decompress(data)
+            except self.zstandard.ZstdError as exc:
+                raise ValueError(str(exc)) from None
+            data = self.frame.unused_data if self.frame.eof else b""
 
 
 def read_block(task: FileTask) -> bytes:

@@ -23,7 +23,7 @@ from bpe_fast.counting import CountConfig, count_tasks
 from bpe_fast.pretokenize import Splitter
 from bpe_fast.inputs import docs_tasks, file_tasks
 
-from .conftest import small_text
+from .conftest import need, small_text
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and POSIX signals")
 
@@ -347,3 +347,44 @@ def test_closed_stdout_and_a_reader_that_goes_away(tmp_path):
     cmd = " ".join(bpe + ["encode", "-t", str(tmp_path / "t.json"), str(big)]) + " | head -c 20"
     piped = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True)
     assert len(piped.stdout) == 20 and "Broken pipe" not in piped.stderr and "Traceback" not in piped.stderr
+
+
+# -- 6. damaged compressed input: an error naming the file, never a short text with exit 0 -------
+
+def zst_corpus(tmp_path: Path, frames: int = 1) -> tuple[bytes, bytes]:
+    """(text, its zstd stream in ``frames`` frames, as ``zstd`` writes big or piped input)."""
+    zstandard = need("zstandard")
+    text = "".join(f"line {i} of a compressed corpus\n" for i in range(20_000)).encode()
+    step = -(-len(text) // frames)
+    return text, b"".join(zstandard.ZstdCompressor().compress(text[i:i + step]) for i in range(0, len(text), step))
+
+
+@pytest.mark.parametrize("frames", [1, 3])
+def test_a_truncated_zst_is_an_input_error_naming_the_file(tmp_path, frames, capsys):
+    _, whole = zst_corpus(tmp_path, frames)
+    cut = tmp_path / "cut.txt.zst"
+    cut.write_bytes(whole[:len(whole) * 2 // 3])          # inside the last frame
+    tok = bpe_fast.train_from_iterator([small_text()], 300, workers=1)
+    truncated = "cut.txt.zst: .*truncated"
+    with pytest.raises(bpe_fast.InputError, match=truncated):
+        bpe_fast.count([cut], workers=1, progress="none")
+    with pytest.raises(bpe_fast.InputError, match=truncated):
+        bpe_fast.train([cut], 300, workers=2, block_size=4096, progress="none")
+    with pytest.raises(bpe_fast.InputError, match=truncated):
+        bpe_fast.encode_files(tok, [cut], tmp_path / "ids.txt", progress="none")
+    assert not (tmp_path / "ids.txt").exists()
+    assert main(["count", str(cut), "-o", str(tmp_path / "t.npz"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "cut.txt.zst" in err and "truncated" in err and err.count("\n") == 1
+
+
+def test_zst_frames_are_read_across_and_garbage_is_an_input_error(tmp_path):
+    text, whole = zst_corpus(tmp_path, frames=3)
+    (tmp_path / "frames.txt.zst").write_bytes(whole)
+    (tmp_path / "plain.txt").write_bytes(text)
+    assert bpe_fast.count([tmp_path / "frames.txt.zst"], workers=1) == bpe_fast.count([tmp_path / "plain.txt"])
+    (tmp_path / "empty.txt.zst").write_bytes(b"")               # no frame: an empty document, as .gz
+    assert len(bpe_fast.count([tmp_path / "empty.txt.zst"], workers=1)) == 0
+    (tmp_path / "junk.txt.zst").write_bytes(whole + b"not zstd")
+    with pytest.raises(bpe_fast.InputError, match="junk.txt.zst: cannot be decompressed as zstd"):
+        bpe_fast.count([tmp_path / "junk.txt.zst"], workers=1)
