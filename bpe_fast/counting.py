@@ -33,7 +33,7 @@ from typing import Callable
 from collections.abc import Iterable, Iterator
 
 from ._table import ChunkTable
-from .errors import ArgumentError, InputError, WorkerError
+from .errors import TERMINATING, ArgumentError, InputError, WorkerError, terminating_raises
 from .inputs import decode_utf8
 from .patterns import match_batches
 from .pretokenize import NATIVE, REGEX, Splitter, char_classes
@@ -190,20 +190,26 @@ def count_tasks(tasks: Iterable, config: CountConfig, workers: int | None = None
         head.append(task)
         if len(head) >= parallel_threshold:
             break
-    spill_dir = tempfile.mkdtemp(prefix="bpe_fast-counts-")
-    config = replace(config, spill_dir=spill_dir, memory_budget=config.memory_budget or
-                     default_memory_budget(workers))
-    try:
-        if workers == 1 or len(head) < parallel_threshold:
-            counter = ChunkCounter(config)
-            for task in _chain(head, tasks):
-                counter.run(task)
-                if on_progress:
-                    on_progress(task.size)
-            return counter.result()
-        return _count_in_workers(_chain(head, tasks), config, workers, on_progress)
-    finally:
-        shutil.rmtree(spill_dir, ignore_errors=True)
+    config = replace(config, memory_budget=config.memory_budget or default_memory_budget(workers))
+    with terminating_raises():                 # SIGTERM/SIGHUP: the spill folder and workers go first
+        spill_dir = tempfile.mkdtemp(prefix="bpe_fast-counts-")
+        try:
+            return _count_here_or_in_workers(head, tasks, replace(config, spill_dir=spill_dir), workers,
+                                             on_progress, parallel_threshold)
+        finally:
+            shutil.rmtree(spill_dir, ignore_errors=True)
+
+
+def _count_here_or_in_workers(head: list, tasks: Iterator, config: CountConfig, workers: int,
+                              on_progress: Callable[[int], None] | None, parallel_threshold: int) -> WordTable:
+    if workers == 1 or len(head) < parallel_threshold:
+        counter = ChunkCounter(config)
+        for task in _chain(head, tasks):
+            counter.run(task)
+            if on_progress:
+                on_progress(task.size)
+        return counter.result()
+    return _count_in_workers(_chain(head, tasks), config, workers, on_progress)
 
 
 def default_memory_budget(workers: int) -> int:
@@ -252,6 +258,8 @@ def _die_with_parent(parent: int) -> None:
     before it could stop its workers: Linux kills us when the parent dies; elsewhere the idle
     loop notices a new parent process id."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the parent's to handle
+    for signum in TERMINATING:      # not the parent's handler (terminating_raises): terminate() ends us
+        signal.signal(signum, signal.SIG_DFL)
     if sys.platform.startswith("linux"):
         try:
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)

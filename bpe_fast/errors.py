@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import threading
 from collections.abc import Iterator
 
 
@@ -97,6 +99,60 @@ def require(module: str, extra: str, purpose: str):
                                     f"reinstall it: pip install --force-reinstall 'bpe_fast[{extra}]'") from exc
         raise MissingExtraError(f"{purpose} needs the {parts[0]} package: "
                                 f"pip install 'bpe_fast[{extra}]'") from None
+
+
+class Terminated(BaseException):
+    """The process was told to stop (SIGTERM, SIGHUP) while bpe_fast held temporary files or
+    worker processes (see ``terminating_raises``). Not a BpeFastError: like KeyboardInterrupt it
+    is no ``Exception``, so that ``except Exception`` does not swallow it. The CLI exits with
+    128 + ``signum``."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+TERMINATING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+@contextlib.contextmanager
+def terminating_raises(redeliver: bool = True) -> Iterator[None]:
+    """Within this block, SIGTERM and SIGHUP raise Terminated, so that ``finally`` blocks run
+    (removing spill files, stopping workers) where the signal's default action would end the
+    process at once and leave them. With ``redeliver``, the signal is sent again once they have
+    run, with its default action: the process ends as it would have, only clean (status -signal).
+    A signal the caller handles or ignores (nohup) is left alone, and so is every thread but
+    the main one (only it may set handlers)."""
+    taken = _default_terminating()
+    raised: list[int] = []
+
+    def handler(signum, frame):
+        if not raised:            # once: a second signal must not cut the clean-up short
+            raised.append(signum)
+            raise Terminated(signum)
+
+    for signum in taken:
+        signal.signal(signum, handler)
+    try:
+        yield
+    except Terminated:
+        _restore(taken)
+        if redeliver and raised:
+            os.kill(os.getpid(), raised[0])      # the default action: the process ends here
+        raise
+    finally:
+        _restore(taken)
+
+
+def _default_terminating() -> list[int]:
+    if threading.current_thread() is not threading.main_thread():
+        return []
+    return [signum for signum in TERMINATING if signal.getsignal(signum) == signal.SIG_DFL]
+
+
+def _restore(taken: list[int]) -> None:
+    for signum in taken:
+        signal.signal(signum, signal.SIG_DFL)
 
 
 class BpeFastWarning(UserWarning):

@@ -388,3 +388,61 @@ def test_zst_frames_are_read_across_and_garbage_is_an_input_error(tmp_path):
     (tmp_path / "junk.txt.zst").write_bytes(whole + b"not zstd")
     with pytest.raises(bpe_fast.InputError, match="junk.txt.zst: cannot be decompressed as zstd"):
         bpe_fast.count([tmp_path / "junk.txt.zst"], workers=1)
+
+
+# -- 7. SIGTERM/SIGHUP while counting: the spill files and the workers go, one line, 128 + signal ---
+
+def random_words(size: int, seed: int) -> bytes:
+    """Text of distinct made-up words: every block makes a table past a 1 MiB budget (spills)."""
+    import numpy as np
+    rng = np.random.default_rng(seed)
+    letters = rng.integers(97, 123, size, dtype=np.uint8)
+    letters[rng.integers(0, size, size // 6)] = ord(" ")
+    letters[rng.integers(0, size, size // 60)] = ord("\n")          # where blocks may be cut
+    return letters.tobytes()
+
+
+def spill_parts(folder: Path) -> list[Path]:
+    return list(folder.glob("bpe_fast-counts-*/*.part"))
+
+
+def feed_until_spilled(proc: subprocess.Popen, folder: Path, timeout: float = 20) -> None:
+    """Write made-up words to the child's standard input until its workers have spilled."""
+    deadline, seed = time.monotonic() + timeout, 0
+    while not spill_parts(folder):
+        assert time.monotonic() < deadline and proc.poll() is None, "counting did not spill"
+        proc.stdin.write(random_words(1 << 18, seed))
+        proc.stdin.flush()
+        seed += 1
+    time.sleep(0.2)                       # mid-count: more parts on their way
+
+
+COUNT_STDIN_API = "import bpe_fast; bpe_fast.count('-', workers={workers}, memory_budget=1 << 20, progress='none')"
+
+
+@pytest.mark.parametrize("how,workers,signum", [
+    ("cli", 2, signal.SIGTERM), ("cli", 2, signal.SIGHUP), ("api", 2, signal.SIGTERM), ("api", 1, signal.SIGHUP)])
+def test_a_terminating_signal_while_counting_leaves_no_spill_files(tmp_path, how, workers, signum):
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    tag = uuid.uuid4().hex
+    cmd = ([sys.executable, "-m", "bpe_fast", "count", "-", "-o", str(tmp_path / "t.npz"), "--memory-budget", "1M",
+            "--workers", str(workers), "-q"] if how == "cli" else
+           [sys.executable, "-c", COUNT_STDIN_API.format(workers=workers)])
+    env = {**os.environ, "TMPDIR": str(tmp), "BPE_FAST_TEST_TAG": tag}
+    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        feed_until_spilled(proc, tmp)
+        proc.send_signal(signum)
+        proc.wait(timeout=10)
+    finally:
+        proc.kill()
+    err = proc.stderr.read().decode()
+    assert not list(tmp.glob("bpe_fast-counts-*")), "the spill folder outlived the signal"
+    assert_all_gone(tag)
+    if how == "cli":
+        assert proc.returncode == 128 + signum
+        assert err == f"bpe-fast count: stopped by {signal.Signals(signum).name}\n"
+    else:                                  # the signal's default action, once the files are gone
+        assert proc.returncode == -signum and err == ""
+    assert not (tmp_path / "t.npz").exists()
