@@ -125,9 +125,13 @@ def terminating_raises(redeliver: bool = True) -> Iterator[None]:
     the main one (only it may set handlers)."""
     taken = _default_terminating()
     raised: list[int] = []
+    owner = os.getpid()
 
     def handler(signum, frame):
-        if not raised:            # once: a second signal must not cut the clean-up short
+        if os.getpid() != owner:  # a forked worker, not yet past its own set-up: the default action
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+        elif not raised:          # once: a second signal must not cut the clean-up short
             raised.append(signum)
             raise Terminated(signum)
 

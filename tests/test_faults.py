@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import bpe_fast
+import bpe_fast.counting
 from bpe_fast.cli import main
 from bpe_fast.counting import CountConfig, count_tasks
 from bpe_fast.pretokenize import Splitter
@@ -446,3 +447,26 @@ def test_a_terminating_signal_while_counting_leaves_no_spill_files(tmp_path, how
     else:                                  # the signal's default action, once the files are gone
         assert proc.returncode == -signum and err == ""
     assert not (tmp_path / "t.npz").exists()
+
+
+def test_workers_stopped_before_their_set_up_print_no_traceback(monkeypatch, capfd):
+    # The workers are forked while the parent turns SIGTERM into an exception (and inherit its
+    # handler); one stopped before its own set-up must die as by default, not raise the parent's.
+    real_set_up = bpe_fast.counting._die_with_parent
+
+    def slow_set_up(parent):
+        time.sleep(5)
+        real_set_up(parent)
+
+    def docs():
+        yield from ["some text"] * 4
+        time.sleep(0.3)                      # the workers are started (and asleep) by now
+        raise RuntimeError("the source failed")
+
+    monkeypatch.setattr("bpe_fast.counting._die_with_parent", slow_set_up)
+    start = time.monotonic()
+    with pytest.raises(RuntimeError, match="the source failed"):
+        bpe_fast.count_from_iterator(docs(), workers=3, batch_chars=1, progress="none")
+    assert time.monotonic() - start < 3
+    err = capfd.readouterr().err
+    assert "Traceback" not in err and "Terminated" not in err, err
