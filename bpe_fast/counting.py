@@ -251,6 +251,7 @@ def _count_in_workers(tasks: Iterator, config: CountConfig, workers: int,
 
 _PR_SET_PDEATHSIG = 1
 _IDLE_CHECK = 1.0          # seconds a worker waits for a task before checking on its parent
+_PUT_WAIT = 0.1            # seconds the parent waits on a full queue before checking the workers again
 
 
 def _die_with_parent(parent: int) -> None:
@@ -327,7 +328,7 @@ class _Workers:
         while True:
             self._check()
             try:
-                self.tasks.put(item, timeout=0.5)
+                self.tasks.put(item, timeout=_PUT_WAIT)
                 return
             except queue.Full:
                 continue
@@ -340,29 +341,41 @@ class _Workers:
         return self.parts
 
     def _take(self, wait: float) -> bool:
-        """Take in one message from the workers, if one comes within ``wait`` seconds."""
-        try:
-            kind, seq, payload = self.results.get(timeout=wait) if wait else self.results.get_nowait()
-        except queue.Empty:
-            return False
+        """Take in every message the workers have sent, waiting up to ``wait`` seconds for the
+        first. All of them: thousands of "done" may wait ahead of an error, and one a call made
+        the error surface a minute late."""
+        took = False
+        while True:
+            try:
+                message = self.results.get(timeout=wait) if wait and not took else self.results.get_nowait()
+            except queue.Empty:
+                return took
+            took = True
+            self._record(*message)
+
+    def _record(self, kind: str, seq: int, payload) -> None:
         if kind == "counts":
             self.parts.append(payload)
         else:
             self.finished.add(seq)
             if kind == "error":
                 self.errors.append((seq, payload))
-        return True
 
     def _check(self, wait: float = 0.0) -> None:
-        """Take in a message if one is there; raise a worker's error, or if a worker is gone."""
+        """Take in the messages there are; raise a worker's error, or if a worker is gone."""
         if not self._take(wait):
             self._check_alive()
         if self.errors:
             self._raise_earliest()
 
-    def _check_alive(self) -> None:
+    def _silently_gone(self) -> list:
+        """Workers that exited without a last word (counts or an error): killed, most often."""
         gone = [p for p in self.procs if p.exitcode is not None]
-        if len(gone) > len(self.parts) + len(self.errors) and self.results.empty():
+        return gone if len(gone) > len(self.parts) + len(self.errors) else []
+
+    def _check_alive(self) -> None:
+        gone = self._silently_gone()
+        if gone and self.results.empty():
             time.sleep(0.2)            # a result sent just before exiting may be in the pipe
             if self.results.empty():
                 raise WorkerError(_death_message(gone[0]))
@@ -370,12 +383,13 @@ class _Workers:
     def _raise_earliest(self) -> None:
         """A task failed. The queue is first in, first out, so every earlier task is finished
         or in another worker's hands: wait for those (a few at most), then raise the error of
-        the earliest task."""
+        the earliest task. No wait once no worker can report one: all have exited, or one died
+        silently (with the task it held)."""
         first = min(seq for seq, _ in self.errors)
         missing = [s for s in range(first) if s not in self.finished]
         deadline = time.monotonic() + 30
         while any(s not in self.finished for s in missing) and time.monotonic() < deadline:
-            if not self._take(0.2) and all(p.exitcode is not None for p in self.procs):
+            if not self._take(0.05) and (all(p.exitcode is not None for p in self.procs) or self._silently_gone()):
                 break
         raise min(self.errors, key=lambda e: e[0])[1]
 

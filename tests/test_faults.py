@@ -470,3 +470,33 @@ def test_workers_stopped_before_their_set_up_print_no_traceback(monkeypatch, cap
     assert time.monotonic() - start < 3
     err = capfd.readouterr().err
     assert "Traceback" not in err and "Terminated" not in err, err
+
+
+# -- 8. every worker failing: the earliest task's error, at once ---------------------------------
+
+def test_when_every_worker_fails_the_error_comes_at_once():
+    # Thousands of "done" messages wait ahead of the errors; taking them in one at a time (each
+    # behind a 0.5 s wait on the full task queue) made the error come 80 s late.
+    def docs():
+        yield from (f"good text {i}" for i in range(10_000))
+        while True:
+            yield b"bad \xff"
+
+    start = time.monotonic()
+    with pytest.raises(bpe_fast.InputError, match="document 10000: invalid UTF-8"):
+        bpe_fast.count_from_iterator(docs(), workers=2, batch_chars=1, progress="none")
+    assert time.monotonic() - start < 4
+
+
+def slow_first_failure(self, task):
+    if task.first_index == 0:
+        time.sleep(1.0)                   # the earliest task fails last
+    raise bpe_fast.InputError(f"task {task.first_index} failed")
+
+
+def test_the_earliest_failure_is_raised_as_soon_as_it_is_in(monkeypatch):
+    monkeypatch.setattr("bpe_fast.counting.ChunkCounter.run", slow_first_failure)
+    start = time.monotonic()
+    with pytest.raises(bpe_fast.InputError, match="task 0 failed"):
+        bpe_fast.count_from_iterator([f"doc {i}" for i in range(40)], workers=2, batch_chars=1, progress="none")
+    assert time.monotonic() - start < 3
