@@ -131,9 +131,14 @@ class ChunkCounter:
 
     def _spill(self) -> str:
         """Write the table out sorted (a part file) and start afresh."""
-        fd, path = tempfile.mkstemp(dir=self.config.spill_dir, suffix=".part")
-        os.close(fd)
-        self.table.write_sorted(path)
+        try:
+            fd, path = tempfile.mkstemp(dir=self.config.spill_dir, suffix=".part")
+            os.close(fd)
+            self.table.write_sorted(path)
+        except OSError as exc:        # most often a full disk: say where, and what chooses the place
+            raise WorkerError(f"{self.config.spill_dir}: cannot write the counts spilled past the memory budget "
+                              f"({exc.strerror or exc}); the TMPDIR environment variable chooses the folder "
+                              f"they go to: point it at a disk with room") from None
         self.table.clear()
         return path
 
@@ -204,12 +209,23 @@ def _count_here_or_in_workers(head: list, tasks: Iterator, config: CountConfig, 
                               on_progress: Callable[[int], None] | None, parallel_threshold: int) -> WordTable:
     if workers == 1 or len(head) < parallel_threshold:
         counter = ChunkCounter(config)
-        for task in _chain(head, tasks):
-            counter.run(task)
-            if on_progress:
-                on_progress(task.size)
-        return counter.result()
+        try:
+            for task in _chain(head, tasks):
+                counter.run(task)
+                if on_progress:
+                    on_progress(task.size)
+            return counter.result()
+        except MemoryError:
+            raise _out_of_memory(config, in_workers=False) from None
     return _count_in_workers(_chain(head, tasks), config, workers, on_progress)
+
+
+def _out_of_memory(config: CountConfig, in_workers: bool) -> WorkerError:
+    who = "a counting worker" if in_workers else "counting"
+    fewer = "fewer workers (workers=, CLI --workers) or " if in_workers else ""
+    return WorkerError(f"{who} ran out of memory (MemoryError): try {fewer}a memory budget below "
+                       f"{config.memory_budget / (1 << 20):,.0f} MiB (memory_budget=, CLI --memory-budget): "
+                       f"past it, counts are written to disk")
 
 
 def default_memory_budget(workers: int) -> int:
@@ -287,10 +303,11 @@ def _worker(config: CountConfig, tasks: mp.Queue, results: mp.Queue, parent: int
             seq, task = item
             counter.run(task)
             results.put(("done", seq, None))
+        files = counter.result_files()
     except Exception as exc:   # reported at once with the task's number; the parent stops feeding
-        results.put(("error", seq, exc))
+        results.put(("error", seq, _out_of_memory(config, in_workers=True) if isinstance(exc, MemoryError) else exc))
         return
-    results.put(("counts", seq, counter.result_files()))
+    results.put(("counts", seq, files))
 
 
 # -- the parent side ---------------------------------------------------------------------------

@@ -47,7 +47,8 @@ class EmptyCorpusError(InputError):
 
 
 class WorkerError(BpeFastError, RuntimeError):
-    """A counting worker process died without reporting (killed, most often for lack of memory)."""
+    """Counting failed for want of resources: a worker process killed (most often for lack of
+    memory), out of memory, or no room on disk for the counts it spills."""
 
 
 class VocabularyError(BpeFastError, ValueError):

@@ -6,6 +6,7 @@ output intact, and say what happened in one line.
 """
 from __future__ import annotations
 
+import errno
 import os
 import signal
 import subprocess
@@ -500,3 +501,42 @@ def test_the_earliest_failure_is_raised_as_soon_as_it_is_in(monkeypatch):
     with pytest.raises(bpe_fast.InputError, match="task 0 failed"):
         bpe_fast.count_from_iterator([f"doc {i}" for i in range(40)], workers=2, batch_chars=1, progress="none")
     assert time.monotonic() - start < 3
+
+
+# -- 9. a worker out of memory or disk: one line naming the cause and the setting that helps -------
+
+def out_of_memory(self, task):
+    raise MemoryError
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_out_of_memory_while_counting_is_a_worker_error_naming_the_settings(monkeypatch, workers):
+    monkeypatch.setattr("bpe_fast.counting.ChunkCounter.run", out_of_memory)     # forked workers inherit it
+    with pytest.raises(bpe_fast.WorkerError) as err:
+        bpe_fast.count_from_iterator(["some text"] * 8, workers=workers, batch_chars=1, progress="none")
+    message = str(err.value)
+    assert "ran out of memory" in message and "--memory-budget" in message and "\n" not in message
+    assert ("--workers" in message) == (workers > 1)
+
+
+class FullDiskTable(bpe_fast.counting.ChunkTable):
+    """A table past any budget, whose spills find the disk full."""
+    nbytes = 1 << 40
+
+    def write_sorted(self, path, batch=1 << 18):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_full_disk_while_spilling_names_the_folder_and_tmpdir(tmp_path, monkeypatch, capsys, workers):
+    monkeypatch.setattr("bpe_fast.counting.ChunkTable", FullDiskTable)
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))                 # as TMPDIR=tmp_path would
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(small_text() * 20)
+    args = ["count", str(corpus), "-o", str(tmp_path / "t.npz"), "--workers", str(workers), "--block-size", "4096",
+            "--memory-budget", "1M", "-q"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert f"{tmp_path}{os.sep}bpe_fast-counts-" in err and "No space left on device" in err and "TMPDIR" in err
+    assert err.count("\n") == 1
+    assert not list(tmp_path.glob("bpe_fast-counts-*"))
