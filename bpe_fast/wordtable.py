@@ -14,11 +14,12 @@ special tokens and the number of input bytes counted. Count once, train many tim
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import zipfile
 from dataclasses import dataclass, field
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -84,7 +85,8 @@ class WordTable:
         if self.hashes is not None:
             return self
         table = ChunkTable()
-        table.add_arrays(self.symbols, self.offsets, self.counts)
+        with _counts_in_range():
+            table.add_arrays(self.symbols, self.offsets, self.counts)
         return WordTable.from_native(table, self.pattern, self.special_tokens, self.input_bytes)
 
     @staticmethod
@@ -99,7 +101,8 @@ class WordTable:
             if other.pattern != first.pattern or other.special_tokens != first.special_tokens:
                 raise ArgumentError("only word tables split with the same pattern and special tokens can be "
                                     f"added: {_describe(first)} and {_describe(other)}")
-        merged = merge_tables([t.sorted().arrays() for t in tables])     # one k-way pass
+        with _counts_in_range():
+            merged = merge_tables([t.sorted().arrays() for t in tables])     # one k-way pass
         return WordTable(*merged, first.pattern, first.special_tokens, sum(t.input_bytes for t in tables))
 
     @staticmethod
@@ -133,7 +136,10 @@ class WordTable:
             raise ArgumentError("WordTable.merge_files needs at least one file")
         total = WordTable.load(paths[0], check)
         for path in paths[1:]:
-            total = WordTable.merge([total, WordTable.load(path, check)])
+            try:
+                total = WordTable.merge([total, WordTable.load(path, check)])
+            except ArgumentError as exc:
+                raise ArgumentError(f"{path}: cannot be added to the tables before it: {exc}") from None
         return total
 
     def __add__(self, other: WordTable) -> WordTable:
@@ -154,7 +160,9 @@ class WordTable:
 
     @property
     def total_chunks(self) -> int:
-        return int(self.counts.sum())
+        if self.counts.sum(dtype=np.float64) < 2.0**62:       # the int64 sum cannot wrap
+            return int(self.counts.sum())
+        return sum(int(n) for n in self.counts)
 
     def word(self, i: int) -> bytes:
         return self.symbols[self.offsets[i]:self.offsets[i + 1]].tobytes()
@@ -242,6 +250,15 @@ class WordTable:
                 or not all(isinstance(s, str) for s in specials):
             raise InputError(f"{source}: meta must give pattern as a string or null and special_tokens as strings")
         return cls(symbols, offsets, counts, hashes, pattern, tuple(specials), int(meta.get("input_bytes", 0)), meta)
+
+
+@contextlib.contextmanager
+def _counts_in_range() -> Iterator[None]:
+    """Counts that would add up past int64 are refused: a wrapped count is silent corruption."""
+    try:
+        yield
+    except OverflowError as exc:
+        raise ArgumentError(f"word tables cannot be added: {exc}") from None
 
 
 def _describe(table: WordTable) -> str:

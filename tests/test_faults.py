@@ -540,3 +540,33 @@ def test_a_full_disk_while_spilling_names_the_folder_and_tmpdir(tmp_path, monkey
     assert f"{tmp_path}{os.sep}bpe_fast-counts-" in err and "No space left on device" in err and "TMPDIR" in err
     assert err.count("\n") == 1
     assert not list(tmp_path.glob("bpe_fast-counts-*"))
+
+
+# -- 10. word tables: counts past int64 refused, not wrapped ----------------------------------------
+
+NEAR_INT64_MAX = 3 << 61            # two of these add up past 2**63 - 1
+
+
+def test_counts_that_would_add_up_past_int64_are_refused(tmp_path):
+    a = bpe_fast.WordTable.from_counts({b"the": NEAR_INT64_MAX, b"cat": 5})
+    b = bpe_fast.WordTable.from_counts({b"the": NEAR_INT64_MAX, b"dog": 5})
+    for add in (lambda: a + b, lambda: bpe_fast.WordTable.merge([a, b, a])):
+        with pytest.raises(bpe_fast.ArgumentError, match=r"chunk b'the' would occur .* past the 64-bit count limit"):
+            add()
+    unsorted = bpe_fast.WordTable(list(b"thethe"), [0, 3, 6], [NEAR_INT64_MAX, NEAR_INT64_MAX])    # a chunk twice
+    with pytest.raises(bpe_fast.ArgumentError, match="past the 64-bit count limit"):
+        unsorted.sorted()
+    a.save(tmp_path / "a.npz")
+    b.save(tmp_path / "b.npz")
+    with pytest.raises(bpe_fast.ArgumentError, match="b.npz: cannot be added .* past the 64-bit count limit"):
+        bpe_fast.WordTable.merge_files([tmp_path / "a.npz", tmp_path / "b.npz"])
+    assert main(["train", "--counts", str(tmp_path / "a.npz"), "--counts", str(tmp_path / "b.npz"), "--vocab-size",
+                 "300", "-o", str(tmp_path / "t.json"), "-q"]) == 2
+    assert (a + bpe_fast.WordTable.from_counts({b"the": 1})).as_dict()[b"the"] == NEAR_INT64_MAX + 1     # in range
+    assert (a + bpe_fast.WordTable.from_counts({b"cat": 1})).total_chunks == NEAR_INT64_MAX + 6
+
+
+def test_the_total_of_counts_past_int64_is_exact():
+    table = bpe_fast.WordTable.from_counts({b"the": NEAR_INT64_MAX, b"cat": NEAR_INT64_MAX})
+    assert table.total_chunks == 2 * NEAR_INT64_MAX
+
