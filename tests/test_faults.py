@@ -570,3 +570,11 @@ def test_the_total_of_counts_past_int64_is_exact():
     table = bpe_fast.WordTable.from_counts({b"the": NEAR_INT64_MAX, b"cat": NEAR_INT64_MAX})
     assert table.total_chunks == 2 * NEAR_INT64_MAX
 
+
+def test_a_table_whose_pairs_would_pass_int64_is_refused_before_training():
+    # "ab" 2**62 times and "abab" 2**62 times: the pair (a, b) occurs 3 * 2**62 times
+    table = bpe_fast.WordTable.from_counts({b"ab": 1 << 62, b"abab": 1 << 62, b"cd": 5})
+    with pytest.raises(bpe_fast.ArgumentError, match="too large to train on"):
+        bpe_fast.train_from_table(table, 260, pattern=None, progress="none")
+    fine = bpe_fast.WordTable.from_counts({b"ab": 1 << 61, b"abab": 1 << 60, b"cd": 5})
+    assert bpe_fast.train_from_table(fine, 257, pattern=None, progress="none").merges.tolist() == [[97, 98]]
