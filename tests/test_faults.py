@@ -578,3 +578,49 @@ def test_a_table_whose_pairs_would_pass_int64_is_refused_before_training():
         bpe_fast.train_from_table(table, 260, pattern=None, progress="none")
     fine = bpe_fast.WordTable.from_counts({b"ab": 1 << 61, b"abab": 1 << 60, b"cd": 5})
     assert bpe_fast.train_from_table(fine, 257, pattern=None, progress="none").merges.tolist() == [[97, 98]]
+
+
+def saved_table(tmp_path: Path) -> tuple[bpe_fast.WordTable, Path]:
+    table = bpe_fast.WordTable.from_counts({b"the": 3, b"cat": 5, b" dog": 1})
+    table.save(tmp_path / "t.npz")
+    return table, tmp_path / "t.npz"
+
+
+@pytest.mark.parametrize("claimed", ["(1000000000000,)", "(100000000,)"])
+def test_a_word_table_header_claiming_a_huge_array_is_refused_before_allocating(tmp_path, claimed):
+    import tracemalloc
+    import zipfile
+    _, path = saved_table(tmp_path)
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    old, new = b"'shape': (3,), }", f"'shape': {claimed}, }}".encode()
+    at = members["counts.npy"].index(old)
+    members["counts.npy"] = members["counts.npy"][:at] + new + members["counts.npy"][at + len(new):]   # in the padding
+    with zipfile.ZipFile(path, "w") as archive:         # a consistent archive (CRCs right): only the header lies
+        for name, content in members.items():
+            archive.writestr(name, content)
+    tracemalloc.start()
+    try:
+        with pytest.raises(bpe_fast.InputError, match=r"t.npz: array 'counts' claims shape"):
+            bpe_fast.WordTable.load(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 << 20, f"{peak:,} bytes taken for a damaged header"
+
+
+def test_a_word_table_with_bad_fields_is_an_input_error_naming_the_file(tmp_path):
+    import json
+
+    import numpy as np
+    table, path = saved_table(tmp_path)
+    arrays = dict(symbols=table.symbols, offsets=table.offsets, counts=table.counts, hashes=table.hashes)
+    meta = {"format": "bpe_fast.wordtable", "version": 1, "pattern": None, "special_tokens": []}
+    for damage, expected in [(dict(meta=np.array(json.dumps({**meta, "input_bytes": "many"}))), "input_bytes"),
+                             (dict(counts=np.int64(3)), "counts must be a 1-D int64 array"),
+                             (dict(meta=np.array([1, 2])), "not a bpe_fast word table"),
+                             (dict(hashes=np.array(["x"] * 3, dtype=object)), "not a bpe_fast word table")]:
+        with open(path, "wb") as fh:
+            np.savez(fh, **{**arrays, "meta": np.array(json.dumps(meta)), **damage})
+        with pytest.raises(bpe_fast.InputError, match=f"t.npz: .*{expected}"):
+            bpe_fast.WordTable.load(path)
