@@ -515,6 +515,9 @@ def jsonl_values(task: JsonlTask, keep_null: bool = False) -> Iterator[tuple[str
             record = json.loads(line)
         except (ValueError, UnicodeDecodeError) as exc:
             raise InputError(f"{where}: not valid JSON ({exc})") from None
+        except RecursionError:
+            raise InputError(f"{where}: JSON nested too deeply to read (lists or objects inside one another "
+                             f"hundreds of levels deep); a record is an object with a text field") from None
         if not isinstance(record, dict):
             raise InputError(f"{where}: a JSON record must be an object with a {task.field!r} field")
         if task.field not in record:

@@ -287,7 +287,7 @@ def _meta(array: np.ndarray, source: str) -> dict:
     """The table's meta (format, version, pattern, special tokens, input bytes), checked."""
     try:
         meta = json.loads(str(array)) if array.ndim == 0 and array.dtype.kind == "U" else None
-    except ValueError:
+    except (ValueError, RecursionError):
         meta = None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise InputError(f"{source}: not a bpe_fast word table (no \"format\": \"{FORMAT}\")")

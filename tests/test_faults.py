@@ -624,3 +624,29 @@ def test_a_word_table_with_bad_fields_is_an_input_error_naming_the_file(tmp_path
             np.savez(fh, **{**arrays, "meta": np.array(json.dumps(meta)), **damage})
         with pytest.raises(bpe_fast.InputError, match=f"t.npz: .*{expected}"):
             bpe_fast.WordTable.load(path)
+
+
+# -- 11. JSON nested past what the parser can take: one line naming the file and line -------------
+
+DEEP = 100_000
+
+
+def test_deeply_nested_json_lines_are_an_input_error_naming_the_line(tmp_path, capsys):
+    corpus = tmp_path / "deep.jsonl"
+    corpus.write_text('{"text": "fine"}\n{"text": ' + "[" * DEEP + "]" * DEEP + "}\n")
+    with pytest.raises(bpe_fast.InputError, match="deep.jsonl, line 2: JSON nested too deeply"):
+        bpe_fast.count([corpus], workers=1, progress="none")
+    assert main(["count", str(corpus), "-o", str(tmp_path / "t.npz"), "--workers", "2", "--block-size", "20",
+                 "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "deep.jsonl, line 2: JSON nested too deeply" in err and err.count("\n") == 1
+
+
+def test_a_deeply_nested_tokenizer_file_is_a_tokenizer_file_error_naming_the_line(tmp_path, capsys):
+    path = tmp_path / "deep.json"
+    path.write_text('{\n  "model":\n    ' + "[" * DEEP + "]" * DEEP + "\n}\n")
+    with pytest.raises(bpe_fast.TokenizerFileError, match="deep.json, line 3: JSON nested more than 100 levels"):
+        bpe_fast.load(path)
+    assert main(["convert", str(path), str(tmp_path / "out.json")]) == 2
+    err = capsys.readouterr().err
+    assert "deep.json, line 3" in err and err.count("\n") == 1

@@ -205,3 +205,17 @@ def io_path(tmp: Path, content: bytes) -> Path:
     path = tmp / "intact.npz"
     path.write_bytes(content)
     return path
+
+
+@pytest.mark.parametrize("fmt", ["bpe_fast", "huggingface", "gpt2"])
+@given(data=st.data())
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_json_files_with_a_value_nested_past_the_parser(tmp_path, fmt, data):
+    files = written(tmp_path, fmt)
+    name = data.draw(st.sampled_from([n for n in sorted(files) if n.endswith(".json")]))
+    parsed = json.loads(files[name])
+    path = data.draw(st.sampled_from(list(json_paths(parsed))))
+    depth = data.draw(st.sampled_from([50, 5_000, 100_000]))
+    text = json.dumps(replaced(parsed, path, "@NESTED@"))
+    files[name] = text.replace('"@NESTED@"', "[" * depth + "]" * depth).encode()
+    check(tmp_path, fmt, files)

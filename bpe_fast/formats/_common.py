@@ -8,6 +8,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
@@ -126,7 +127,8 @@ def read_text(path) -> str:
 
 
 def read_json(path):
-    """A JSON file's contents; a missing, truncated or binary file is a TokenizerFileError."""
+    """A JSON file's contents; a missing, truncated, binary or absurdly nested file is a
+    TokenizerFileError."""
     with open_for_reading(path, "r", encoding="utf-8") as fh:
         try:
             return json.load(fh)
@@ -135,6 +137,34 @@ def read_json(path):
         except UnicodeDecodeError as exc:
             raise TokenizerFileError(f"{path}: not UTF-8 text (byte offset {exc.start}), so not a JSON "
                                      f"tokenizer file") from None
+        except RecursionError:
+            raise TokenizerFileError(f"{path}, line {_line_past_depth(path)}: JSON nested more than "
+                                     f"{_DEEP} levels deep (too deep to read): not a tokenizer file") from None
+
+
+_DEEP = 100                 # no tokenizer file nests JSON nearly so deep (they go 4 or 5 levels)
+_JSON_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[{\]}\n]')      # strings (skipped), brackets, newlines
+
+
+def _line_past_depth(path, depth: int = _DEEP) -> int:
+    """The line of a JSON file where its nesting first goes past ``depth`` levels (for the
+    message of a file too deeply nested to parse)."""
+    with open_for_reading(path, "rb") as fh:
+        data = fh.read()
+    level, line = 0, 1
+    for m in _JSON_TOKENS.finditer(data):
+        token = m.group()
+        if token == b"\n":
+            line += 1
+        elif token in (b"[", b"{"):
+            level += 1
+            if level > depth:
+                return line
+        elif token in (b"]", b"}"):
+            level -= 1
+        else:
+            line += token.count(b"\n")       # a string cannot hold one unescaped, but stay exact
+    return line
 
 
 def file_sha256(path: str | os.PathLike) -> str:
