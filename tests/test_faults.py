@@ -650,3 +650,42 @@ def test_a_deeply_nested_tokenizer_file_is_a_tokenizer_file_error_naming_the_lin
     assert main(["convert", str(path), str(tmp_path / "out.json")]) == 2
     err = capsys.readouterr().err
     assert "deep.json, line 3" in err and err.count("\n") == 1
+
+
+# -- 12. Parquet: struct and list columns, fields of structs by dotted paths ------------------------
+
+def nested_parquet(tmp_path: Path) -> Path:
+    pa = need("pyarrow")
+    pq = need("pyarrow.parquet")
+    path = tmp_path / "nested.parquet"
+    pq.write_table(pa.table({
+        "meta": pa.array([{"text": "hello world", "n": 1}, None, {"text": "more text", "n": 2},
+                          {"text": None, "n": 3}]),
+        "tags": pa.array([["a b"], ["c"], [], None]),
+        "title": ["one", "two", None, "four"],
+    }), path)
+    return path
+
+
+def test_a_struct_column_named_as_text_says_what_the_file_holds(tmp_path, capsys):
+    path = nested_parquet(tmp_path)
+    holds = (r"its columns: meta \(struct<text: string, n: int64>\), tags \(list<element: string>\), "
+             r"title \(string\); text columns: meta.text, title")
+    for column, problem in [("meta", r"column 'meta' holds struct<text: string, n: int64>, not text"),
+                            ("tags", r"column 'tags' holds list<element: string>, not text"),
+                            ("text", r"no column 'text'"), ("meta.n", r"column 'meta.n' holds int64, not text")]:
+        with pytest.raises(bpe_fast.InputError, match=rf"nested.parquet: {problem}.*; {holds}"):
+            bpe_fast.count([path], column=column, workers=1, progress="none")
+    assert main(["count", str(path), "-o", str(tmp_path / "t.npz"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "no column 'text'" in err and "meta.text" in err and err.count("\n") == 1
+
+
+def test_a_field_of_a_struct_column_is_read_by_its_dotted_path(tmp_path):
+    path = nested_parquet(tmp_path)
+    assert bpe_fast.count([path], column="meta.text", workers=1) == \
+        bpe_fast.count_from_iterator(["hello world", "more text"], workers=1)
+    tok = bpe_fast.train_from_iterator([small_text()], 300, workers=1)
+    bpe_fast.encode_files(tok, [path], tmp_path / "ids.txt", column="meta.text", progress="none")
+    lines = (tmp_path / "ids.txt").read_text().split("\n")[:-1]
+    assert [tok.decode([int(i) for i in line.split()]) for line in lines] == ["hello world", "", "more text", ""]
