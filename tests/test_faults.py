@@ -689,3 +689,35 @@ def test_a_field_of_a_struct_column_is_read_by_its_dotted_path(tmp_path):
     bpe_fast.encode_files(tok, [path], tmp_path / "ids.txt", column="meta.text", progress="none")
     lines = (tmp_path / "ids.txt").read_text().split("\n")[:-1]
     assert [tok.decode([int(i) for i in line.split()]) for line in lines] == ["hello world", "", "more text", ""]
+
+
+# -- 13. a big file given as a tokenizer: refused from its first bytes, not read whole -------------
+
+def sparse_file(path: Path, head: bytes, size: int) -> Path:
+    with open(path, "wb") as fh:
+        fh.write(head)
+        fh.truncate(size)                    # a hole: no disk, no time
+    return path
+
+
+@pytest.mark.parametrize("name,head,size,problem", [
+    ("corpus.jsonl", b'{"text": "a document"}\n{"text": "another"}\n', 900 << 20,
+     r", line 2: more JSON after the first"),
+    ("corpus.json", b'{"documents": ["a document", ', 2 << 30, r": 2,147,483,648 bytes, far past any tokenizer file"),
+    ("corpus.txt", b"plain text, no JSON at all\n" * 4000, 300 << 20, r", line 1: not valid JSON"),
+])
+def test_a_big_file_given_as_a_tokenizer_is_refused_without_reading_it(tmp_path, capsys, name, head, size, problem):
+    import tracemalloc
+    path = sparse_file(tmp_path / name, head, size)
+    tracemalloc.start()
+    start = time.monotonic()
+    try:
+        with pytest.raises(bpe_fast.TokenizerFileError, match=rf"{name}{problem}"):
+            bpe_fast.load(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert time.monotonic() - start < 2 and peak < 20 << 20, (time.monotonic() - start, peak)
+    assert main(["convert", str(path), str(tmp_path / "out.json")]) == 2
+    err = capsys.readouterr().err
+    assert name in err and err.count("\n") == 1
