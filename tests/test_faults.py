@@ -721,3 +721,23 @@ def test_a_big_file_given_as_a_tokenizer_is_refused_without_reading_it(tmp_path,
     assert main(["convert", str(path), str(tmp_path / "out.json")]) == 2
     err = capsys.readouterr().err
     assert name in err and err.count("\n") == 1
+
+
+# -- 14. an output inside an input folder: refused, or the next run reads it as text -------------------
+
+def test_an_output_inside_an_input_folder_is_refused_before_reading(tmp_path, capsys):
+    corpus = tmp_path / "corpus"
+    (corpus / "part").mkdir(parents=True)
+    (corpus / "a.txt").write_text(small_text())
+    for args in (["count", str(corpus), "-o", str(corpus / "counts.npz")],
+                 ["train", str(corpus), "--vocab-size", "300", "-o", str(corpus / "part" / "tok.json")],
+                 ["train", str(tmp_path), "--vocab-size", "300", "-o", str(corpus / "tok.json")]):
+        assert main([*args, "-q"]) == 2
+        err = capsys.readouterr().err
+        assert "is inside the input folder" in err and "write it elsewhere" in err and err.count("\n") == 1
+    tok = bpe_fast.train_from_iterator([small_text()], 300, workers=1)
+    with pytest.raises(bpe_fast.ArgumentError, match="is inside the input folder"):
+        bpe_fast.encode_files(tok, [corpus], corpus / "ids.txt", progress="none")
+    assert sorted(p.name for p in corpus.rglob("*")) == ["a.txt", "part"]
+    (tmp_path / "corpus2").mkdir()                 # a sibling whose name starts alike is elsewhere
+    assert main(["count", str(corpus), "-o", str(tmp_path / "corpus2" / "counts.npz"), "-q"]) == 0
