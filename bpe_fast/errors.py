@@ -129,13 +129,14 @@ def terminating_raises(redeliver: bool = True) -> Iterator[None]:
     owner = os.getpid()
 
     def handler(signum, frame):
-        if os.getpid() != owner:  # a forked worker, not yet past its own set-up: the default action
+        if os.getpid() != owner:  # a child forked where _ForkGuard could not act: as by default
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
         elif not raised:          # once: a second signal must not cut the clean-up short
             raised.append(signum)
             raise Terminated(signum)
 
+    handler.raises_terminated = True      # type: ignore[attr-defined]   # for _ForkGuard
     for signum in taken:
         signal.signal(signum, handler)
     try:
@@ -147,6 +148,43 @@ def terminating_raises(redeliver: bool = True) -> Iterator[None]:
         raise
     finally:
         _restore(taken)
+
+
+class _ForkGuard:
+    """While terminating_raises is on, a process forked from the main thread (a counting worker)
+    must take SIGTERM and SIGHUP as by default from its first instant: stopped (or stuck, as a
+    child of a threaded parent may be) before its own set-up, it must die of SIGTERM. So the
+    forking thread holds them back across the fork (a signal then waits, it is not lost), and the
+    child sets the default action before it lets them in."""
+    blocked = False
+
+    @classmethod
+    def before(cls) -> None:
+        cls.blocked = _raising_installed() and threading.current_thread() is threading.main_thread()
+        if cls.blocked:
+            signal.pthread_sigmask(signal.SIG_BLOCK, TERMINATING)
+
+    @classmethod
+    def in_parent(cls) -> None:
+        if cls.blocked:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, TERMINATING)
+
+    @classmethod
+    def in_child(cls) -> None:
+        if _raising_installed():
+            for signum in TERMINATING:
+                signal.signal(signum, signal.SIG_DFL)
+        if cls.blocked:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, TERMINATING)
+
+
+def _raising_installed() -> bool:
+    return any(getattr(signal.getsignal(signum), "raises_terminated", False) for signum in TERMINATING)
+
+
+if hasattr(os, "register_at_fork") and hasattr(signal, "pthread_sigmask"):
+    os.register_at_fork(before=_ForkGuard.before, after_in_parent=_ForkGuard.in_parent,
+                        after_in_child=_ForkGuard.in_child)
 
 
 def _default_terminating() -> list[int]:

@@ -741,3 +741,19 @@ def test_an_output_inside_an_input_folder_is_refused_before_reading(tmp_path, ca
     assert sorted(p.name for p in corpus.rglob("*")) == ["a.txt", "part"]
     (tmp_path / "corpus2").mkdir()                 # a sibling whose name starts alike is elsewhere
     assert main(["count", str(corpus), "-o", str(tmp_path / "corpus2" / "counts.npz"), "-q"]) == 0
+
+
+def test_a_child_forked_while_signals_raise_dies_of_sigterm_at_once():
+    # terminate() sent the instant after the fork was lost: the child had the parent's handler
+    # until its fork hook ran, and a signal caught then meant nothing once it had reset it.
+    import multiprocessing as mp
+
+    from bpe_fast.errors import terminating_raises
+    ctx = mp.get_context("fork")
+    with terminating_raises():
+        for _ in range(30):
+            child = ctx.Process(target=time.sleep, args=(30,), daemon=True)
+            child.start()
+            child.terminate()
+            child.join(timeout=3)
+            assert child.exitcode == -signal.SIGTERM, "the child outlived SIGTERM"
