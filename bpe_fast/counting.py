@@ -224,7 +224,7 @@ def _out_of_memory(config: CountConfig, in_workers: bool) -> WorkerError:
     who = "a counting worker" if in_workers else "counting"
     fewer = "fewer workers (workers=, CLI --workers) or " if in_workers else ""
     return WorkerError(f"{who} ran out of memory (MemoryError): try {fewer}a memory budget below "
-                       f"{config.memory_budget / (1 << 20):,.0f} MiB (memory_budget=, CLI --memory-budget): "
+                       f"{(config.memory_budget or 0) / (1 << 20):,.0f} MiB (memory_budget=, CLI --memory-budget): "
                        f"past it, counts are written to disk")
 
 
@@ -245,7 +245,7 @@ def _chain(head: list, rest: Iterator) -> Iterator:
 
 
 def _count_in_workers(tasks: Iterator, config: CountConfig, workers: int,
-                      on_progress: Callable[[int], None] | None) -> dict[bytes, int]:
+                      on_progress: Callable[[int], None] | None) -> WordTable:
     if config.splitter.engine == NATIVE:
         char_classes()            # build the tables once, here; forked workers inherit them
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")

@@ -211,8 +211,7 @@ class WordTable:
         process just wrote)."""
         try:
             with zipfile.ZipFile(path) as archive:
-                disk_size = os.fstat(archive.fp.fileno()).st_size
-                arrays = {key: _read_array(archive, key, str(path), disk_size) for key in ARRAYS}
+                arrays = {key: _read_array(archive, key, str(path), os.path.getsize(path)) for key in ARRAYS}
         except FileNotFoundError:
             raise InputError(f"{path}: no such file") from None
         except IsADirectoryError:
