@@ -67,6 +67,20 @@ def hashes_of(const uint8_t[::1] data, const int64_t[::1] offsets):
     return out
 
 
+cdef int64_t INT64_MAX = 0x7FFFFFFFFFFFFFFF
+
+
+cdef inline bint sum_overflows(int64_t a, int64_t b) noexcept nogil:
+    """Whether a + b is past int64 (checked before adding: a wrapped count is silent corruption)."""
+    return (b > 0 and a > INT64_MAX - b) or (b < 0 and a < -INT64_MAX - 1 - b)
+
+
+cdef count_overflow(chunk, a, b):
+    """The error of two counts of ``chunk`` that add up past int64."""
+    return OverflowError(f"chunk {bytes(chunk)!r} would occur {a:,} + {b:,} = {a + b:,} times, past the "
+                         f"64-bit count limit ({INT64_MAX:,})")
+
+
 cdef struct Slot:
     uint64_t key      # a short chunk's bytes and length (see pack_short); a long chunk's hash
     int64_t count     # 0: the slot is empty
@@ -94,11 +108,14 @@ cdef class ChunkTable:
     cdef vector[uint8_t] arena
     cdef size_t used
     cdef int bits
+    cdef Py_ssize_t overflow_slot      # a slot whose count an add would have taken past int64; -1: none
+    cdef int64_t overflow_count        # ... and the count that was not added
 
     def __cinit__(self):
         self.bits = 12
         self.slots.assign(<size_t>1 << self.bits, Slot(0, 0, 0))
         self.used = 0
+        self.overflow_slot = -1
 
     def __len__(self):
         return self.used
@@ -120,6 +137,9 @@ cdef class ChunkTable:
             if slot.count == 0:
                 break
             if slot.key == key and (slot.ref == SHORT) == short and (short or self.same_long(slot.ref, s, n)):
+                if sum_overflows(slot.count, count):
+                    self.overflow_slot, self.overflow_count = i, count
+                    return
                 slot.count += count
                 return
             i = (i + 1) & mask
@@ -197,6 +217,14 @@ cdef class ChunkTable:
         """Count one chunk ``count`` times (empty chunks and counts below 1 are not counted)."""
         if chunk.shape[0] and count > 0:
             self.insert(&chunk[0], chunk.shape[0], count)
+            self.check_overflow()
+
+    cdef check_overflow(self):
+        """OverflowError if an add would have taken a count past int64 (that add was not made)."""
+        cdef Py_ssize_t slot = self.overflow_slot
+        if slot >= 0:
+            self.overflow_slot = -1
+            raise count_overflow(self.chunk(slot), self.slots[slot].count, self.overflow_count)
 
     def add_many(self, list chunks):
         """Count each bytes object of the list once."""
@@ -213,6 +241,7 @@ cdef class ChunkTable:
             length = offsets[i + 1] - offsets[i]
             if length and counts[i] > 0:
                 self.insert(&data[offsets[i]], length, counts[i])
+                self.check_overflow()
 
     def clear(self):
         """Forget every chunk and give the memory back."""
@@ -390,8 +419,8 @@ def merge_into(parts, data, offsets, counts, hashes, Py_ssize_t k0=0):
     """Merge tables sorted by (hash, bytes), each (data, offsets, counts, hashes), into the
     output arrays from chunk k0 on (offsets[k0] must be set), summing the counts of equal
     chunks. The outputs must have room for every chunk and byte of the parts. Returns the
-    number of chunks written, counting from 0. A k-way merge: each step takes the smallest
-    head of the k parts (k is small: the workers' files)."""
+    number of chunks written, counting from 0; OverflowError if a sum would pass int64. A k-way
+    merge: each step takes the smallest head of the k parts (k is small: the workers' files)."""
     cdef Py_ssize_t k = len(parts), j, best, out = k0
     cdef vector[Part] heads
     cdef const uint8_t[::1] d
@@ -413,6 +442,8 @@ def merge_into(parts, data, offsets, counts, hashes, Py_ssize_t k0=0):
         if part.n:
             heads.push_back(part)
     cdef size_t length
+    cdef int64_t count = 0
+    cdef bint overflow = False
     with nogil:
         while heads.size():
             best = 0
@@ -421,7 +452,11 @@ def merge_into(parts, data, offsets, counts, hashes, Py_ssize_t k0=0):
                     best = j
             length = head_length(&heads[best])
             if out > k0 and same_chunk(&heads[best], oh[out - 1], &od[oo[out - 1]], oo[out] - oo[out - 1]):
-                oc[out - 1] += heads[best].counts[heads[best].i]      # equal to the last one out
+                count = heads[best].counts[heads[best].i]             # equal to the last one out
+                if sum_overflows(oc[out - 1], count):
+                    overflow = True
+                    break
+                oc[out - 1] += count
             else:
                 if length:
                     memcpy(&od[oo[out]], heads[best].data + heads[best].offsets[heads[best].i], length)
@@ -432,6 +467,8 @@ def merge_into(parts, data, offsets, counts, hashes, Py_ssize_t k0=0):
             heads[best].i += 1
             if heads[best].i == heads[best].n:
                 heads.erase(heads.begin() + best)
+    if overflow:
+        raise count_overflow(data[oo[out - 1]:oo[out]], oc[out - 1], count)
     return out - k0
 
 

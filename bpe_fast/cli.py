@@ -15,7 +15,7 @@ from pathlib import Path
 from . import formats
 from .cli_tools import add_tool_parsers
 from ._version import __version__
-from .errors import ArgumentError, BpeFastError, InputError, require
+from .errors import ArgumentError, BpeFastError, InputError, Terminated, require, terminating_raises
 from .inputs import sources
 from .registry import load
 from .outputs import check_output
@@ -452,7 +452,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"bpe-fast {args.command}: error: standard output is closed", file=sys.stderr)
         return 2
     try:
-        return args.run(args)
+        with terminating_raises(redeliver=False):     # SIGTERM/SIGHUP: clean up, then say so below
+            return args.run(args)
     except BrokenPipeError:                     # the reader went away ("| head"): stop quietly
         _silence_stdout()
         return 141                              # as a Unix tool killed by SIGPIPE
@@ -462,6 +463,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("bpe-fast: interrupted", file=sys.stderr)
         return 130
+    except Terminated as exc:
+        print(f"bpe-fast {args.command}: {exc}", file=sys.stderr)
+        return 128 + exc.signum
 
 
 def _silence_stdout() -> None:

@@ -33,7 +33,7 @@ from typing import Callable
 from collections.abc import Iterable, Iterator
 
 from ._table import ChunkTable
-from .errors import ArgumentError, InputError, WorkerError
+from .errors import TERMINATING, ArgumentError, InputError, WorkerError, terminating_raises
 from .inputs import decode_utf8
 from .patterns import match_batches
 from .pretokenize import NATIVE, REGEX, Splitter, char_classes
@@ -131,9 +131,14 @@ class ChunkCounter:
 
     def _spill(self) -> str:
         """Write the table out sorted (a part file) and start afresh."""
-        fd, path = tempfile.mkstemp(dir=self.config.spill_dir, suffix=".part")
-        os.close(fd)
-        self.table.write_sorted(path)
+        try:
+            fd, path = tempfile.mkstemp(dir=self.config.spill_dir, suffix=".part")
+            os.close(fd)
+            self.table.write_sorted(path)
+        except OSError as exc:        # most often a full disk: say where, and what chooses the place
+            raise WorkerError(f"{self.config.spill_dir}: cannot write the counts spilled past the memory budget "
+                              f"({exc.strerror or exc}); the TMPDIR environment variable chooses the folder "
+                              f"they go to: point it at a disk with room") from None
         self.table.clear()
         return path
 
@@ -190,20 +195,37 @@ def count_tasks(tasks: Iterable, config: CountConfig, workers: int | None = None
         head.append(task)
         if len(head) >= parallel_threshold:
             break
-    spill_dir = tempfile.mkdtemp(prefix="bpe_fast-counts-")
-    config = replace(config, spill_dir=spill_dir, memory_budget=config.memory_budget or
-                     default_memory_budget(workers))
-    try:
-        if workers == 1 or len(head) < parallel_threshold:
-            counter = ChunkCounter(config)
+    config = replace(config, memory_budget=config.memory_budget or default_memory_budget(workers))
+    with terminating_raises():                 # SIGTERM/SIGHUP: the spill folder and workers go first
+        spill_dir = tempfile.mkdtemp(prefix="bpe_fast-counts-")
+        try:
+            return _count_here_or_in_workers(head, tasks, replace(config, spill_dir=spill_dir), workers,
+                                             on_progress, parallel_threshold)
+        finally:
+            shutil.rmtree(spill_dir, ignore_errors=True)
+
+
+def _count_here_or_in_workers(head: list, tasks: Iterator, config: CountConfig, workers: int,
+                              on_progress: Callable[[int], None] | None, parallel_threshold: int) -> WordTable:
+    if workers == 1 or len(head) < parallel_threshold:
+        counter = ChunkCounter(config)
+        try:
             for task in _chain(head, tasks):
                 counter.run(task)
                 if on_progress:
                     on_progress(task.size)
             return counter.result()
-        return _count_in_workers(_chain(head, tasks), config, workers, on_progress)
-    finally:
-        shutil.rmtree(spill_dir, ignore_errors=True)
+        except MemoryError:
+            raise _out_of_memory(config, in_workers=False) from None
+    return _count_in_workers(_chain(head, tasks), config, workers, on_progress)
+
+
+def _out_of_memory(config: CountConfig, in_workers: bool) -> WorkerError:
+    who = "a counting worker" if in_workers else "counting"
+    fewer = "fewer workers (workers=, CLI --workers) or " if in_workers else ""
+    return WorkerError(f"{who} ran out of memory (MemoryError): try {fewer}a memory budget below "
+                       f"{(config.memory_budget or 0) / (1 << 20):,.0f} MiB (memory_budget=, CLI --memory-budget): "
+                       f"past it, counts are written to disk")
 
 
 def default_memory_budget(workers: int) -> int:
@@ -245,6 +267,7 @@ def _count_in_workers(tasks: Iterator, config: CountConfig, workers: int,
 
 _PR_SET_PDEATHSIG = 1
 _IDLE_CHECK = 1.0          # seconds a worker waits for a task before checking on its parent
+_PUT_WAIT = 0.1            # seconds the parent waits on a full queue before checking the workers again
 
 
 def _die_with_parent(parent: int) -> None:
@@ -252,6 +275,8 @@ def _die_with_parent(parent: int) -> None:
     before it could stop its workers: Linux kills us when the parent dies; elsewhere the idle
     loop notices a new parent process id."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)      # Ctrl-C is the parent's to handle
+    for signum in TERMINATING:      # not the parent's handler (terminating_raises): terminate() ends us
+        signal.signal(signum, signal.SIG_DFL)
     if sys.platform.startswith("linux"):
         try:
             ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -278,10 +303,11 @@ def _worker(config: CountConfig, tasks: mp.Queue, results: mp.Queue, parent: int
             seq, task = item
             counter.run(task)
             results.put(("done", seq, None))
+        files = counter.result_files()
     except Exception as exc:   # reported at once with the task's number; the parent stops feeding
-        results.put(("error", seq, exc))
+        results.put(("error", seq, _out_of_memory(config, in_workers=True) if isinstance(exc, MemoryError) else exc))
         return
-    results.put(("counts", seq, counter.result_files()))
+    results.put(("counts", seq, files))
 
 
 # -- the parent side ---------------------------------------------------------------------------
@@ -319,7 +345,7 @@ class _Workers:
         while True:
             self._check()
             try:
-                self.tasks.put(item, timeout=0.5)
+                self.tasks.put(item, timeout=_PUT_WAIT)
                 return
             except queue.Full:
                 continue
@@ -332,29 +358,41 @@ class _Workers:
         return self.parts
 
     def _take(self, wait: float) -> bool:
-        """Take in one message from the workers, if one comes within ``wait`` seconds."""
-        try:
-            kind, seq, payload = self.results.get(timeout=wait) if wait else self.results.get_nowait()
-        except queue.Empty:
-            return False
+        """Take in every message the workers have sent, waiting up to ``wait`` seconds for the
+        first. All of them: thousands of "done" may wait ahead of an error, and one a call made
+        the error surface a minute late."""
+        took = False
+        while True:
+            try:
+                message = self.results.get(timeout=wait) if wait and not took else self.results.get_nowait()
+            except queue.Empty:
+                return took
+            took = True
+            self._record(*message)
+
+    def _record(self, kind: str, seq: int, payload) -> None:
         if kind == "counts":
             self.parts.append(payload)
         else:
             self.finished.add(seq)
             if kind == "error":
                 self.errors.append((seq, payload))
-        return True
 
     def _check(self, wait: float = 0.0) -> None:
-        """Take in a message if one is there; raise a worker's error, or if a worker is gone."""
+        """Take in the messages there are; raise a worker's error, or if a worker is gone."""
         if not self._take(wait):
             self._check_alive()
         if self.errors:
             self._raise_earliest()
 
-    def _check_alive(self) -> None:
+    def _silently_gone(self) -> list:
+        """Workers that exited without a last word (counts or an error): killed, most often."""
         gone = [p for p in self.procs if p.exitcode is not None]
-        if len(gone) > len(self.parts) + len(self.errors) and self.results.empty():
+        return gone if len(gone) > len(self.parts) + len(self.errors) else []
+
+    def _check_alive(self) -> None:
+        gone = self._silently_gone()
+        if gone and self.results.empty():
             time.sleep(0.2)            # a result sent just before exiting may be in the pipe
             if self.results.empty():
                 raise WorkerError(_death_message(gone[0]))
@@ -362,12 +400,13 @@ class _Workers:
     def _raise_earliest(self) -> None:
         """A task failed. The queue is first in, first out, so every earlier task is finished
         or in another worker's hands: wait for those (a few at most), then raise the error of
-        the earliest task."""
+        the earliest task. No wait once no worker can report one: all have exited, or one died
+        silently (with the task it held)."""
         first = min(seq for seq, _ in self.errors)
         missing = [s for s in range(first) if s not in self.finished]
         deadline = time.monotonic() + 30
         while any(s not in self.finished for s in missing) and time.monotonic() < deadline:
-            if not self._take(0.2) and all(p.exitcode is not None for p in self.procs):
+            if not self._take(0.05) and (all(p.exitcode is not None for p in self.procs) or self._silently_gone()):
                 break
         raise min(self.errors, key=lambda e: e[0])[1]
 

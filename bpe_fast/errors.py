@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import signal
+import threading
 from collections.abc import Iterator
 
 
@@ -45,7 +47,8 @@ class EmptyCorpusError(InputError):
 
 
 class WorkerError(BpeFastError, RuntimeError):
-    """A counting worker process died without reporting (killed, most often for lack of memory)."""
+    """Counting failed for want of resources: a worker process killed (most often for lack of
+    memory), out of memory, or no room on disk for the counts it spills."""
 
 
 class VocabularyError(BpeFastError, ValueError):
@@ -97,6 +100,102 @@ def require(module: str, extra: str, purpose: str):
                                     f"reinstall it: pip install --force-reinstall 'bpe_fast[{extra}]'") from exc
         raise MissingExtraError(f"{purpose} needs the {parts[0]} package: "
                                 f"pip install 'bpe_fast[{extra}]'") from None
+
+
+class Terminated(BaseException):
+    """The process was told to stop (SIGTERM, SIGHUP) while bpe_fast held temporary files or
+    worker processes (see ``terminating_raises``). Not a BpeFastError: like KeyboardInterrupt it
+    is no ``Exception``, so that ``except Exception`` does not swallow it. The CLI exits with
+    128 + ``signum``."""
+
+    def __init__(self, signum: int):
+        super().__init__(f"stopped by {signal.Signals(signum).name}")
+        self.signum = signum
+
+
+TERMINATING = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP") if hasattr(signal, name))
+
+
+@contextlib.contextmanager
+def terminating_raises(redeliver: bool = True) -> Iterator[None]:
+    """Within this block, SIGTERM and SIGHUP raise Terminated, so that ``finally`` blocks run
+    (removing spill files, stopping workers) where the signal's default action would end the
+    process at once and leave them. With ``redeliver``, the signal is sent again once they have
+    run, with its default action: the process ends as it would have, only clean (status -signal).
+    A signal the caller handles or ignores (nohup) is left alone, and so is every thread but
+    the main one (only it may set handlers)."""
+    taken = _default_terminating()
+    raised: list[int] = []
+    owner = os.getpid()
+
+    def handler(signum, frame):
+        if os.getpid() != owner:  # a child forked where _ForkGuard could not act: as by default
+            signal.signal(signum, signal.SIG_DFL)
+            os.kill(os.getpid(), signum)
+        elif not raised:          # once: a second signal must not cut the clean-up short
+            raised.append(signum)
+            raise Terminated(signum)
+
+    handler.raises_terminated = True      # type: ignore[attr-defined]   # for _ForkGuard
+    for signum in taken:
+        signal.signal(signum, handler)
+    try:
+        yield
+    except Terminated:
+        _restore(taken)
+        if redeliver and raised:
+            os.kill(os.getpid(), raised[0])      # the default action: the process ends here
+        raise
+    finally:
+        _restore(taken)
+
+
+class _ForkGuard:
+    """While terminating_raises is on, a process forked from the main thread (a counting worker)
+    must take SIGTERM and SIGHUP as by default from its first instant: stopped (or stuck, as a
+    child of a threaded parent may be) before its own set-up, it must die of SIGTERM. So the
+    forking thread holds them back across the fork (a signal then waits, it is not lost), and the
+    child sets the default action before it lets them in."""
+    blocked = False
+
+    @classmethod
+    def before(cls) -> None:
+        cls.blocked = _raising_installed() and threading.current_thread() is threading.main_thread()
+        if cls.blocked:
+            signal.pthread_sigmask(signal.SIG_BLOCK, TERMINATING)
+
+    @classmethod
+    def in_parent(cls) -> None:
+        if cls.blocked:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, TERMINATING)
+
+    @classmethod
+    def in_child(cls) -> None:
+        if _raising_installed():
+            for signum in TERMINATING:
+                signal.signal(signum, signal.SIG_DFL)
+        if cls.blocked:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, TERMINATING)
+
+
+def _raising_installed() -> bool:
+    return any(getattr(signal.getsignal(signum), "raises_terminated", False) for signum in TERMINATING)
+
+
+if hasattr(os, "register_at_fork") and hasattr(signal, "pthread_sigmask"):
+    os.register_at_fork(before=_ForkGuard.before, after_in_parent=_ForkGuard.in_parent,
+                        after_in_child=_ForkGuard.in_child)
+
+
+def _default_terminating() -> list[int]:
+    if threading.current_thread() is not threading.main_thread():
+        return []
+    return [signum for signum in TERMINATING if signal.getsignal(signum) == signal.SIG_DFL]
+
+
+def _restore(taken: list[int]) -> None:
+    for signum in taken:
+        signal.signal(signum, signal.SIG_DFL)
 
 
 class BpeFastWarning(UserWarning):

@@ -117,7 +117,8 @@ class JsonlTask:
 
 @dataclass
 class ParquetTask:
-    """One row group of a Parquet file; each value of ``column`` is a document."""
+    """One row group of a Parquet file; each value of ``column`` (a top-level column, or a
+    dotted path to a field of a struct column: "meta.text") is a document."""
     path: str
     row_group: int
     column: str
@@ -429,8 +430,43 @@ def _decompressing(fh, source: Source):
         return bz2.BZ2File(fh, mode="rb")
     if source.compression == "xz":
         return lzma.LZMAFile(fh, mode="rb")
-    zstandard = require("zstandard", "zstd", f"reading {source.name}")
-    return zstandard.ZstdDecompressor().stream_reader(fh, read_across_frames=True)
+    return _ZstdFrames(fh, require("zstandard", "zstd", f"reading {source.name}"))
+
+
+class _ZstdFrames:
+    """A zstd stream decompressed frame by frame, so that its end is checked: zstandard's
+    stream_reader reads a stream cut off inside a frame (an interrupted download) as if the text
+    ended there. Frames follow one another (``zstd`` writes several for big or piped input);
+    skippable frames are skipped. Damaged data raises ValueError, a cut-off stream EOFError."""
+    FEED = 1 << 12      # compressed bytes decompressed at a time: a 4-byte block can make 128 KiB
+
+    def __init__(self, fh, zstandard):
+        self.fh, self.zstandard = fh, zstandard
+        self.decompressor = zstandard.ZstdDecompressor()
+        self.frame = None               # the frame being decompressed (None before the first)
+        self.buffer = bytearray()
+        self.ended = False
+
+    def read(self, n: int) -> bytes:
+        while len(self.buffer) < n and not self.ended:
+            self._feed(self.fh.read(self.FEED))
+        data = bytes(self.buffer[:n])
+        del self.buffer[:n]
+        return data
+
+    def _feed(self, data: bytes) -> None:
+        if not data:
+            if self.frame is not None and not self.frame.eof:
+                raise EOFError("the data ends inside a zstd frame: the file is truncated")
+            self.ended = True
+        while data:
+            if self.frame is None or self.frame.eof:
+                self.frame = self.decompressor.decompressobj()
+            try:
+                self.buffer += self.frame.decompress(data)
+            except self.zstandard.ZstdError as exc:
+                raise ValueError(str(exc)) from None
+            data = self.frame.unused_data if self.frame.eof else b""
 
 
 def read_block(task: FileTask) -> bytes:
@@ -449,16 +485,82 @@ def read_block(task: FileTask) -> bytes:
 def parquet_tasks(source: Source, column: str) -> Iterator[ParquetTask]:
     pq = require("pyarrow.parquet", "parquet", f"reading {source.name}")
     try:
-        meta = pq.ParquetFile(source.path).metadata
+        parquet = pq.ParquetFile(source.path)
+        meta, schema = parquet.metadata, parquet.schema_arrow
     except Exception as exc:      # pyarrow raises its own ArrowInvalid, OSError...
         raise InputError(f"{source.name}: not a readable Parquet file ({exc})") from None
-    names = [meta.schema.column(i).name for i in range(meta.num_columns)]
-    if column not in names:
-        raise InputError(f"{source.name}: no column {column!r} (columns: {', '.join(names)}); choose one "
-                         f"with column= (CLI: --column)")
+    _check_text_column(schema, column, source.name)
     total = max(sum(meta.row_group(g).total_byte_size for g in range(meta.num_row_groups)), 1)
     for g in range(meta.num_row_groups):      # progress: the file's bytes, shared by group size
         yield ParquetTask(source.path, g, column, (source.size or 0) * meta.row_group(g).total_byte_size // total)
+
+
+def _column_path(schema, column: str) -> list[str]:
+    """[top-level column, struct field, ...] that ``column`` names: a column of the file by its
+    whole name, or a dotted path into struct columns ("meta.text"); [] if it names none."""
+    if column in schema.names:
+        return [column]
+    parts = column.split(".")
+    if parts[0] not in schema.names:
+        return []
+    kind = schema.field(parts[0]).type
+    for part in parts[1:]:
+        if not _is_struct(kind) or kind.get_field_index(part) < 0:
+            return []
+        kind = kind.field(part).type
+    return parts
+
+
+def _column_type(schema, path: list[str]):
+    kind = schema.field(path[0]).type
+    for part in path[1:]:
+        kind = kind.field(part).type
+    return kind
+
+
+def _check_text_column(schema, column: str, name: str) -> None:
+    """InputError, saying what the file holds and how to name it, unless ``column`` is text."""
+    path = _column_path(schema, column)
+    if not path:
+        raise InputError(f"{name}: no column {column!r}; {_columns_said(schema)}")
+    kind = _column_type(schema, path)
+    if not _is_text(kind):
+        raise InputError(f"{name}: column {column!r} holds {kind}, not text (each value must be one document); "
+                         f"{_columns_said(schema)}")
+
+
+def _is_struct(kind) -> bool:
+    return kind.id == _pyarrow().struct([]).id
+
+
+def _is_text(kind) -> bool:
+    pa = _pyarrow()
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_binary(kind) \
+        or pa.types.is_large_binary(kind) or str(kind) in ("string_view", "binary_view")
+
+
+def _pyarrow():
+    return require("pyarrow", "parquet", "reading Parquet files")
+
+
+def _columns_said(schema, most: int = 12) -> str:
+    """The file's columns with their types, and the text in them by the names column= takes."""
+    columns = [f"{field.name} ({field.type})" for field in schema]
+    texts = [".".join(path) for field in schema for path in _text_paths(field, [field.name])]
+    listed = ", ".join(columns[:most]) + (f" and {len(columns) - most} more" if len(columns) > most else "")
+    text = (f"text columns: {', '.join(texts[:most])}" if texts else "no text column")
+    return (f"its columns: {listed}; {text}. Choose one with column= (CLI: --column), a field of a struct "
+            f"column by a dotted path (meta.text)")
+
+
+def _text_paths(field, path: list[str]) -> Iterator[list[str]]:
+    if _is_text(field.type):
+        yield path
+    elif _is_struct(field.type):
+        for child in field.type:
+            yield from _text_paths(child, [*path, child.name])
 
 
 def parquet_values(task: ParquetTask, keep_null: bool = False) -> Iterator[tuple[int, str | bytes]]:
@@ -466,8 +568,11 @@ def parquet_values(task: ParquetTask, keep_null: bool = False) -> Iterator[tuple
     column); a value that is not text is an InputError. A null is no text: skipped, or an empty
     document with ``keep_null`` (encoding keeps row i document i)."""
     pq = require("pyarrow.parquet", "parquet", f"reading {task.path}")
-    table = pq.ParquetFile(task.path).read_row_group(task.row_group, columns=[task.column])
-    values = table.column(0)
+    parquet = pq.ParquetFile(task.path)
+    path = _column_path(parquet.schema_arrow, task.column)
+    values = parquet.read_row_group(task.row_group, columns=[path[0]]).column(0)
+    for part in path[1:]:                   # into the struct; flatten() keeps the struct's own nulls
+        values = values.flatten()[values.type.get_field_index(part)]
     for i, value in enumerate(values.to_pylist()):
         if value is None:
             if keep_null:
@@ -492,6 +597,9 @@ def jsonl_values(task: JsonlTask, keep_null: bool = False) -> Iterator[tuple[str
             record = json.loads(line)
         except (ValueError, UnicodeDecodeError) as exc:
             raise InputError(f"{where}: not valid JSON ({exc})") from None
+        except RecursionError:
+            raise InputError(f"{where}: JSON nested too deeply to read (lists or objects inside one another "
+                             f"hundreds of levels deep); a record is an object with a text field") from None
         if not isinstance(record, dict):
             raise InputError(f"{where}: a JSON record must be an object with a {task.field!r} field")
         if task.field not in record:

@@ -57,7 +57,8 @@ def _umask() -> int:
 
 
 def check_output(path: str | os.PathLike, inputs: Iterable[str | os.PathLike] = (), option: str = "-o") -> Path:
-    """Fail now, naming ``option``, if ``path`` cannot be written or is one of the inputs."""
+    """Fail now, naming ``option``, if ``path`` cannot be written, is one of the inputs, or is in
+    an input folder (whose files are all inputs: it would be read as text next time)."""
     path = Path(path)
     if path.is_dir():
         raise ArgumentError(f"{option} {path}: is a folder; give a file name")
@@ -73,4 +74,7 @@ def check_output(path: str | os.PathLike, inputs: Iterable[str | os.PathLike] = 
         if os.fspath(source) != "-" and path.exists() and Path(source).exists() \
                 and os.path.samefile(path, source):
             raise ArgumentError(f"{option} {path}: is also an input file; writing there would destroy it")
+        if os.fspath(source) != "-" and Path(source).is_dir() and Path(source).resolve() in path.resolve().parents:
+            raise ArgumentError(f"{option} {path}: is inside the input folder {source}, every file of which is read "
+                                f"as input: the next run on {source} would read it as text; write it elsewhere")
     return path

@@ -323,6 +323,19 @@ def _cut(tok: Tokenizer, vocab_size: int, base: Tokenizer | None) -> Tokenizer:
     return tok.truncated(vocab_size) if base is None else continued.truncated(tok, vocab_size, base)
 
 
+def _check_pair_counts(table: WordTable, block: int = 1 << 20) -> None:
+    """The kernel counts pairs in int64: refuse a table whose pairs could pass it (a wrapped count
+    would silently give wrong merges). No pair occurs more often than all pairs together."""
+    if table.n_symbols * int(table.counts.max()) <= INT64_MAX:      # the quick bound: nearly always
+        return
+    pairs = np.diff(table.offsets) - 1
+    total = sum(float(np.dot(table.counts[i:i + block], pairs[i:i + block].astype(np.float64)))
+                for i in range(0, len(pairs), block))
+    if total >= 2.0**62 and sum(int(n) * int(p) for n, p in zip(table.counts, pairs)) > INT64_MAX:
+        raise ArgumentError(f"the word table's counts are too large to train on: its chunks hold {total:.3g} pairs, "
+                            f"past the 64-bit count limit ({INT64_MAX:,}) of the pair counts")
+
+
 def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainReport) -> Tokenizer:
     """train_from_table's work, for checked options whose pattern and special tokens are the
     table's. The table comes in a list, which this empties: when the caller keeps no other
@@ -340,6 +353,7 @@ def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainRepo
     byte_ranks = None if byte_order is None else np.argsort(byte_order)
     start, lengths = (None, None) if base is None else continued.tokenized_by(base, table)
     report.unique_chunks, report.total_chunks, report.table_symbols = len(table), table.total_chunks, table.n_symbols
+    _check_pair_counts(table)
     with Bar(progress, "pairs", 3 * table.n_symbols, unit="B", unit_scale=True) as bar:
         kernel = _kernel.Trainer(table.symbols, table.offsets, table.counts, n_merges,
                                  min(max(1, options.min_frequency), INT64_MAX), byte_ranks,

@@ -14,11 +14,15 @@ special tokens and the number of input bytes counted. Count once, train many tim
 """
 from __future__ import annotations
 
+import contextlib
 import json
+import math
 import os
+import tokenize
 import zipfile
+import zlib
 from dataclasses import dataclass, field
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
@@ -91,7 +95,8 @@ class WordTable:
         if self.hashes is not None:
             return self.symbols, self.offsets, self.counts, self.hashes
         table = ChunkTable()
-        table.add_arrays(self.symbols, self.offsets, self.counts)
+        with _counts_in_range():
+            table.add_arrays(self.symbols, self.offsets, self.counts)
         return table.sorted_arrays()
 
     @staticmethod
@@ -106,7 +111,8 @@ class WordTable:
             if other.pattern != first.pattern or other.special_tokens != first.special_tokens:
                 raise ArgumentError("only word tables split with the same pattern and special tokens can be "
                                     f"added: {_describe(first)} and {_describe(other)}")
-        merged = merge_tables([t.sorted_arrays() for t in tables])     # one k-way pass
+        with _counts_in_range():
+            merged = merge_tables([t.sorted_arrays() for t in tables])     # one k-way pass
         return WordTable(*merged, first.pattern, first.special_tokens, sum(t.input_bytes for t in tables))
 
     @staticmethod
@@ -140,7 +146,10 @@ class WordTable:
             raise ArgumentError("WordTable.merge_files needs at least one file")
         total = WordTable.load(paths[0], check)
         for path in paths[1:]:
-            total = WordTable.merge([total, WordTable.load(path, check)])
+            try:
+                total = WordTable.merge([total, WordTable.load(path, check)])
+            except ArgumentError as exc:
+                raise ArgumentError(f"{path}: cannot be added to the tables before it: {exc}") from None
         return total
 
     def __add__(self, other: WordTable) -> WordTable:
@@ -161,7 +170,9 @@ class WordTable:
 
     @property
     def total_chunks(self) -> int:
-        return int(self.counts.sum())
+        if self.counts.sum(dtype=np.float64) < 2.0**62:       # the int64 sum cannot wrap
+            return int(self.counts.sum())
+        return sum(int(n) for n in self.counts)
 
     def word(self, i: int) -> bytes:
         return self.symbols[self.offsets[i]:self.offsets[i + 1]].tobytes()
@@ -200,32 +211,28 @@ class WordTable:
 
     @classmethod
     def load(cls, path: str | os.PathLike, check: bool = True) -> WordTable:
-        """A table written by ``save``; a file that is not one is an InputError naming it.
-        ``check=False`` skips re-hashing every chunk (for files this process just wrote)."""
+        """A table written by ``save``; a file that is not one (or a damaged one) is an InputError
+        naming it and what is wrong. ``check=False`` skips re-hashing every chunk (for files this
+        process just wrote)."""
         try:
-            with np.load(path, allow_pickle=False) as npz:
-                arrays = {name: npz[name] for name in ("symbols", "offsets", "counts", "hashes", "meta")}
+            with zipfile.ZipFile(path) as archive:
+                arrays = {key: _read_array(archive, key, str(path), os.path.getsize(path)) for key in ARRAYS}
         except FileNotFoundError:
             raise InputError(f"{path}: no such file") from None
         except IsADirectoryError:
             raise InputError(f"{path}: is a directory, not a word table file") from None
-        except (KeyError, ValueError, OSError, zipfile.BadZipFile, EOFError) as exc:
-            raise InputError(f"{path}: not a bpe_fast word table (.npz written by WordTable.save): {exc}") from None
+        except PermissionError:
+            raise InputError(f"{path}: cannot be read: permission denied") from None
+        except _DAMAGED as exc:
+            raise InputError(f"{path}: not a bpe_fast word table (.npz written by WordTable.save), or a damaged "
+                             f"one: {exc}") from None
         return cls._checked(arrays, str(path), check)
 
     @classmethod
     def _checked(cls, arrays: dict, source: str, check: bool = True) -> WordTable:
-        try:
-            meta = json.loads(str(arrays["meta"]))
-        except ValueError:
-            meta = None
-        if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-            raise InputError(f"{source}: not a bpe_fast word table (no \"format\": \"{FORMAT}\")")
-        if meta.get("version") != VERSION:
-            raise InputError(f"{source}: word table version {meta.get('version')!r} is not supported "
-                             f"(this bpe_fast reads version {VERSION})")
+        meta = _meta(arrays["meta"], source)
         symbols, offsets, counts, hashes = (arrays[k] for k in ("symbols", "offsets", "counts", "hashes"))
-        n = len(counts)
+        n = len(counts) if counts.ndim == 1 else -1
         problems = [
             (symbols.dtype != np.uint8 or symbols.ndim != 1, "symbols must be a 1-D uint8 array"),
             (counts.dtype != np.int64 or counts.ndim != 1, "counts must be a 1-D int64 array"),
@@ -242,12 +249,75 @@ class WordTable:
         if check and n and (np.any(hashes[1:] < hashes[:-1])
                             or not np.array_equal(hashes_of(symbols, offsets), hashes)):
             raise InputError(f"{source}: the chunks are not sorted by their hashes (a damaged file?)")
-        specials = meta.get("special_tokens", [])
-        pattern = meta.get("pattern")
-        if not (pattern is None or isinstance(pattern, str)) or not isinstance(specials, list) \
-                or not all(isinstance(s, str) for s in specials):
-            raise InputError(f"{source}: meta must give pattern as a string or null and special_tokens as strings")
-        return cls(symbols, offsets, counts, hashes, pattern, tuple(specials), int(meta.get("input_bytes", 0)), meta)
+        return cls(symbols, offsets, counts, hashes, meta["pattern"], tuple(meta["special_tokens"]),
+                   meta["input_bytes"], meta)
+
+
+ARRAYS = ("symbols", "offsets", "counts", "hashes", "meta")
+# What zipfile and numpy raise on a damaged archive or array header (tokenize's error: numpy
+# parses the header as a Python literal).
+_DAMAGED = (KeyError, ValueError, OSError, EOFError, zipfile.BadZipFile, zlib.error, NotImplementedError,
+            SyntaxError, tokenize.TokenError)
+_DEFLATE_MOST = 1032          # deflate's largest ratio of bytes out to bytes in
+
+
+def _read_array(archive: zipfile.ZipFile, key: str, source: str, disk_size: int) -> np.ndarray:
+    """One array of a .npz, its size checked against the file before any memory is taken for
+    it: a damaged header that claims 10**12 elements is refused, not allocated."""
+    try:
+        info = archive.getinfo(f"{key}.npy")
+    except KeyError:
+        raise InputError(f"{source}: not a bpe_fast word table: it holds no {key!r} array") from None
+    if info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED):
+        raise InputError(f"{source}: array {key!r} is compressed in a way numpy never writes (zip method "
+                         f"{info.compress_type})")
+    ratio = 1 if info.compress_type == zipfile.ZIP_STORED else _DEFLATE_MOST
+    if info.compress_size > disk_size or info.file_size > info.compress_size * ratio:
+        raise InputError(f"{source}: array {key!r} claims {info.file_size:,} bytes, more than the file can hold "
+                         f"({disk_size:,} bytes): a damaged file")
+    with archive.open(info) as fh:
+        version = np.lib.format.read_magic(fh)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else \
+            np.lib.format.read_array_header_2_0
+        shape, _, dtype = read_header(fh)
+        need = math.prod(shape) * dtype.itemsize
+        if dtype.hasobject or need != info.file_size - fh.tell():
+            raise InputError(f"{source}: array {key!r} claims shape {shape} of {dtype} ({need:,} bytes), but its "
+                             f"entry holds {info.file_size - fh.tell():,} bytes: a damaged file")
+        fh.seek(0)
+        return np.lib.format.read_array(fh, allow_pickle=False)
+
+
+def _meta(array: np.ndarray, source: str) -> dict:
+    """The table's meta (format, version, pattern, special tokens, input bytes), checked."""
+    try:
+        meta = json.loads(str(array)) if array.ndim == 0 and array.dtype.kind == "U" else None
+    except (ValueError, RecursionError):
+        meta = None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise InputError(f"{source}: not a bpe_fast word table (no \"format\": \"{FORMAT}\")")
+    if meta.get("version") != VERSION:
+        raise InputError(f"{source}: word table version {meta.get('version')!r} is not supported "
+                         f"(this bpe_fast reads version {VERSION})")
+    meta.setdefault("special_tokens", [])
+    meta.setdefault("pattern", None)
+    meta.setdefault("input_bytes", 0)
+    specials, pattern, input_bytes = meta["special_tokens"], meta["pattern"], meta["input_bytes"]
+    if not (pattern is None or isinstance(pattern, str)) or not isinstance(specials, list) \
+            or not all(isinstance(s, str) for s in specials):
+        raise InputError(f"{source}: meta must give pattern as a string or null and special_tokens as strings")
+    if not isinstance(input_bytes, int) or isinstance(input_bytes, bool) or input_bytes < 0:
+        raise InputError(f"{source}: meta's input_bytes must be a number of bytes, not {json.dumps(input_bytes)[:40]}")
+    return meta
+
+
+@contextlib.contextmanager
+def _counts_in_range() -> Iterator[None]:
+    """Counts that would add up past int64 are refused: a wrapped count is silent corruption."""
+    try:
+        yield
+    except OverflowError as exc:
+        raise ArgumentError(f"word tables cannot be added: {exc}") from None
 
 
 def _describe(table: WordTable) -> str:

@@ -37,3 +37,11 @@ def test_cluster_counting_equals_local_counting(tmp_path, client):
 def test_standard_input_cannot_go_to_a_cluster(client):
     with pytest.raises(bpe_fast.InputError, match="a stream cannot be counted on a cluster"):
         bpe_fast.count(["-"], client=client)
+
+
+def test_a_truncated_zst_is_an_input_error_on_the_cluster(tmp_path, client):
+    zstandard = need("zstandard")
+    whole = zstandard.ZstdCompressor().compress("".join(f"line {i}\n" for i in range(20_000)).encode())
+    (tmp_path / "cut.txt.zst").write_bytes(whole[:len(whole) // 2])
+    with pytest.raises(bpe_fast.InputError, match="cut.txt.zst: .*truncated"):
+        bpe_fast.count([tmp_path / "cut.txt.zst"], client=client)

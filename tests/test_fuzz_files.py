@@ -160,3 +160,63 @@ def test_json_files_with_values_of_the_wrong_kind(tmp_path, fmt, data):
     path = data.draw(st.sampled_from(list(json_paths(parsed))))
     files[name] = json.dumps(replaced(parsed, path, data.draw(JSON_VALUES))).encode()
     check(tmp_path, fmt, files)
+
+
+# -- word tables (.npz) ------------------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=1)
+def saved_word_table() -> bytes:
+    import io
+    table = bpe_fast.count_from_iterator([small_text()], workers=1, progress="none")
+    buffer = io.BytesIO()
+    table.dump(buffer)
+    return buffer.getvalue()
+
+
+@given(data=st.data())
+@FUZZ
+def test_corrupt_word_tables_give_a_bpe_fast_error_naming_the_file(tmp_path, data):
+    """Cut short or changed anywhere: a BpeFastError naming the file (never MemoryError,
+    ValueError or a zipfile error), or, where the change touched nothing that counts (a zip
+    timestamp), the very table that was saved."""
+    content = saved_word_table()
+    how = data.draw(st.sampled_from(["cut", "flip", "header", "number"]))
+    if how == "cut":
+        content = content[:data.draw(st.integers(0, len(content) - 1))]
+    elif how in ("flip", "header"):         # anywhere, or in an array's header (read before its checksum)
+        headers = [m.start() for m in re.finditer(rb"\x93NUMPY", content)]
+        i = data.draw(st.integers(0, len(content) - 1) if how == "flip" else
+                      st.sampled_from(headers).flatmap(lambda at: st.integers(at, at + 127)))
+        content = content[:i] + bytes([content[i] ^ data.draw(st.integers(1, 255))]) + content[i + 1:]
+    else:                                   # a number of an array header: its shape, its header length
+        numbers = list(re.finditer(rb"\d+", content[:4096]))
+        m = data.draw(st.sampled_from(numbers))
+        content = content[:m.start()] + data.draw(st.sampled_from(EXTREMES)).encode() + content[m.end():]
+    path = tmp_path / "damaged.npz"
+    path.write_bytes(content)
+    try:
+        table = bpe_fast.WordTable.load(path)
+    except BpeFastError as exc:
+        assert "damaged.npz" in str(exc), f"the error does not name the file: {exc}"
+    else:
+        assert table == bpe_fast.WordTable.load(io_path(tmp_path, saved_word_table()))
+
+
+def io_path(tmp: Path, content: bytes) -> Path:
+    path = tmp / "intact.npz"
+    path.write_bytes(content)
+    return path
+
+
+@pytest.mark.parametrize("fmt", ["bpe_fast", "huggingface", "gpt2"])
+@given(data=st.data())
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_json_files_with_a_value_nested_past_the_parser(tmp_path, fmt, data):
+    files = written(tmp_path, fmt)
+    name = data.draw(st.sampled_from([n for n in sorted(files) if n.endswith(".json")]))
+    parsed = json.loads(files[name])
+    path = data.draw(st.sampled_from(list(json_paths(parsed))))
+    depth = data.draw(st.sampled_from([50, 5_000, 100_000]))
+    text = json.dumps(replaced(parsed, path, "@NESTED@"))
+    files[name] = text.replace('"@NESTED@"', "[" * depth + "]" * depth).encode()
+    check(tmp_path, fmt, files)

@@ -8,6 +8,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
@@ -126,7 +127,10 @@ def read_text(path) -> str:
 
 
 def read_json(path):
-    """A JSON file's contents; a missing, truncated or binary file is a TokenizerFileError."""
+    """A JSON file's contents; a missing, truncated, binary or absurdly nested file is a
+    TokenizerFileError. A big file that is plainly no tokenizer (JSON lines, text, binary, or
+    past MAX_JSON_BYTES) is refused from its first bytes, not read whole into memory."""
+    _refuse_big_non_json(path)
     with open_for_reading(path, "r", encoding="utf-8") as fh:
         try:
             return json.load(fh)
@@ -135,6 +139,75 @@ def read_json(path):
         except UnicodeDecodeError as exc:
             raise TokenizerFileError(f"{path}: not UTF-8 text (byte offset {exc.start}), so not a JSON "
                                      f"tokenizer file") from None
+        except RecursionError:
+            raise TokenizerFileError(f"{path}, line {_line_past_depth(path)}: JSON nested more than "
+                                     f"{_DEEP} levels deep (too deep to read): not a tokenizer file") from None
+
+
+MAX_JSON_BYTES = 1 << 30    # the biggest tokenizer .json files are tens of MB: past this, it is none
+_SNIFF_BYTES = 1 << 16      # a file bigger than this is judged by its head before it is read whole
+
+
+def _refuse_big_non_json(path) -> None:
+    """A TokenizerFileError, before the whole file is read, for a big file that its size or its
+    first bytes show is no JSON tokenizer file (a small one is left to the parser's own message)."""
+    with open_for_reading(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        head = fh.read(_SNIFF_BYTES) if size > _SNIFF_BYTES else b""
+    if size > MAX_JSON_BYTES:
+        raise TokenizerFileError(f"{path}: {size:,} bytes, far past any tokenizer file (the biggest JSON ones are "
+                                 f"tens of MB); not a tokenizer file")
+    if not head:
+        return
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 3:             # not a character cut at the head's end
+            raise TokenizerFileError(f"{path}: not UTF-8 text (byte offset {exc.start}), so not a JSON "
+                                     f"tokenizer file") from None
+        text = head[:exc.start].decode("utf-8")
+    _refuse_json_lines(path, text)
+
+
+def _refuse_json_lines(path, text: str) -> None:
+    """A file's head that is no JSON object, or one followed by more (JSON lines: a corpus)."""
+    start = len(text) - len(text.lstrip())
+    if not text[start:].startswith("{"):
+        raise TokenizerFileError(f"{path}, line {text.count(chr(10), 0, start) + 1}: not valid JSON (a JSON tokenizer "
+                                 f"file is one object, starting with {{); not a tokenizer file")
+    try:
+        _, end = json.JSONDecoder().raw_decode(text, start)
+    except (ValueError, RecursionError):
+        return                                    # the first value goes on past the head: the parser will tell
+    more = len(text) - len(text[end:].lstrip())
+    if more < len(text):
+        raise TokenizerFileError(f"{path}, line {text.count(chr(10), 0, more) + 1}: more JSON after the first "
+                                 f"object (JSON lines, a corpus?): not a tokenizer file")
+
+
+_DEEP = 100                 # no tokenizer file nests JSON nearly so deep (they go 4 or 5 levels)
+_JSON_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[{\]}\n]')      # strings (skipped), brackets, newlines
+
+
+def _line_past_depth(path, depth: int = _DEEP) -> int:
+    """The line of a JSON file where its nesting first goes past ``depth`` levels (for the
+    message of a file too deeply nested to parse)."""
+    with open_for_reading(path, "rb") as fh:
+        data = fh.read()
+    level, line = 0, 1
+    for m in _JSON_TOKENS.finditer(data):
+        token = m.group()
+        if token == b"\n":
+            line += 1
+        elif token in (b"[", b"{"):
+            level += 1
+            if level > depth:
+                return line
+        elif token in (b"]", b"}"):
+            level -= 1
+        else:
+            line += token.count(b"\n")       # a string cannot hold one unescaped, but stay exact
+    return line
 
 
 def file_sha256(path: str | os.PathLike) -> str:
