@@ -16,6 +16,7 @@ import time
 import uuid
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 import bpe_fast
@@ -367,7 +368,7 @@ def test_a_truncated_zst_is_an_input_error_naming_the_file(tmp_path, frames, cap
     _, whole = zst_corpus(tmp_path, frames)
     cut = tmp_path / "cut.txt.zst"
     cut.write_bytes(whole[:len(whole) * 2 // 3])          # inside the last frame
-    tok = bpe_fast.train_from_iterator([small_text()], 300, workers=1)
+    tok = bpe_fast.train_from_iterator([small_text()], 300, workers=1, progress="none")
     truncated = "cut.txt.zst: .*truncated"
     with pytest.raises(bpe_fast.InputError, match=truncated):
         bpe_fast.count([cut], workers=1, progress="none")
