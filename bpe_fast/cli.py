@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -14,8 +15,9 @@ from pathlib import Path
 
 from . import formats
 from .cli_tools import add_tool_parsers
+from .continued import base_special_tokens
 from ._version import __version__
-from .errors import ArgumentError, BpeFastError, InputError, require
+from .errors import ArgumentError, BpeFastError, InputError, OutputError, require
 from .inputs import sources
 from .registry import load
 from .outputs import check_output
@@ -270,7 +272,7 @@ def _train_from_counts(args, options: dict, fmt: str):
         raise ArgumentError(f"{', '.join(given)}: a word table keeps the pattern and special tokens it was "
                             f"counted with; give them to `bpe-fast count`")
     table = WordTable.merge([WordTable.load(p) for p in args.counts])
-    formats.check_writable(fmt, table.pattern, table.special_tokens)      # before training
+    check_result_writable(args, fmt, options["base"], table.pattern, table.special_tokens)      # before training
     report = TrainReport(input_size=table.input_bytes)
     return train_from_table(table, _sizes(args), min_frequency=args.min_frequency, tie_break=args.tie_break,
                             progress=_progress(args), report=report, **options)
@@ -299,6 +301,52 @@ def check_tokenizer_output(path: str, fmt: str, inputs: list[str], option: str) 
             file.parent.mkdir()
         check_output(file, inputs, option)
     return files
+
+
+def check_result_writable(args, fmt: str, base, pattern, specials) -> None:
+    """Refuse, before training, a result the format of -o cannot hold: its pattern (the superword
+    pattern, with --superword-at), its special tokens (the base's too) and its ids."""
+    final = resolve(args.superword_pattern) if args.superword_at is not None else pattern
+    formats.check_writable(fmt, final, [*specials, *base_special_tokens(base, specials)])
+    why = _why_other_ids(base, specials, args.superword_at is not None)
+    if why and formats.by_name(fmt).needs_default_ids:
+        raise ArgumentError(f"-o {args.output}: {formats.by_name(fmt).title} numbers bytes 0..255 and merge m as "
+                            f"256 + m, but {why}; write another format (tokenizer.json, .tiktoken, bpe_fast JSON)")
+
+
+def _why_other_ids(base, specials, superword: bool) -> str | None:
+    """Why the trained tokenizer will not number bytes 0..255 and merge m 256 + m, if it will not."""
+    if base is not None and not (base.byte_ids.tolist() == list(range(256))
+                                 and base.merge_ids.tolist() == list(range(256, 256 + len(base.merges)))):
+        return "the base's tokens have other ids"
+    if base is not None and base.special_tokens:
+        return "the new tokens take ids after the base's special tokens"
+    if superword and specials:
+        return "superword training's stage two takes ids after stage one's special tokens"
+    return None
+
+
+def write_trained(toks: list, outputs: list[str], fmt: str) -> list[list[str]]:
+    """Write each trained tokenizer. Everything about the outputs was checked before training, but
+    the disk may fill up or a folder go meanwhile: then the training is not lost, but saved in a
+    new temporary folder, which the error names."""
+    try:
+        return [write_tokenizer(tok, path, fmt) for tok, path in zip(toks, outputs)]
+    except (BpeFastError, OSError) as exc:
+        raise OutputError(f"{exc}; {_save_elsewhere(toks)}") from None
+
+
+def _save_elsewhere(toks: list) -> str:
+    """Save the tokenizers in bpe_fast's JSON (which holds any) in a new temporary folder, and say where."""
+    folder = tempfile.mkdtemp(prefix="bpe-fast-trained-")
+    try:
+        saved = [formats.write(tok, os.path.join(folder, f"trained-{tok.vocab_size}.json"), formats.DEFAULT.name)[0]
+                 for tok in toks]
+    except (BpeFastError, OSError) as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        return f"saving the trained tokenizer elsewhere failed too ({exc})"
+    return (f"the trained tokenizer is saved instead as {', '.join(saved)} (bpe_fast's JSON: `bpe-fast convert` "
+            f"writes it in any format)")
 
 
 def write_tokenizer(tok, path: str, fmt: str) -> list[str]:
@@ -332,9 +380,9 @@ def cmd_train(args) -> int:
     outputs = _outputs(args, output)
     written = [check_tokenizer_output(path, fmt, [*args.inputs, *args.counts, *args.eval], "-o")  # before reading
                for path in outputs]
+    base = load(args.base, args.vocabs) if args.base else None        # the result holds its ids and specials
     if not args.counts:             # a word table's pattern and specials are checked once it is read
-        final = args.superword_pattern if args.superword_at is not None else args.pattern or DEFAULT_PATTERN
-        formats.check_writable(fmt, resolve(final), args.special)
+        check_result_writable(args, fmt, base, resolve(args.pattern or DEFAULT_PATTERN), args.special)
     if args.demo:
         print(f"demo: training a {args.vocab_size[-1]:,}-token vocabulary on {len(args.inputs)} files of the "
               f"Python standard library ({stdlib_root()}); it will be written to "
@@ -345,7 +393,6 @@ def cmd_train(args) -> int:
         require("matplotlib", "plot", "--plot")          # before training, not after it
     for path in args.eval:
         sources([path])
-    base = load(args.base, args.vocabs) if args.base else None
     options = dict(base=base, max_token_length=args.max_token_length)
     if args.superword_at is not None:
         if args.counts:
@@ -360,7 +407,7 @@ def cmd_train(args) -> int:
             result = train(args.inputs, _sizes(args), min_frequency=args.min_frequency, tie_break=args.tie_break,
                            **options, **count_options(args))
     toks = result if isinstance(result, list) else [result]
-    files = [write_tokenizer(tok, path, fmt) for tok, path in zip(toks, outputs)]
+    files = write_trained(toks, outputs, fmt)
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
     _summary(args, toks[-1], [f for group in files for f in group], fmt, time.perf_counter() - start)

@@ -215,6 +215,39 @@ def test_a_format_that_cannot_be_written_fails_before_training(tmp_path, capsys,
     assert list(tmp_path.iterdir()) == []
 
 
+def bases(tmp_path, reference) -> dict[str, str]:
+    """Bases to train on from: the reference (its special token after its merges), and one with a special token
+    GPT-2's files cannot hold; the named encodings, where their files are."""
+    reference.save(tmp_path / "base.json")
+    bpe_fast.Tokenizer(reference.merges, bpe_fast.GPT2, ["<s>"]).save(tmp_path / "odd.json")
+    return {"reference": str(tmp_path / "base.json"), "odd specials": str(tmp_path / "odd.json"),
+            "cl100k_base": "cl100k_base"}
+
+
+@pytest.mark.parametrize("base,args,message", [
+    ("reference", ["--vocab-size", "450", "-o", "x.model"],
+     "-o x.model: a minbpe .model file numbers bytes 0..255 and merge m as 256 + m, but the new tokens take ids "
+     "after the base's special tokens"),
+    ("cl100k_base", ["--vocab-size", "100300", "-o", "x.model"], "but the base's tokens have other ids"),
+    (None, ["--vocab-size", "450", "--superword-at", "300", "-o", "x.model"],
+     "but superword training's stage two takes ids after stage one's special tokens"),
+    ("odd specials", ["--vocab-size", "450", "-o", "x_vocab.bpe"], "'<s>' is not: save as tokenizer.json"),
+])
+def test_a_result_the_format_cannot_hold_fails_before_training(tmp_path, capsys, monkeypatch, reference, base, args,
+                                                               message):
+    if base == "cl100k_base" and vocab_dir() is None:
+        pytest.skip("needs the named encodings' files")
+    base_args = ["--base", bases(tmp_path, reference)[base]] if base else []
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setattr("bpe_fast.cli.train", lambda *a, **k: pytest.fail("trained before checking -o"))
+    assert main([*TRAIN[:2], *TRAIN[4:], *base_args, *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert list(work.iterdir()) == []
+
+
 def test_a_word_tables_pattern_is_checked_against_the_format_before_training(tmp_path, capsys, monkeypatch):
     assert main(["count", str(SMALL_CORPUS), "-o", str(tmp_path / "c.npz"), "-q", "--workers", "1"]) == 0
     monkeypatch.setattr("bpe_fast.cli.train_from_table", lambda *a, **k: pytest.fail("trained before checking -o"))
