@@ -26,7 +26,7 @@ from .paths import stdlib_root, stdlib_sources
 from .patterns import DEFAULT_PATTERN, known_names, name_of, resolve
 from .tokenizer import Tokenizer
 from .progress import MODES
-from .trainer import TIE_BREAKS, TrainReport, count, train, train_from_table
+from .trainer import TIE_BREAKS, TrainOptions, TrainReport, count, train, train_from_table
 from .wordtable import WordTable
 
 DEMO_VOCAB_SIZE = 4096
@@ -101,7 +101,7 @@ def add_input_options(p) -> None:
                         "or directories of them")
     p.add_argument("--pattern", default=None,
                    help=f"pre-tokenization: a name ({known_names()}; 'none': no split) or a regex "
-                        f"(default {DEFAULT_PATTERN}, as for `bpe-fast profile`)")
+                        f"(default {DEFAULT_PATTERN}, as for `bpe-fast profile`; train --base: the base's)")
     p.add_argument("--special", action="append", default=[], metavar="TOKEN",
                    help="a special token (repeatable): cut out of the text, never learned")
     p.add_argument("--lines", action="store_true",
@@ -230,10 +230,11 @@ def _progress(args) -> str:
     return "none" if args.quiet else args.progress
 
 
-def count_options(args) -> dict:
-    """The keyword arguments of ``count``/``train`` that the input options give."""
+def count_options(args, pattern=DEFAULT_PATTERN) -> dict:
+    """The keyword arguments of ``count``/``train`` that the input options give; ``pattern`` when
+    --pattern is not given (``...`` leaves it to ``train``: the base's, else cl100k)."""
     extra = {"block_size": args.block_size} if args.block_size else {}
-    return dict(pattern=args.pattern or DEFAULT_PATTERN, special_tokens=args.special, workers=args.workers,
+    return dict(pattern=args.pattern or pattern, special_tokens=args.special, workers=args.workers,
                 progress=_progress(args), errors=args.errors, lines=args.lines,
                 field=args.field, column=args.column, memory_budget=args.memory_budget,
                 client=_dask_client(args.scheduler), **extra)
@@ -301,6 +302,12 @@ def check_tokenizer_output(path: str, fmt: str, inputs: list[str], option: str) 
             file.parent.mkdir()
         check_output(file, inputs, option)
     return files
+
+
+def train_pattern(args, base):
+    """The pattern training splits text with: --pattern, else the base's, else cl100k, as the API
+    resolves it (``TrainOptions.resolved_pattern``)."""
+    return resolve(TrainOptions(0, pattern=args.pattern or ..., base=base).resolved_pattern)
 
 
 def check_result_writable(args, fmt: str, base, pattern, specials) -> None:
@@ -382,7 +389,7 @@ def cmd_train(args) -> int:
                for path in outputs]
     base = load(args.base, args.vocabs) if args.base else None        # the result holds its ids and specials
     if not args.counts:             # a word table's pattern and specials are checked once it is read
-        check_result_writable(args, fmt, base, resolve(args.pattern or DEFAULT_PATTERN), args.special)
+        check_result_writable(args, fmt, base, train_pattern(args, base), args.special)
     if args.demo:
         print(f"demo: training a {args.vocab_size[-1]:,}-token vocabulary on {len(args.inputs)} files of the "
               f"Python standard library ({stdlib_root()}); it will be written to "
@@ -405,7 +412,7 @@ def cmd_train(args) -> int:
             result = _train_from_counts(args, options, fmt)
         else:
             result = train(args.inputs, _sizes(args), min_frequency=args.min_frequency, tie_break=args.tie_break,
-                           **options, **count_options(args))
+                           **options, **count_options(args, pattern=...))
     toks = result if isinstance(result, list) else [result]
     files = write_trained(toks, outputs, fmt)
     for w in caught:

@@ -248,6 +248,18 @@ def test_a_result_the_format_cannot_hold_fails_before_training(tmp_path, capsys,
     assert list(work.iterdir()) == []
 
 
+@pytest.mark.parametrize("base,vocab_size", [("reference", 450), ("gpt2", 50300)])
+def test_training_on_from_a_base_splits_with_its_pattern_as_the_api_does(tmp_path, reference, base, vocab_size):
+    """Without --pattern, the base's (GPT-2's here), not cl100k: so its own format, GPT-2's files, can hold the result."""
+    if base == "gpt2" and vocab_dir() is None:
+        pytest.skip("needs the named encodings' files")
+    spec = bases(tmp_path, reference)[base] if base == "reference" else base
+    assert main(["train", str(SMALL_CORPUS), "--base", spec, "--vocab-size", str(vocab_size), "--workers", "1", "-q",
+                 "-o", str(tmp_path / "out/"), "--format", "gpt2"]) == 0
+    api = bpe_fast.train([SMALL_CORPUS], vocab_size, base=bpe_fast.load(spec), workers=1, progress="none")
+    assert api.pattern == bpe_fast.GPT2 and bpe_fast.load(tmp_path / "out" / "vocab.bpe") == api
+
+
 def test_a_word_tables_pattern_is_checked_against_the_format_before_training(tmp_path, capsys, monkeypatch):
     assert main(["count", str(SMALL_CORPUS), "-o", str(tmp_path / "c.npz"), "-q", "--workers", "1"]) == 0
     monkeypatch.setattr("bpe_fast.cli.train_from_table", lambda *a, **k: pytest.fail("trained before checking -o"))
