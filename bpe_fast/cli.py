@@ -5,6 +5,7 @@ Bad input ends with a one-line message and exit status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shutil
 import sys
@@ -14,6 +15,7 @@ import warnings
 from pathlib import Path
 
 from . import formats
+from .arguments import INT64_MAX, MAX_WORKERS
 from .cli_tools import add_tool_parsers
 from .continued import base_special_tokens
 from ._version import __version__
@@ -26,7 +28,8 @@ from .paths import stdlib_root, stdlib_sources
 from .patterns import DEFAULT_PATTERN, known_names, name_of, resolve
 from .tokenizer import Tokenizer
 from .progress import MODES
-from .trainer import TIE_BREAKS, TrainOptions, TrainReport, count, train, train_from_table
+from .counting import MAX_BLOCK_SIZE
+from .trainer import MAX_VOCAB_SIZE, TIE_BREAKS, TrainOptions, TrainReport, count, train, train_from_table
 from .wordtable import WordTable
 
 DEMO_VOCAB_SIZE = 4096
@@ -72,15 +75,37 @@ def _formats_help() -> str:
             + (f" (give {others})" if others else ""))
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad option or value is one line, as every other error (not the usage too)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _number(text: str, scale: int = 1) -> int:
+    """A whole number written as 32768, 1.5 (times ``scale``) or 1e5; ValueError if it is none."""
+    try:
+        return int(text) * scale                  # exact, however many digits
+    except ValueError:
+        value = float(text) * scale               # ValueError for words
+    if not math.isfinite(value) or (scale == 1 and not value.is_integer()):
+        raise ValueError(text)
+    return int(value)
+
+
 def parse_sizes(text: str) -> list[int]:
     """Vocabulary sizes: "32768", "32k" (k = 1024), or several: "8k,16k,32k"."""
     sizes = []
     for part in text.split(","):
         part = part.strip().lower()
         try:
-            sizes.append(int(float(part[:-1]) * 1024) if part.endswith("k") else int(part))
+            size = _number(part[:-1], 1024) if part.endswith("k") else _number(part)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{part!r} is not a vocabulary size (e.g. 32768, 32k, 8k,16k)") from None
+        if size > MAX_VOCAB_SIZE:
+            raise argparse.ArgumentTypeError(f"{part} is too large: token ids are 32-bit, so a vocabulary holds at "
+                                             f"most {MAX_VOCAB_SIZE:,} tokens")
+        sizes.append(size)
     return sizes
 
 
@@ -89,9 +114,25 @@ def parse_bytes(text: str) -> int:
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
     text = text.strip().upper().removesuffix("B")
     try:
-        return int(float(text[:-1]) * units[text[-1]]) if text and text[-1] in units else int(text)
+        size = _number(text[:-1], units[text[-1]]) if text and text[-1] in units else _number(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 512M, 2G)") from None
+    if not 0 < size <= INT64_MAX:
+        raise argparse.ArgumentTypeError(f"{text} is out of range: a size is from 1 byte to 8 EiB (2**63 - 1 bytes)")
+    return size
+
+
+def whole_number(low: int, high: int, what: str):
+    """The type of an integer option from ``low`` to ``high`` (a number of ``what``)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is out of range: {low:,} to {high:,} {what}")
+        return value
+    return parse
 
 
 def add_input_options(p) -> None:
@@ -110,13 +151,14 @@ def add_input_options(p) -> None:
     p.add_argument("--column", default="text", help="Parquet: the column that holds the text (default text)")
     p.add_argument("--errors", choices=("strict", "replace"), default="strict",
                    help="invalid UTF-8: stop with an error (strict, the default) or replace the bytes")
-    p.add_argument("--workers", type=int, default=None, help="counting processes (default: one per CPU)")
+    p.add_argument("--workers", type=whole_number(1, MAX_WORKERS, "processes"), default=None,
+                   help="counting processes (default: one per CPU)")
     p.add_argument("--memory-budget", type=parse_bytes, default=None, metavar="SIZE",
                    help="memory each counting process may use before it writes its table to a temporary file "
                         "(e.g. 512M; default: a third of the free memory, shared)")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="count on this Dask scheduler (tcp://host:8786); the files must be readable there")
-    p.add_argument("--block-size", type=int, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--block-size", type=whole_number(1, MAX_BLOCK_SIZE, "bytes"), default=None, help=argparse.SUPPRESS)
     p.add_argument("--progress", choices=MODES, default="auto",
                    help="bar: progress bars; json: one JSON line per update on stderr; none; auto (the "
                         "default): bars on a terminal")
@@ -144,7 +186,7 @@ def add_train_parser(sub) -> None:
     t.add_argument("--vocabs", default=None, metavar="FOLDER",
                    help="folder of the named encodings' files, for --base (default: $BPE_FAST_VOCABS, "
                         "tiktoken's cache, the shared vocabs/; see the README)")
-    t.add_argument("--max-token-length", type=int, default=None, metavar="BYTES",
+    t.add_argument("--max-token-length", type=whole_number(1, INT64_MAX, "bytes"), default=None, metavar="BYTES",
                    help="learn no token longer than this many bytes")
     t.add_argument("--superword-at", type=int, default=None, metavar="SIZE",
                    help="learn superword tokens (SuperBPE): with --pattern up to SIZE, then across words "
@@ -197,7 +239,7 @@ SUBCOMMANDS = [add_train_parser, add_count_parser, add_convert_parser, add_tool_
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="bpe-fast", description="Train byte-pair-encoding tokenizers fast.")
+    parser = OneLineParser(prog="bpe-fast", description="Train byte-pair-encoding tokenizers fast.")
     parser.add_argument("--version", action="version", version=f"bpe-fast {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for add_parsers in SUBCOMMANDS:

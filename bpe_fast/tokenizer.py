@@ -19,7 +19,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 import numpy as np
 import regex
 
-from . import formats
+from . import arguments, formats
 from ._encode import OUTPUT_ARRAY as OUT_ARRAY, OUTPUT_COUNT as OUT_COUNT, OUTPUT_LIST as OUT_LIST
 from ._encode import MergeEncoder, SpecialSet
 from .errors import ArgumentError, ArgumentTypeError, EncodingError, VocabularyError, naming_file
@@ -81,9 +81,7 @@ def _check_str(text, name: str) -> None:
 def _check_workers(workers) -> int:
     if workers is None:
         return os.cpu_count() or 1
-    if not isinstance(workers, (int, np.integer)) or isinstance(workers, bool) or workers < 1:
-        raise ArgumentError(f"workers must be a positive integer, got {workers!r}")
-    return int(workers)
+    return arguments.workers(workers)
 
 
 class Tokenizer:

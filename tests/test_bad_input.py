@@ -1,6 +1,7 @@
 """Bad input gets a clear error naming the file or argument; the CLI never shows a traceback."""
 from __future__ import annotations
 
+import io
 import os
 import subprocess
 import sys
@@ -277,3 +278,79 @@ def test_decode_takes_integers_of_every_kind():
 def test_special_tokens_given_as_a_set_are_refused():
     with pytest.raises(bpe_fast.ArgumentTypeError, match="not a set"):
         bpe_fast.train_from_iterator(["abc"], 300, special_tokens={"<a>", "<b>"})
+
+
+# -- reliability round 3: found by a hostile probe -----------------------------------------------
+
+HUGE = 10**20
+
+
+def small_table() -> bpe_fast.WordTable:
+    return bpe_fast.WordTable.from_words([b"ab", b"ab", b"abc"])
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda f: bpe_fast.train([f], HUGE), f"vocab_size={HUGE} is too large: token ids are 32-bit, so a "
+                                          f"vocabulary holds at most 2,147,483,647 tokens"),
+    (lambda f: bpe_fast.train_from_iterator(["ab ab"], 2**31), "vocab_size=2147483648 is too large"),
+    (lambda f: bpe_fast.train_from_table(small_table(), HUGE), "at most 2,147,483,647 tokens"),
+    (lambda f: bpe_fast.train([f], 300, max_token_length=HUGE), "max_token_length must be a positive number of "
+                                                                "bytes (at most 2**63 - 1)"),
+    (lambda f: bpe_fast.train([f, f], 300, workers=HUGE, block_size=4), "workers must be at most 4,096"),
+    (lambda f: bpe_fast.train_from_iterator(["ab ab"], 300, workers=HUGE), "workers must be at most 4,096"),
+    (lambda f: bpe_fast.Tokenizer([]).encode_batch(["a", "b"], workers=HUGE), "workers must be at most 4,096"),
+    (lambda f: bpe_fast.count(f, block_size=HUGE), "block_size must be at most 1,073,741,824"),
+    (lambda f: bpe_fast.count(f, memory_budget=HUGE**2), "memory_budget must be a number of bytes from 1 MiB"),
+])
+def test_huge_numbers_are_an_argument_error_naming_the_argument(tmp_path, call, message):
+    corpus = write(tmp_path, "c.txt", b"ab ab abc\n" * 10)
+    with pytest.raises(bpe_fast.ArgumentError) as caught:
+        call(corpus)
+    assert message in str(caught.value)
+
+
+def run_cli(args: list[str], capsys) -> tuple[int, str]:
+    """bpe-fast's exit status and standard error (argparse's errors exit rather than return)."""
+    try:
+        code = main(args)
+    except SystemExit as exc:
+        code = exc.code
+    return code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--vocab-size", "1e20"], "argument --vocab-size: 1e20 is too large: token ids are 32-bit, so a vocabulary "
+                               "holds at most 2,147,483,647 tokens"),
+    (["--vocab-size", "3000000000"], "argument --vocab-size: 3000000000 is too large"),
+    (["--vocab-size", "infk"], "argument --vocab-size: 'infk' is not a vocabulary size"),
+    (["--vocab-size", "300.5"], "argument --vocab-size: '300.5' is not a vocabulary size"),
+    (["--memory-budget", "infG"], "argument --memory-budget: 'INFG' is not a size"),
+    (["--memory-budget", "nan"], "argument --memory-budget: 'NAN' is not a size"),
+    (["--memory-budget=-5G"], "argument --memory-budget: -5G is out of range: a size is from 1 byte to 8 EiB"),
+    (["--memory-budget", "1e30G"], "argument --memory-budget: 1E30G is out of range"),
+    (["--max-token-length", str(HUGE)], f"argument --max-token-length: {HUGE} is out of range: 1 to "
+                                         f"9,223,372,036,854,775,807 bytes"),
+    (["--workers", str(HUGE)], f"argument --workers: {HUGE} is out of range: 1 to 4,096 processes"),
+    (["--block-size", str(HUGE)], f"argument --block-size: {HUGE} is out of range: 1 to 1,073,741,824 bytes"),
+])
+def test_cli_huge_numbers_are_one_line_naming_the_option(tmp_path, capsys, monkeypatch, args, message):
+    monkeypatch.setattr("bpe_fast.cli.train", lambda *a, **k: pytest.fail("trained with a bad number"))
+    corpus = write(tmp_path, "c.txt", b"ab ab abc\n")
+    if "--vocab-size" not in args:
+        args = ["--vocab-size", "300", *args]
+    code, err = run_cli(["train", str(corpus), "-o", str(tmp_path / "t.json"), "-q", *args], capsys)
+    assert code == 2 and err.startswith("bpe-fast train: error: ") and err.count("\n") == 1, err
+    assert message in err
+
+
+@pytest.mark.parametrize("args,message", [
+    (["profile", "--merges", str(HUGE)], "--merges must be a positive number of merges (at most 2,147,483,391"),
+    (["profile", "--chars", str(HUGE)], "--chars must be a positive number of characters (at most"),
+    (["profile", "--budget", "nan"], "--budget must be >= 0 seconds"),
+    (["encode", "-t", "gpt2", "--workers", str(HUGE)], "workers must be at most 4,096"),
+])
+def test_cli_huge_numbers_of_other_commands(tmp_path, capsys, monkeypatch, args, message):
+    monkeypatch.setattr("bpe_fast.cli_tools.load", lambda *a: bpe_fast.Tokenizer([]))
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"ab")))
+    code, err = run_cli(args, capsys)
+    assert code == 2 and message in err and err.count("\n") == 1, err
