@@ -290,6 +290,8 @@ def _dask_client(address: str | None):
         return distributed.Client(address, timeout="10s")
     except (OSError, TimeoutError) as exc:
         raise ArgumentError(f"--scheduler {address}: cannot connect ({exc})") from None
+    except (ValueError, TypeError) as exc:      # dask's word for a malformed address or unknown scheme
+        raise ArgumentError(f"--scheduler {address}: not a scheduler address, such as tcp://host:8786 ({exc})") from None
 
 
 def cmd_count(args) -> int:

@@ -354,3 +354,14 @@ def test_cli_huge_numbers_of_other_commands(tmp_path, capsys, monkeypatch, args,
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"ab")))
     code, err = run_cli(args, capsys)
     assert code == 2 and message in err and err.count("\n") == 1, err
+
+
+@pytest.mark.parametrize("address", ["tcp://[::1", "foo://x", ":::::", "tcp://host:notaport",
+                                     pytest.param("tcp://no-such-host.invalid:8786", marks=pytest.mark.slow)])
+def test_a_bad_scheduler_is_one_line_naming_it(tmp_path, capsys, monkeypatch, address):
+    pytest.importorskip("dask.distributed", reason="--scheduler needs dask: pip install 'bpe_fast[dask]'")
+    monkeypatch.setattr("bpe_fast.cli.train", lambda *a, **k: pytest.fail("trained without a scheduler"))
+    corpus = write(tmp_path, "c.txt", b"ab ab abc\n")
+    code, err = run_cli(["train", str(corpus), "--vocab-size", "300", "-o", str(tmp_path / "t.json"), "-q",
+                         "--scheduler", address], capsys)
+    assert code == 2 and err.startswith(f"bpe-fast train: error: --scheduler {address}: ") and err.count("\n") == 1
