@@ -25,7 +25,8 @@ from ._encode import MergeEncoder, SpecialSet
 from .errors import ArgumentError, ArgumentTypeError, EncodingError, VocabularyError, naming_file
 from .formats import Vocabulary
 from .patterns import whole_matches
-from .pretokenize import NATIVE, REGEX, WHOLE, Splitter, char_classes, special_splitter, special_token_list
+from .pretokenize import (NATIVE, REGEX, WHOLE, Splitter, char_classes, check_encodable, special_splitter,
+                          special_token_list)
 
 
 def _as_ids(values, what: str) -> np.ndarray:
@@ -199,6 +200,7 @@ class Tokenizer:
         for s, i in specials.items():
             if not isinstance(s, str) or not s:
                 raise VocabularyError(f"special token {s!r} must be a non-empty string")
+            check_encodable(s, VocabularyError)
             if not isinstance(i, (int, np.integer)) or isinstance(i, bool) or i < 0:
                 raise VocabularyError(f"special token {s!r} has id {i!r}; ids are non-negative integers")
             _check_id_range(int(i), len(self._vocab) + len(specials), f"special token {s!r} has id")
