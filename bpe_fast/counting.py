@@ -61,8 +61,8 @@ def to_utf8(text: str, errors: str, where: str) -> bytes:
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        if errors == "replace":
-            return text.encode("utf-8", errors="replace")
+        if errors == "replace":      # U+FFFD, as the encoder (and tiktoken) make it; str.encode would give "?"
+            return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
         raise InputError(f"{where}: lone surrogate {text[exc.start]!r} at character {exc.start} "
                          f"cannot be UTF-8 encoded; pass errors='replace' to replace it") from None
 
