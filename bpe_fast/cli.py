@@ -291,7 +291,7 @@ def _dask_client(address: str | None):
     except (OSError, TimeoutError) as exc:
         raise ArgumentError(f"--scheduler {address}: cannot connect ({exc})") from None
     except (ValueError, TypeError) as exc:      # dask's word for a malformed address or unknown scheme
-        raise ArgumentError(f"--scheduler {address}: not a scheduler address, such as tcp://host:8786 ({exc})") from None
+        raise ArgumentError(f"--scheduler {address}: not a scheduler address such as tcp://host:8786 ({exc})") from None
 
 
 def cmd_count(args) -> int:

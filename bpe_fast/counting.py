@@ -163,7 +163,7 @@ def merge_parts(paths: list[str], config: CountConfig, input_size: int) -> WordT
 def make_config(pattern, special_tokens, errors: str = "strict", lines: bool = False,
                 memory_budget: int | None = None) -> CountConfig:
     """The checked settings of a count: any bad argument fails here, before anything is read."""
-    if errors not in ("strict", "replace"):
+    if not isinstance(errors, str) or errors not in ("strict", "replace"):
         raise ArgumentError(f"errors must be 'strict' or 'replace', got {errors!r}")
     if memory_budget is not None:
         memory_budget = arguments.integer(memory_budget, "memory_budget")

@@ -122,7 +122,7 @@ class TrainOptions:
         for size in self.sizes:
             self._check_size(size)
         self._check_counts()
-        if self.tie_break not in TIE_BREAKS:
+        if not isinstance(self.tie_break, str) or self.tie_break not in TIE_BREAKS:
             raise ArgumentError(f"tie_break must be one of {tuple(TIE_BREAKS)}, got {self.tie_break!r}")
         if self.max_token_length is not None and not (_is_int(self.max_token_length)
                                                       and 1 <= self.max_token_length <= INT64_MAX):
@@ -184,6 +184,9 @@ def count(inputs: str | os.PathLike | Iterable[str | os.PathLike], *, pattern: s
     if not paths:
         raise EmptyCorpusError("no input files given")
     block_size = arguments.integer(block_size, "block_size", 1, MAX_BLOCK_SIZE)
+    for name, value in (("field", field), ("column", column)):
+        if not isinstance(value, str):
+            raise ArgumentTypeError(f"{name} must be a str (the name holding the text), got {value!r}")
     workers = None if workers is None else arguments.workers(workers)
     found = sources(paths, field, column)                   # every input checked before any is read
     if client is not None:

@@ -386,3 +386,106 @@ def test_cli_a_special_token_that_is_no_utf8_is_one_line(tmp_path, capsys):
                          str(tmp_path / "t.json"), "-q"], capsys)
     assert code == 2 and "special token '\\udcff' holds a lone surrogate" in err and err.count("\n") == 1
     assert not (tmp_path / "t.json").exists()
+
+
+# API misuse: every wrong type or value is a BpeFastError naming the argument (ArgumentTypeError is
+# also a TypeError, ArgumentError a ValueError), never a bare TypeError, AttributeError or IndexError.
+
+TOK = bpe_fast.Tokenizer([[97, 98]], special_tokens=["<s>"])
+TABLE = bpe_fast.WordTable.from_words([b"ab", b"ab", b"abc"])
+
+MISUSE = {
+    "train(None)": (lambda: bpe_fast.train(None, 300), "inputs must be a file name or a list of them"),
+    "train(5)": (lambda: bpe_fast.train(5, 300), "inputs must be a file name or a list of them, got int"),
+    "train(tie_break=[])": (lambda: bpe_fast.train_from_iterator(["a"], 300, tie_break=[]), "tie_break must be one of"),
+    "train(special_tokens=5)": (lambda: bpe_fast.train_from_iterator(["a"], 300, special_tokens=5),
+                                "special_tokens must be a list of strings, got int"),
+    "train_from_iterator(None)": (lambda: bpe_fast.train_from_iterator(None, 300), "docs must be an iterable"),
+    "train_from_iterator(batch_chars=None)": (lambda: bpe_fast.train_from_iterator(["a"], 300, batch_chars=None),
+                                              "batch_chars must be an integer, got None"),
+    "count(None)": (lambda: bpe_fast.count(None), "inputs must be a file name or a list of them"),
+    "count(field=5)": (lambda: bpe_fast.count(["x.jsonl"], field=5), "field must be a str"),
+    "count_from_iterator(5)": (lambda: bpe_fast.count_from_iterator(5), "docs must be an iterable of documents"),
+    "load(None)": (lambda: bpe_fast.load(None), "name_or_path must be a file name (str or os.PathLike), got NoneType"),
+    "load(b'gpt2')": (lambda: bpe_fast.load(b"gpt2"), "name_or_path must be a file name"),
+    "load(path=5)": (lambda: bpe_fast.load("gpt2", 5), "path must be a file name"),
+    "Tokenizer(special_tokens=5)": (lambda: bpe_fast.Tokenizer([], special_tokens=5), "special_tokens must be a list"),
+    "Tokenizer.load(5)": (lambda: bpe_fast.Tokenizer.load(5), "path must be a file name"),   # not file descriptor 5
+    "from_tiktoken(None)": (lambda: bpe_fast.Tokenizer.from_tiktoken(None, pattern="gpt2"), "path must be"),
+    "from_gpt2(None, None)": (lambda: bpe_fast.Tokenizer.from_gpt2(None, None), "encoder_json must be a file name"),
+    "from_huggingface(None)": (lambda: bpe_fast.Tokenizer.from_huggingface(None), "path must be a file name"),
+    "from_minbpe(None)": (lambda: bpe_fast.Tokenizer.from_minbpe(None), "path must be a file name"),
+    "from_ranks(None)": (lambda: bpe_fast.Tokenizer.from_ranks(None), "ranks must be a mapping"),
+    "encode_batch(None)": (lambda: TOK.encode_batch(None), "texts must be a list of str, got NoneType"),
+    "encode(allowed_special=None)": (lambda: TOK.encode("a", allowed_special=None), "allowed_special takes \"all\""),
+    "encode(disallowed_special=5)": (lambda: TOK.encode("a", disallowed_special=5), "disallowed_special takes"),
+    "encode(disallowed_special={5})": (lambda: TOK.encode("a", disallowed_special={5}),
+                                       "disallowed_special holds 5, which is no special token"),
+    "decode(errors=5)": (lambda: TOK.decode([97], errors=5), "errors must be the name of an error handler"),
+    "decode(errors='bogus')": (lambda: TOK.decode([97], errors="bogus"), "errors='bogus' is no error handler"),
+    "token_bytes(None)": (lambda: TOK.token_bytes(None), "token must be an integer, got None"),
+    "token_bytes(-1)": (lambda: TOK.token_bytes(-1), "token id -1 (position 0) is not in the vocabulary"),
+    "save(None)": (lambda: TOK.save(None), "path must be a file name"),
+    "truncated(None)": (lambda: TOK.truncated(None), "vocab_size must be an integer, got None"),
+    "encode_files(None, ...)": (lambda: bpe_fast.encode_files(None, ["x"]), "tokenizer must be a Tokenizer"),
+    "encode_files(paths=None)": (lambda: bpe_fast.encode_files(TOK, None), "paths must be a file name or a list"),
+    "encode_files(output=5)": (lambda: bpe_fast.encode_files(TOK, ["x"], 5), "output must be a file name"),
+    "encode_files(errors='bogus')": (lambda: bpe_fast.encode_files(TOK, ["x"], errors="bogus"),
+                                     "errors must be one of"),
+    "encode_files(progress='bogus')": (lambda: bpe_fast.encode_files(TOK, ["x"], progress="bogus"), "progress must be"),
+    "load_bin(None)": (lambda: bpe_fast.load_bin(None), "path must be a file name"),
+    "load_bin(missing)": (lambda: bpe_fast.load_bin("no/such.bin"), "no/such.bin: no such file"),
+    "WordTable.from_counts(None)": (lambda: bpe_fast.WordTable.from_counts(None), "counts must be a mapping"),
+    "WordTable.from_counts({'a': 1})": (lambda: bpe_fast.WordTable.from_counts({"a": 1}), "chunks are bytes"),
+    "WordTable.from_counts({b'a': -1})": (lambda: bpe_fast.WordTable.from_counts({b"a": -1}),
+                                          "counts[b'a'] must be at least 0, got -1"),
+    "WordTable.from_counts({b'a': 1.5})": (lambda: bpe_fast.WordTable.from_counts({b"a": 1.5}), "must be an integer"),
+    "WordTable.from_counts({b'a': 10**20})": (lambda: bpe_fast.WordTable.from_counts({b"a": 10**20}), "at most"),
+    "WordTable.from_words(b'ab')": (lambda: bpe_fast.WordTable.from_words(b"ab"), "words must be an iterable"),
+    "WordTable.from_words(['a'])": (lambda: bpe_fast.WordTable.from_words(["a"]), "chunks are bytes"),
+    "WordTable.merge([None])": (lambda: bpe_fast.WordTable.merge([None]), "WordTable.merge adds word tables"),
+    "WordTable.merge_files([5])": (lambda: bpe_fast.WordTable.merge_files([5]), "paths[0] must be a file name"),
+    "WordTable.word(None)": (lambda: TABLE.word(None), "i must be an integer, got None"),
+    "WordTable.word(10**20)": (lambda: TABLE.word(10**20), "i must be at most 1"),
+    "WordTable.save(None)": (lambda: TABLE.save(None), "path must be a file name"),
+    "WordTable.load(5)": (lambda: bpe_fast.WordTable.load(5), "path must be a file name"),
+}
+
+
+@pytest.mark.parametrize("call,message", MISUSE.values(), ids=MISUSE.keys())
+def test_api_misuse_is_a_bpe_fast_error_naming_the_argument(call, message):
+    with pytest.raises(bpe_fast.BpeFastError) as caught:
+        call()
+    assert message in str(caught.value)
+
+
+def test_numpy_integers_are_integers_everywhere():
+    two = np.int64(2)
+    docs = ["the cat sat on the mat"] * 50
+    tok = bpe_fast.train_from_iterator(docs, np.int64(266), workers=two, batch_chars=np.int32(100),
+                                       memory_budget=np.int64(1 << 30), progress="none")
+    assert tok == bpe_fast.train_from_iterator(docs, 266, workers=1, progress="none")
+    table = bpe_fast.count_from_iterator(docs, workers=two, batch_chars=100, progress="none")
+    assert bpe_fast.train_from_table(table, np.uint16(266), max_token_length=np.int8(20), progress="none") == tok
+    assert tok.truncated(np.int64(260)) == tok.truncated(260)
+    assert tok.token_bytes(np.int64(97)) == b"a" and table.word(np.int64(-1)) == table.word(len(table) - 1)
+    assert tok.encode_batch(["ab"] * 3, workers=two) == [tok.encode("ab")] * 3
+
+
+@pytest.mark.parametrize("pattern", ["cl100k", r"\w+|\W+"])            # the native encoder and the regex path
+def test_str_subclasses_are_text_on_every_encode_path(pattern):
+    """tiktoken takes numpy.str_ (a str subclass); so does every encode method."""
+    tok = bpe_fast.train_from_iterator(["hi there <s> hi"] * 20, 261, pattern=pattern, special_tokens=["<s>"],
+                                       workers=1, progress="none")
+    text, ids = np.str_("hi there <s>"), tok.encode("hi there <s>", allowed_special="all")
+    assert tok.encode(text, allowed_special="all") == ids and tok.count_tokens(text, allowed_special="all") == len(ids)
+    assert tok.encode_to_numpy(text, allowed_special="all").tolist() == ids
+    assert tok.encode_ordinary(text) == tok.encode_ordinary(str(text))
+    assert tok.encode_batch([text, "hi"], allowed_special="all") == [ids, tok.encode("hi")]
+    assert tok.encode_ordinary_batch([text]) == [tok.encode_ordinary(str(text))]
+    flat, offsets = tok.encode_batch_to_numpy([text], allowed_special="all")
+    assert flat.tolist() == ids and tok.count_tokens_batch([text], allowed_special="all").tolist() == [len(ids)]
+
+
+def test_disallowed_special_none_means_none_disallowed_as_in_tiktoken():
+    assert TOK.encode("<s>", disallowed_special=None) == TOK.encode("<s>", disallowed_special=())

@@ -250,7 +250,7 @@ def test_a_result_the_format_cannot_hold_fails_before_training(tmp_path, capsys,
 
 @pytest.mark.parametrize("base,vocab_size", [("reference", 450), ("gpt2", 50300)])
 def test_training_on_from_a_base_splits_with_its_pattern_as_the_api_does(tmp_path, reference, base, vocab_size):
-    """Without --pattern, the base's (GPT-2's here), not cl100k: so its own format, GPT-2's files, can hold the result."""
+    """Without --pattern, the base's (GPT-2's here), not cl100k: so GPT-2's files can hold the result."""
     if base == "gpt2" and vocab_dir() is None:
         pytest.skip("needs the named encodings' files")
     spec = bases(tmp_path, reference)[base] if base == "reference" else base

@@ -386,7 +386,8 @@ def test_a_read_only_file_is_not_replaced(tmp_path):
 
         assert as_another_user(save) == (f"OutputError: {path}: cannot write: permission denied (the file is "
                                          f"read-only; it is left as it was)")
-        assert as_another_user(cli) == f"2 bpe-fast train: error: -o {path}: the file is read-only: it cannot be replaced\n"
+        assert as_another_user(cli) == f"2 bpe-fast train: error: -o {path}: the file is read-only: it cannot be " \
+                                       f"replaced\n"
         assert path.read_text() == "precious" and os.listdir(folder) == ["kept.json"]
     finally:
         shutil.rmtree(folder)

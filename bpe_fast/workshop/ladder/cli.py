@@ -57,7 +57,8 @@ def _check_output(path: str | None, option: str) -> None:
 def check_args(args) -> list:
     """Fail before any work, with the option at fault named; returns the rungs to run."""
     if not 0 < args.chars <= sys.maxsize:
-        raise BpeFastError(f"--chars must be a positive number of characters (at most {sys.maxsize:,}), not {args.chars}")
+        raise BpeFastError(f"--chars must be a positive number of characters (at most {sys.maxsize:,}), "
+                           f"not {args.chars}")
     if not 0 < args.merges <= MAX_MERGES:
         raise BpeFastError(f"--merges must be a positive number of merges (at most {MAX_MERGES:,}: token ids are "
                            f"32-bit), not {args.merges}")
