@@ -372,19 +372,23 @@ def test_a_bad_scheduler_is_one_line_naming_it(tmp_path, capsys, monkeypatch, ad
     lambda: bpe_fast.count_from_iterator(["ab ab"], special_tokens=["x\udcff"]),
     lambda: bpe_fast.Tokenizer([], special_tokens=["\ud800"]),
     lambda: bpe_fast.Tokenizer([], special_tokens={"\ud800": 256}),
+    lambda: bpe_fast.train_from_iterator(["ab ab"], 300, pattern="\\w+|\ud800"),
 ])
 def test_a_special_token_with_a_lone_surrogate_is_refused_when_given(make):
-    """Not a UnicodeEncodeError later, when counting, encoding or saving."""
+    """Not a UnicodeEncodeError later, when counting, encoding or saving (nor a pattern with one, which
+    trained and then could not be saved)."""
     with pytest.raises((bpe_fast.ArgumentError, bpe_fast.VocabularyError), match="holds a lone surrogate"):
         make()
 
 
-def test_cli_a_special_token_that_is_no_utf8_is_one_line(tmp_path, capsys):
+@pytest.mark.parametrize("option,message", [("--special", "special token '\\udcff' holds a lone surrogate"),
+                                            ("--pattern", "pattern '\\udcff' holds a lone surrogate")])
+def test_cli_a_special_token_or_pattern_that_is_no_utf8_is_one_line(tmp_path, capsys, option, message):
     """Bytes of argv that are no UTF-8 reach Python as lone surrogates ("\\udcff")."""
     corpus = write(tmp_path, "c.txt", b"ab ab abc\n")
-    code, err = run_cli(["train", str(corpus), "--vocab-size", "300", "--special", "\udcff", "-o",
+    code, err = run_cli(["train", str(corpus), "--vocab-size", "300", option, "\udcff", "-o",
                          str(tmp_path / "t.json"), "-q"], capsys)
-    assert code == 2 and "special token '\\udcff' holds a lone surrogate" in err and err.count("\n") == 1
+    assert code == 2 and message in err and err.count("\n") == 1
     assert not (tmp_path / "t.json").exists()
 
 
