@@ -385,6 +385,9 @@ def write_trained(toks: list, outputs: list[str], fmt: str) -> list[list[str]]:
         return [write_tokenizer(tok, path, fmt) for tok, path in zip(toks, outputs)]
     except (BpeFastError, OSError) as exc:
         raise OutputError(f"{exc}; {_save_elsewhere(toks)}") from None
+    except Exception:                  # a bug in a writer: its traceback stays, but the training is kept
+        print(f"bpe-fast train: {_save_elsewhere(toks)}", file=sys.stderr)
+        raise
 
 
 def _save_elsewhere(toks: list) -> str:
@@ -393,7 +396,7 @@ def _save_elsewhere(toks: list) -> str:
     try:
         saved = [formats.write(tok, os.path.join(folder, f"trained-{tok.vocab_size}.json"), formats.DEFAULT.name)[0]
                  for tok in toks]
-    except (BpeFastError, OSError) as exc:
+    except Exception as exc:           # whatever stops this too, the first error is the one to report
         shutil.rmtree(folder, ignore_errors=True)
         return f"saving the trained tokenizer elsewhere failed too ({exc})"
     return (f"the trained tokenizer is saved instead as {', '.join(saved)} (bpe_fast's JSON: `bpe-fast convert` "

@@ -416,6 +416,20 @@ def test_writing_that_fails_after_training_saves_the_result_elsewhere(tmp_path, 
         shutil.rmtree(saved.parent)
 
 
+def test_a_writer_that_fails_with_a_bug_keeps_its_traceback_and_the_training(tmp_path, monkeypatch, capsys):
+    def broken_writer(*args, **kwargs):
+        raise KeyError("a bug in a writer")
+
+    monkeypatch.setattr("bpe_fast.cli.write_tokenizer", broken_writer)
+    with pytest.raises(KeyError, match="a bug in a writer"):
+        main(["train", str(SMALL_CORPUS), "--vocab-size", "300", "--workers", "1", "-o", str(tmp_path / "t.json")])
+    saved = Path(re.search(r"saved instead as (\S+\.json)", capsys.readouterr().err).group(1))
+    try:
+        assert bpe_fast.load(saved).vocab_size == 300
+    finally:
+        shutil.rmtree(saved.parent)
+
+
 # -- 5. the command line: no tracebacks for what a user can cause ----------------------------------
 
 def test_huge_min_frequency_is_not_an_overflow(tmp_path, capsys):
