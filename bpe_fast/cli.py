@@ -22,7 +22,7 @@ from ._version import __version__
 from .errors import ArgumentError, BpeFastError, InputError, OutputError, require
 from .inputs import sources
 from .registry import load
-from .outputs import check_output
+from .outputs import atomic_open, check_output
 from .workshop.ladder.cli import add_profile_parser
 from .paths import stdlib_root, stdlib_sources
 from .patterns import DEFAULT_PATTERN, known_names, name_of, resolve
@@ -300,12 +300,24 @@ def cmd_count(args) -> int:
     check_output(args.output, args.inputs, "-o")   # before reading anything
     start = time.perf_counter()
     table = count(args.inputs, **count_options(args))
-    table.save(args.output)
+    save_counts(table, args.output)
     print(f"counted    {table.input_bytes:,} bytes from {len(args.inputs)} input(s) in "
           f"{time.perf_counter() - start:.2f}s", file=sys.stdout)
     print(f"chunks     {table.total_chunks:,} ({len(table):,} unique, pattern {name_of(table.pattern)})")
     print(f"saved      {os.path.abspath(args.output)} ({os.path.getsize(args.output):,} bytes)")
     return 0
+
+
+def save_counts(table: WordTable, path: str) -> None:
+    """Write the word table; if that fails now, after counting, it is saved in a temporary folder instead."""
+    def save(folder: str) -> list[str]:
+        table.save(os.path.join(folder, "counts.npz"))
+        return [os.path.join(folder, "counts.npz")]
+
+    try:
+        table.save(path)
+    except (BpeFastError, OSError) as exc:
+        raise OutputError(f"{exc}; {_save_elsewhere(save, 'word table')}") from None
 
 
 def _train_from_counts(args, options: dict, fmt: str):
@@ -384,23 +396,28 @@ def write_trained(toks: list, outputs: list[str], fmt: str) -> list[list[str]]:
     try:
         return [write_tokenizer(tok, path, fmt) for tok, path in zip(toks, outputs)]
     except (BpeFastError, OSError) as exc:
-        raise OutputError(f"{exc}; {_save_elsewhere(toks)}") from None
+        raise OutputError(f"{exc}; {_save_elsewhere(_tokenizers_saver(toks), 'trained tokenizer')}") from None
     except Exception:                  # a bug in a writer: its traceback stays, but the training is kept
-        print(f"bpe-fast train: {_save_elsewhere(toks)}", file=sys.stderr)
+        print(f"bpe-fast train: {_save_elsewhere(_tokenizers_saver(toks), 'trained tokenizer')}", file=sys.stderr)
         raise
 
 
-def _save_elsewhere(toks: list) -> str:
-    """Save the tokenizers in bpe_fast's JSON (which holds any) in a new temporary folder, and say where."""
-    folder = tempfile.mkdtemp(prefix="bpe-fast-trained-")
+def _tokenizers_saver(toks: list):
+    """Saves the tokenizers in bpe_fast's JSON, which holds any (`bpe-fast convert` writes the others)."""
+    return lambda folder: [formats.write(tok, os.path.join(folder, f"trained-{tok.vocab_size}.json"),
+                                         formats.DEFAULT.name)[0] for tok in toks]
+
+
+def _save_elsewhere(save, what: str) -> str:
+    """``save(folder)`` into a new temporary folder, for a result that could not be written where asked;
+    says where it went (the files ``save`` returns)."""
+    folder = tempfile.mkdtemp(prefix="bpe-fast-saved-")
     try:
-        saved = [formats.write(tok, os.path.join(folder, f"trained-{tok.vocab_size}.json"), formats.DEFAULT.name)[0]
-                 for tok in toks]
+        saved = save(folder)
     except Exception as exc:           # whatever stops this too, the first error is the one to report
         shutil.rmtree(folder, ignore_errors=True)
-        return f"saving the trained tokenizer elsewhere failed too ({exc})"
-    return (f"the trained tokenizer is saved instead as {', '.join(saved)} (bpe_fast's JSON: `bpe-fast convert` "
-            f"writes it in any format)")
+        return f"saving the {what} elsewhere failed too ({exc})"
+    return f"the {what} is saved instead as {', '.join(saved)}"
 
 
 def write_tokenizer(tok, path: str, fmt: str) -> list[str]:
@@ -445,6 +462,7 @@ def cmd_train(args) -> int:
         raise ArgumentError("--plot draws bytes per token on the --eval files: give --eval FILE...")
     if args.plot:
         require("matplotlib", "plot", "--plot")          # before training, not after it
+        check_output(args.plot, [*args.inputs, *args.counts, *args.eval], "--plot")
     for path in args.eval:
         sources([path])
     options = dict(base=base, max_token_length=args.max_token_length)
@@ -547,7 +565,8 @@ def _evaluate(args, toks) -> None:
         ax.set_ylabel("bytes per token on the held-out files")
         ax.grid(True, alpha=0.3)
         fig.tight_layout()
-        fig.savefig(args.plot, dpi=110)
+        with atomic_open(args.plot, "wb") as fh:
+            fig.savefig(fh, format="png", dpi=110)
         print(f"chart      {os.path.abspath(args.plot)}")
 
 

@@ -416,6 +416,35 @@ def test_writing_that_fails_after_training_saves_the_result_elsewhere(tmp_path, 
         shutil.rmtree(saved.parent)
 
 
+def test_a_word_table_that_cannot_be_written_after_counting_is_saved_elsewhere(tmp_path, monkeypatch, capsys):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    real_count = bpe_fast.cli.count
+
+    def count_then_lose_the_folder(*args, **kwargs):
+        table = real_count(*args, **kwargs)
+        folder.rmdir()
+        return table
+
+    monkeypatch.setattr("bpe_fast.cli.count", count_then_lose_the_folder)
+    assert main(["count", str(SMALL_CORPUS), "--workers", "1", "-o", str(folder / "c.npz"), "-q"]) == 2
+    err = capsys.readouterr().err
+    saved = Path(re.search(r"the word table is saved instead as (\S+\.npz)", err).group(1))
+    try:
+        assert bpe_fast.WordTable.load(saved) == bpe_fast.count(SMALL_CORPUS, workers=1, progress="none")
+    finally:
+        shutil.rmtree(saved.parent)
+
+
+def test_the_plot_is_checked_before_training(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("matplotlib", reason="--plot needs matplotlib")
+    monkeypatch.setattr("bpe_fast.cli.train", lambda *a, **k: pytest.fail("trained before checking --plot"))
+    plot = tmp_path / "no" / "curve.png"
+    assert main(["train", str(SMALL_CORPUS), "--vocab-size", "300", "-o", str(tmp_path / "t.json"), "-q",
+                 "--eval", str(SMALL_CORPUS), "--plot", str(plot)]) == 2
+    assert f"--plot {plot}: the folder {plot.parent} does not exist" in capsys.readouterr().err
+
+
 def test_a_writer_that_fails_with_a_bug_keeps_its_traceback_and_the_training(tmp_path, monkeypatch, capsys):
     def broken_writer(*args, **kwargs):
         raise KeyError("a bug in a writer")
