@@ -29,11 +29,13 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", **kwargs) -> Iterator[
     without an error; any earlier file at ``path`` is replaced in one step (``os.replace``) and
     its permission bits are kept. A file ``open`` could not write (read-only) is refused."""
     path = Path(path)
-    _refuse_read_only(path)
-    permissions = _permissions_for(path)
     try:
+        _refuse_read_only(path)
+        permissions = _permissions_for(path)
         fd, tmp = _make_temporary(path)
-    except OSError as exc:
+    except OutputError:
+        raise
+    except OSError as exc:            # no such folder, no permission, a name too long...
         raise OutputError(f"{path}: cannot write here: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, mode, **kwargs) as fh:

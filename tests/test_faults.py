@@ -27,6 +27,7 @@ import bpe_fast
 import bpe_fast.cli
 from bpe_fast.cli import main
 from bpe_fast.counting import CountConfig, count_tasks
+from bpe_fast.errors import OutputError
 from bpe_fast.pretokenize import Splitter
 from bpe_fast.inputs import docs_tasks, file_tasks
 
@@ -329,6 +330,8 @@ def test_a_name_too_long_for_the_file_system_fails_before_training(tmp_path, mon
     assert main(["train", str(SMALL_CORPUS), "--vocab-size", "300", "-o", str(out), "-q"]) == 2
     err = capsys.readouterr().err
     assert "the name is 305 bytes long; this file system takes at most 255" in err and err.count("\n") == 1
+    with pytest.raises(OutputError, match="File name too long"):           # the API: an OutputError too
+        bpe_fast.Tokenizer([]).save(out)
 
 
 def test_rewriting_a_file_keeps_its_permission_bits(tmp_path):
