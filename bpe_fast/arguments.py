@@ -38,6 +38,14 @@ def workers(value, name: str = "workers") -> int:
     return integer(value, name, 1, MAX_WORKERS)
 
 
+def flag(value, name: str) -> bool:
+    """A yes or no: anything ``bool`` takes (an array of several values it refuses)."""
+    try:
+        return bool(value)
+    except (TypeError, ValueError):
+        raise ArgumentTypeError(f"{name} must be True or False, got {value!r}") from None
+
+
 def path(value, name: str) -> str | os.PathLike:
     """A file name: a str or an os.PathLike (bytes and open files are refused: ``open(5)`` would
     take 5 as a file descriptor)."""

@@ -169,7 +169,7 @@ def make_config(pattern, special_tokens, errors: str = "strict", lines: bool = F
         memory_budget = arguments.integer(memory_budget, "memory_budget")
         if not 1 << 20 <= memory_budget <= INT64_MAX:
             raise ArgumentError(f"memory_budget must be a number of bytes from 1 MiB to 2**63 - 1, got {memory_budget}")
-    return CountConfig(Splitter.of(pattern, special_tokens, lines), errors, memory_budget)
+    return CountConfig(Splitter.of(pattern, special_tokens, arguments.flag(lines, "lines")), errors, memory_budget)
 
 
 def default_workers() -> int:

@@ -74,8 +74,9 @@ def load_bin(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
     path = arguments.path(path, "path")
     for file in (path, index_path(path)):
         if not os.path.isfile(file):
-            raise InputError(f"{file}: no such file" + (" (the document index encode_files writes beside the ids)"
-                                                         if file != path else ""))
+            what = "is not a file" if os.path.exists(file) else "no such file"
+            raise InputError(f"{file}: {what}" + (" (the document index encode_files writes beside the ids)"
+                                                  if file != path else ""))
     offsets = np.fromfile(index_path(path), dtype="<i8")
     if offsets.size == 0 or offsets[0] != 0:
         raise ArgumentError(f"{index_path(path)}: not a bpe_fast document index (it must start with 0)")
@@ -194,7 +195,8 @@ def encode_files(tokenizer, paths: Iterable[str | os.PathLike], output: str | os
         check_output(output, paths, "-o")
         if format == "bin":
             check_output(index_path(output), paths, "-o")
-    splitter = replace(tokenizer.splitter, special_tokens=tuple(tokenizer.special_tokens), lines=bool(lines))
+    splitter = replace(tokenizer.splitter, special_tokens=tuple(tokenizer.special_tokens),
+                       lines=arguments.flag(lines, "lines"))
     options = (dict(allowed_special="all") if allowed_special == "all" else dict(disallowed_special=()))
     sized = [s.size for s in inp.sources(paths, field, column)]
     total = None if None in sized else sum(sized)

@@ -533,7 +533,7 @@ class Tokenizer:
     def save_tiktoken(self, path) -> list[str]:
         """The .tiktoken file and its sidecar ``path + ".json"`` (pattern and special tokens); alias
         of ``formats.tiktoken.write_tiktoken``, which takes any name (``save`` checks it)."""
-        return formats.tiktoken.write_tiktoken(self, path)
+        return formats.tiktoken.write_tiktoken(self, arguments.path(path, "path"))
 
     def to_tiktoken(self, name: str = "bpe_fast"):
         """A ``tiktoken.Encoding`` (alias of ``formats.tiktoken.to_tiktoken``)."""
@@ -541,15 +541,16 @@ class Tokenizer:
 
     def save_huggingface(self, path) -> None:
         """A tokenizer.json at ``path`` (alias of ``formats.huggingface.write_huggingface``)."""
-        formats.huggingface.write_huggingface(self, path)
+        formats.huggingface.write_huggingface(self, arguments.path(path, "path"))
 
     def save_minbpe(self, prefix) -> None:
         """``prefix.model`` and ``prefix.vocab`` (alias of ``formats.minbpe.write_minbpe``)."""
-        formats.minbpe.write_minbpe(self, prefix)
+        formats.minbpe.write_minbpe(self, arguments.path(prefix, "prefix"))
 
     def save_gpt2(self, encoder_json, vocab_bpe) -> None:
         """GPT-2's two files (alias of ``formats.gpt2.write_gpt2``)."""
-        formats.gpt2.write_gpt2(self, encoder_json, vocab_bpe)
+        formats.gpt2.write_gpt2(self, arguments.path(encoder_json, "encoder_json"),
+                                arguments.path(vocab_bpe, "vocab_bpe"))
 
     def truncated(self, vocab_size: int) -> Tokenizer:
         """The tokenizer a shorter training would have given: the first merges only (merges are a

@@ -188,6 +188,8 @@ def count(inputs: str | os.PathLike | Iterable[str | os.PathLike], *, pattern: s
         if not isinstance(value, str):
             raise ArgumentTypeError(f"{name} must be a str (the name holding the text), got {value!r}")
     workers = None if workers is None else arguments.workers(workers)
+    if client is not None and not callable(getattr(client, "map", None)):
+        raise ArgumentTypeError(f"client must be a dask.distributed Client, got {type(client).__name__}")
     found = sources(paths, field, column)                   # every input checked before any is read
     if client is not None:
         return count_on_cluster(client, found, config, block_size)
@@ -240,6 +242,8 @@ def train_from_table(table: WordTable, vocab_size: int | Sequence[int], *, patte
     if not isinstance(table, WordTable):
         raise ArgumentTypeError(f"train_from_table takes a WordTable (bpe_fast.count, WordTable.load), "
                                 f"not {type(table).__name__}")
+    if report is not None and not isinstance(report, TrainReport):
+        raise ArgumentTypeError(f"report must be a TrainReport (it is filled in), got {type(report).__name__}")
     options = TrainOptions.checked(
         vocab_size, pattern=resolve(table.pattern if pattern is ... else pattern),
         special_tokens=table.special_tokens if special_tokens is ... else special_tokens,

@@ -453,6 +453,12 @@ MISUSE = {
     "WordTable.word(10**20)": (lambda: TABLE.word(10**20), "i must be at most 1"),
     "WordTable.save(None)": (lambda: TABLE.save(None), "path must be a file name"),
     "WordTable.load(5)": (lambda: bpe_fast.WordTable.load(5), "path must be a file name"),
+    "save_minbpe(None)": (lambda: TOK.save_minbpe(None), "prefix must be a file name"),      # wrote None.model
+    "save_tiktoken(None)": (lambda: TOK.save_tiktoken(None), "path must be a file name"),
+    "train_from_table(report=5)": (lambda: bpe_fast.train_from_table(TABLE, 300, report=5), "report must be"),
+    "count(client=5)": (lambda: bpe_fast.count(["x"], client=5), "client must be a dask.distributed Client"),
+    "count_from_iterator(lines=array)": (lambda: bpe_fast.count_from_iterator(["a"], lines=np.array([1, 2])),
+                                         "lines must be True or False"),
 }
 
 
