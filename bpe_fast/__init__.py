@@ -8,7 +8,8 @@ Stages, one module each: patterns, pretokenize (the Splitter: what a chunk is) -
 counting -> wordtable -> _kernel (Cython; reference.py is the plain-Python oracle) -> tokenizer
 (formats/ reads and writes its files, one module per format; registry.py names the encodings)
 -> cli; trainer.py runs the stages in order (continued.py: training on from a base). errors.py,
-paths.py and bytelevel.py are leaves any module may use. There is no import cycle
+arguments.py (the API's argument checks), paths.py and bytelevel.py are leaves any module may use.
+There is no import cycle
 (``python tests/test_architecture.py`` prints the graph). The workshop (``bpe_fast.workshop``:
 the seed notebooks' tokenizers and the profiling ladder) stands apart: no stage imports it.
 """

@@ -5,7 +5,9 @@ Bad input ends with a one-line message and exit status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import math
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -13,18 +15,21 @@ import warnings
 from pathlib import Path
 
 from . import formats
+from .arguments import INT64_MAX, MAX_WORKERS
 from .cli_tools import add_tool_parsers
+from .continued import base_special_tokens
 from ._version import __version__
-from .errors import ArgumentError, BpeFastError, InputError, Terminated, require, terminating_raises
+from .errors import ArgumentError, BpeFastError, InputError, OutputError, Terminated, require, terminating_raises
 from .inputs import sources
 from .registry import load
-from .outputs import check_output
+from .outputs import atomic_open, check_output
 from .workshop.ladder.cli import add_profile_parser
 from .paths import stdlib_root, stdlib_sources
 from .patterns import DEFAULT_PATTERN, known_names, name_of, resolve
 from .tokenizer import Tokenizer
+from .counting import MAX_BLOCK_SIZE
 from .progress import MODES, mode_of
-from .trainer import TIE_BREAKS, TrainReport, count, train, train_from_table
+from .trainer import MAX_VOCAB_SIZE, TIE_BREAKS, TrainOptions, TrainReport, count, train, train_from_table
 from .wordtable import WordTable
 
 DEMO_VOCAB_SIZE = 4096
@@ -68,15 +73,37 @@ def _formats_help() -> str:
     return f"{each}. Default: told by the name: {by_name}; any other .json name means {formats.DEFAULT.name}"
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad option or value is one line, as every other error (not the usage too)."""
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def _number(text: str, scale: int = 1) -> int:
+    """A whole number written as 32768, 1.5 (times ``scale``) or 1e5; ValueError if it is none."""
+    try:
+        return int(text) * scale                  # exact, however many digits
+    except ValueError:
+        value = float(text) * scale               # ValueError for words
+    if not math.isfinite(value) or (scale == 1 and not value.is_integer()):
+        raise ValueError(text)
+    return int(value)
+
+
 def parse_sizes(text: str) -> list[int]:
     """Vocabulary sizes: "32768", "32k" (k = 1024), or several: "8k,16k,32k"."""
     sizes = []
     for part in text.split(","):
         part = part.strip().lower()
         try:
-            sizes.append(int(float(part[:-1]) * 1024) if part.endswith("k") else int(part))
+            size = _number(part[:-1], 1024) if part.endswith("k") else _number(part)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{part!r} is not a vocabulary size (e.g. 32768, 32k, 8k,16k)") from None
+        if size > MAX_VOCAB_SIZE:
+            raise argparse.ArgumentTypeError(f"{part} is too large: token ids are 32-bit, so a vocabulary holds at "
+                                             f"most {MAX_VOCAB_SIZE:,} tokens")
+        sizes.append(size)
     return sizes
 
 
@@ -85,9 +112,25 @@ def parse_bytes(text: str) -> int:
     units = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
     text = text.strip().upper().removesuffix("B")
     try:
-        return int(float(text[:-1]) * units[text[-1]]) if text and text[-1] in units else int(text)
+        size = _number(text[:-1], units[text[-1]]) if text and text[-1] in units else _number(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a size (e.g. 512M, 2G)") from None
+    if not 0 < size <= INT64_MAX:
+        raise argparse.ArgumentTypeError(f"{text} is out of range: a size is from 1 byte to 8 EiB (2**63 - 1 bytes)")
+    return size
+
+
+def whole_number(low: int, high: int, what: str):
+    """The type of an integer option from ``low`` to ``high`` (a number of ``what``)."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is out of range: {low:,} to {high:,} {what}")
+        return value
+    return parse
 
 
 def add_input_options(p) -> None:
@@ -97,7 +140,7 @@ def add_input_options(p) -> None:
                         "or directories of them")
     p.add_argument("--pattern", default=None,
                    help=f"pre-tokenization: a name ({known_names()}; 'none': no split) or a regex "
-                        f"(default {DEFAULT_PATTERN}, as for `bpe-fast profile`)")
+                        f"(default {DEFAULT_PATTERN}, as for `bpe-fast profile`; train --base: the base's)")
     p.add_argument("--special", action="append", default=[], metavar="TOKEN",
                    help="a special token (repeatable): cut out of the text, never learned")
     p.add_argument("--lines", action="store_true",
@@ -106,13 +149,14 @@ def add_input_options(p) -> None:
     p.add_argument("--column", default="text", help="Parquet: the column that holds the text (default text)")
     p.add_argument("--errors", choices=("strict", "replace"), default="strict",
                    help="invalid UTF-8: stop with an error (strict, the default) or replace the bytes")
-    p.add_argument("--workers", type=int, default=None, help="counting processes (default: one per CPU)")
+    p.add_argument("--workers", type=whole_number(1, MAX_WORKERS, "processes"), default=None,
+                   help="counting processes (default: one per CPU)")
     p.add_argument("--memory-budget", type=parse_bytes, default=None, metavar="SIZE",
                    help="memory each counting process may use before it writes its table to a temporary file "
                         "(e.g. 512M; default: a third of the free memory, shared)")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="count on this Dask scheduler (tcp://host:8786); the files must be readable there")
-    p.add_argument("--block-size", type=int, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--block-size", type=whole_number(1, MAX_BLOCK_SIZE, "bytes"), default=None, help=argparse.SUPPRESS)
     p.add_argument("--progress", choices=MODES, default="auto",
                    help="bar: progress bars; json: one JSON line per update on stderr; none; auto (the "
                         "default): bars on a terminal")
@@ -140,7 +184,7 @@ def add_train_parser(sub) -> None:
     t.add_argument("--vocabs", default=None, metavar="FOLDER",
                    help="folder of the named encodings' files, for --base (default: $BPE_FAST_VOCABS, "
                         "tiktoken's cache, the shared vocabs/; see the README)")
-    t.add_argument("--max-token-length", type=int, default=None, metavar="BYTES",
+    t.add_argument("--max-token-length", type=whole_number(1, INT64_MAX, "bytes"), default=None, metavar="BYTES",
                    help="learn no token longer than this many bytes")
     t.add_argument("--superword-at", type=int, default=None, metavar="SIZE",
                    help="learn superword tokens (SuperBPE): with --pattern up to SIZE, then across words "
@@ -193,7 +237,7 @@ SUBCOMMANDS = [add_train_parser, add_count_parser, add_convert_parser, add_tool_
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="bpe-fast", description="Train byte-pair-encoding tokenizers fast.")
+    parser = OneLineParser(prog="bpe-fast", description="Train byte-pair-encoding tokenizers fast.")
     parser.add_argument("--version", action="version", version=f"bpe-fast {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     for add_parsers in SUBCOMMANDS:
@@ -229,10 +273,11 @@ def _progress(args) -> str:
     return args.progress if args.progress != "auto" or mode_of("auto") == "bar" else "none"
 
 
-def count_options(args) -> dict:
-    """The keyword arguments of ``count``/``train`` that the input options give."""
+def count_options(args, pattern=DEFAULT_PATTERN) -> dict:
+    """The keyword arguments of ``count``/``train`` that the input options give; ``pattern`` when
+    --pattern is not given (``...`` leaves it to ``train``: the base's, else cl100k)."""
     extra = {"block_size": args.block_size} if args.block_size else {}
-    return dict(pattern=args.pattern or DEFAULT_PATTERN, special_tokens=args.special, workers=args.workers,
+    return dict(pattern=args.pattern or pattern, special_tokens=args.special, workers=args.workers,
                 progress=_progress(args), errors=args.errors, lines=args.lines,
                 field=args.field, column=args.column, memory_budget=args.memory_budget,
                 client=_dask_client(args.scheduler), **extra)
@@ -246,6 +291,8 @@ def _dask_client(address: str | None):
         return distributed.Client(address, timeout="10s")
     except (OSError, TimeoutError) as exc:
         raise ArgumentError(f"--scheduler {address}: cannot connect ({exc})") from None
+    except (ValueError, TypeError) as exc:      # dask's word for a malformed address or unknown scheme
+        raise ArgumentError(f"--scheduler {address}: not a scheduler address such as tcp://host:8786 ({exc})") from None
 
 
 def cmd_count(args) -> int:
@@ -254,12 +301,24 @@ def cmd_count(args) -> int:
     check_output(args.output, args.inputs, "-o")   # before reading anything
     start = time.perf_counter()
     table = count(args.inputs, **count_options(args))
-    table.save(args.output)
+    save_counts(table, args.output)
     print(f"counted    {table.input_bytes:,} bytes from {len(args.inputs)} input(s) in "
           f"{time.perf_counter() - start:.2f}s", file=sys.stdout)
     print(f"chunks     {table.total_chunks:,} ({len(table):,} unique, pattern {name_of(table.pattern)})")
     print(f"saved      {os.path.abspath(args.output)} ({os.path.getsize(args.output):,} bytes)")
     return 0
+
+
+def save_counts(table: WordTable, path: str) -> None:
+    """Write the word table; if that fails now, after counting, it is saved in a temporary folder instead."""
+    def save(folder: str) -> list[str]:
+        table.save(os.path.join(folder, "counts.npz"))
+        return [os.path.join(folder, "counts.npz")]
+
+    try:
+        table.save(path)
+    except (BpeFastError, OSError) as exc:
+        raise OutputError(f"{exc}; {_save_elsewhere(save, 'word table')}") from None
 
 
 def _train_from_counts(args, options: dict, fmt: str):
@@ -271,7 +330,7 @@ def _train_from_counts(args, options: dict, fmt: str):
         raise ArgumentError(f"{', '.join(given)}: a word table keeps the pattern and special tokens it was "
                             f"counted with; give them to `bpe-fast count`")
     table = WordTable.merge([WordTable.load(p) for p in args.counts])
-    formats.check_writable(fmt, table.pattern, table.special_tokens)      # before training
+    check_result_writable(args, fmt, options["base"], table.pattern, table.special_tokens)      # before training
     report = TrainReport(input_size=table.input_bytes)
     return train_from_table(table, _sizes(args), min_frequency=args.min_frequency, tie_break=args.tie_break,
                             progress=_progress(args), report=report, **options)
@@ -302,6 +361,66 @@ def check_tokenizer_output(path: str, fmt: str, inputs: list[str], option: str) 
     return files
 
 
+def train_pattern(args, base):
+    """The pattern training splits text with: --pattern, else the base's, else cl100k, as the API
+    resolves it (``TrainOptions.resolved_pattern``)."""
+    return resolve(TrainOptions(0, pattern=args.pattern or ..., base=base).resolved_pattern)
+
+
+def check_result_writable(args, fmt: str, base, pattern, specials) -> None:
+    """Refuse, before training, a result the format of -o cannot hold: its pattern (the superword
+    pattern, with --superword-at), its special tokens (the base's too) and its ids."""
+    final = resolve(args.superword_pattern) if args.superword_at is not None else pattern
+    formats.check_writable(fmt, final, [*specials, *base_special_tokens(base, specials)])
+    why = _why_other_ids(base, specials, args.superword_at is not None)
+    if why and formats.by_name(fmt).needs_default_ids:
+        raise ArgumentError(f"-o {args.output}: {formats.by_name(fmt).title} numbers bytes 0..255 and merge m as "
+                            f"256 + m, but {why}; write another format (tokenizer.json, .tiktoken, bpe_fast JSON)")
+
+
+def _why_other_ids(base, specials, superword: bool) -> str | None:
+    """Why the trained tokenizer will not number bytes 0..255 and merge m 256 + m, if it will not."""
+    if base is not None and not (base.byte_ids.tolist() == list(range(256))
+                                 and base.merge_ids.tolist() == list(range(256, 256 + len(base.merges)))):
+        return "the base's tokens have other ids"
+    if base is not None and base.special_tokens:
+        return "the new tokens take ids after the base's special tokens"
+    if superword and specials:
+        return "superword training's stage two takes ids after stage one's special tokens"
+    return None
+
+
+def write_trained(toks: list, outputs: list[str], fmt: str) -> list[list[str]]:
+    """Write each trained tokenizer. Everything about the outputs was checked before training, but
+    the disk may fill up or a folder go meanwhile: then the training is not lost, but saved in a
+    new temporary folder, which the error names."""
+    try:
+        return [write_tokenizer(tok, path, fmt) for tok, path in zip(toks, outputs)]
+    except (BpeFastError, OSError) as exc:
+        raise OutputError(f"{exc}; {_save_elsewhere(_tokenizers_saver(toks), 'trained tokenizer')}") from None
+    except Exception:                  # a bug in a writer: its traceback stays, but the training is kept
+        print(f"bpe-fast train: {_save_elsewhere(_tokenizers_saver(toks), 'trained tokenizer')}", file=sys.stderr)
+        raise
+
+
+def _tokenizers_saver(toks: list):
+    """Saves the tokenizers in bpe_fast's JSON, which holds any (`bpe-fast convert` writes the others)."""
+    return lambda folder: [formats.write(tok, os.path.join(folder, f"trained-{tok.vocab_size}.json"),
+                                         formats.DEFAULT.name)[0] for tok in toks]
+
+
+def _save_elsewhere(save, what: str) -> str:
+    """``save(folder)`` into a new temporary folder, for a result that could not be written where asked;
+    says where it went (the files ``save`` returns)."""
+    folder = tempfile.mkdtemp(prefix="bpe-fast-saved-")
+    try:
+        saved = save(folder)
+    except Exception as exc:           # whatever stops this too, the first error is the one to report
+        shutil.rmtree(folder, ignore_errors=True)
+        return f"saving the {what} elsewhere failed too ({exc})"
+    return f"the {what} is saved instead as {', '.join(saved)}"
+
+
 def write_tokenizer(tok, path: str, fmt: str) -> list[str]:
     return formats.write(tok, path, fmt)
 
@@ -328,9 +447,9 @@ def cmd_train(args) -> int:
     outputs = _outputs(args, output)
     written = [check_tokenizer_output(path, fmt, [*args.inputs, *args.counts, *args.eval], "-o")  # before reading
                for path in outputs]
+    base = load(args.base, args.vocabs) if args.base else None        # the result holds its ids and specials
     if not args.counts:             # a word table's pattern and specials are checked once it is read
-        final = args.superword_pattern if args.superword_at is not None else args.pattern or DEFAULT_PATTERN
-        formats.check_writable(fmt, resolve(final), args.special)
+        check_result_writable(args, fmt, base, train_pattern(args, base), args.special)
     if args.demo:
         print(f"demo: training a {args.vocab_size[-1]:,}-token vocabulary on {len(args.inputs)} files of the "
               f"Python standard library ({stdlib_root()}); it will be written to "
@@ -339,9 +458,9 @@ def cmd_train(args) -> int:
         raise ArgumentError("--plot draws bytes per token on the --eval files: give --eval FILE...")
     if args.plot:
         require("matplotlib", "plot", "--plot")          # before training, not after it
+        check_output(args.plot, [*args.inputs, *args.counts, *args.eval], "--plot")
     for path in args.eval:
         sources([path])
-    base = load(args.base, args.vocabs) if args.base else None
     options = dict(base=base, max_token_length=args.max_token_length)
     if args.superword_at is not None:
         if args.counts:
@@ -354,9 +473,9 @@ def cmd_train(args) -> int:
             result = _train_from_counts(args, options, fmt)
         else:
             result = train(args.inputs, _sizes(args), min_frequency=args.min_frequency, tie_break=args.tie_break,
-                           **options, **count_options(args))
+                           **options, **count_options(args, pattern=...))
     toks = result if isinstance(result, list) else [result]
-    files = [write_tokenizer(tok, path, fmt) for tok, path in zip(toks, outputs)]
+    files = write_trained(toks, outputs, fmt)
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
     _summary(args, toks[-1], [f for group in files for f in group], fmt, time.perf_counter() - start)
@@ -442,7 +561,8 @@ def _evaluate(args, toks) -> None:
         ax.set_ylabel("bytes per token on the held-out files")
         ax.grid(True, alpha=0.3)
         fig.tight_layout()
-        fig.savefig(args.plot, dpi=110)
+        with atomic_open(args.plot, "wb") as fh:
+            fig.savefig(fh, format="png", dpi=110)
         print(f"chart      {os.path.abspath(args.plot)}")
 
 

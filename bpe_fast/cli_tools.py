@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from .encode_corpus import FORMATS, encode_files
-from .errors import ArgumentError, BpeFastError
+from .errors import ArgumentError, BpeFastError, InputError
 from .progress import MODES
 from .registry import ENCODINGS, load
 
@@ -77,17 +77,23 @@ def add_tool_parsers(sub) -> None:
 
 
 def _read_text(source: str) -> str:
+    """The text of a file, or of standard input for "-"; an InputError naming it if it is no UTF-8."""
     if source == "-":
-        return sys.stdin.buffer.read().decode("utf-8")
+        return _utf8(sys.stdin.buffer.read(), "standard input")
     path = Path(source)
     if path.is_dir():
-        raise BpeFastError(f"{source}: is a directory")
+        raise InputError(f"{source}: is a directory")
     try:
-        return path.read_bytes().decode("utf-8")
+        return _utf8(path.read_bytes(), source)
     except FileNotFoundError:
-        raise BpeFastError(f"{source}: no such file") from None
+        raise InputError(f"{source}: no such file") from None
+
+
+def _utf8(data: bytes, where: str) -> str:
+    try:
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise BpeFastError(f"{source}: invalid UTF-8 at byte offset {exc.start}") from None
+        raise InputError(f"{where}: invalid UTF-8 at byte offset {exc.start}") from None
 
 
 def cmd_encode(args) -> int:

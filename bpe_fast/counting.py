@@ -32,7 +32,9 @@ from dataclasses import dataclass, replace
 from typing import Callable
 from collections.abc import Iterable, Iterator
 
+from . import arguments
 from ._table import ChunkTable
+from .arguments import INT64_MAX
 from .errors import TERMINATING, ArgumentError, InputError, WorkerError, terminating_raises
 from .inputs import decode_utf8
 from .patterns import match_batches
@@ -40,6 +42,7 @@ from .pretokenize import NATIVE, REGEX, Splitter, char_classes
 from .wordtable import WordTable
 
 DEFAULT_BLOCK_SIZE = 1 << 20      # bytes of a file per task
+MAX_BLOCK_SIZE = 1 << 30          # a block is read whole into memory, by each worker
 DEFAULT_BATCH_CHARS = 1 << 20     # characters of iterator documents per task
 
 
@@ -58,8 +61,8 @@ def to_utf8(text: str, errors: str, where: str) -> bytes:
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError as exc:
-        if errors == "replace":
-            return text.encode("utf-8", errors="replace")
+        if errors == "replace":      # U+FFFD, as the encoder (and tiktoken) make it; str.encode would give "?"
+            return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
         raise InputError(f"{where}: lone surrogate {text[exc.start]!r} at character {exc.start} "
                          f"cannot be UTF-8 encoded; pass errors='replace' to replace it") from None
 
@@ -165,11 +168,13 @@ def merge_parts(paths: list[str], config: CountConfig, input_size: int) -> WordT
 def make_config(pattern, special_tokens, errors: str = "strict", lines: bool = False,
                 memory_budget: int | None = None) -> CountConfig:
     """The checked settings of a count: any bad argument fails here, before anything is read."""
-    if errors not in ("strict", "replace"):
+    if not isinstance(errors, str) or errors not in ("strict", "replace"):
         raise ArgumentError(f"errors must be 'strict' or 'replace', got {errors!r}")
-    if memory_budget is not None and (not isinstance(memory_budget, int) or memory_budget < 1 << 20):
-        raise ArgumentError(f"memory_budget must be a number of bytes of at least 1 MiB, got {memory_budget!r}")
-    return CountConfig(Splitter.of(pattern, special_tokens, lines), errors, memory_budget)
+    if memory_budget is not None:
+        memory_budget = arguments.integer(memory_budget, "memory_budget")
+        if not 1 << 20 <= memory_budget <= INT64_MAX:
+            raise ArgumentError(f"memory_budget must be a number of bytes from 1 MiB to 2**63 - 1, got {memory_budget}")
+    return CountConfig(Splitter.of(pattern, special_tokens, arguments.flag(lines, "lines")), errors, memory_budget)
 
 
 def default_workers() -> int:
@@ -184,11 +189,7 @@ def count_tasks(tasks: Iterable, config: CountConfig, workers: int | None = None
     Tasks are pulled lazily. If fewer than ``parallel_threshold`` tasks come, or workers == 1,
     they are counted here, without starting processes.
     """
-    workers = default_workers() if workers is None else workers
-    if isinstance(workers, bool) or not isinstance(workers, int):
-        raise ArgumentError(f"workers must be an integer, got {workers!r}")
-    if workers < 1:
-        raise ArgumentError(f"workers must be at least 1, got {workers}")
+    workers = default_workers() if workers is None else arguments.workers(workers)
     tasks = iter(tasks)
     head = []
     for task in tasks:

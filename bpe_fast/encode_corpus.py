@@ -44,11 +44,14 @@ from collections.abc import Iterable, Iterator
 
 import numpy as np
 
+from . import arguments
 from . import inputs as inp
-from .errors import ArgumentError
+from .errors import ArgumentError, ArgumentTypeError, InputError
 from .outputs import atomic_open, check_output
 from .pretokenize import Splitter, lines_of
 from .progress import Bar, ProgressOption
+from .progress import check as check_progress
+from .tokenizer import Tokenizer
 
 FORMATS = ("text", "json", "bin")
 BATCH_CHARS = 1 << 22                  # characters encoded per batch (about 4 MB)
@@ -68,6 +71,12 @@ def id_dtype(vocab_size: int) -> np.dtype:
 
 def load_bin(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
     """(ids, offsets) of a binary corpus written by ``encode_files``, memory-mapped."""
+    path = arguments.path(path, "path")
+    for file in (path, index_path(path)):
+        if not os.path.isfile(file):
+            what = "is not a file" if os.path.exists(file) else "no such file"
+            raise InputError(f"{file}: {what}" + (" (the document index encode_files writes beside the ids)"
+                                                  if file != path else ""))
     offsets = np.fromfile(index_path(path), dtype="<i8")
     if offsets.size == 0 or offsets[0] != 0:
         raise ArgumentError(f"{index_path(path)}: not a bpe_fast document index (it must start with 0)")
@@ -177,15 +186,14 @@ def encode_files(tokenizer, paths: Iterable[str | os.PathLike], output: str | os
     text stream, None: standard output) in ``format`` (module docstring). ``allowed_special``:
     "none" (special tokens' text is encoded as ordinary text) or "all". Returns a summary:
     documents, tokens, bytes read, the id dtype and the files written."""
-    if format not in FORMATS:
-        raise ArgumentError(f"format must be one of {', '.join(FORMATS)}, not {format!r}")
-    if allowed_special not in ("none", "all"):
-        raise ArgumentError(f"allowed_special must be 'none' or 'all', not {allowed_special!r}")
-    paths = [os.fspath(p) for p in paths]
+    _check_encode_arguments(tokenizer, output, format, allowed_special, errors, field, column, progress)
+    workers = None if workers is None else arguments.workers(workers)
+    paths = [os.fspath(p) for p in arguments.paths(paths, "paths")]
     written = _output_files(output, format)
     for file in written:
         check_output(file, paths, "-o")
-    splitter = replace(tokenizer.splitter, special_tokens=tuple(tokenizer.special_tokens), lines=bool(lines))
+    splitter = replace(tokenizer.splitter, special_tokens=tuple(tokenizer.special_tokens),
+                       lines=arguments.flag(lines, "lines"))
     options = (dict(allowed_special="all") if allowed_special == "all" else dict(disallowed_special=()))
     total = inp.total_size(inp.sources(paths, field, column))
     with _opened(output, format, tokenizer.vocab_size) as writer, \
@@ -212,6 +220,23 @@ def _output_files(output: str | os.PathLike | IO[str] | None, format: str) -> li
             raise ArgumentError("the bin format needs an output file (CLI: -o corpus.bin): it writes two files")
         return []
     return [os.fspath(output), os.fspath(index_path(output))] if format == "bin" else [os.fspath(output)]
+
+
+def _check_encode_arguments(tokenizer, output, format, allowed_special, errors, field, column, progress) -> None:
+    """encode_files' arguments, each checked before anything is read."""
+    if not isinstance(tokenizer, Tokenizer):
+        raise ArgumentTypeError(f"tokenizer must be a Tokenizer (bpe_fast.load opens any), "
+                                f"got {type(tokenizer).__name__}")
+    if not (output is None or isinstance(output, (str, os.PathLike)) or hasattr(output, "write")):
+        raise ArgumentTypeError(f"output must be a file name, an open text stream or None, got {type(output).__name__}")
+    for name, value, allowed in (("format", format, FORMATS), ("allowed_special", allowed_special, ("none", "all")),
+                                 ("errors", errors, ("strict", "replace"))):
+        if not isinstance(value, str) or value not in allowed:
+            raise ArgumentError(f"{name} must be one of {', '.join(allowed)}, not {value!r}")
+    for name, value in (("field", field), ("column", column)):
+        if not isinstance(value, str):
+            raise ArgumentTypeError(f"{name} must be a str (the name holding the text), got {value!r}")
+    check_progress(progress)
 
 
 @contextlib.contextmanager

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import IO
@@ -17,21 +18,31 @@ from collections.abc import Iterable, Iterator
 from .errors import ArgumentError, OutputError
 
 
+# Bytes of the target's name kept in its temporary file's name (".NAME.xxxxxxxx.tmp"): enough to
+# see whose it is, and short enough that any name the file system takes (NAME_MAX, 255 bytes) fits.
+TEMP_NAME_BYTES = 40
+
+
 @contextlib.contextmanager
 def atomic_open(path: str | os.PathLike, mode: str = "w", **kwargs) -> Iterator[IO]:
     """Like ``open(path, mode)`` for writing, but the file appears only when the block ends
-    without an error; any earlier file at ``path`` is replaced in one step (``os.replace``)."""
+    without an error; any earlier file at ``path`` is replaced in one step (``os.replace``) and
+    its permission bits are kept. A file ``open`` could not write (read-only) is refused."""
     path = Path(path)
     try:
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    except OSError as exc:
+        _refuse_read_only(path)
+        permissions = _permissions_for(path)
+        fd, tmp = _make_temporary(path)
+    except OutputError:
+        raise
+    except OSError as exc:            # no such folder, no permission, a name too long...
         raise OutputError(f"{path}: cannot write here: {exc.strerror or exc}") from None
     try:
         with os.fdopen(fd, mode, **kwargs) as fh:
             yield fh
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, 0o666 & ~_umask())        # mkstemp makes 0600; give the usual mode
+        os.chmod(tmp, permissions)              # mkstemp makes 0600
         os.replace(tmp, path)
     except OutputError:               # another output's error (a file written alongside): as it is
         _remove(tmp)
@@ -43,6 +54,26 @@ def atomic_open(path: str | os.PathLike, mode: str = "w", **kwargs) -> Iterator[
     except BaseException:
         _remove(tmp)
         raise
+
+
+def _make_temporary(path: Path) -> tuple[int, str]:
+    """A new temporary file beside ``path`` (its descriptor and name), named after it."""
+    head = os.fsdecode(os.fsencode(path.name)[:TEMP_NAME_BYTES])
+    return tempfile.mkstemp(dir=path.parent, prefix=f".{head}.", suffix=".tmp")
+
+
+def _refuse_read_only(path: Path) -> None:
+    """As ``open(path, "w")`` would: a file that is there and not writable for this user stays."""
+    if path.is_file() and not os.access(path, os.W_OK):
+        raise OutputError(f"{path}: cannot write: permission denied (the file is read-only; it is left as it was)")
+
+
+def _permissions_for(path: Path) -> int:
+    """The permission bits of the file that ``path`` replaces, else the usual: 0666 less the umask."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return 0o666 & ~_umask()
 
 
 def _remove(tmp: str) -> None:
@@ -60,12 +91,13 @@ def check_output(path: str | os.PathLike, inputs: Iterable[str | os.PathLike] = 
     """Fail now, naming ``option``, if ``path`` cannot be written, is one of the inputs, or is in
     an input folder (whose files are all inputs: it would be read as text next time)."""
     path = Path(path)
+    folder = path.parent if str(path.parent) else Path(".")
+    _check_name_length(path, folder, option)                # before any look at it: stat would fail
     if path.is_dir():
         raise ArgumentError(f"{option} {path}: is a folder; give a file name")
     if path.exists() and not path.is_file():
         raise ArgumentError(f"{option} {path}: is not a regular file (a device or a pipe); it would be "
                             f"replaced, not written to")
-    folder = path.parent if str(path.parent) else Path(".")
     if not folder.is_dir():
         raise ArgumentError(f"{option} {path}: the folder {folder} does not exist")
     if not os.access(folder, os.W_OK):
@@ -77,4 +109,28 @@ def check_output(path: str | os.PathLike, inputs: Iterable[str | os.PathLike] = 
         if os.fspath(source) != "-" and Path(source).is_dir() and Path(source).resolve() in path.resolve().parents:
             raise ArgumentError(f"{option} {path}: is inside the input folder {source}, every file of which is read "
                                 f"as input: the next run on {source} would read it as text; write it elsewhere")
+    if path.exists() and not os.access(path, os.W_OK):
+        raise ArgumentError(f"{option} {path}: the file is read-only: it cannot be replaced")
+    _try_temporary(path, option)
     return path
+
+
+def _check_name_length(path: Path, folder: Path, option: str) -> None:
+    """The file system's limit on a name (NAME_MAX), which only the final rename would meet."""
+    try:
+        limit = os.pathconf(folder, "PC_NAME_MAX")
+    except (OSError, ValueError):       # no such limit to ask for here
+        return
+    length = len(os.fsencode(path.name))
+    if limit > 0 and length > limit:
+        raise ArgumentError(f"{option} {path}: the name is {length} bytes long; this file system takes at most {limit}")
+
+
+def _try_temporary(path: Path, option: str) -> None:
+    """Make and remove the temporary file atomic_open will write: what the writing itself needs."""
+    try:
+        fd, tmp = _make_temporary(path)
+    except OSError as exc:
+        raise ArgumentError(f"{option} {path}: cannot write there: {exc.strerror or exc}") from None
+    os.close(fd)
+    _remove(tmp)

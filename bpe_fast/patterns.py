@@ -81,6 +81,12 @@ def resolve(pattern: str | None) -> str | None:
     if _BARE_WORD.fullmatch(pattern):
         raise PatternError(f"pattern {pattern!r} is no known pattern name (known: {known_names()}); "
                            f"to match the literal text {pattern!r}, write the regex (?:{pattern})")
+    try:
+        pattern.encode("utf-8")     # every format saves it as UTF-8: refused now, not once trained
+    except UnicodeEncodeError as exc:
+        odd = pattern[exc.start]
+        raise PatternError(f"pattern {pattern!r} holds a lone surrogate ({odd!r} at character {exc.start}), which "
+                           f"UTF-8 cannot encode; write the regex escape \\u{ord(odd):04x} if it is meant") from None
     compile_pattern(pattern)  # fail early, with the user's own spelling in the message
     return pattern
 

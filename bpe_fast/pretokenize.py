@@ -41,10 +41,29 @@ def special_token_list(special_tokens) -> tuple[str, ...]:
     if isinstance(special_tokens, (set, frozenset)):
         raise ArgumentTypeError("special_tokens must be a list (their ids follow its order), not a set: "
                                 f"pass sorted({sorted(special_tokens)!r}) or another order")
-    specials = (special_tokens,) if isinstance(special_tokens, str) else tuple(special_tokens or ())
+    if isinstance(special_tokens, str):
+        specials: tuple = (special_tokens,)
+    else:
+        try:
+            specials = tuple(() if special_tokens is None else special_tokens)
+        except TypeError:
+            raise ArgumentTypeError(f"special_tokens must be a list of strings, got "
+                                    f"{type(special_tokens).__name__}") from None
     if not all(isinstance(s, str) and s for s in specials) or len(set(specials)) != len(specials):
         raise ArgumentError(f"special_tokens must be distinct non-empty strings, got {list(specials)}")
+    for s in specials:
+        check_encodable(s, ArgumentError)
     return specials
+
+
+def check_encodable(token: str, error: type[Exception]) -> None:
+    """A special token is matched, and saved, as UTF-8: a lone surrogate (which str allows, and a
+    file name or argv undecodable as UTF-8 gives) has none, so it fails here, not when encoding."""
+    try:
+        token.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise error(f"special token {token!r} holds a lone surrogate ({token[exc.start]!r} at character "
+                    f"{exc.start}), which UTF-8 cannot encode: special tokens must be valid Unicode") from None
 
 
 def special_splitter(special_tokens: Iterable[str]) -> regex.Pattern[str] | None:

@@ -42,7 +42,8 @@ log = logging.getLogger("bpe_fast")
 
 def check(progress: ProgressOption) -> ProgressOption:
     """The option, checked before any work: a mode, a bool, None or a callable."""
-    if callable(progress) or progress is None or isinstance(progress, bool) or progress in MODES:
+    if callable(progress) or progress is None or isinstance(progress, bool) or (isinstance(progress, str)
+                                                                                 and progress in MODES):
         return progress
     raise _argument_error(f"progress must be one of {', '.join(MODES)}, a bool or a callable, not {progress!r}")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import formats
+from . import arguments, formats
 from .errors import TokenizerFileError, VocabularyNotFoundError
 from .named import ENCODINGS, EncodingFile, NamedEncoding, encoding_of_file
 from .paths import tiktoken_cache_dir, tiktoken_cache_file, vocab_dirs
@@ -93,7 +93,9 @@ def load(name_or_path: str | os.PathLike, path: str | os.PathLike | None = None)
     ``x.tiktoken.json``, or the named encoding it is the published file of), a minbpe .model,
     GPT-2's encoder.json or vocab.bpe (the other file beside it), or a folder holding
     tokenizer.json or encoder.json and vocab.bpe."""
-    spec = os.fspath(name_or_path)
+    spec = os.fspath(arguments.path(name_or_path, "name_or_path"))
+    if path is not None:
+        arguments.path(path, "path")
     if spec in ENCODINGS:
         return load_encoding(spec, path)
     file = Path(spec)

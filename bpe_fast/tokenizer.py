@@ -10,6 +10,7 @@ and encoded natively, otherwise ``regex.findall`` splits and each chunk is encod
 """
 from __future__ import annotations
 
+import codecs
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -19,7 +20,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence, Set as Abst
 import numpy as np
 import regex
 
-from . import formats
+from . import arguments, formats
 from ._encode import OUTPUT_ARRAY as OUT_ARRAY, OUTPUT_COUNT as OUT_COUNT, OUTPUT_LIST as OUT_LIST
 from ._encode import MergeEncoder, SpecialSet
 from .bytelevel import str_to_token, token_to_str
@@ -27,7 +28,8 @@ from .errors import ArgumentError, ArgumentTypeError, EncodingError, TokenizerFi
 from .formats import Vocabulary
 from .formats.huggingface import huggingface_ids, to_transformers
 from .patterns import whole_matches
-from .pretokenize import REGEX, WHOLE, Splitter, char_classes, special_splitter, special_token_list
+from .pretokenize import (REGEX, WHOLE, Splitter, char_classes, check_encodable, special_splitter,
+                          special_token_list)
 
 if TYPE_CHECKING:       # for annotations only (types.EllipsisType is Python 3.10+)
     from types import EllipsisType
@@ -78,17 +80,52 @@ def _build_vocab(merges: np.ndarray, merge_ids: np.ndarray, byte_ids: np.ndarray
     return vocab
 
 
-def _check_str(text, name: str) -> None:
+def _as_str(text, name: str) -> str:
+    """text as an exact str: the native encoder takes no subclass (numpy.str_), which tiktoken takes."""
+    if text.__class__ is str:
+        return text
     if not isinstance(text, str):
         raise ArgumentTypeError(f"{name} must be a str, got {type(text).__name__}")
+    return str.__str__(text)            # the same characters, whatever the subclass's own __str__ says
+
+
+def _is_all(value) -> bool:
+    return isinstance(value, str) and value == "all"
+
+
+def _token_set(value, name: str) -> set[str]:
+    """The special tokens ``allowed_special`` or ``disallowed_special`` names ("all" aside): a collection of str."""
+    if isinstance(value, str):
+        raise EncodingError(f"{name} takes \"all\" or a set of special tokens, not one string: "
+                            f"write {name}={{{value!r}}}")
+    try:
+        tokens = set(value)
+    except TypeError:
+        raise ArgumentTypeError(f"{name} takes \"all\" or a set of special tokens, "
+                                f"got {type(value).__name__}") from None
+    odd = [t for t in tokens if not isinstance(t, str)]
+    if odd:
+        raise ArgumentTypeError(f"{name} holds {odd[0]!r}, which is no special token (a str)")
+    for token in tokens:
+        check_encodable(token, ArgumentError)
+    return tokens
+
+
+def _check_error_handler(errors) -> None:
+    """decode's ``errors``: a name codecs knows ("replace", "strict", "ignore"...), checked now, not
+    only when an invalid byte comes."""
+    if not isinstance(errors, str):
+        raise ArgumentTypeError(f"errors must be the name of an error handler, such as 'replace', got {errors!r}")
+    try:
+        codecs.lookup_error(errors)
+    except (LookupError, ValueError):         # ValueError: a name that is no text (a lone surrogate)
+        raise ArgumentError(f"errors={errors!r} is no error handler (try 'replace', 'strict' or 'ignore')") from None
 
 
 def _check_workers(workers) -> int:
     if workers is None:
         return os.cpu_count() or 1
-    if not isinstance(workers, (int, np.integer)) or isinstance(workers, bool) or workers < 1:
-        raise ArgumentError(f"workers must be a positive integer, got {workers!r}")
-    return int(workers)
+    return arguments.workers(workers)
 
 
 class Tokenizer:
@@ -199,6 +236,8 @@ class Tokenizer:
     def from_ranks(cls, ranks: Mapping[bytes, int], pattern: str | None = None,
                    special_tokens: Mapping[str, int] | Sequence[str] | None = None) -> Tokenizer:
         """From tiktoken-style ``{token bytes: rank}``: the merges are recovered from the ranks."""
+        if not isinstance(ranks, Mapping):
+            raise ArgumentTypeError(f"ranks must be a mapping {{token bytes: rank}}, got {type(ranks).__name__}")
         return cls.from_vocabulary(formats.tiktoken.vocabulary_from_ranks(ranks, pattern, special_tokens))
 
     def _assign_special_ids(self, specials) -> dict[str, int]:
@@ -209,6 +248,7 @@ class Tokenizer:
         for s, i in specials.items():
             if not isinstance(s, str) or not s:
                 raise VocabularyError(f"special token {s!r} must be a non-empty string")
+            check_encodable(s, VocabularyError)
             if not isinstance(i, (int, np.integer)) or isinstance(i, bool) or i < 0:
                 raise VocabularyError(f"special token {s!r} has id {i!r}; ids are non-negative integers")
             _check_id_range(int(i), len(self._vocab) + len(specials), f"special token {s!r} has id")
@@ -246,7 +286,11 @@ class Tokenizer:
         return self.splitter.engine != REGEX
 
     def token_bytes(self, token: int) -> bytes:
-        return self._native.decode_bytes([token])
+        token = arguments.integer(token, "token")
+        try:
+            return self._native.decode_bytes([token])
+        except ValueError as exc:      # an id that is not in the vocabulary
+            raise EncodingError(str(exc)) from None
 
     def mergeable_ranks(self) -> dict[bytes, int]:
         """tiktoken's mergeable_ranks: token bytes -> id, for the bytes and the merges."""
@@ -279,7 +323,7 @@ class Tokenizer:
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Token ids of text; special tokens' text is encoded as ordinary text."""
-        _check_str(text, "text")
+        text = _as_str(text, "text")
         if self._native_text:
             return self._native.encode_str(text, OUT_LIST, None, None)[0]
         return self._regex_encode_ordinary(text)
@@ -301,16 +345,16 @@ class Tokenizer:
 
     def _specials(self, allowed_special, disallowed_special) -> tuple[set[str], set[str]]:
         """tiktoken's arguments as (allowed, disallowed) sets of special tokens, checked."""
-        for name, value in (("allowed_special", allowed_special), ("disallowed_special", disallowed_special)):
-            if isinstance(value, str) and value != "all":
-                raise EncodingError(f"{name} takes \"all\" or a set of special tokens, not one string: "
-                                    f"write {name}={{{value!r}}}")
-        allowed = set(self.special_tokens) if allowed_special == "all" else set(allowed_special)
-        unknown = allowed - set(self.special_tokens)
+        everything = set(self.special_tokens)
+        allowed = everything if _is_all(allowed_special) else _token_set(allowed_special, "allowed_special")
+        unknown = allowed - everything
         if unknown:
             raise EncodingError(f"allowed_special names tokens this tokenizer does not have: {sorted(unknown)}")
-        disallowed = (set(self.special_tokens) - allowed) if disallowed_special == "all" else set(disallowed_special)
-        return allowed, disallowed
+        if disallowed_special is None:            # tiktoken takes it (any false value) as none disallowed
+            return allowed, set()
+        if _is_all(disallowed_special):
+            return allowed, everything - allowed
+        return allowed, _token_set(disallowed_special, "disallowed_special")
 
     def _disallowed_error(self, text: str, disallowed: set[str], where: str = "text") -> EncodingError:
         found = self._special_regex(disallowed).search(text)
@@ -335,7 +379,7 @@ class Tokenizer:
         return out
 
     def _encode_one(self, text: str, output: int, allowed_special, disallowed_special):
-        _check_str(text, "text")
+        text = _as_str(text, "text")
         allowed, disallowed = self._specials(allowed_special, disallowed_special)
         if not self._native_text:
             ids = self._encode_regex(text, allowed, disallowed)
@@ -364,12 +408,13 @@ class Tokenizer:
                      disallowed_special):
         if isinstance(texts, str):
             raise ArgumentTypeError("texts must be a list of str, not one str: write [text] or use encode()")
+        if not isinstance(texts, Iterable):
+            raise ArgumentTypeError(f"texts must be a list of str, got {type(texts).__name__}")
         texts = texts if isinstance(texts, list) else list(texts)
         workers = _check_workers(workers)
         allowed, disallowed = self._specials(allowed_special, disallowed_special)
         if not self._native_text:
-            for i, text in enumerate(texts):
-                _check_str(text, f"texts[{i}]")
+            texts = [_as_str(text, f"texts[{i}]") for i, text in enumerate(texts)]
             return self._encode_many_regex(texts, output, workers, allowed, disallowed)
         try:
             result, bad = self._native.encode_strs(texts, workers, output, self._special_set(allowed),
@@ -440,6 +485,7 @@ class Tokenizer:
             raise EncodingError(str(exc)) from None
 
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
+        _check_error_handler(errors)
         return self.decode_bytes(ids).decode("utf-8", errors=errors)
 
     def decode_batch(self, batch: Iterable[Iterable[int]], *, errors: str = "replace") -> list[str]:
@@ -513,13 +559,13 @@ class Tokenizer:
         ``format`` the name says it where it can (.tiktoken, .model, vocab.bpe, tokenizer.json:
         Hugging Face's, encoder.json: GPT-2's); any other .json name means bpe_fast's JSON.
         Returns the files written."""
-        return formats.write(self, path, format)
+        return formats.write(self, arguments.path(path, "path"), format)
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> Tokenizer:
         """A tokenizer in bpe_fast's JSON (what ``save`` writes by default). A file in another
         format is refused with the loader that fits; ``bpe_fast.load`` opens any format."""
-        return cls.from_vocabulary(formats.read(path, formats.DEFAULT.name))
+        return cls.from_vocabulary(formats.read(arguments.path(path, "path"), formats.DEFAULT.name))
 
     # Each format's own reader and writer, as methods: aliases of the functions in formats/<format>.py.
     def to_dict(self) -> dict:
@@ -538,27 +584,29 @@ class Tokenizer:
         ``save_tiktoken``), else from the named encoding it is the published file of
         (cl100k_base.tiktoken, ...). Otherwise ``pattern`` is required (None or "none": no split):
         a wrong pattern would give other ids."""
+        path = arguments.path(path, "path")
         return cls.from_vocabulary(formats.tiktoken.read_tiktoken(path, pattern, special_tokens))
 
     @classmethod
     def from_gpt2(cls, encoder_json, vocab_bpe) -> Tokenizer:
         """GPT-2's two files (alias of ``formats.gpt2.read_gpt2``)."""
-        return cls.from_vocabulary(formats.gpt2.read_gpt2(encoder_json, vocab_bpe))
+        return cls.from_vocabulary(formats.gpt2.read_gpt2(arguments.path(encoder_json, "encoder_json"),
+                                                          arguments.path(vocab_bpe, "vocab_bpe")))
 
     @classmethod
     def from_huggingface(cls, path) -> Tokenizer:
         """A byte-level BPE tokenizer.json (alias of ``formats.huggingface.read_huggingface``)."""
-        return cls.from_vocabulary(formats.huggingface.read_huggingface(path))
+        return cls.from_vocabulary(formats.huggingface.read_huggingface(arguments.path(path, "path")))
 
     @classmethod
     def from_minbpe(cls, path) -> Tokenizer:
         """A minbpe .model file (alias of ``formats.minbpe.read_minbpe``)."""
-        return cls.from_vocabulary(formats.minbpe.read_minbpe(path))
+        return cls.from_vocabulary(formats.minbpe.read_minbpe(arguments.path(path, "path")))
 
     def save_tiktoken(self, path) -> list[str]:
         """The .tiktoken file and its sidecar ``path + ".json"`` (pattern and special tokens); alias
         of ``formats.tiktoken.write_tiktoken``, which takes any name (``save`` checks it)."""
-        return formats.tiktoken.write_tiktoken(self, path)
+        return formats.tiktoken.write_tiktoken(self, arguments.path(path, "path"))
 
     def to_transformers(self, *, eos_token: str | None = None, pad_token: str | None = None,
                         bos_token: str | None = None, unk_token: str | None = None, **kwargs):
@@ -574,23 +622,25 @@ class Tokenizer:
 
     def save_huggingface(self, path) -> None:
         """A tokenizer.json at ``path`` (alias of ``formats.huggingface.write_huggingface``)."""
-        formats.huggingface.write_huggingface(self, path)
+        formats.huggingface.write_huggingface(self, arguments.path(path, "path"))
 
     def save_minbpe(self, prefix) -> None:
         """``prefix.model`` and ``prefix.vocab`` (alias of ``formats.minbpe.write_minbpe``)."""
-        formats.minbpe.write_minbpe(self, prefix)
+        formats.minbpe.write_minbpe(self, arguments.path(prefix, "prefix"))
 
     def save_gpt2(self, encoder_json, vocab_bpe) -> None:
         """GPT-2's two files (alias of ``formats.gpt2.write_gpt2``)."""
-        formats.gpt2.write_gpt2(self, encoder_json, vocab_bpe)
+        formats.gpt2.write_gpt2(self, arguments.path(encoder_json, "encoder_json"),
+                                arguments.path(vocab_bpe, "vocab_bpe"))
 
     def truncated(self, vocab_size: int) -> Tokenizer:
         """The tokenizer a shorter training would have given: the first merges only (merges are a
         prefix of each other), as many as make ``vocab_size`` tokens with the special tokens,
         which keep their order and follow the learned ids, as a fresh training numbers them."""
+        vocab_size = arguments.integer(vocab_size, "vocab_size")
         specials = sorted(self.special_tokens, key=self.special_tokens.__getitem__)
         n = vocab_size - 256 - len(specials)
-        if not isinstance(vocab_size, (int, np.integer)) or n < 0 or n > len(self.merges):
+        if n < 0 or n > len(self.merges):
             raise VocabularyError(f"vocab_size={vocab_size!r} is out of range: this tokenizer can be cut to "
                                   f"{256 + len(specials)}..{256 + len(self.merges) + len(specials)} tokens")
         merge_ids = self.merge_ids[:n]

@@ -13,10 +13,11 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from . import _kernel, continued
+from . import _kernel, arguments, continued
+from .arguments import INT64_MAX
 from .bytelevel import huggingface_byte_order
 from .continued import base_special_tokens, check_base
-from .counting import DEFAULT_BATCH_CHARS, DEFAULT_BLOCK_SIZE, count_tasks, make_config
+from .counting import DEFAULT_BATCH_CHARS, DEFAULT_BLOCK_SIZE, MAX_BLOCK_SIZE, count_tasks, make_config
 from .distributed import count_on_cluster
 from .errors import ArgumentError, ArgumentTypeError, EmptyCorpusError, VocabSizeWarning
 from .inputs import DocsTask, docs_tasks, sources, total_size
@@ -60,13 +61,16 @@ def _is_int(value) -> TypeGuard[int | np.integer]:
     return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
+# Token ids are int32 in the kernel and the encoder: ids 0 .. 2**31 - 2, special tokens included.
+MAX_VOCAB_SIZE = 2**31 - 1
+
+
 # The tie-break rules, by the name ``tie_break=`` and ``--tie-break`` take, with what each means.
 TIE_BREAKS = {
     "bytes": "equal counts go to the smallest (left id, right id) with bytes as ids 0..255 (rustbpe, bpeasy)",
     "huggingface": "equal counts go to the smallest pair by Hugging Face's ids for the bytes (tokenizers' "
                    "BpeTrainer with the ByteLevel pre-tokenizer)",
 }
-INT64_MAX = 2**63 - 1          # counts are int64: a larger min_frequency means the same as this
 
 
 def _tie_break_order(tie_break: str) -> np.ndarray | None:
@@ -130,10 +134,12 @@ class TrainOptions:
         for size in self.sizes:
             self._check_size(size)
         self._check_counts()
-        if self.tie_break not in TIE_BREAKS:
+        if not isinstance(self.tie_break, str) or self.tie_break not in TIE_BREAKS:
             raise ArgumentError(f"tie_break must be one of {tuple(TIE_BREAKS)}, got {self.tie_break!r}")
-        if self.max_token_length is not None and (not _is_int(self.max_token_length) or self.max_token_length < 1):
-            raise ArgumentError(f"max_token_length must be a positive number of bytes, got {self.max_token_length!r}")
+        if self.max_token_length is not None and not (_is_int(self.max_token_length)
+                                                      and 1 <= self.max_token_length <= INT64_MAX):
+            raise ArgumentError(f"max_token_length must be a positive number of bytes (at most 2**63 - 1), "
+                                f"got {self.max_token_length!r}")
         for size in self.sizes:
             check_base(self.base, size, self.tie_break)
         if self.superword_at is not None:
@@ -148,6 +154,9 @@ class TrainOptions:
         if self.base is None and size < need:
             raise ArgumentError(f"vocab_size={size} is too small: it must be at least {need} "
                                 f"(256 byte tokens + {len(self.special_tokens)} special tokens)")
+        if size > MAX_VOCAB_SIZE:
+            raise ArgumentError(f"vocab_size={size} is too large: token ids are 32-bit, so a vocabulary holds at "
+                                f"most {MAX_VOCAB_SIZE:,} tokens, its special tokens included")
 
     def _check_counts(self) -> None:
         if not _is_int(self.min_frequency):
@@ -207,11 +216,16 @@ def count(inputs: Inputs, *, pattern: str | None = "cl100k",
     """
     progress = with_alias(progress, show_progress)
     config = make_config(pattern, special_tokens, errors, lines, memory_budget)
-    paths = [inputs] if isinstance(inputs, (str, os.PathLike)) else list(inputs)
+    paths = arguments.paths(inputs, "inputs")
     if not paths:
         raise EmptyCorpusError("no input files given")
-    if isinstance(block_size, bool) or not isinstance(block_size, int) or block_size < 1:
-        raise ArgumentError(f"block_size must be a positive integer, got {block_size!r}")
+    block_size = arguments.integer(block_size, "block_size", 1, MAX_BLOCK_SIZE)
+    for name, value in (("field", field), ("column", column)):
+        if not isinstance(value, str):
+            raise ArgumentTypeError(f"{name} must be a str (the name holding the text), got {value!r}")
+    workers = None if workers is None else arguments.workers(workers)
+    if client is not None and not callable(getattr(client, "map", None)):
+        raise ArgumentTypeError(f"client must be a dask.distributed Client, got {type(client).__name__}")
     found = sources(paths, field, column)                   # every input checked before any is read
     if client is not None:
         return count_on_cluster(client, found, config, block_size)
@@ -240,10 +254,14 @@ def count_from_iterator(docs: Iterable, *, pattern: str | None = "cl100k",
     if isinstance(docs, (str, bytes)):
         raise ArgumentTypeError("docs must be an iterable of documents, not a single str/bytes "
                                 "(wrap it in a list: [text])")
+    if not isinstance(docs, Iterable):
+        raise ArgumentTypeError(f"docs must be an iterable of documents (str or bytes), got {type(docs).__name__}")
     if length is not None and (not _is_int(length) or length < 0):
         raise ArgumentError(f"length must be the number of documents (an integer >= 0), got {length!r}")
     progress = with_alias(progress, show_progress)
     config = make_config(pattern, special_tokens, errors, lines, memory_budget)
+    batch_chars = arguments.integer(batch_chars, "batch_chars", 1)
+    workers = None if workers is None else arguments.workers(workers)
     start = time.perf_counter()
     tasks = docs_tasks(docs, batch_chars, field)
     unit = ("doc", False) if length is not None else ("char", True)
@@ -295,6 +313,8 @@ def train_from_table(table: WordTable, vocab_size: int | Sequence[int], *, patte
     if not isinstance(table, WordTable):
         raise ArgumentTypeError(f"train_from_table takes a WordTable (bpe_fast.count, WordTable.load), "
                                 f"not {type(table).__name__}")
+    if report is not None and not isinstance(report, TrainReport):
+        raise ArgumentTypeError(f"report must be a TrainReport (it is filled in), got {type(report).__name__}")
     if pattern is not ... and resolve(pattern) != table.pattern:
         raise ArgumentError(f"pattern={pattern!r}: this word table was counted with {name_of(table.pattern)}, and a "
                             f"tokenizer must split text as its table did; count the text again with this pattern "

@@ -27,7 +27,9 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 import numpy as np
 
 from ._table import ChunkTable, hashes_of, merge_into, merge_tables, part_hash_index, part_size, read_part
-from .errors import ArgumentError, InputError
+from . import arguments
+from .arguments import INT64_MAX
+from .errors import ArgumentError, ArgumentTypeError, InputError
 from .outputs import atomic_open
 from .patterns import name_of
 
@@ -62,8 +64,12 @@ class WordTable:
     def from_counts(cls, counts: Mapping[bytes, int], pattern: str | None = None,
                     special_tokens: Sequence[str] = ()) -> WordTable:
         """From ``{chunk bytes: count}``; chunks that are empty or of zero count are left out."""
+        if not isinstance(counts, Mapping):
+            raise ArgumentTypeError(f"counts must be a mapping {{chunk bytes: count}}, got {type(counts).__name__}")
         table = ChunkTable()
         for chunk, n in counts.items():
+            _check_chunk(chunk, "counts")
+            n = arguments.integer(n, f"counts[{chunk!r}]", 0, INT64_MAX)
             if n > 0 and chunk:
                 table.add(chunk, n)
         return cls.from_native(table, pattern, special_tokens)
@@ -71,6 +77,11 @@ class WordTable:
     @classmethod
     def from_words(cls, words: Iterable[bytes], pattern: str | None = None) -> WordTable:
         """Count a sequence of chunks (bytes); handy for tests."""
+        if isinstance(words, (str, bytes)) or not isinstance(words, Iterable):
+            raise ArgumentTypeError(f"words must be an iterable of chunks (bytes), got {type(words).__name__}")
+        words = list(words)
+        for word in words:
+            _check_chunk(word, "words")
         table = ChunkTable()
         table.add_many([w for w in words if w])
         return cls.from_native(table, pattern)
@@ -103,9 +114,14 @@ class WordTable:
     def merge(tables: Sequence[WordTable]) -> WordTable:
         """The sum of tables counted with the same pattern and special tokens (64-bit counts);
         adding is associative and commutative, so any grouping gives the same table."""
+        if not isinstance(tables, Iterable):
+            raise ArgumentTypeError(f"WordTable.merge takes a list of word tables, got {type(tables).__name__}")
         tables = list(tables)
         if not tables:
             raise ArgumentError("WordTable.merge needs at least one table")
+        odd = [t for t in tables if not isinstance(t, WordTable)]
+        if odd:
+            raise ArgumentTypeError(f"WordTable.merge adds word tables, not {type(odd[0]).__name__}")
         first = tables[0]
         for other in tables[1:]:
             if other.pattern != first.pattern or other.special_tokens != first.special_tokens:
@@ -141,7 +157,7 @@ class WordTable:
     def merge_files(paths: Sequence[str | os.PathLike], check: bool = True) -> WordTable:
         """The sum of the tables saved in ``paths``, read one at a time: memory holds the sum
         so far and one more table, never all of them."""
-        paths = list(paths)
+        paths = arguments.paths(paths, "paths")
         if not paths:
             raise ArgumentError("WordTable.merge_files needs at least one file")
         total = WordTable.load(paths[0], check)
@@ -175,10 +191,16 @@ class WordTable:
         return sum(int(n) for n in self.counts)
 
     def word(self, i: int) -> bytes:
+        """Chunk i's bytes; a negative i counts from the end, as in a list."""
+        n = len(self)
+        i = arguments.integer(i, "i", -n, n - 1)
+        return self._word(i + n if i < 0 else i)
+
+    def _word(self, i: int) -> bytes:
         return self.symbols[self.offsets[i]:self.offsets[i + 1]].tobytes()
 
     def as_dict(self) -> dict[bytes, int]:
-        return {self.word(i): int(self.counts[i]) for i in range(len(self))}
+        return {self._word(i): int(self.counts[i]) for i in range(len(self))}
 
     @property
     def nbytes(self) -> int:
@@ -199,7 +221,7 @@ class WordTable:
     # -- files --------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> None:
         """Write the table as one .npz file (see the module docstring); atomically."""
-        with atomic_open(path, "wb") as fh:
+        with atomic_open(arguments.path(path, "path"), "wb") as fh:
             self.dump(fh)
 
     def dump(self, fh) -> None:
@@ -214,6 +236,7 @@ class WordTable:
         """A table written by ``save``; a file that is not one (or a damaged one) is an InputError
         naming it and what is wrong. ``check=False`` skips re-hashing every chunk (for files this
         process just wrote)."""
+        arguments.path(path, "path")          # np.load would take an open file, or any object, as one
         try:
             with zipfile.ZipFile(path) as archive:
                 arrays = {key: _read_array(archive, key, str(path), os.path.getsize(path)) for key in ARRAYS}
@@ -318,6 +341,12 @@ def _counts_in_range() -> Iterator[None]:
         yield
     except OverflowError as exc:
         raise ArgumentError(f"word tables cannot be added: {exc}") from None
+
+
+def _check_chunk(chunk, name: str) -> None:
+    if not isinstance(chunk, bytes):
+        hint = " (encode text first: chunk.encode())" if isinstance(chunk, str) else ""
+        raise ArgumentTypeError(f"{name} holds {chunk!r:.40}, which is no chunk: chunks are bytes{hint}")
 
 
 def _describe(table: WordTable) -> str:

@@ -17,7 +17,7 @@ import bpe_fast
 from bpe_fast.cli import DEMO_SAMPLE, _parser, main
 from bpe_fast.paths import stdlib_sources
 
-from .conftest import SMALL_CORPUS, need, needs_vocabs, small_text, vocab_path
+from .conftest import SMALL_CORPUS, need, needs_vocabs, small_text, vocab_dir, vocab_path
 
 
 def test_demo_corpus_is_the_standard_library():
@@ -273,6 +273,51 @@ def test_a_format_that_cannot_be_written_fails_before_training(tmp_path, capsys,
     err = capsys.readouterr().err
     assert err.startswith("bpe-fast train: error: ") and message in err and err.count("\n") == 1
     assert list(tmp_path.iterdir()) == []
+
+
+def bases(tmp_path, reference) -> dict[str, str]:
+    """Bases to train on from: the reference (its special token after its merges), and one with a special token
+    GPT-2's files cannot hold; the named encodings, where their files are."""
+    reference.save(tmp_path / "base.json")
+    bpe_fast.Tokenizer(reference.merges, bpe_fast.GPT2, ["<s>"]).save(tmp_path / "odd.json")
+    return {"reference": str(tmp_path / "base.json"), "odd specials": str(tmp_path / "odd.json"),
+            "cl100k_base": "cl100k_base"}
+
+
+@pytest.mark.parametrize("base,args,message", [
+    ("reference", ["--vocab-size", "450", "-o", "x.model"],
+     "-o x.model: a minbpe .model file numbers bytes 0..255 and merge m as 256 + m, but the new tokens take ids "
+     "after the base's special tokens"),
+    ("cl100k_base", ["--vocab-size", "100300", "-o", "x.model"], "but the base's tokens have other ids"),
+    (None, ["--vocab-size", "450", "--superword-at", "300", "-o", "x.model"],
+     "but superword training's stage two takes ids after stage one's special tokens"),
+    ("odd specials", ["--vocab-size", "450", "-o", "x_vocab.bpe"], "'<s>' is not: save as tokenizer.json"),
+])
+def test_a_result_the_format_cannot_hold_fails_before_training(tmp_path, capsys, monkeypatch, reference, base, args,
+                                                               message):
+    if base == "cl100k_base" and vocab_dir() is None:
+        pytest.skip("needs the named encodings' files")
+    base_args = ["--base", bases(tmp_path, reference)[base]] if base else []
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setattr("bpe_fast.cli.train", lambda *a, **k: pytest.fail("trained before checking -o"))
+    assert main([*TRAIN[:2], *TRAIN[4:], *base_args, *args]) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+    assert list(work.iterdir()) == []
+
+
+@pytest.mark.parametrize("base,vocab_size", [("reference", 450), ("gpt2", 50300)])
+def test_training_on_from_a_base_splits_with_its_pattern_as_the_api_does(tmp_path, reference, base, vocab_size):
+    """Without --pattern, the base's (GPT-2's here), not cl100k: so GPT-2's files can hold the result."""
+    if base == "gpt2" and vocab_dir() is None:
+        pytest.skip("needs the named encodings' files")
+    spec = bases(tmp_path, reference)[base] if base == "reference" else base
+    assert main(["train", str(SMALL_CORPUS), "--base", spec, "--vocab-size", str(vocab_size), "--workers", "1", "-q",
+                 "-o", str(tmp_path / "out/"), "--format", "gpt2"]) == 0
+    api = bpe_fast.train([SMALL_CORPUS], vocab_size, base=bpe_fast.load(spec), workers=1, progress="none")
+    assert api.pattern == bpe_fast.GPT2 and bpe_fast.load(tmp_path / "out" / "vocab.bpe") == api
 
 
 def test_a_word_tables_pattern_is_checked_against_the_format_before_training(tmp_path, capsys, monkeypatch):

@@ -79,6 +79,8 @@ def test_named_encodings_from_the_vocab_directory(monkeypatch, capsys):
     (["decode", "-t", "TOK"], b"1 99999", "token id 99999 (position 1) is not in the vocabulary"),
     (["encode", "-t", "missing.json"], b"x", "missing.json: no such file, and not a named encoding"),
     (["encode", "-t", "TOK", "nofile.txt"], b"", "nofile.txt: no such file"),
+    (["decode", "-t", "TOK"], b"1 2 \xff", "standard input: invalid UTF-8 at byte offset 4"),
+    (["show", "-t", "TOK", "-"], b"ab\xe9cd", "standard input: invalid UTF-8 at byte offset 2"),
 ])
 def test_tool_errors_are_one_line(tok_path, monkeypatch, capsys, args, stdin, message):
     path, _ = tok_path

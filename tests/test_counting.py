@@ -151,3 +151,19 @@ def test_a_worker_error_stops_the_reading_early():
     with pytest.raises(bpe_fast.InputError, match="document 0: invalid UTF-8 at byte offset 0"):
         count_tasks(docs_tasks(docs(), 100), CountConfig(Splitter.of(CL100K)), workers=2)
     assert len(consumed) < 1000       # it did not read on to the end
+
+
+@pytest.mark.filterwarnings("ignore::bpe_fast.VocabSizeWarning")      # learns all there is: each chunk one token
+@pytest.mark.parametrize("pattern", ["cl100k", r"\w+|[^\w]+", None])
+def test_replaced_surrogates_are_counted_as_the_encoder_encodes_them(pattern):
+    """errors="replace": U+FFFD for a lone surrogate, as the encoder and tiktoken make it, not "?"; so a
+    tokenizer learns the bytes it will encode (a surrogate pair, as Python may hold it, is one character)."""
+    docs = ["ab\ud800cd ab\udcffcd \ud83d\ude00 x?y"] * 20
+    tok = bpe_fast.train_from_iterator(docs, 300, pattern=pattern, errors="replace", workers=1, progress="none")
+    learned = b"".join(tok.token_bytes(i) for i in range(256, tok.n_base))
+    assert "\ufffd".encode() in learned and b"\xf0\x9f\x98\x80" in learned
+    counted = bpe_fast.count_from_iterator(docs[:1], pattern=pattern, errors="replace", workers=1, progress="none")
+    encoded = tok.decode_bytes(tok.encode(docs[0]))
+    replaced = sum(counted.word(i).count("\ufffd".encode()) * int(counted.counts[i]) for i in range(len(counted)))
+    assert replaced == encoded.count("\ufffd".encode()) == 2
+    assert len(tok.encode(docs[0])) < len(encoded) / 2       # the learned tokens are the ones it encodes with

@@ -6,11 +6,17 @@ output intact, and say what happened in one line.
 """
 from __future__ import annotations
 
+import contextlib
 import errno
+import io
 import os
+import re
+import shutil
 import signal
+import stat
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 import uuid
@@ -20,13 +26,15 @@ import numpy as np
 import pytest
 
 import bpe_fast
+import bpe_fast.cli
 import bpe_fast.counting
 from bpe_fast.cli import main
 from bpe_fast.counting import CountConfig, count_tasks
+from bpe_fast.errors import OutputError
 from bpe_fast.pretokenize import Splitter
 from bpe_fast.inputs import docs_tasks, file_tasks
 
-from .conftest import need, small_text
+from .conftest import SMALL_CORPUS, need, small_text
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and POSIX signals")
 
@@ -310,6 +318,159 @@ def test_an_interrupted_save_leaves_no_partial_file(tmp_path, monkeypatch):
             save()
     monkeypatch.setattr("json.dump", real_dump)
     assert (tmp_path / "t.json").read_bytes() == before and len(list(tmp_path.iterdir())) == 1
+
+
+def test_a_long_valid_output_name_is_written(tmp_path, capsys):
+    """A 250-byte name is valid, but ".NAME.xxxxxxxx.tmp" was not: writing failed after training."""
+    out = tmp_path / ("t" * 245 + ".json")
+    assert main(["train", str(SMALL_CORPUS), "--vocab-size", "300", "--workers", "1", "-o", str(out), "-q"]) == 0
+    assert bpe_fast.load(out).vocab_size == 300
+    assert [p.name for p in tmp_path.iterdir()] == [out.name]          # no temporary left
+
+
+def test_a_name_too_long_for_the_file_system_fails_before_training(tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr("bpe_fast.cli.train", lambda *a, **k: pytest.fail("trained before checking -o"))
+    out = tmp_path / ("t" * 300 + ".json")
+    assert main(["train", str(SMALL_CORPUS), "--vocab-size", "300", "-o", str(out), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert "the name is 305 bytes long; this file system takes at most 255" in err and err.count("\n") == 1
+    with pytest.raises(OutputError, match="File name too long"):           # the API: an OutputError too
+        bpe_fast.Tokenizer([]).save(out)
+
+
+def test_rewriting_a_file_keeps_its_permission_bits(tmp_path):
+    tok = bpe_fast.Tokenizer([])
+    private = tmp_path / "private.json"
+    tok.save(private)
+    private.chmod(0o600)
+    tok.save(private)
+    assert stat.S_IMODE(private.stat().st_mode) == 0o600
+    tok.save(tmp_path / "new.json")              # a new file: 0666 less the umask, as open() makes it
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE((tmp_path / "new.json").stat().st_mode) == 0o666 & ~umask
+
+
+def as_another_user(action) -> str:
+    """What ``action()`` returns (or the error it raises), run in a forked child: as the user nobody
+    when this is root, who may write any file (a forked child needs no access to the interpreter)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                     # the child: never back into pytest
+        try:
+            if os.geteuid() == 0:
+                os.setgid(65534)
+                os.setuid(65534)
+            result = action()
+        except BaseException as exc:
+            result = f"{type(exc).__name__}: {exc}"
+        os.write(write, result.encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as fh:
+        out = fh.read()
+    os.waitpid(pid, 0)
+    return out
+
+
+def test_a_read_only_file_is_not_replaced(tmp_path):
+    """As ``open(path, "w")`` would refuse it: the API with an OutputError, the CLI before training."""
+    folder = Path(tempfile.mkdtemp())               # beyond tmp_path, which only its owner may enter
+    try:
+        folder.chmod(0o777)
+        path = folder / "kept.json"
+        path.write_text("precious")
+        path.chmod(0o444)
+
+        def save() -> str:
+            bpe_fast.Tokenizer([]).save(path)
+            return "saved"
+
+        def cli() -> str:
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                code = main(["train", str(SMALL_CORPUS), "--vocab-size", "300", "-o", str(path), "-q"])
+            return f"{code} {err.getvalue()}"
+
+        assert as_another_user(save) == (f"OutputError: {path}: cannot write: permission denied (the file is "
+                                         f"read-only; it is left as it was)")
+        assert as_another_user(cli) == f"2 bpe-fast train: error: -o {path}: the file is read-only: it cannot be " \
+                                       f"replaced\n"
+        assert path.read_text() == "precious" and os.listdir(folder) == ["kept.json"]
+    finally:
+        shutil.rmtree(folder)
+
+
+def test_writing_that_fails_after_training_saves_the_result_elsewhere(tmp_path, monkeypatch, capsys):
+    """The folder of -o was there when checked, and is gone when training ends: the training is kept."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    real_train = bpe_fast.cli.train
+
+    def train_then_lose_the_folder(*args, **kwargs):
+        result = real_train(*args, **kwargs)
+        folder.rmdir()
+        return result
+
+    monkeypatch.setattr("bpe_fast.cli.train", train_then_lose_the_folder)
+    assert main(["train", str(SMALL_CORPUS), "--vocab-size", "300", "--workers", "1", "-o",
+                 str(folder / "t.tiktoken"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert f"{folder / 't.tiktoken'}: cannot write here" in err and err.count("\n") == 1
+    found = re.search(r"saved instead as (\S+\.json)", err)
+    assert found is not None, err
+    saved = Path(found.group(1))
+    try:
+        assert bpe_fast.load(saved) == bpe_fast.train([SMALL_CORPUS], 300, workers=1, progress="none")
+    finally:
+        shutil.rmtree(saved.parent)
+
+
+def test_a_word_table_that_cannot_be_written_after_counting_is_saved_elsewhere(tmp_path, monkeypatch, capsys):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    real_count = bpe_fast.cli.count
+
+    def count_then_lose_the_folder(*args, **kwargs):
+        table = real_count(*args, **kwargs)
+        folder.rmdir()
+        return table
+
+    monkeypatch.setattr("bpe_fast.cli.count", count_then_lose_the_folder)
+    assert main(["count", str(SMALL_CORPUS), "--workers", "1", "-o", str(folder / "c.npz"), "-q"]) == 2
+    err = capsys.readouterr().err
+    found = re.search(r"the word table is saved instead as (\S+\.npz)", err)
+    assert found is not None, err
+    saved = Path(found.group(1))
+    try:
+        assert bpe_fast.WordTable.load(saved) == bpe_fast.count(SMALL_CORPUS, workers=1, progress="none")
+    finally:
+        shutil.rmtree(saved.parent)
+
+
+def test_the_plot_is_checked_before_training(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("matplotlib", reason="--plot needs matplotlib")
+    monkeypatch.setattr("bpe_fast.cli.train", lambda *a, **k: pytest.fail("trained before checking --plot"))
+    plot = tmp_path / "no" / "curve.png"
+    assert main(["train", str(SMALL_CORPUS), "--vocab-size", "300", "-o", str(tmp_path / "t.json"), "-q",
+                 "--eval", str(SMALL_CORPUS), "--plot", str(plot)]) == 2
+    assert f"--plot {plot}: the folder {plot.parent} does not exist" in capsys.readouterr().err
+
+
+def test_a_writer_that_fails_with_a_bug_keeps_its_traceback_and_the_training(tmp_path, monkeypatch, capsys):
+    def broken_writer(*args, **kwargs):
+        raise KeyError("a bug in a writer")
+
+    monkeypatch.setattr("bpe_fast.cli.write_tokenizer", broken_writer)
+    with pytest.raises(KeyError, match="a bug in a writer"):
+        main(["train", str(SMALL_CORPUS), "--vocab-size", "300", "--workers", "1", "-o", str(tmp_path / "t.json")])
+    err = capsys.readouterr().err
+    found = re.search(r"saved instead as (\S+\.json)", err)
+    assert found is not None, err
+    saved = Path(found.group(1))
+    try:
+        assert bpe_fast.load(saved).vocab_size == 300
+    finally:
+        shutil.rmtree(saved.parent)
 
 
 # -- 5. the command line: no tracebacks for what a user can cause ----------------------------------

@@ -1,5 +1,6 @@
 """Fuzzing the vocabulary file readers: whatever a corrupt file holds, loading it either gives a
-tokenizer or raises a BpeFastError that names the file -- never another exception.
+tokenizer or raises a BpeFastError that names the file -- never another exception. And the same
+for arguments: whatever value a training argument or a tokenizer method gets.
 
 Each format starts from a real file written by bpe_fast (a small vocabulary with two special
 tokens) and hypothesis mutates it: bytes flipped, cut short, lines dropped or repeated, numbers
@@ -12,6 +13,7 @@ import json
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -220,3 +222,50 @@ def test_json_files_with_a_value_nested_past_the_parser(tmp_path, fmt, data):
     text = json.dumps(replaced(parsed, path, "@NESTED@"))
     files[name] = text.replace('"@NESTED@"', "[" * depth + "]" * depth).encode()
     check(tmp_path, fmt, files)
+
+
+# -- arguments: whatever value an argument gets, a result or a BpeFastError naming it ----------------
+
+HOSTILE = st.one_of(
+    st.none(), st.booleans(), st.integers(-2**70, 2**70), st.integers(250, 300),
+    st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=4),
+    st.sampled_from([np.int64(260), np.uint8(3), np.float64(2.0), np.str_("<s>"), np.array([1, 2]), [], {}, b"x",
+                     ["<s>", "\ud800"], [None], "all", "\ud800"]))
+TRAINING_ARGUMENTS = ["vocab_size", "workers", "min_frequency", "max_token_length", "batch_chars", "memory_budget",
+                      "superword_at", "tie_break", "special_tokens", "pattern", "errors", "progress"]
+DOCS = ["the cat sat on the mat <s>"] * 3
+
+
+@pytest.mark.filterwarnings("ignore::bpe_fast.VocabSizeWarning")
+@given(name=st.sampled_from(TRAINING_ARGUMENTS), value=HOSTILE)
+@FUZZ
+def test_any_value_of_a_training_argument_trains_or_is_an_error_naming_it(name, value):
+    arguments = {"vocab_size": 270, "workers": 1, "progress": "none", name: value}
+    try:
+        tok = bpe_fast.train_from_iterator(DOCS, **arguments)
+    except bpe_fast.EmptyCorpusError:                  # a pattern that matches nothing of the documents
+        assert name == "pattern"
+    except BpeFastError as exc:
+        assert name.split("_")[0] in str(exc), exc
+    else:
+        assert set(tok.decode_bytes(tok.encode_ordinary(DOCS[0]))) <= set(DOCS[0].encode())
+
+
+@given(method=st.sampled_from(["encode", "encode_ordinary", "encode_to_numpy", "count_tokens", "encode_batch",
+                               "encode_ordinary_batch", "encode_batch_to_numpy", "count_tokens_batch", "decode",
+                               "token_bytes", "truncated"]),
+       value=HOSTILE, keyword=st.sampled_from([None, "allowed_special", "disallowed_special", "workers", "errors"]))
+@FUZZ
+def test_any_value_given_to_a_tokenizer_method_is_a_result_or_a_bpe_fast_error(method, value, keyword):
+    tok = vocabulary()
+    call = getattr(tok, method)
+    try:
+        if keyword is None:
+            call(value)
+        else:
+            call(["ab"] if "batch" in method else 260 if method == "truncated" else
+                 [97] if method in ("decode", "token_bytes") else "ab", **{keyword: value})
+    except BpeFastError:
+        pass
+    except TypeError as exc:                           # a keyword the method does not take: Python's own
+        assert "unexpected keyword argument" in str(exc), exc

@@ -203,7 +203,7 @@ def test_text_a_custom_pattern_skips_is_kept_not_dropped():
     text = "hello, world! hello again; world... 42?"
     assert list(Splitter.of(r"\w+").chunks(text)) == ["hello", ", ", "world", "! ", "hello", " ", "again", "; ",
                                                       "world", "... ", "42", "?"]
-    tok = bpe_fast.train_from_iterator([text] * 20, 280, pattern=r"\w+", progress="none")
+    tok = bpe_fast.train_from_iterator([text] * 20, 270, pattern=r"\w+", progress="none")
     for sample in [text, "  leading and trailing  ", "!!!", ""]:
         assert tok.decode(tok.encode(sample)) == sample
         assert tok.decode(tok.encode_batch([sample])[0]) == sample

@@ -102,6 +102,7 @@ class Format:
     check_writable: Callable[[str | None, Sequence[str]], None] = holds_anything
     needs_pattern: bool = False     # its files hold no pattern, so read takes pattern= (a .tiktoken file)
     makes_folder: bool = False      # write makes the folder its files go in (GPT-2's "-o tok/")
+    needs_default_ids: bool = False     # holds only bytes 0..255 and merge m as 256 + m (minbpe's .model)
 
 
 # -- reading files ------------------------------------------------------------------------------

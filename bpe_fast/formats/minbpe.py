@@ -115,4 +115,4 @@ def output_files(path: str | os.PathLike) -> list[Path]:
 FORMAT = Format(
     name="minbpe", title="a minbpe .model file", description="PREFIX.model and PREFIX.vocab",
     sniff=sniff, read=read, write=write, demo_name="demo-tokenizer.model", suffixes=(".model",),
-    output_files=output_files, check_writable=check_writable)
+    output_files=output_files, check_writable=check_writable, needs_default_ids=True)

@@ -12,8 +12,12 @@ from pathlib import Path
 from ...errors import BpeFastError, require
 from ...outputs import atomic_open
 from ...patterns import known_names
+from ...trainer import MAX_VOCAB_SIZE
 from . import DEFAULT_CHARS, DEFAULT_MERGES, DEFAULT_PATTERN, RUNGS, Workload, select
 from .harness import DEFAULT_BUDGET, DEFAULT_REPEATS, run_ladder
+
+
+MAX_MERGES = MAX_VOCAB_SIZE - 256        # merge m makes token 256 + m
 
 
 def add_profile_parser(sub) -> None:
@@ -52,13 +56,15 @@ def _check_output(path: str | None, option: str) -> None:
 
 def check_args(args) -> list:
     """Fail before any work, with the option at fault named; returns the rungs to run."""
-    if args.chars <= 0:
-        raise BpeFastError(f"--chars must be a positive number of characters, not {args.chars}")
-    if args.merges <= 0:
-        raise BpeFastError(f"--merges must be a positive number of merges, not {args.merges}")
+    if not 0 < args.chars <= sys.maxsize:
+        raise BpeFastError(f"--chars must be a positive number of characters (at most {sys.maxsize:,}), "
+                           f"not {args.chars}")
+    if not 0 < args.merges <= MAX_MERGES:
+        raise BpeFastError(f"--merges must be a positive number of merges (at most {MAX_MERGES:,}: token ids are "
+                           f"32-bit), not {args.merges}")
     if args.repeats <= 0:
         raise BpeFastError(f"--repeats must be at least 1, not {args.repeats}")
-    if args.budget < 0:
+    if not args.budget >= 0:                 # nan too
         raise BpeFastError(f"--budget must be >= 0 seconds (0: never skip), not {args.budget}")
     if args.corpus is not None and not Path(args.corpus).is_file():
         what = "is a directory" if Path(args.corpus).is_dir() else "no such file"
