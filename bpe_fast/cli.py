@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -33,6 +34,7 @@ from .trainer import MAX_VOCAB_SIZE, TIE_BREAKS, TrainOptions, TrainReport, coun
 from .wordtable import WordTable
 
 DEMO_VOCAB_SIZE = 4096
+STDOUT = "-"                  # -o - : standard output
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -92,7 +94,12 @@ def _number(text: str, scale: int = 1) -> int:
 
 
 def parse_sizes(text: str) -> list[int]:
-    """Vocabulary sizes: "32768", "32k" (k = 1024), or several: "8k,16k,32k"."""
+    """Vocabulary sizes: "32768", "32k" (k = 1024), or several: "8k,16k,32k". "32,768" is refused:
+    it reads as one number with a thousands separator, and as sizes it would hold one below 256,
+    which no vocabulary is ("300,400,600" are three sizes)."""
+    if re.fullmatch(r"\s*\d{1,3}(,\d{3})+\s*", text) and min(int(p) for p in text.split(",")) < 256:
+        raise argparse.ArgumentTypeError(f"{text.strip()!r} looks like one number with thousands separators: write "
+                                         f"{text.strip().replace(',', '')} (several sizes: 8k,16k)")
     sizes = []
     for part in text.split(","):
         part = part.strip().lower()
@@ -298,6 +305,8 @@ def _dask_client(address: str | None):
 def cmd_count(args) -> int:
     if not args.inputs:
         raise ArgumentError("no input: give one or more INPUTs")
+    if args.output == STDOUT:
+        raise ArgumentError("-o -: a word table is a binary .npz file, not for standard output: give a file name")
     check_output(args.output, args.inputs, "-o")   # before reading anything
     start = time.perf_counter()
     table = count(args.inputs, **count_options(args))
@@ -353,6 +362,8 @@ def _outputs(args, output: str) -> list[str]:
 def check_tokenizer_output(path: str, fmt: str, inputs: list[str], option: str) -> list[Path]:
     """Every file writing ``path`` in ``fmt`` makes, checked before any work (GPT-2's folder,
     ``-o tok/``, is made if its parent exists)."""
+    if path == STDOUT:
+        return []
     files = formats.output_files(path, fmt)
     for file in files:
         if formats.by_name(fmt).makes_folder and not file.parent.exists() and file.parent.parent.is_dir():
@@ -422,7 +433,34 @@ def _save_elsewhere(save, what: str) -> str:
 
 
 def write_tokenizer(tok, path: str, fmt: str) -> list[str]:
-    return formats.write(tok, path, fmt)
+    if path != STDOUT:
+        return formats.write(tok, path, fmt)
+    with tempfile.TemporaryDirectory(prefix="bpe-fast-stdout-") as folder:     # the writers write files
+        [file] = formats.write(tok, os.path.join(folder, "tokenizer"), fmt)
+        sys.stdout.buffer.write(Path(file).read_bytes())
+        sys.stdout.flush()
+    return ["standard output"]
+
+
+def where_to_write(path: str, fmt: str, option: str) -> str:
+    """-o as given: "-" (standard output: a format of one file only), a folder (a name ending in
+    "/", or an existing folder): the format's usual file in it (tokenizer.json), made if its parent
+    exists; else the name itself. GPT-2's format is a folder of its own files already."""
+    one_file = len(formats.output_files("tokenizer", fmt)) == 1
+    if path == STDOUT:
+        if not one_file:
+            raise ArgumentError(f"{option} -: the {fmt} format is several files; give a file or folder name")
+        return path
+    is_folder = path.endswith(("/", os.sep)) or os.path.isdir(path)      # (isdir: False for a name too long)
+    if not is_folder or not one_file:
+        return path
+    usual = formats.by_name(fmt).file_names
+    if not usual:
+        raise ArgumentError(f"{option} {path}: is a folder; give a file name in it ({os.path.join(path, 'tok.json')}), "
+                            f"or --format huggingface for {os.path.join(path, 'tokenizer.json')}")
+    if not Path(path).exists() and Path(path).resolve().parent.is_dir():
+        Path(path).mkdir()
+    return os.path.join(path, usual[0])
 
 
 def cmd_train(args) -> int:
@@ -444,6 +482,7 @@ def cmd_train(args) -> int:
             name = name.replace("demo", "demo-{vocab_size}", 1)
         output = os.path.join(tempfile.mkdtemp(prefix="bpe-fast-demo-"), name)
     fmt = formats.format_of_path(output, args.format)
+    output = where_to_write(output, fmt, "-o")
     outputs = _outputs(args, output)
     written = [check_tokenizer_output(path, fmt, [*args.inputs, *args.counts, *args.eval], "-o")  # before reading
                for path in outputs]
@@ -488,6 +527,7 @@ def cmd_train(args) -> int:
 
 def cmd_convert(args) -> int:
     fmt = formats.format_of_path(args.output, args.format)
+    args.output = where_to_write(args.output, fmt, "OUT")
     check_tokenizer_output(args.output, fmt, [args.input], "OUT")
     if args.pattern is not None:
         tok = Tokenizer.from_vocabulary(_read_with_pattern(args.input, args.pattern))
@@ -495,12 +535,17 @@ def cmd_convert(args) -> int:
         tok = load(args.input, args.vocabs)
     formats.check_writable(fmt, tok.pattern, list(tok.special_tokens))
     written = write_tokenizer(tok, args.output, fmt)
+    out = sys.stderr if args.output == STDOUT else sys.stdout      # standard output holds the tokenizer
     specials = f", {len(tok.special_tokens)} special" if tok.special_tokens else ""
     print(f"read       {args.input}: vocab size {tok.vocab_size:,} ({len(tok.merges):,} merges{specials}), "
-          f"pattern {tok.pattern_name}")
+          f"pattern {tok.pattern_name}", file=out)
     for path in written:
-        print(f"wrote      {os.path.abspath(path)} ({fmt})")
+        print(f"wrote      {_shown(path)} ({fmt})", file=out)
     return 0
+
+
+def _shown(path: str) -> str:
+    return path if path == "standard output" else os.path.abspath(path)
 
 
 def _read_with_pattern(path: str, pattern: str):
@@ -514,7 +559,8 @@ def _read_with_pattern(path: str, pattern: str):
 
 
 def _summary(args, tok, outputs: list[str], fmt: str, seconds: float) -> None:
-    report, out = tok.training_report, sys.stdout
+    report = tok.training_report
+    out = sys.stderr if args.output == STDOUT else sys.stdout      # standard output holds the tokenizer
     read = f"{len(args.counts)} word table(s)" if args.counts else f"{len(args.inputs)} input(s)"
     print(f"read       {report.input_size:,} bytes from {read}", file=out)
     print(f"chunks     {report.total_chunks:,} ({report.unique_chunks:,} unique, pattern {tok.pattern_name})", file=out)
@@ -523,7 +569,7 @@ def _summary(args, tok, outputs: list[str], fmt: str, seconds: float) -> None:
     print("time       " + ", ".join(f"{k} {v:.2f}s" for k, v in report.seconds.items()) + f", total {seconds:.2f}s",
           file=out)
     for path in outputs:
-        print(f"saved      {os.path.abspath(path)} ({fmt})", file=out)
+        print(f"saved      {_shown(path)} ({fmt})", file=out)
 
 
 def read_text_file(path: str) -> str:

@@ -3,11 +3,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
+from dataclasses import replace
 from pathlib import Path
 
-from .encode_corpus import FORMATS, encode_files
-from .errors import ArgumentError, BpeFastError, InputError
+from .encode_corpus import FORMATS, batches, encode_files, index_path, load_bin, pieces
+from .inputs import sources
+from .errors import ArgumentError, InputError
 from .progress import MODES
 from .registry import ENCODINGS, load
 
@@ -52,9 +55,15 @@ def add_tool_parsers(sub) -> None:
     enc.add_argument("--progress", choices=MODES, default="auto", help="progress on stderr (auto: a bar on a terminal)")
     enc.set_defaults(run=cmd_encode)
 
-    dec = sub.add_parser("decode", help="token ids -> text (stdin or a file -> stdout)")
+    dec = sub.add_parser("decode", help="token ids -> text (the ids themselves, a file, or stdin -> stdout)",
+                         description="Decode token ids to text. INPUT is the ids themselves (\"15496 11\"), or a "
+                                     "file holding them in any form `bpe-fast encode` writes: ids separated by "
+                                     "spaces or commas (a line per document), JSON lists (one, or a line each), or "
+                                     "a binary corpus (.bin with its .idx); - (the default) reads standard input. "
+                                     "Documents are decoded one after another, as they were encoded.")
     _add_tokenizer_option(dec)
-    dec.add_argument("input", nargs="?", default="-", help="ids separated by spaces/commas or a JSON list; - for stdin")
+    dec.add_argument("input", nargs="?", default="-", metavar="INPUT",
+                     help="ids (\"15496 11\"), a file of ids, a .bin corpus, or - for stdin")
     dec.set_defaults(run=cmd_decode)
 
     show = sub.add_parser("show", help="show token boundaries in colour",
@@ -70,9 +79,17 @@ def add_tool_parsers(sub) -> None:
     show.add_argument("--ids", action="store_true", help="also list the ids")
     show.set_defaults(run=cmd_show)
 
-    stats = sub.add_parser("stats", help="tokens and bytes per token of files, per tokenizer")
-    stats.add_argument("files", nargs="+", metavar="FILE")
+    stats = sub.add_parser("stats", help="tokens and bytes per token of files, per tokenizer",
+                           description="Tokens and bytes per token of each input, read as `bpe-fast encode` reads "
+                                       "it: text files, .gz/.bz2/.xz/.zst, .jsonl (--field), .parquet (--column), "
+                                       "folders (their files), - for stdin. Bytes are those of the text (UTF-8), "
+                                       "not of the compressed file or the JSON around it.")
+    stats.add_argument("files", nargs="+", metavar="INPUT")
     _add_tokenizer_option(stats, many=True)
+    stats.add_argument("--field", default="text", help="JSON lines: the field that holds the text")
+    stats.add_argument("--column", default="text", help="Parquet: the column that holds the text")
+    stats.add_argument("--errors", choices=("strict", "replace"), default="strict",
+                       help="invalid UTF-8: an error naming file and offset, or U+FFFD")
     stats.set_defaults(run=cmd_stats)
 
 
@@ -103,6 +120,8 @@ def cmd_encode(args) -> int:
         raise ArgumentError(f"--json and --format {fmt} disagree: give one")
     if fmt == "bin" and args.output is None:
         raise ArgumentError("--format bin writes two files (ids and .idx): give -o corpus.bin")
+    if args.output == "-":
+        args.output = None                   # -o - is standard output, as when -o is not given
     summary = encode_files(tok, args.inputs, args.output, format=fmt, lines=args.lines, field=args.field,
                            column=args.column, workers=args.workers, errors=args.errors,
                            allowed_special="all" if args.allow_special else "none", progress=args.progress)
@@ -112,21 +131,51 @@ def cmd_encode(args) -> int:
     return 0
 
 
+# An INPUT of `decode` that is the ids themselves: digits, signs, commas, brackets and spaces.
+_IDS = re.compile(r"[\s\d,\[\]+-]*\d[\s\d,\[\]+-]*")
+
+
 def _parse_ids(text: str, source: str) -> list[int]:
+    """Token ids written as `bpe-fast encode` writes them: separated by spaces or commas (a
+    line per document), a JSON list, or JSON lines (a list per line); all in order."""
     text = text.strip()
     try:
-        ids = json.loads(text) if text.startswith("[") else [int(t) for t in text.replace(",", " ").split()]
+        values = _json_ids(text) if text.startswith("[") else [int(t) for t in text.replace(",", " ").split()]
     except ValueError as exc:
-        raise BpeFastError(f"{source}: expected token ids (integers): {exc}") from None
-    if not all(isinstance(i, int) for i in ids):
-        raise BpeFastError(f"{source}: expected a list of integer token ids")
-    return ids
+        raise InputError(f"{source}: expected token ids (integers): {exc}") from None
+    if not all(isinstance(i, int) and not isinstance(i, bool) for i in values):
+        raise InputError(f"{source}: expected lists of integer token ids")
+    return values
+
+
+def _json_ids(text: str) -> list:
+    """A JSON list of ids (or of lists of ids), or one such list per line (JSON lines)."""
+    try:
+        lists = [json.loads(text)]
+    except ValueError:
+        lists = [json.loads(line) for line in text.splitlines() if line.strip()]
+    flat: list = []
+    for value in lists:
+        rows = value if value and all(isinstance(v, list) for v in value) else [value]
+        for row in rows:
+            if not isinstance(row, list):
+                raise ValueError(f"{row!r} is not a list of ids")
+            flat.extend(row)
+    return flat
+
+
+def _ids_of(arg: str):
+    """The ids INPUT means: the ids themselves, a .bin corpus, or the text of a file (or stdin)."""
+    if arg != "-" and not os.path.exists(arg) and _IDS.fullmatch(arg):
+        return _parse_ids(arg, "the ids given")
+    if arg != "-" and (arg.endswith(".bin") or index_path(arg).is_file()) and os.path.isfile(arg):
+        return load_bin(arg)[0]
+    return _parse_ids(_read_text(arg), "standard input" if arg == "-" else arg)
 
 
 def cmd_decode(args) -> int:
     tok = load(args.tokenizer, args.vocabs)
-    source = "stdin" if args.input == "-" else args.input
-    data = tok.decode_bytes(_parse_ids(_read_text(args.input), source))
+    data = tok.decode_bytes(_ids_of(args.input))
     sys.stdout.buffer.write(data)
     if sys.stdout.isatty() and not data.endswith(b"\n"):
         sys.stdout.buffer.write(b"\n")       # for the prompt's sake; a pipe gets the bytes exactly
@@ -187,19 +236,30 @@ def cmd_show(args) -> int:
 def cmd_stats(args) -> int:
     toks = [(spec, load(spec, args.vocabs)) for spec in args.tokenizer]
     names = [Path(spec).stem if os.path.isfile(spec) else spec for spec, _ in toks]
+    found = sources(args.files, args.field, args.column)          # every input checked before any is read
     width = max(12, *map(len, names))
-    print(f"{'file':<30} {'bytes':>12} " + " ".join(f"{n:>{width}} {'B/tok':>6}" for n in names))
-    totals = [0] * len(toks)
-    total_bytes = 0
-    for f in args.files:
-        text = _read_text(f)
-        size = len(text.encode("utf-8"))
+    print(f"{'input':<30} {'bytes':>12} " + " ".join(f"{n:>{width}} {'B/tok':>6}" for n in names))
+    totals, total_bytes = [0] * len(toks), 0
+    for source in found:
+        counts = [0] * len(toks)
+        for k, (_, tok) in enumerate(toks):
+            size, counts[k] = _bytes_and_tokens(tok, source.path, args)
         total_bytes += size
-        counts = [len(tok.encode(text, disallowed_special=())) for _, tok in toks]
         totals = [a + b for a, b in zip(totals, counts)]
-        print(f"{Path(f).name[:30]:<30} {size:>12,} " + " ".join(
+        print(f"{Path(source.name).name[:30]:<30} {size:>12,} " + " ".join(
             f"{c:>{width},} {size / max(c, 1):>6.2f}" for c in counts))
-    if len(args.files) > 1:
+    if len(found) > 1:
         print(f"{'total':<30} {total_bytes:>12,} " + " ".join(
             f"{c:>{width},} {total_bytes / max(c, 1):>6.2f}" for c in totals))
     return 0
+
+
+def _bytes_and_tokens(tok, path: str, args) -> tuple[int, int]:
+    """The UTF-8 bytes of an input's text and its tokens, read a batch at a time, the documents
+    as encoding reads them (special tokens' text counted as text)."""
+    splitter = replace(tok.splitter, special_tokens=tuple(tok.special_tokens))
+    size = tokens = 0
+    for texts, _, _ in batches(pieces([path], splitter, args.errors, args.field, args.column)):
+        size += sum(len(t.encode("utf-8", "surrogatepass")) for t in texts)
+        tokens += int(tok.count_tokens_batch(texts, disallowed_special=()).sum())
+    return size, tokens

@@ -10,7 +10,8 @@
   parsed by the workers (``JsonlTask``);
 * Parquet (``.parquet``): each value of ``column`` (default "text") is a document, read a row
   group at a time by the workers with pyarrow (``pip install 'bpe_fast[parquet]'``);
-* a directory means the files in it and below it, sorted by path.
+* a directory means the files in it and below it, sorted by path, but hidden files and folders
+  (.git/ and the like).
 
 Each kind of input is a ``Source`` class that plans its own tasks (``tasks``: for one machine;
 ``cluster_tasks``: for workers that must read the files themselves), and each task reads
@@ -257,7 +258,7 @@ def sources(paths: Iterable[str | os.PathLike], field: str = "text", column: str
         if path == STDIN:
             found.append(TextSource(STDIN, None, None))
         elif os.path.isdir(path):
-            files = sorted(str(p) for p in Path(path).rglob("*") if p.is_file() and not p.name.startswith("."))
+            files = _files_in(Path(path))
             if not files:
                 raise InputError(f"{path}: the directory holds no files")
             found.extend(_source(f, field, column) for f in files)
@@ -274,6 +275,13 @@ def total_size(found: list[Source]) -> int | None:
             return None
         total += source.size
     return total
+
+
+def _files_in(folder: Path) -> list[str]:
+    """The files in a folder and below it, sorted, leaving out hidden ones and hidden folders
+    (.git/, .cache/...: a repository's objects are no corpus)."""
+    return sorted(str(p) for p in folder.rglob("*")
+                  if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts))
 
 
 def _source(path: str, field: str, column: str) -> Source:

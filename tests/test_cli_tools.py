@@ -75,7 +75,7 @@ def test_named_encodings_from_the_vocab_directory(monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("args,stdin,message", [
-    (["decode", "-t", "TOK"], b"1 2 x", "stdin: expected token ids"),
+    (["decode", "-t", "TOK"], b"1 2 x", "standard input: expected token ids"),
     (["decode", "-t", "TOK"], b"1 99999", "token id 99999 (position 1) is not in the vocabulary"),
     (["encode", "-t", "missing.json"], b"x", "missing.json: no such file, and not a named encoding"),
     (["encode", "-t", "TOK", "nofile.txt"], b"", "nofile.txt: no such file"),

@@ -208,3 +208,86 @@ def test_a_tokenizer_json_that_would_encode_otherwise_is_refused_not_misread(tmp
                                                           r"special, such as '<\|pad\|>'"):
         bpe_fast.load(tmp_path / "plain.json")
     assert bpe_fast.load(tmp_path / "tokenizer.json") == ours
+
+
+# -- the command line's traps ------------------------------------------------------------------------
+
+@pytest.fixture()
+def saved(tmp_path, ours) -> str:
+    path = tmp_path / "tok.json"
+    ours.save(path)
+    return str(path)
+
+
+def test_decode_takes_the_ids_themselves(saved, ours, capsysbinary):
+    from bpe_fast.cli import main
+    ids = ours.encode("Hello world, again")
+    assert main(["decode", "-t", saved, " ".join(map(str, ids))]) == 0
+    assert capsysbinary.readouterr().out == b"Hello world, again"
+    assert main(["decode", "-t", saved, json.dumps(ids)]) == 0
+    assert capsysbinary.readouterr().out == b"Hello world, again"
+
+
+@pytest.mark.parametrize("form", ["text", "json", "bin"])
+def test_decode_reads_what_encode_writes(tmp_path, saved, form, capsysbinary):
+    from bpe_fast.cli import main
+    text = small_text()
+    (tmp_path / "in.txt").write_text(text)
+    out = tmp_path / ("ids.bin" if form == "bin" else f"ids.{form}")
+    assert main(["encode", "-t", saved, "--lines", "--format", form, "-o", str(out), str(tmp_path / "in.txt")]) == 0
+    capsysbinary.readouterr()
+    assert main(["decode", "-t", saved, str(out)]) == 0
+    assert capsysbinary.readouterr().out == text.encode()
+
+
+def test_output_to_a_folder_or_to_standard_output(tmp_path, ours, monkeypatch, capsysbinary):
+    from bpe_fast.cli import main
+    corpus = tmp_path / "c.txt"
+    corpus.write_text(small_text())
+    monkeypatch.chdir(tmp_path)
+    train = ["train", str(corpus), "--vocab-size", "400", "-q"]
+    assert main([*train, "-o", "newdir/"]) == 2
+    assert "newdir/: is a folder; give a file name in it" in capsysbinary.readouterr().err.decode()
+    assert not (tmp_path / "newdir").exists()
+    assert main([*train, "-o", "hf/", "--format", "huggingface"]) == 0
+    assert (tmp_path / "hf" / "tokenizer.json").is_file() and not (tmp_path / "hf").is_file()
+    capsysbinary.readouterr()
+    assert main([*train, "-o", "-"]) == 0
+    written = capsysbinary.readouterr()
+    assert json.loads(written.out)["format"] == "bpe_fast.tokenizer" and b"saved      standard output" in written.err
+    assert not (tmp_path / "-").exists()
+    assert main(["count", str(corpus), "-o", "-"]) == 2
+    assert b"a word table is a binary .npz file" in capsysbinary.readouterr().err
+    assert main(["encode", "-t", "hf/tokenizer.json", "-o", "-", str(corpus)]) == 0
+    assert capsysbinary.readouterr().out.split() and not (tmp_path / "-").exists()
+
+
+def test_a_vocab_size_with_a_thousands_separator_is_refused(tmp_path, capsys):
+    from bpe_fast.cli import main
+    with pytest.raises(SystemExit):
+        main(["train", "x.txt", "--vocab-size", "32,768", "-o", str(tmp_path / "t.json")])
+    assert "'32,768' looks like one number with thousands separators: write 32768" in capsys.readouterr().err
+
+
+def test_stats_reads_every_input_as_encoding_does(tmp_path, saved, ours, capsys):
+    import gzip
+    from bpe_fast.cli import main
+    text = small_text()
+    folder = tmp_path / "corpus"
+    (folder / ".git" / "objects").mkdir(parents=True)
+    (folder / ".git" / "objects" / "pack").write_bytes(b"\x00\x01binary junk")
+    (folder / "a.txt").write_text(text)
+    (tmp_path / "b.txt.gz").write_bytes(gzip.compress(text.encode()))
+    (tmp_path / "c.jsonl").write_text(json.dumps({"text": text}) + "\n")
+    assert main(["stats", "-t", saved, str(folder), str(tmp_path / "b.txt.gz"), str(tmp_path / "c.jsonl")]) == 0
+    rows = {line.split()[0]: line.split()[1:] for line in capsys.readouterr().out.splitlines()[1:]}
+    expected = [f"{len(text.encode()):,}", f"{len(ours.encode(text, disallowed_special=())):,}"]
+    assert rows["a.txt"][:2] == rows["b.txt.gz"][:2] == rows["c.jsonl"][:2] == expected
+    assert "pack" not in rows                                  # the hidden .git/ is no corpus
+
+
+def test_a_hidden_folder_is_not_read_as_corpus(tmp_path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (tmp_path / "doc.txt").write_text("only this text")
+    assert bpe_fast.count([tmp_path], progress="none") == bpe_fast.count([tmp_path / "doc.txt"], progress="none")
