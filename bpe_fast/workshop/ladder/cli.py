@@ -38,7 +38,9 @@ def add_profile_parser(sub) -> None:
                    help=f"comma-separated rungs to run (default all: {','.join(RUNGS)})")
     p.add_argument("--line-profile", action="store_true",
                    help="also run each rung under line_profiler and print its per-line tables (like %%lprun)")
-    p.add_argument("--plot", metavar="PNG", help="draw the chart (time per rung; time against merges) to this file")
+    p.add_argument("--plot", metavar="PNG",
+                   help="draw the chart (time per rung; time against merges) to this file; the second panel times "
+                        "each rung again at several numbers of merges, up to 30 s a rung (it says which it sweeps)")
     p.add_argument("--json", metavar="FILE", help="write the results as JSON")
     p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS,
                    help=f"time a rung up to this many times while cheap; report the median (default {DEFAULT_REPEATS})")
