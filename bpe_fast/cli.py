@@ -27,6 +27,7 @@ from .outputs import atomic_open, check_output
 from .workshop.ladder.cli import add_profile_parser
 from .paths import stdlib_root, stdlib_sources
 from .patterns import DEFAULT_PATTERN, known_names, name_of, resolve
+from .pretokenize import NORMALIZATIONS
 from .tokenizer import Tokenizer
 from .counting import MAX_BLOCK_SIZE
 from .progress import MODES, mode_of
@@ -152,6 +153,9 @@ def add_input_options(p) -> None:
                    help="a special token (repeatable): cut out of the text, never learned")
     p.add_argument("--lines", action="store_true",
                    help="every line is a document (as Hugging Face's train(files) and gigabpe read files)")
+    p.add_argument("--normalize", choices=list(NORMALIZATIONS), default=None,
+                   help="put the text in this Unicode normal form before it is split (the tokenizer then "
+                        "normalizes what it encodes the same way; train --base: default the base's)")
     p.add_argument("--field", default="text", help="JSON lines: the field that holds the text (default text)")
     p.add_argument("--column", default="text", help="Parquet: the column that holds the text (default text)")
     p.add_argument("--errors", choices=("strict", "replace"), default="strict",
@@ -280,11 +284,13 @@ def _progress(args) -> str:
     return args.progress if args.progress != "auto" or mode_of("auto") == "bar" else "none"
 
 
-def count_options(args, pattern=DEFAULT_PATTERN) -> dict:
-    """The keyword arguments of ``count``/``train`` that the input options give; ``pattern`` when
-    --pattern is not given (``...`` leaves it to ``train``: the base's, else cl100k)."""
+def count_options(args, pattern=DEFAULT_PATTERN, normalize=None) -> dict:
+    """The keyword arguments of ``count``/``train`` that the input options give; ``pattern`` and
+    ``normalize`` when --pattern and --normalize are not given (``...`` leaves them to ``train``:
+    the base's, else cl100k and none)."""
     extra = {"block_size": args.block_size} if args.block_size else {}
-    return dict(pattern=args.pattern or pattern, special_tokens=args.special, workers=args.workers,
+    return dict(pattern=args.pattern or pattern, normalize=args.normalize or normalize,
+                special_tokens=args.special, workers=args.workers,
                 progress=_progress(args), errors=args.errors, lines=args.lines,
                 field=args.field, column=args.column, memory_budget=args.memory_budget,
                 client=_dask_client(args.scheduler), **extra)
@@ -313,7 +319,8 @@ def cmd_count(args) -> int:
     save_counts(table, args.output)
     print(f"counted    {table.input_bytes:,} bytes from {len(args.inputs)} input(s) in "
           f"{time.perf_counter() - start:.2f}s", file=sys.stdout)
-    print(f"chunks     {table.total_chunks:,} ({len(table):,} unique, pattern {name_of(table.pattern)})")
+    print(f"chunks     {table.total_chunks:,} ({len(table):,} unique, pattern {name_of(table.pattern)}"
+          f"{_normalized(table.normalize)})")
     print(f"saved      {os.path.abspath(args.output)} ({os.path.getsize(args.output):,} bytes)")
     return 0
 
@@ -333,13 +340,14 @@ def save_counts(table: WordTable, path: str) -> None:
 def _train_from_counts(args, options: dict, fmt: str):
     if args.inputs or args.demo:
         raise ArgumentError("give INPUTs or --counts, not both (--counts trains from saved word tables)")
-    given = [name for name, value in (("--pattern", args.pattern), ("--special", args.special), ("--lines", args.lines))
-             if value]
+    given = [name for name, value in (("--pattern", args.pattern), ("--special", args.special), ("--lines", args.lines),
+                                      ("--normalize", args.normalize)) if value]
     if given:
-        raise ArgumentError(f"{', '.join(given)}: a word table keeps the pattern and special tokens it was "
-                            f"counted with; give them to `bpe-fast count`")
+        raise ArgumentError(f"{', '.join(given)}: a word table keeps the pattern, special tokens and normalization "
+                            f"it was counted with; give them to `bpe-fast count`")
     table = WordTable.merge([WordTable.load(p) for p in args.counts])
-    check_result_writable(args, fmt, options["base"], table.pattern, table.special_tokens)      # before training
+    check_result_writable(args, fmt, options["base"], table.pattern, table.special_tokens,     # before training
+                          table.normalize)
     report = TrainReport(input_size=table.input_bytes)
     return train_from_table(table, _sizes(args), min_frequency=args.min_frequency, tie_break=args.tie_break,
                             progress=_progress(args), report=report, **options)
@@ -378,11 +386,16 @@ def train_pattern(args, base):
     return resolve(TrainOptions(0, pattern=args.pattern or ..., base=base).resolved_pattern)
 
 
-def check_result_writable(args, fmt: str, base, pattern, specials) -> None:
+def train_normalize(args, base) -> str | None:
+    """The normalization training applies: --normalize, else the base's, else none."""
+    return TrainOptions(0, normalize=args.normalize or ..., base=base).resolved_normalize
+
+
+def check_result_writable(args, fmt: str, base, pattern, specials, normalize: str | None) -> None:
     """Refuse, before training, a result the format of -o cannot hold: its pattern (the superword
-    pattern, with --superword-at), its special tokens (the base's too) and its ids."""
+    pattern, with --superword-at), its special tokens (the base's too), its normalization and its ids."""
     final = resolve(args.superword_pattern) if args.superword_at is not None else pattern
-    formats.check_writable(fmt, final, [*specials, *base_special_tokens(base, specials)])
+    formats.check_writable(fmt, final, [*specials, *base_special_tokens(base, specials)], normalize)
     why = _why_other_ids(base, specials, args.superword_at is not None)
     if why and formats.by_name(fmt).needs_default_ids:
         raise ArgumentError(f"-o {args.output}: {formats.by_name(fmt).title} numbers bytes 0..255 and merge m as "
@@ -488,7 +501,7 @@ def cmd_train(args) -> int:
                for path in outputs]
     base = load(args.base, args.vocabs) if args.base else None        # the result holds its ids and specials
     if not args.counts:             # a word table's pattern and specials are checked once it is read
-        check_result_writable(args, fmt, base, train_pattern(args, base), args.special)
+        check_result_writable(args, fmt, base, train_pattern(args, base), args.special, train_normalize(args, base))
     if args.demo:
         print(f"demo: training a {args.vocab_size[-1]:,}-token vocabulary on {len(args.inputs)} files of the "
               f"Python standard library ({stdlib_root()}); it will be written to "
@@ -512,7 +525,7 @@ def cmd_train(args) -> int:
             result = _train_from_counts(args, options, fmt)
         else:
             result = train(args.inputs, _sizes(args), min_frequency=args.min_frequency, tie_break=args.tie_break,
-                           **options, **count_options(args, pattern=...))
+                           **options, **count_options(args, pattern=..., normalize=...))
     toks = result if isinstance(result, list) else [result]
     files = write_trained(toks, outputs, fmt)
     for w in caught:
@@ -533,15 +546,20 @@ def cmd_convert(args) -> int:
         tok = Tokenizer.from_vocabulary(_read_with_pattern(args.input, args.pattern))
     else:
         tok = load(args.input, args.vocabs)
-    formats.check_writable(fmt, tok.pattern, list(tok.special_tokens))
+    formats.check_writable(fmt, tok.pattern, list(tok.special_tokens), tok.normalize)
     written = write_tokenizer(tok, args.output, fmt)
     out = sys.stderr if args.output == STDOUT else sys.stdout      # standard output holds the tokenizer
     specials = f", {len(tok.special_tokens)} special" if tok.special_tokens else ""
     print(f"read       {args.input}: vocab size {tok.vocab_size:,} ({len(tok.merges):,} merges{specials}), "
-          f"pattern {tok.pattern_name}", file=out)
+          f"pattern {tok.pattern_name}{_normalized(tok.normalize)}", file=out)
     for path in written:
         print(f"wrote      {_shown(path)} ({fmt})", file=out)
     return 0
+
+
+def _normalized(normalize: str | None) -> str:
+    """", normalized to NFKC" for a summary line, or nothing."""
+    return f", normalized to {normalize.upper()}" if normalize else ""
 
 
 def _shown(path: str) -> str:
@@ -563,7 +581,8 @@ def _summary(args, tok, outputs: list[str], fmt: str, seconds: float) -> None:
     out = sys.stderr if args.output == STDOUT else sys.stdout      # standard output holds the tokenizer
     read = f"{len(args.counts)} word table(s)" if args.counts else f"{len(args.inputs)} input(s)"
     print(f"read       {report.input_size:,} bytes from {read}", file=out)
-    print(f"chunks     {report.total_chunks:,} ({report.unique_chunks:,} unique, pattern {tok.pattern_name})", file=out)
+    print(f"chunks     {report.total_chunks:,} ({report.unique_chunks:,} unique, pattern {tok.pattern_name}"
+          f"{_normalized(tok.normalize)})", file=out)
     print(f"merges     {report.merges:,} -> vocab size {tok.vocab_size:,}"
           + (f" ({len(tok.special_tokens)} special)" if tok.special_tokens else ""), file=out)
     print("time       " + ", ".join(f"{k} {v:.2f}s" for k, v in report.seconds.items()) + f", total {seconds:.2f}s",

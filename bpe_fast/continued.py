@@ -70,16 +70,17 @@ def _encode_chunks(base: Tokenizer, table: WordTable) -> np.ndarray:
         return np.concatenate(list(parts))
 
 
-def extended(base: Tokenizer, merges: np.ndarray, pattern: str | None, new_specials: Sequence[str]) -> Tokenizer:
+def extended(base: Tokenizer, merges: np.ndarray, pattern: str | None, new_specials: Sequence[str],
+             normalize: str | None) -> Tokenizer:
     """The base's merges and ids, then the new merges; special tokens: the base's with their
-    ids, new ones after the new tokens."""
+    ids, new ones after the new tokens; the pattern and normalization the corpus was split with."""
     first_id = first_new_id(base)
     new_ids = np.arange(first_id, first_id + len(merges))
     specials = dict(base.special_tokens) | {s: first_id + len(merges) + k for k, s in enumerate(new_specials)}
-    if pattern != base.pattern:       # superword training: another pattern
+    if pattern != base.pattern or normalize != base.normalize:   # superword training, or another normalization
         return Tokenizer(np.concatenate([base.merges, merges.reshape(-1, 2)]), pattern=pattern,
                          special_tokens=specials, merge_ids=np.concatenate([base.merge_ids, new_ids]),
-                         byte_ids=base.byte_ids)
+                         byte_ids=base.byte_ids, normalize=normalize)
     return base._extended(merges, new_ids, specials)
 
 
@@ -93,4 +94,5 @@ def truncated(tok: Tokenizer, vocab_size: int, base: Tokenizer) -> Tokenizer:
     if n_new < 0 or keep > len(tok.merges):
         raise ArgumentError(f"vocab_size {vocab_size} is out of range for this continued training")
     specials = dict(base.special_tokens) | {s: base.vocab_size + n_new + k for k, s in enumerate(new_specials)}
-    return Tokenizer(tok.merges[:keep], tok.pattern, specials, merge_ids=tok.merge_ids[:keep], byte_ids=tok.byte_ids)
+    return Tokenizer(tok.merges[:keep], tok.pattern, specials, merge_ids=tok.merge_ids[:keep], byte_ids=tok.byte_ids,
+                     normalize=tok.normalize)

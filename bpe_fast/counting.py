@@ -149,7 +149,8 @@ class ChunkCounter:
         """Everything counted here, spills included, as one table (in this process)."""
         if not self.spills:
             splitter = self.splitter
-            return WordTable.from_native(self.table, splitter.pattern, splitter.special_tokens, self.input_size)
+            return WordTable.from_native(self.table, splitter.pattern, splitter.special_tokens, self.input_size,
+                                         normalize=splitter.normalize)
         return merge_parts(self.result_files(), self.config, self.input_size)
 
     def result_files(self) -> list[str]:
@@ -157,8 +158,33 @@ class ChunkCounter:
         return [*self.spills, self._spill()]
 
 
+class NormalizingChunkCounter(ChunkCounter):
+    """A ChunkCounter that puts the text in the splitter's normal form (NFC, NFKC) before
+    anything else: special tokens are found and chunks split in the normalized text. UTF-8 is
+    decoded, normalized and encoded again; the counting is then the plain one. A class of its
+    own, so that counting without normalization does not pay even a test for it."""
+
+    def add_text(self, text: str, where: str) -> None:
+        super().add_text(self.splitter.normalized(text), where)
+
+    def add_utf8(self, data: bytes, where: str, base_offset: int = 0) -> None:
+        text = self.splitter.normalized(decode_utf8(data, self.config.errors, where, base_offset))
+        scanner = self.splitter.scanner                                # a scanner: the NATIVE engine
+        if scanner is not None and not any(token in text for token in self.splitter.special_tokens):
+            self.table.add_text(scanner, text.encode("utf-8"), self.splitter.lines)   # decoded UTF-8: no surrogate
+        else:
+            super().add_text(text, where)
+
+
+def chunk_counter(config: CountConfig) -> ChunkCounter:
+    """The counter for a count's settings: one that normalizes the text first when asked."""
+    return NormalizingChunkCounter(config) if config.splitter.normalize is not None else ChunkCounter(config)
+
+
 def merge_parts(paths: list[str], config: CountConfig, input_size: int) -> WordTable:
-    return WordTable.from_parts(paths, config.splitter.pattern, config.splitter.special_tokens, input_size)
+    splitter = config.splitter
+    return WordTable.from_parts(paths, splitter.pattern, splitter.special_tokens, input_size,
+                                normalize=splitter.normalize)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -166,7 +192,7 @@ def merge_parts(paths: list[str], config: CountConfig, input_size: int) -> WordT
 
 
 def make_config(pattern, special_tokens, errors: str = "strict", lines: bool = False,
-                memory_budget: int | None = None) -> CountConfig:
+                memory_budget: int | None = None, normalize: str | None = None) -> CountConfig:
     """The checked settings of a count: any bad argument fails here, before anything is read."""
     if not isinstance(errors, str) or errors not in ("strict", "replace"):
         raise ArgumentError(f"errors must be 'strict' or 'replace', got {errors!r}")
@@ -174,7 +200,8 @@ def make_config(pattern, special_tokens, errors: str = "strict", lines: bool = F
         memory_budget = arguments.integer(memory_budget, "memory_budget")
         if not 1 << 20 <= memory_budget <= INT64_MAX:
             raise ArgumentError(f"memory_budget must be a number of bytes from 1 MiB to 2**63 - 1, got {memory_budget}")
-    return CountConfig(Splitter.of(pattern, special_tokens, arguments.flag(lines, "lines")), errors, memory_budget)
+    splitter = Splitter.of(pattern, special_tokens, arguments.flag(lines, "lines"), normalize)
+    return CountConfig(splitter, errors, memory_budget)
 
 
 def default_workers() -> int:
@@ -209,7 +236,7 @@ def count_tasks(tasks: Iterable, config: CountConfig, workers: int | None = None
 def _count_here_or_in_workers(head: list, tasks: Iterator, config: CountConfig, workers: int,
                               on_progress: Callable[[int], None] | None, parallel_threshold: int) -> WordTable:
     if workers == 1 or len(head) < parallel_threshold:
-        counter = ChunkCounter(config)
+        counter = chunk_counter(config)
         try:
             for task in _chain(head, tasks):
                 counter.run(task)
@@ -289,7 +316,7 @@ def _die_with_parent(parent: int) -> None:
 
 def _worker(config: CountConfig, tasks: mp.Queue, results: mp.Queue, parent: int) -> None:
     _die_with_parent(parent)
-    counter = ChunkCounter(config)
+    counter = chunk_counter(config)
     seq = -1
     try:
         while True:

@@ -12,7 +12,9 @@ Needs ``pip install 'bpe_fast[dask]'``.
 """
 from __future__ import annotations
 
-from .counting import ChunkCounter, CountConfig
+from dataclasses import replace
+
+from .counting import CountConfig, chunk_counter
 from .errors import require
 from .inputs import Source
 from .wordtable import WordTable
@@ -20,7 +22,7 @@ from .wordtable import WordTable
 
 def count_task(task, config: CountConfig) -> WordTable:
     """Run on a cluster worker: one task's word table."""
-    counter = ChunkCounter(config)
+    counter = chunk_counter(config)
     counter.run(task)
     return counter.result()
 
@@ -36,12 +38,11 @@ def count_on_cluster(client, found: list[Source], config: CountConfig, block_siz
     splitter = config.splitter
     tasks = [t for source in found for t in source.cluster_tasks(splitter.cut, block_size)]
     if not tasks:
-        return WordTable.from_counts({}, splitter.pattern, splitter.special_tokens)
+        return WordTable.from_counts({}, splitter.pattern, splitter.special_tokens, normalize=splitter.normalize)
     config = CountConfig(splitter, config.errors)          # no spilling there
     futures = client.map(count_task, tasks, config=config, pure=False)
     while len(futures) > 1:
         futures = [client.submit(add_tables, *futures[i:i + fan_in], pure=False)
                    for i in range(0, len(futures), fan_in)]
     table = futures[0].result()
-    return WordTable(table.symbols, table.offsets, table.counts, table.hashes, table.pattern, table.special_tokens,
-                     sum(t.size for t in tasks))
+    return replace(table, input_bytes=sum(t.size for t in tasks))

@@ -1,8 +1,9 @@
 """Stage 1, pre-tokenization: what a chunk is (``Splitter``), and where a file may be cut.
 
 A ``Splitter`` says, once for counting, encoding and ``encode_corpus``, how text becomes
-chunks: the pattern (resolved, with its name known once), the special tokens cut out of the
-text (never part of a chunk, never learned), and whether every line is a document of its own.
+chunks: the Unicode normalization applied first (``normalize``: None, "nfc" or "nfkc"), the
+pattern (resolved, with its name known once), the special tokens cut out of the text (never
+part of a chunk, never learned), and whether every line is a document of its own.
 It picks the engine that splits:
 * ``NATIVE`` for the named patterns gpt2, cl100k and o200k: a Cython scanner (_scan.pxd) that
   returns exactly the regex's chunks from UTF-8 bytes, an order of magnitude faster
@@ -12,12 +13,15 @@ It picks the engine that splits:
 ``Splitter.chunks`` is the slow reference of all three, the definition the fast paths must meet.
 
 ``find_cut`` only returns positions where the named patterns cannot match across the cut, so
-counting a file block by block gives exactly the chunks of the whole file.
+counting a file block by block gives exactly the chunks of the whole file; with a normalization,
+also where normalizing the blocks one by one gives the normalized whole (``is_safe_cut``).
 """
 from __future__ import annotations
 
 import functools
+import unicodedata
 from dataclasses import dataclass, fields
+from typing import Literal
 from collections.abc import Iterable, Iterator
 
 import numpy as np
@@ -32,6 +36,37 @@ _WHITESPACE = regex.compile(r"\s")
 
 # The engines a Splitter splits with (``Splitter.engine``).
 NATIVE, REGEX, WHOLE = "native", "regex", "whole"
+
+# The Unicode normalizations ``normalize=`` takes, by name, with unicodedata's name of each.
+NORMALIZATIONS: dict[str, Literal["NFC", "NFKC"]] = {"nfc": "NFC", "nfkc": "NFKC"}
+
+
+def normalization(value) -> str | None:
+    """``normalize=`` checked: None (the text as it is), "nfc" or "nfkc" (any case)."""
+    if value is None:
+        return None
+    if isinstance(value, str) and value.lower() in NORMALIZATIONS:
+        return value.lower()
+    raise ArgumentError(f"normalize must be None, 'nfc' or 'nfkc', got {value!r}")
+
+
+def normalize_text(text: str, normalize: str | None) -> str:
+    """text in the Unicode normal form ``normalize`` names (None: as it is). Quick for text
+    already normal (ASCII, most text): unicodedata checks before it rebuilds anything."""
+    return text if normalize is None else unicodedata.normalize(NORMALIZATIONS[normalize], text)
+
+
+def check_normal_specials(special_tokens: Iterable[str], normalize: str | None, error: type[Exception]) -> None:
+    """Special tokens are found in the normalized text, so one that normalization changes would
+    never be found there: refused, saying what it becomes."""
+    if normalize is None:
+        return
+    for token in special_tokens:
+        changed = normalize_text(token, normalize)
+        if changed != token:
+            raise error(f"special token {token!r} is not in {normalize.upper()} form (it becomes {changed!r}): "
+                        f"text is normalized before special tokens are found, so it could never match; "
+                        f"give it as {changed!r}")
 
 
 def special_token_list(special_tokens) -> tuple[str, ...]:
@@ -87,18 +122,24 @@ def lines_of(text: str) -> Iterator[str]:
 
 @dataclass(frozen=True)
 class Splitter:
-    """What a chunk is: ``pattern`` (a resolved regex; None: no split), the ``special_tokens``
-    cut out of the text, and ``lines`` (every line is a document of its own). Build it with
+    """What a chunk is: ``normalize`` (the Unicode normal form text is put in first: None, "nfc"
+    or "nfkc"), ``pattern`` (a resolved regex; None: no split), the ``special_tokens`` cut out
+    of the (normalized) text, and ``lines`` (every line is a document of its own). Build it with
     ``Splitter.of``, which checks and resolves the arguments. Picklable (workers and Dask
     tasks get it); the compiled regexes and the native scanner are made once, on first use."""
     pattern: str | None = None
     special_tokens: tuple[str, ...] = ()
     lines: bool = False
+    normalize: str | None = None
 
     @classmethod
-    def of(cls, pattern: str | None, special_tokens: Iterable[str] = (), lines: bool = False) -> Splitter:
-        """From the user's arguments: a pattern name, regex or None; special tokens in order."""
-        return cls(resolve(pattern), special_token_list(special_tokens), bool(lines))
+    def of(cls, pattern: str | None, special_tokens: Iterable[str] = (), lines: bool = False,
+           normalize: str | None = None) -> Splitter:
+        """From the user's arguments: a pattern name, regex or None; special tokens in order;
+        a normalization (None, "nfc", "nfkc"), which every special token must already be in."""
+        specials, form = special_token_list(special_tokens), normalization(normalize)
+        check_normal_specials(specials, form, ArgumentError)
+        return cls(resolve(pattern), specials, bool(lines), form)
 
     def __getstate__(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}     # not the cached engines
@@ -143,9 +184,13 @@ class Splitter:
         return tuple(t.encode("utf-8") for t in self.special_tokens)
 
     # -- documents and chunks ---------------------------------------------------------------
+    def normalized(self, text: str) -> str:
+        """text in the splitter's normal form (as it is without one): what is split."""
+        return normalize_text(text, self.normalize)
+
     def documents(self, text: str) -> Iterator[str]:
-        """The independent pieces of a text: cut at special tokens (dropped), and at every
-        line end with ``lines``; empty pieces are left out."""
+        """The independent pieces of an (already normalized) text: cut at special tokens
+        (dropped), and at every line end with ``lines``; empty pieces are left out."""
         special = self.special_regex
         pieces = (special.split(text) if special is not None and any(t in text for t in self.special_tokens)
                   else (text,))           # the substring test first: far quicker than the regex
@@ -159,8 +204,8 @@ class Splitter:
 
     def chunks(self, text: str) -> Iterator[str]:
         """The chunks of one document, by the slow and plain route: the reference the native
-        scanner, the counting and the encoder are held to."""
-        for piece in self.documents(text):
+        scanner, the counting and the encoder are held to. The text is normalized first."""
+        for piece in self.documents(self.normalized(text)):
             if self.regex is None:
                 yield piece
             else:
@@ -181,16 +226,18 @@ class Splitter:
 
     def cut_after(self, data: bytes, start: int) -> int | None:
         """The first cut at or after byte ``start`` of data that keeps the chunks, or None: after
-        any "\n" when lines are documents, else where ``find_cut`` allows."""
+        any "\n" when lines are documents (normalization never reaches across a "\n": see
+        ``is_safe_cut``), else where ``find_cut`` allows."""
         if self.lines:
             i = data.find(b"\n", max(start - 1, 0))
             return None if i < 0 else i + 1
-        return _find_cut(data, start, self.name)
+        return _find_cut(data, start, self.name, self.normalize)
 
 
-def chunks_of(texts: Iterable[str], pattern: str | None, special_tokens: Iterable[str] = ()) -> list[str]:
+def chunks_of(texts: Iterable[str], pattern: str | None, special_tokens: Iterable[str] = (),
+              normalize: str | None = None) -> list[str]:
     """Convenience for tests and notebooks: every chunk of every document, in order."""
-    splitter = Splitter.of(pattern, special_tokens)
+    splitter = Splitter.of(pattern, special_tokens, normalize=normalize)
     return [c for t in texts for c in splitter.chunks(t)]
 
 
@@ -213,9 +260,10 @@ def _char_before(data: bytes, end: int) -> str | None:
     return ch if ch is not None and len(ch.encode("utf-8")) == end - start else None
 
 
-def is_safe_cut(data: bytes, i: int, pattern: str | None = None) -> bool:
+def is_safe_cut(data: bytes, i: int, pattern: str | None = None, normalize: str | None = None) -> bool:
     r"""True if cutting ``data`` before byte i cannot change the chunks of the named patterns
-    (all three, or ``pattern`` alone when it is one of them).
+    (all three, or ``pattern`` alone when it is one of them), nor, with ``normalize``, the
+    normalized text: ``normalize(data[:i]) + normalize(data[i:]) == normalize(data)``.
 
     The general rule: the cut follows a "\n" that itself follows a non-space character, and
     comes before a character that is neither a space nor "/". Then, for gpt2, cl100k and o200k:
@@ -232,49 +280,69 @@ def is_safe_cut(data: bytes, i: int, pattern: str | None = None) -> bool:
     a cut between "\r" and "\n", because GPT-2 splits "x\r\ny" as "\r", "\n" ("\s+(?!\S)" gives
     back the "\n"), and a block ending in "x\r" gives "\r" ("\s++$") while one starting
     "\ny" gives "\n" (the final "\s").
+
+    Normalization (NFC, NFKC) never reaches across such a cut: every cut is right after a "\n"
+    or a "\r", which is a starter that no normalization changes, composes with nothing and
+    appears in no other character's decomposition, so the characters on either side are
+    normalized as if the other side were not there. But the rule above must hold in the
+    *normalized* text: NFKC turns a few non-space characters into text that starts with a space
+    ("\u00a8" -> " \u0308") or with "/" ("\uff0f"). So with ``normalize`` the character after
+    the cut must also normalize to something that starts with neither, and the one before the
+    "\n" to something that does not end in a space; whatever follows or precedes them, the
+    normalized text's first (last) character is then of the same kind (the exhaustive tests in
+    tests/test_normalize.py check the Unicode facts this rests on).
     """
-    return _is_safe_cut(data, i, name_of(pattern) if pattern is not None else None)
+    return _is_safe_cut(data, i, name_of(pattern) if pattern is not None else None, normalization(normalize))
 
 
-def _is_safe_cut(data: bytes, i: int, name: str | None) -> bool:
+def _is_safe_cut(data: bytes, i: int, name: str | None, normalize: str | None = None) -> bool:
     """``is_safe_cut`` for the pattern of this name (None: all three named patterns)."""
     if i < 2 or i >= len(data):
         return False
     if data[i - 1] == 0x0A and data[i - 2] != 0x0D:
-        return _solid_before(data, i - 1) and _solid_after(data, i)
+        return _solid_before(data, i - 1, normalize) and _solid_after(data, i, normalize)
     if name in ("cl100k", "o200k") and data[i - 1] == 0x0A and data[i - 2] == 0x0D and i >= 3:
-        return _solid_before(data, i - 2) and _solid_after(data, i)
+        return _solid_before(data, i - 2, normalize) and _solid_after(data, i, normalize)
     if name == "gpt2" and data[i - 1] == 0x0D and data[i] == 0x0A and i + 1 < len(data):
-        return _solid_before(data, i - 1) and _solid_after(data, i + 1)
+        return _solid_before(data, i - 1, normalize) and _solid_after(data, i + 1, normalize)
     return False
 
 
-def _solid_before(data: bytes, end: int) -> bool:
-    """The character ending just before byte ``end`` is valid UTF-8 and not a space."""
+def _solid_before(data: bytes, end: int, normalize: str | None = None) -> bool:
+    """The character ending just before byte ``end`` is valid UTF-8 and not a space (nor ends
+    in one once normalized)."""
     if 0x21 <= data[end - 1] <= 0x7E:
         return True                                 # the common ASCII case, without decoding
     before = _char_before(data, end)
-    return before is not None and not _WHITESPACE.match(before)
+    if before is None or _WHITESPACE.match(before):
+        return False
+    return normalize is None or not _WHITESPACE.match(normalize_text(before, normalize)[-1])
 
 
-def _solid_after(data: bytes, i: int) -> bool:
-    """The character starting at byte i is valid UTF-8, not a space and not "/"."""
+def _solid_after(data: bytes, i: int, normalize: str | None = None) -> bool:
+    """The character starting at byte i is valid UTF-8, not a space and not "/" (nor starts
+    with either once normalized). ASCII characters stay themselves in every normal form."""
     if 0x21 <= data[i] <= 0x7E:
         return data[i] != 0x2F
     after = _char_at(data, i)
-    return after is not None and after != "/" and not _WHITESPACE.match(after)
+    if after is None or after == "/" or _WHITESPACE.match(after):
+        return False
+    if normalize is None:
+        return True
+    first = normalize_text(after, normalize)[0]
+    return first != "/" and not _WHITESPACE.match(first)
 
 
-def find_cut(data: bytes, start: int = 0, pattern: str | None = None) -> int | None:
+def find_cut(data: bytes, start: int = 0, pattern: str | None = None, normalize: str | None = None) -> int | None:
     """The first safe cut at or after byte ``start`` of ``data``, or None."""
-    return _find_cut(data, start, name_of(pattern) if pattern is not None else None)
+    return _find_cut(data, start, name_of(pattern) if pattern is not None else None, normalization(normalize))
 
 
-def _find_cut(data: bytes, start: int, name: str | None) -> int | None:
+def _find_cut(data: bytes, start: int, name: str | None, normalize: str | None = None) -> int | None:
     i = data.find(b"\n", max(start - 1, 0))
     while i != -1:
         for cut in (i, i + 1):                      # before a "\n" (gpt2, CRLF) or after it
-            if cut >= start and _is_safe_cut(data, cut, name):
+            if cut >= start and _is_safe_cut(data, cut, name, normalize):
                 return cut
         i = data.find(b"\n", i + 1)
     return None

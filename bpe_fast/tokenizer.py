@@ -6,7 +6,9 @@ merge m 256 + m; vocabularies loaded from other tools keep their own ids (tiktok
 GPT-2's encoder.json, ...). Special tokens come after the learned ids unless given ids.
 
 Encoding follows tiktoken's rule (see _encode.pyx); with a named pattern the whole text is split
-and encoded natively, otherwise ``regex.findall`` splits and each chunk is encoded natively.
+and encoded natively, otherwise ``regex.findall`` splits and each chunk is encoded natively. A
+tokenizer with a normalization (``normalize="nfc"`` or ``"nfkc"``) puts every text in that normal
+form first, as its training did; decoding then gives the normalized text.
 """
 from __future__ import annotations
 
@@ -28,8 +30,8 @@ from .errors import ArgumentError, ArgumentTypeError, EncodingError, TokenizerFi
 from .formats import Vocabulary
 from .formats.huggingface import huggingface_ids, to_transformers
 from .patterns import whole_matches
-from .pretokenize import (REGEX, WHOLE, Splitter, char_classes, check_encodable, special_splitter,
-                          special_token_list)
+from .pretokenize import (REGEX, WHOLE, Splitter, char_classes, check_encodable, check_normal_specials,
+                          special_splitter, special_token_list)
 
 if TYPE_CHECKING:       # for annotations only (types.EllipsisType is Python 3.10+)
     from types import EllipsisType
@@ -132,10 +134,13 @@ class Tokenizer:
     """A byte-level BPE tokenizer: merges in rank order, a pre-tokenization pattern, special tokens.
 
     Made by training (``bpe_fast.train``), by loading any format (``bpe_fast.load``), or from its
-    parts: ``Tokenizer(merges, pattern, special_tokens, merge_ids=, byte_ids=)``, where merge m
-    joins the pair ``merges[m]`` = (left id, right id) into ``merge_ids[m]`` (default 256 + m)
-    and byte b is ``byte_ids[b]`` (default b); special tokens are a list (ids after the learned
-    ones) or a dict of given ids. Everything is checked: a bad vocabulary is a VocabularyError.
+    parts: ``Tokenizer(merges, pattern, special_tokens, merge_ids=, byte_ids=, normalize=)``, where
+    merge m joins the pair ``merges[m]`` = (left id, right id) into ``merge_ids[m]`` (default
+    256 + m) and byte b is ``byte_ids[b]`` (default b); special tokens are a list (ids after the
+    learned ones) or a dict of given ids; ``normalize`` ("nfc", "nfkc"; default None) is the
+    Unicode normal form every text is put in before it is encoded (special tokens are then found
+    in the normalized text, so each must be in that form already). Everything is checked: a bad
+    vocabulary is a VocabularyError.
 
     * Encoding, as tiktoken's ``Encoding`` does it (the same ids for the same vocabulary):
       ``encode``, ``encode_ordinary``, ``encode_batch``, ``encode_ordinary_batch``; without a
@@ -144,18 +149,18 @@ class Tokenizer:
     * Decoding: ``decode``, ``decode_bytes``, ``token_bytes``.
     * The vocabulary: ``vocab_size`` (also ``n_vocab``), ``merges``, ``merge_ids``, ``byte_ids``,
       ``special_tokens`` ({token: id}), ``mergeable_ranks()`` ({token bytes: id}), ``pattern``
-      and ``pattern_name``, ``splitter`` (how text becomes chunks, pretokenize.Splitter),
-      ``truncated(size)``.
+      and ``pattern_name``, ``normalize``, ``splitter`` (how text becomes chunks,
+      pretokenize.Splitter), ``truncated(size)``.
     * Files: ``save(path, format=None)`` in any format of bpe_fast/formats/ (told by the name
       when not given) and ``Tokenizer.load(path)`` (bpe_fast's JSON; ``bpe_fast.load`` reads any).
 
-    Tokenizers compare equal when their vocabularies, patterns and special tokens are equal,
+    Tokenizers compare equal when their vocabularies, patterns, normalizations and special tokens are equal,
     pickle (the native encoder is rebuilt on first use), and are safe to share between threads.
     """
 
     def __init__(self, merges, pattern: str | None = None,
                  special_tokens: Mapping[str, int] | Iterable[str] | None = None, *,
-                 merge_ids=None, byte_ids=None):
+                 merge_ids=None, byte_ids=None, normalize: str | None = None):
         merges = _as_ids(merges, "merges")
         if merges.size % 2 or (merges.ndim != 2 and merges.size):
             raise VocabularyError(f"merges must be pairs of ids, got an array of shape {merges.shape}")
@@ -168,8 +173,10 @@ class Tokenizer:
         self.merges = merges.astype(np.int32)
         self.merge_ids = merge_ids.astype(np.int32)
         self.byte_ids = byte_ids.astype(np.int32)
-        self.splitter = Splitter.of(pattern)     # special tokens are matched per call (allowed_special=)
+        # Special tokens are matched per call (allowed_special=), so the splitter holds none.
+        self.splitter = Splitter.of(pattern, normalize=normalize)
         self.special_tokens = self._assign_special_ids(special_tokens)
+        check_normal_specials(self.special_tokens, self.normalize, VocabularyError)
         self._special_regexes: dict[frozenset, regex.Pattern[str]] = {}
         self._encoder: MergeEncoder | None = None        # built on first use (see _native)
         self._encoder_lock = threading.Lock()
@@ -230,7 +237,7 @@ class Tokenizer:
         """From what a format reader returns; a bad vocabulary read from a file names the file."""
         with naming_file(vocab.source):
             return cls(vocab.merges, vocab.pattern, vocab.special_tokens,
-                       merge_ids=vocab.merge_ids, byte_ids=vocab.byte_ids)
+                       merge_ids=vocab.merge_ids, byte_ids=vocab.byte_ids, normalize=vocab.normalize)
 
     @classmethod
     def from_ranks(cls, ranks: Mapping[bytes, int], pattern: str | None = None,
@@ -281,6 +288,11 @@ class Tokenizer:
         return self.splitter.name
 
     @property
+    def normalize(self) -> str | None:
+        """The Unicode normal form text is put in before it is split ("nfc", "nfkc"), or None."""
+        return self.splitter.normalize
+
+    @property
     def _native_text(self) -> bool:
         """Is text split natively (a named pattern, or none), rather than by the regex module?"""
         return self.splitter.engine != REGEX
@@ -324,6 +336,8 @@ class Tokenizer:
     def encode_ordinary(self, text: str) -> list[int]:
         """Token ids of text; special tokens' text is encoded as ordinary text."""
         text = _as_str(text, "text")
+        if self.splitter.normalize is not None:        # (a test only: no call when there is none)
+            text = self.splitter.normalized(text)
         if self._native_text:
             return self._native.encode_str(text, OUT_LIST, None, None)[0]
         return self._regex_encode_ordinary(text)
@@ -358,8 +372,9 @@ class Tokenizer:
 
     def _disallowed_error(self, text: str, disallowed: set[str], where: str = "text") -> EncodingError:
         found = self._special_regex(disallowed).search(text)
+        normalized = f" (of its {self.normalize.upper()} form)" if self.normalize else ""
         return EncodingError(
-            f"{where} contains the special token {found.group()!r} at character {found.start()}; "
+            f"{where} contains the special token {found.group()!r} at character {found.start()}{normalized}; "
             f"pass allowed_special={{{found.group()!r}}} to encode it as a special token, or "
             f"disallowed_special=() to encode it as text")
 
@@ -380,6 +395,8 @@ class Tokenizer:
 
     def _encode_one(self, text: str, output: int, allowed_special, disallowed_special):
         text = _as_str(text, "text")
+        if self.splitter.normalize is not None:
+            text = self.splitter.normalized(text)
         allowed, disallowed = self._specials(allowed_special, disallowed_special)
         if not self._native_text:
             ids = self._encode_regex(text, allowed, disallowed)
@@ -413,8 +430,9 @@ class Tokenizer:
         texts = texts if isinstance(texts, list) else list(texts)
         workers = _check_workers(workers)
         allowed, disallowed = self._specials(allowed_special, disallowed_special)
+        if not self._native_text or self.splitter.normalize is not None:
+            texts = [self.splitter.normalized(_as_str(text, f"texts[{i}]")) for i, text in enumerate(texts)]
         if not self._native_text:
-            texts = [_as_str(text, f"texts[{i}]") for i, text in enumerate(texts)]
             return self._encode_many_regex(texts, output, workers, allowed, disallowed)
         try:
             result, bad = self._native.encode_strs(texts, workers, output, self._special_set(allowed),
@@ -485,6 +503,8 @@ class Tokenizer:
             raise EncodingError(str(exc)) from None
 
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
+        """The text the ids stand for (invalid UTF-8 handled by ``errors``). A tokenizer that
+        normalizes (``normalize``) gives the normalized text: what was encoded, not what was given."""
         _check_error_handler(errors)
         return self.decode_bytes(ids).decode("utf-8", errors=errors)
 
@@ -550,7 +570,7 @@ class Tokenizer:
         merges = np.vectorize(renumber.__getitem__, otypes=[np.int64])(self.merges) if len(self.merges) else self.merges
         return Tokenizer(merges, self.pattern, specials,
                          merge_ids=[renumber[int(i)] for i in self.merge_ids],
-                         byte_ids=[renumber[int(i)] for i in self.byte_ids])
+                         byte_ids=[renumber[int(i)] for i in self.byte_ids], normalize=self.normalize)
 
     # -- files: every format through the table of formats (formats/) ---------------------------
     def save(self, path: str | os.PathLike, format: str | None = None) -> list[str]:
@@ -646,13 +666,15 @@ class Tokenizer:
         merge_ids = self.merge_ids[:n]
         top = int(max(self.byte_ids.max(), merge_ids.max() if n else 0))
         return Tokenizer(self.merges[:n], self.pattern, {s: top + 1 + k for k, s in enumerate(specials)},
-                         merge_ids=merge_ids, byte_ids=self.byte_ids)
+                         merge_ids=merge_ids, byte_ids=self.byte_ids, normalize=self.normalize)
 
     def __eq__(self, other) -> bool:
         return (isinstance(other, Tokenizer) and np.array_equal(self.merges, other.merges)
                 and np.array_equal(self.merge_ids, other.merge_ids) and np.array_equal(self.byte_ids, other.byte_ids)
-                and self.pattern == other.pattern and self.special_tokens == other.special_tokens)
+                and self.pattern == other.pattern and self.special_tokens == other.special_tokens
+                and self.normalize == other.normalize)
 
     def __repr__(self) -> str:
+        normalize = f", normalize={self.normalize}" if self.normalize else ""
         return (f"Tokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)}, "
-                f"pattern={self.pattern_name}, special_tokens={len(self.special_tokens)})")
+                f"pattern={self.pattern_name}, special_tokens={len(self.special_tokens)}{normalize})")

@@ -22,7 +22,7 @@ from .distributed import count_on_cluster
 from .errors import ArgumentError, ArgumentTypeError, EmptyCorpusError, VocabSizeWarning
 from .inputs import DocsTask, docs_tasks, sources, total_size
 from .patterns import DEFAULT_PATTERN, name_of, resolve
-from .pretokenize import special_token_list
+from .pretokenize import check_normal_specials, normalization, special_token_list
 from .progress import Bar, ProgressOption, summary, with_alias
 from .progress import check as check_progress
 from .tokenizer import Tokenizer
@@ -85,9 +85,11 @@ def _tie_break_order(tie_break: str) -> np.ndarray | None:
 class TrainOptions:
     """Every setting of a training run but its input, checked once, before any text is read
     (``TrainOptions.checked``). ``vocab_size`` is one size or a tuple of them (one training, to
-    the largest, cut to each); ``pattern`` is ``...`` until resolved: the base's, or cl100k."""
+    the largest, cut to each); ``pattern`` is ``...`` until resolved: the base's, or cl100k;
+    ``normalize`` likewise: the base's, or None."""
     vocab_size: int | tuple[int, ...]
     pattern: Any = ...
+    normalize: Any = ...
     special_tokens: tuple[str, ...] = ()
     min_frequency: int = 0
     tie_break: str = "bytes"
@@ -121,6 +123,13 @@ class TrainOptions:
         return self.base.pattern if isinstance(self.base, Tokenizer) else DEFAULT_PATTERN
 
     @property
+    def resolved_normalize(self) -> str | None:
+        """The Unicode normalization the text gets before it is split: as given, else the base's."""
+        if self.normalize is not ...:
+            return self.normalize
+        return self.base.normalize if isinstance(self.base, Tokenizer) else None
+
+    @property
     def cut_out(self) -> list[str]:
         """Every special token cut out of the text when counting: ours and the base's."""
         return [*self.special_tokens, *base_special_tokens(self.base, self.special_tokens)]
@@ -130,6 +139,8 @@ class TrainOptions:
         if not self.sizes:
             raise ArgumentError("vocab_size is an empty list")
         object.__setattr__(self, "special_tokens", special_token_list(self.special_tokens))
+        if self.normalize is not ...:
+            object.__setattr__(self, "normalize", normalization(self.normalize))
         check_progress(self.progress)
         for size in self.sizes:
             self._check_size(size)
@@ -146,6 +157,7 @@ class TrainOptions:
             self._check_superword_at()
         if self.special_ids is not None:
             self._check_special_ids()
+        check_normal_specials(self.cut_out, self.resolved_normalize, ArgumentError)
 
     def _check_size(self, size) -> None:
         if not _is_int(size):
@@ -202,7 +214,7 @@ def count(inputs: Inputs, *, pattern: str | None = "cl100k",
           special_tokens: Sequence[str] = (), workers: int | None = None, progress: ProgressOption = "auto",
           errors: str = "strict", lines: bool = False, field: str = "text", column: str = "text",
           block_size: int = DEFAULT_BLOCK_SIZE, memory_budget: int | None = None, client=None,
-          show_progress: bool | None = None) -> WordTable:
+          normalize: str | None = None, show_progress: bool | None = None) -> WordTable:
     """Count the chunks of every input into a word table: count once, then train as often as
     you like with ``train_from_table``, or save it (``table.save``) and add it to others.
 
@@ -212,10 +224,13 @@ def count(inputs: Inputs, *, pattern: str | None = "cl100k",
     ``workers``, ``block_size`` and ``memory_budget`` (bytes a worker's table may hold before it
     writes it out to a temporary file; default: a third of the free memory, shared). ``lines``
     makes every line a document. ``client``, a dask.distributed Client, counts on its cluster.
+    ``normalize`` ("nfc" or "nfkc") puts the text in that Unicode normal form before special
+    tokens are found and it is split; the table records it, and a tokenizer trained from it
+    normalizes what it encodes the same way.
     ``show_progress`` is a deprecated alias of ``progress`` (True: "bar", False: "none").
     """
     progress = with_alias(progress, show_progress)
-    config = make_config(pattern, special_tokens, errors, lines, memory_budget)
+    config = make_config(pattern, special_tokens, errors, lines, memory_budget, normalize)
     paths = arguments.paths(inputs, "inputs")
     if not paths:
         raise EmptyCorpusError("no input files given")
@@ -244,13 +259,14 @@ def count_from_iterator(docs: Iterable, *, pattern: str | None = "cl100k",
                         special_tokens: Sequence[str] = (), workers: int | None = None,
                         progress: ProgressOption = "auto", errors: str = "strict", lines: bool = False,
                         batch_chars: int = DEFAULT_BATCH_CHARS, memory_budget: int | None = None,
-                        field: str = "text", length: int | None = None,
+                        field: str = "text", length: int | None = None, normalize: str | None = None,
                         show_progress: bool | None = None) -> WordTable:
     """Count the chunks of documents from an iterator into a word table. Each item is a document
     (str or UTF-8 bytes), a batch of documents (a list: Hugging Face ``datasets`` batches), or a
     record (a dict) whose ``field`` holds one or a batch. Items are consumed lazily and sent to
     the workers in batches, so the iterator may be far larger than memory. ``length``, the
-    number of documents if known, makes the progress count documents against it (with an ETA)."""
+    number of documents if known, makes the progress count documents against it (with an ETA).
+    ``normalize`` as in ``count``."""
     if isinstance(docs, (str, bytes)):
         raise ArgumentTypeError("docs must be an iterable of documents, not a single str/bytes "
                                 "(wrap it in a list: [text])")
@@ -259,7 +275,7 @@ def count_from_iterator(docs: Iterable, *, pattern: str | None = "cl100k",
     if length is not None and (not _is_int(length) or length < 0):
         raise ArgumentError(f"length must be the number of documents (an integer >= 0), got {length!r}")
     progress = with_alias(progress, show_progress)
-    config = make_config(pattern, special_tokens, errors, lines, memory_budget)
+    config = make_config(pattern, special_tokens, errors, lines, memory_budget, normalize)
     batch_chars = arguments.integer(batch_chars, "batch_chars", 1)
     workers = None if workers is None else arguments.workers(workers)
     start = time.perf_counter()
@@ -305,8 +321,9 @@ def train_from_table(table: WordTable, vocab_size: int | Sequence[int], *, patte
     """Learn merges from a word table (the kernel stage alone): count once, train many times.
 
     The tokenizer splits text with the pattern the table was counted with (a different
-    ``pattern=`` is refused: the merges were learned from that split), and its special tokens
-    unless ``special_tokens=`` says otherwise (for tables made by hand).
+    ``pattern=`` is refused: the merges were learned from that split), normalizes it as the
+    table's text was (``table.normalize``), and has its special tokens unless
+    ``special_tokens=`` says otherwise (for tables made by hand).
     Ties between pairs of equal count go to the smallest (left id, right id) with bytes as ids
     0..255 (``tie_break="bytes"``, as rustbpe and bpeasy), or with Hugging Face's ids for the
     bytes (``"huggingface"``, as tokenizers' BpeTrainer with the ByteLevel pre-tokenizer)."""
@@ -320,7 +337,7 @@ def train_from_table(table: WordTable, vocab_size: int | Sequence[int], *, patte
                             f"tokenizer must split text as its table did; count the text again with this pattern "
                             f"(bpe_fast.count(..., pattern=...)), or leave pattern= out")
     options = TrainOptions.checked(
-        vocab_size, pattern=table.pattern,
+        vocab_size, pattern=table.pattern, normalize=table.normalize,
         special_tokens=table.special_tokens if special_tokens is ... else special_tokens,
         min_frequency=min_frequency, tie_break=tie_break, base=base, max_token_length=max_token_length,
         progress=with_alias(progress, show_progress))
@@ -386,10 +403,10 @@ def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainRepo
         merges = np.where(merges < 256, byte_order[np.minimum(merges, 255)], merges).astype(np.int32)
     report.seconds["merging"] = time.perf_counter() - t0
     summary("merging", report.seconds["merging"], progress, merges=len(merges))
-    pattern = options.resolved_pattern
+    pattern, normalize = options.resolved_pattern, options.resolved_normalize
     specials = dict(options.special_ids) if options.special_ids is not None else new_specials
-    tok = (Tokenizer(merges, pattern=pattern, special_tokens=specials) if base is None
-           else continued.extended(base, merges, pattern, new_specials))
+    tok = (Tokenizer(merges, pattern=pattern, special_tokens=specials, normalize=normalize) if base is None
+           else continued.extended(base, merges, pattern, new_specials, normalize))
     report.merges, report.merges_requested, report.vocab_size = len(merges), n_merges, tok.vocab_size
     if len(merges) < n_merges:
         why = (f"no pair occurs {max(1, options.min_frequency)} or more times" if options.min_frequency > 1
@@ -400,7 +417,8 @@ def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainRepo
     return tok
 
 
-CountText = Callable[[Any, Sequence[str]], WordTable]     # (pattern, special tokens) -> the corpus's table
+# (pattern, special tokens, normalization) -> the corpus's table
+CountText = Callable[[Any, Sequence[str], "str | None"], WordTable]
 
 
 def _train(count_text: CountText, options: TrainOptions, input_unit: str) -> list[Tokenizer]:
@@ -414,10 +432,10 @@ def _train(count_text: CountText, options: TrainOptions, input_unit: str) -> lis
         return _train(count_text, second(stage_one), input_unit)
     report = TrainReport(input_unit=input_unit)
     t0 = time.perf_counter()
-    held = [count_text(options.resolved_pattern, options.cut_out)]   # no other reference: see _learn
+    held = [count_text(options.resolved_pattern, options.cut_out, options.resolved_normalize)]  # see _learn
     report.seconds["counting"] = time.perf_counter() - t0
     report.input_size = held[0].input_bytes
-    options = replace(options, pattern=held[0].pattern)
+    options = replace(options, pattern=held[0].pattern, normalize=held[0].normalize)
     return _learn_sizes(held, options, report)
 
 
@@ -427,21 +445,23 @@ def train(files: Inputs, vocab_size: int, *, pattern: str | None | EllipsisType 
           progress: ProgressOption = ..., errors: str = ..., block_size: int = ..., tie_break: str = ...,
           lines: bool = ..., field: str = ..., column: str = ..., memory_budget: int | None = ..., client=...,
           base: Tokenizer | None = ..., max_token_length: int | None = ..., superword_at: int | None = ...,
-          superword_pattern: str | None = ..., show_progress: bool | None = ...) -> Tokenizer: ...
+          superword_pattern: str | None = ..., normalize: str | None | EllipsisType = ...,
+          show_progress: bool | None = ...) -> Tokenizer: ...
 @overload
 def train(files: Inputs, vocab_size: Sequence[int], *, pattern: str | None | EllipsisType = ...,
           special_tokens: SpecialTokens = ..., min_frequency: int = ..., workers: int | None = ...,
           progress: ProgressOption = ..., errors: str = ..., block_size: int = ..., tie_break: str = ...,
           lines: bool = ..., field: str = ..., column: str = ..., memory_budget: int | None = ..., client=...,
           base: Tokenizer | None = ..., max_token_length: int | None = ..., superword_at: int | None = ...,
-          superword_pattern: str | None = ..., show_progress: bool | None = ...) -> list[Tokenizer]: ...
+          superword_pattern: str | None = ..., normalize: str | None | EllipsisType = ...,
+          show_progress: bool | None = ...) -> list[Tokenizer]: ...
 def train(files: Inputs, vocab_size: int | Sequence[int], *,
           pattern: str | None | EllipsisType = ..., special_tokens: SpecialTokens = (), min_frequency: int = 0,
           workers: int | None = None, progress: ProgressOption = "auto", errors: str = "strict",
           block_size: int = DEFAULT_BLOCK_SIZE, tie_break: str = "bytes", lines: bool = False,
           field: str = "text", column: str = "text", memory_budget: int | None = None, client=None,
           base: Tokenizer | None = None, max_token_length: int | None = None, superword_at: int | None = None,
-          superword_pattern: str | None = "superword",
+          superword_pattern: str | None = "superword", normalize: str | None | EllipsisType = ...,
           show_progress: bool | None = None) -> Tokenizer | list[Tokenizer]:
     """Train on files: ``count`` (any input: text, stdin, compressed, JSON lines, Parquet,
     directories; ``workers`` processes, default one per CPU), then ``train_from_table``.
@@ -464,18 +484,22 @@ def train(files: Inputs, vocab_size: int | Sequence[int], *,
 
     ``special_tokens`` is a list (ids follow the learned ones, in its order) or, as tiktoken
     gives them, a dict of ids, honoured when they are the top of the vocabulary (any order).
+
+    ``normalize`` ("nfc" or "nfkc"; default: the base's, else none) puts the text in that Unicode
+    normal form before special tokens are found and it is split, and the tokenizer normalizes
+    what it encodes the same way (its decode gives the normalized text).
     ``show_progress`` is a deprecated alias of ``progress`` (True: "bar", False: "none").
     """
     progress = with_alias(progress, show_progress)
     options = TrainOptions.checked(vocab_size, pattern=pattern, special_tokens=special_tokens,
                                    min_frequency=min_frequency, tie_break=tie_break, base=base,
                                    max_token_length=max_token_length, superword_at=superword_at,
-                                   superword_pattern=superword_pattern, progress=progress)
+                                   superword_pattern=superword_pattern, progress=progress, normalize=normalize)
 
-    def count_files(pattern, specials: Sequence[str]) -> WordTable:
+    def count_files(pattern, specials: Sequence[str], normalize: str | None) -> WordTable:
         table = count(files, pattern=pattern, special_tokens=specials, workers=workers, progress=progress,
                       errors=errors, lines=lines, field=field, column=column, block_size=block_size,
-                      memory_budget=memory_budget, client=client)
+                      memory_budget=memory_budget, client=client, normalize=normalize)
         if len(table) == 0:
             names = [files] if isinstance(files, (str, os.PathLike)) else list(files)
             raise EmptyCorpusError(f"the corpus is empty: {', '.join(map(str, names))} hold no text")
@@ -491,7 +515,8 @@ def train_from_iterator(docs: Iterable, vocab_size: int, *, pattern: str | None 
                         tie_break: str = ..., lines: bool = ..., memory_budget: int | None = ...,
                         base: Tokenizer | None = ..., max_token_length: int | None = ...,
                         superword_at: int | None = ..., superword_pattern: str | None = ...,
-                        field: str = ..., length: int | None = ..., show_progress: bool | None = ...) -> Tokenizer: ...
+                        field: str = ..., length: int | None = ..., normalize: str | None | EllipsisType = ...,
+                        show_progress: bool | None = ...) -> Tokenizer: ...
 @overload
 def train_from_iterator(docs: Iterable, vocab_size: Sequence[int], *,
                         pattern: str | None | EllipsisType = ..., special_tokens: SpecialTokens = ...,
@@ -500,6 +525,7 @@ def train_from_iterator(docs: Iterable, vocab_size: Sequence[int], *,
                         memory_budget: int | None = ..., base: Tokenizer | None = ...,
                         max_token_length: int | None = ..., superword_at: int | None = ...,
                         superword_pattern: str | None = ..., field: str = ..., length: int | None = ...,
+                        normalize: str | None | EllipsisType = ...,
                         show_progress: bool | None = ...) -> list[Tokenizer]: ...
 def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int], *,
                         pattern: str | None | EllipsisType = ..., special_tokens: SpecialTokens = (),
@@ -510,6 +536,7 @@ def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int], *,
                         base: Tokenizer | None = None, max_token_length: int | None = None,
                         superword_at: int | None = None, superword_pattern: str | None = "superword",
                         field: str = "text", length: int | None = None,
+                        normalize: str | None | EllipsisType = ...,
                         show_progress: bool | None = None) -> Tokenizer | list[Tokenizer]:
     """Train on documents from an iterator: each item is a document (str or bytes), a batch of
     them (a list, as Hugging Face ``datasets`` batches come), or a record (a dict) whose
@@ -517,9 +544,9 @@ def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int], *,
     progress a total (Hugging Face's ``length=``).
 
     Items are consumed lazily and sent to worker processes in batches, so the iterator may be
-    far larger than memory. ``base``, a list of sizes, ``max_token_length``, ``special_tokens``
-    and ``superword_at`` as in ``train`` (superword training reads the documents twice: give a
-    list). ``show_progress`` is a deprecated alias of ``progress``.
+    far larger than memory. ``base``, a list of sizes, ``max_token_length``, ``special_tokens``,
+    ``normalize`` and ``superword_at`` as in ``train`` (superword training reads the documents
+    twice: give a list). ``show_progress`` is a deprecated alias of ``progress``.
     """
     progress = with_alias(progress, show_progress)
     if superword_at is not None and (not isinstance(docs, Sequence) or isinstance(docs, (str, bytes))):
@@ -528,11 +555,11 @@ def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int], *,
     options = TrainOptions.checked(vocab_size, pattern=pattern, special_tokens=special_tokens,
                                    min_frequency=min_frequency, tie_break=tie_break, base=base,
                                    max_token_length=max_token_length, superword_at=superword_at,
-                                   superword_pattern=superword_pattern, progress=progress)
+                                   superword_pattern=superword_pattern, progress=progress, normalize=normalize)
 
-    def count_docs(pattern, specials: Sequence[str]) -> WordTable:
+    def count_docs(pattern, specials: Sequence[str], normalize: str | None) -> WordTable:
         return count_from_iterator(docs, pattern=pattern, special_tokens=specials, workers=workers,
                                    progress=progress, errors=errors, lines=lines, batch_chars=batch_chars,
-                                   memory_budget=memory_budget, field=field, length=length)
+                                   memory_budget=memory_budget, field=field, length=length, normalize=normalize)
 
     return _as_asked(_train(count_docs, options, "chars"), options)

@@ -5,12 +5,16 @@ Chunk i is ``symbols[offsets[i]:offsets[i + 1]]`` (its UTF-8 bytes, uint8) and o
 with the 64-bit hashes in ``hashes``, so that two tables add up in one linear pass in native
 code (``_table.merge_sorted``): ``a + b``, ``WordTable.merge([...])``. A table remembers the
 pattern and special tokens its chunks were split with, because only tables split alike can be
-added, and the tokenizer trained from a table must split text the same way.
+added, and the tokenizer trained from a table must split text the same way. It remembers its
+Unicode normalization (``normalize``: None, "nfc", "nfkc") for the same reasons.
 
 ``save``/``load`` keep a table in one ``.npz`` file (format "bpe_fast.wordtable", version 1):
 the arrays ``symbols`` (uint8), ``offsets`` (int64), ``counts`` (int64), ``hashes`` (uint64),
 and ``meta``, a JSON string with the format, version, pattern (a regex, or null for no split),
-special tokens and the number of input bytes counted. Count once, train many times.
+special tokens and the number of input bytes counted. A table of normalized text also has
+``"normalize": "nfc"`` (or "nfkc") and is version 2, so that a bpe_fast that predates
+normalization refuses it rather than train a tokenizer that would not normalize; a missing
+field means none, so version 1 files read as they always did. Count once, train many times.
 """
 from __future__ import annotations
 
@@ -32,9 +36,11 @@ from .arguments import INT64_MAX
 from .errors import ArgumentError, ArgumentTypeError, InputError
 from .outputs import atomic_open
 from .patterns import name_of
+from .pretokenize import NORMALIZATIONS, normalization
 
 FORMAT = "bpe_fast.wordtable"
 VERSION = 1
+NORMALIZED_VERSION = 2         # a table with "normalize": older readers must refuse it, not drop it
 
 
 @dataclass(frozen=True, eq=False)
@@ -47,6 +53,7 @@ class WordTable:
     special_tokens: tuple[str, ...] = ()
     input_bytes: int = 0                 # bytes (or characters) of input counted
     meta: dict = field(default_factory=dict, repr=False)
+    normalize: str | None = None         # the Unicode normal form the text was put in: None, "nfc", "nfkc"
 
     def __post_init__(self):
         symbols = np.asarray(self.symbols)
@@ -62,7 +69,7 @@ class WordTable:
     # -- building ---------------------------------------------------------------------------
     @classmethod
     def from_counts(cls, counts: Mapping[bytes, int], pattern: str | None = None,
-                    special_tokens: Sequence[str] = ()) -> WordTable:
+                    special_tokens: Sequence[str] = (), normalize: str | None = None) -> WordTable:
         """From ``{chunk bytes: count}``; chunks that are empty or of zero count are left out."""
         if not isinstance(counts, Mapping):
             raise ArgumentTypeError(f"counts must be a mapping {{chunk bytes: count}}, got {type(counts).__name__}")
@@ -72,7 +79,7 @@ class WordTable:
             n = arguments.integer(n, f"counts[{chunk!r}]", 0, INT64_MAX)
             if n > 0 and chunk:
                 table.add(chunk, n)
-        return cls.from_native(table, pattern, special_tokens)
+        return cls.from_native(table, pattern, special_tokens, normalize=normalization(normalize))
 
     @classmethod
     def from_words(cls, words: Iterable[bytes], pattern: str | None = None) -> WordTable:
@@ -88,9 +95,9 @@ class WordTable:
 
     @classmethod
     def from_native(cls, table: ChunkTable, pattern: str | None = None, special_tokens: Sequence[str] = (),
-                    input_bytes: int = 0) -> WordTable:
+                    input_bytes: int = 0, normalize: str | None = None) -> WordTable:
         symbols, offsets, counts, hashes = table.sorted_arrays()
-        return cls(symbols, offsets, counts, hashes, pattern, tuple(special_tokens), input_bytes)
+        return cls(symbols, offsets, counts, hashes, pattern, tuple(special_tokens), input_bytes, normalize=normalize)
 
     # -- adding tables ------------------------------------------------------------------------
     def sorted(self) -> WordTable:
@@ -98,7 +105,8 @@ class WordTable:
         (then this is a no-op)."""
         if self.hashes is not None:
             return self
-        return WordTable(*self.sorted_arrays(), self.pattern, self.special_tokens, self.input_bytes)
+        return WordTable(*self.sorted_arrays(), self.pattern, self.special_tokens, self.input_bytes,
+                         normalize=self.normalize)
 
     def sorted_arrays(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(symbols, offsets, counts, hashes) of the sorted table (``sorted``): what the native
@@ -112,8 +120,8 @@ class WordTable:
 
     @staticmethod
     def merge(tables: Sequence[WordTable]) -> WordTable:
-        """The sum of tables counted with the same pattern and special tokens (64-bit counts);
-        adding is associative and commutative, so any grouping gives the same table."""
+        """The sum of tables counted with the same pattern, special tokens and normalization
+        (64-bit counts); adding is associative and commutative, so any grouping gives the same table."""
         if not isinstance(tables, Iterable):
             raise ArgumentTypeError(f"WordTable.merge takes a list of word tables, got {type(tables).__name__}")
         tables = list(tables)
@@ -124,16 +132,17 @@ class WordTable:
             raise ArgumentTypeError(f"WordTable.merge adds word tables, not {type(odd[0]).__name__}")
         first = tables[0]
         for other in tables[1:]:
-            if other.pattern != first.pattern or other.special_tokens != first.special_tokens:
-                raise ArgumentError("only word tables split with the same pattern and special tokens can be "
-                                    f"added: {_describe(first)} and {_describe(other)}")
+            if _split(other) != _split(first):
+                raise ArgumentError("only word tables split with the same pattern, special tokens and normalization "
+                                    f"can be added: {_describe(first)} and {_describe(other)}")
         with _counts_in_range():
             merged = merge_tables([t.sorted_arrays() for t in tables])     # one k-way pass
-        return WordTable(*merged, first.pattern, first.special_tokens, sum(t.input_bytes for t in tables))
+        return WordTable(*merged, first.pattern, first.special_tokens, sum(t.input_bytes for t in tables),
+                         normalize=first.normalize)
 
     @staticmethod
     def from_parts(paths: Sequence[str], pattern: str | None, special_tokens: Sequence[str] = (),
-                   input_bytes: int = 0, ranges: int = 64) -> WordTable:
+                   input_bytes: int = 0, ranges: int = 64, normalize: str | None = None) -> WordTable:
         """The sum of sorted *part files* (what counting workers write, ``_table.read_part``),
         added range of hashes by range: memory holds the result and one range of the parts,
         never the parts whole."""
@@ -151,7 +160,7 @@ class WordTable:
             k += merge_into(parts, data, offsets, counts, hashes, k)
             del parts                              # unmap this range of the files
         return WordTable(data[:offsets[k]], offsets[:k + 1], counts[:k], hashes[:k], pattern,
-                         tuple(special_tokens), input_bytes)
+                         tuple(special_tokens), input_bytes, normalize=normalize)
 
     @staticmethod
     def merge_files(paths: Sequence[str | os.PathLike], check: bool = True) -> WordTable:
@@ -210,7 +219,7 @@ class WordTable:
         """Equal chunks with equal counts, split the same way (the order of chunks aside)."""
         if not isinstance(other, WordTable):
             return NotImplemented
-        if (self.pattern, self.special_tokens) != (other.pattern, other.special_tokens) or len(self) != len(other):
+        if _split(self) != _split(other) or len(self) != len(other):
             return False
         return all(np.array_equal(x, y) for x, y in zip(self.sorted_arrays(), other.sorted_arrays()))
 
@@ -229,6 +238,8 @@ class WordTable:
         symbols, offsets, counts, hashes = self.sorted_arrays()
         meta = {"format": FORMAT, "version": VERSION, "pattern": self.pattern,
                 "special_tokens": list(self.special_tokens), "input_bytes": int(self.input_bytes)}
+        if self.normalize is not None:
+            meta.update(version=NORMALIZED_VERSION, normalize=self.normalize)
         np.savez(fh, symbols=symbols, offsets=offsets, counts=counts, hashes=hashes, meta=np.array(json.dumps(meta)))
 
     @classmethod
@@ -273,7 +284,7 @@ class WordTable:
                             or not np.array_equal(hashes_of(symbols, offsets), hashes)):
             raise InputError(f"{source}: the chunks are not sorted by their hashes (a damaged file?)")
         return cls(symbols, offsets, counts, hashes, meta["pattern"], tuple(meta["special_tokens"]),
-                   meta["input_bytes"], meta)
+                   meta["input_bytes"], meta, meta["normalize"])
 
 
 ARRAYS = ("symbols", "offsets", "counts", "hashes", "meta")
@@ -319,12 +330,16 @@ def _meta(array: np.ndarray, source: str) -> dict:
         meta = None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise InputError(f"{source}: not a bpe_fast word table (no \"format\": \"{FORMAT}\")")
-    if meta.get("version") != VERSION:
+    if meta.get("version") not in (VERSION, NORMALIZED_VERSION):
         raise InputError(f"{source}: word table version {meta.get('version')!r} is not supported "
-                         f"(this bpe_fast reads version {VERSION})")
+                         f"(this bpe_fast reads versions {VERSION} and {NORMALIZED_VERSION})")
     meta.setdefault("special_tokens", [])
     meta.setdefault("pattern", None)
     meta.setdefault("input_bytes", 0)
+    meta.setdefault("normalize", None)
+    if meta["normalize"] is not None and meta["normalize"] not in NORMALIZATIONS:
+        raise InputError(f"{source}: meta's normalize must be null or one of {', '.join(NORMALIZATIONS)}, "
+                         f"not {json.dumps(meta['normalize'])[:40]}")
     specials, pattern, input_bytes = meta["special_tokens"], meta["pattern"], meta["input_bytes"]
     if not (pattern is None or isinstance(pattern, str)) or not isinstance(specials, list) \
             or not all(isinstance(s, str) for s in specials):
@@ -349,6 +364,12 @@ def _check_chunk(chunk, name: str) -> None:
         raise ArgumentTypeError(f"{name} holds {chunk!r:.40}, which is no chunk: chunks are bytes{hint}")
 
 
+def _split(table: WordTable) -> tuple:
+    """What says how a table's text became chunks: only tables alike in it add up, or are equal."""
+    return table.pattern, table.special_tokens, table.normalize
+
+
 def _describe(table: WordTable) -> str:
     specials = f", special tokens {list(table.special_tokens)}" if table.special_tokens else ""
-    return f"pattern {name_of(table.pattern)}{specials}"
+    normalized = f", normalized to {table.normalize.upper()}" if table.normalize else ""
+    return f"pattern {name_of(table.pattern)}{specials}{normalized}"

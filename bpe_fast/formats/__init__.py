@@ -6,7 +6,7 @@ table of them. Everything that depends on the format goes through the table:
   ``bpe_fast.load`` and ``Tokenizer.load`` read through it.
 * ``write(tok, path, format)`` writes one (without ``format``, the one the name says:
   ``format_of_path``); ``output_files`` and ``check_writable`` say beforehand what it will write
-  and whether the format can hold the pattern and special tokens. ``Tokenizer.save`` writes
+  and whether the format can hold the pattern, special tokens and normalization. ``Tokenizer.save`` writes
   through it; the CLI's ``--format`` names and help come from the table.
 
 Adding a format is one file and one line: ``formats/myformat.py`` ends with ``FORMAT =
@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from ..errors import ArgumentError, TokenizerFileError
 from . import bpe_fast_json, gpt2, huggingface, minbpe, tiktoken
-from ._common import FileKind, Format, Peek, Vocabulary, file_sha256
+from ._common import FileKind, Format, Peek, Vocabulary, file_sha256, refuse_normalization
 
 __all__ = ["FORMATS", "DEFAULT", "Format", "FileKind", "Peek", "Vocabulary", "names", "by_name", "sniff", "read",
            "read_folder", "format_of_path", "output_files", "check_writable", "write", "file_sha256"]
@@ -141,9 +141,13 @@ def output_files(path: str | os.PathLike, format: str) -> list[Path]:
     return by_name(format).output_files(path)
 
 
-def check_writable(format: str, pattern: str | None, special_tokens: Sequence[str]) -> None:
-    """Refuse, before any training, a pattern or special tokens the format cannot hold."""
-    by_name(format).check_writable(pattern, special_tokens)
+def check_writable(format: str, pattern: str | None, special_tokens: Sequence[str],
+                   normalize: str | None = None) -> None:
+    """Refuse, before any training, a pattern, special tokens or normalization the format cannot hold."""
+    fmt = by_name(format)
+    fmt.check_writable(pattern, special_tokens)
+    if not fmt.holds_normalization:
+        refuse_normalization(fmt.title, normalize)
 
 
 def write(tok, path: str | os.PathLike, format: str | None = None) -> list[str]:
@@ -151,5 +155,7 @@ def write(tok, path: str | os.PathLike, format: str | None = None) -> list[str]:
     returns the files written (a .tiktoken file and its sidecar, minbpe's two, GPT-2's two)."""
     fmt = by_name(format_of_path(path, format))
     files = fmt.output_files(path)
+    if not fmt.holds_normalization:
+        refuse_normalization(fmt.title, tok.normalize)
     fmt.write(tok, path)
     return [os.fspath(f) for f in files]

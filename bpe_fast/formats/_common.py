@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any, Callable, NamedTuple
 from collections.abc import Mapping, Sequence
 
-from ..errors import TokenizerFileError
+from ..errors import TokenizerFileError, VocabularyError
 from ..bytelevel import token_to_str
+from ..pretokenize import NORMALIZATIONS
 
 MAX_ID = 2**31 - 1          # token ids are int32 in the native code
 
@@ -25,13 +26,15 @@ class Vocabulary:
     """What a vocabulary file says, before ``Tokenizer.from_vocabulary`` checks it.
 
     Merge m joins (left id, right id) into ``merge_ids[m]`` (default 256 + m); byte b has id
-    ``byte_ids[b]`` (default b). ``source`` is the file it was read from, named in errors."""
+    ``byte_ids[b]`` (default b); ``normalize`` is the Unicode normal form text is put in before it
+    is split (None, "nfc", "nfkc"). ``source`` is the file it was read from, named in errors."""
     merges: Any                                    # (n, 2) ids, in merge (rank) order
     pattern: str | None = None
     special_tokens: Mapping[str, int] | Sequence[str] | None = None
     merge_ids: Any = None
     byte_ids: Any = None
     source: str | None = None
+    normalize: str | None = None
 
 
 class FileKind(NamedTuple):
@@ -103,6 +106,16 @@ class Format:
     needs_pattern: bool = False     # its files hold no pattern, so read takes pattern= (a .tiktoken file)
     makes_folder: bool = False      # write makes the folder its files go in (GPT-2's "-o tok/")
     needs_default_ids: bool = False     # holds only bytes 0..255 and merge m as 256 + m (minbpe's .model)
+    holds_normalization: bool = True    # can say that text is normalized (NFC, NFKC) before it is split
+
+
+def refuse_normalization(fmt_title: str, normalize: str | None) -> None:
+    """A format with no place to say that text is normalized: writing a tokenizer that normalizes
+    would give one that encodes other text (the unnormalized) once read back."""
+    if normalize is not None:
+        raise VocabularyError(f"{fmt_title} cannot say that text is normalized ({normalize.upper()}) before it is "
+                              f"split, so the tokenizer read back would encode other ids; save it as tokenizer.json, "
+                              f".tiktoken or bpe_fast JSON, or train without normalize=")
 
 
 # -- reading files ------------------------------------------------------------------------------
@@ -236,6 +249,15 @@ def expect(value, kind, source: str, what: str):
 
 def expect_optional(value, kind, source: str, what: str):
     return None if value is None else expect(value, kind, source, what)
+
+
+def read_normalize(value: Any, source: str, what: str = "normalize") -> str | None:
+    """A file's normalization field: null (or missing) for none, "nfc" or "nfkc"."""
+    if value is None:
+        return None
+    if value not in NORMALIZATIONS:
+        raise TokenizerFileError(f"{source}: {what} must be null, \"nfc\" or \"nfkc\", not {json.dumps(value)[:40]}")
+    return value
 
 
 def maps_tokens_to_ids(data: Any) -> bool:

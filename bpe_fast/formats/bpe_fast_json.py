@@ -1,4 +1,8 @@
-"""bpe_fast's own JSON: pattern, special tokens and merges as id pairs, one merge per line."""
+"""bpe_fast's own JSON: pattern, special tokens and merges as id pairs, one merge per line.
+
+Version 1 has no normalization; a tokenizer that normalizes text writes ``"normalize": "nfc"``
+(or "nfkc") and version 2, so that a bpe_fast that predates normalization refuses the file
+rather than encode unnormalized text with it. Both versions are read; no field means none."""
 from __future__ import annotations
 
 import json
@@ -9,10 +13,11 @@ import numpy as np
 
 from ..errors import TokenizerFileError
 from ..outputs import atomic_open
-from ._common import FileKind, Format, Peek, Vocabulary, expect, expect_optional
+from ._common import FileKind, Format, Peek, Vocabulary, expect, expect_optional, read_normalize
 
 BPE_FAST_FORMAT = "bpe_fast.tokenizer"
 BPE_FAST_VERSION = 1
+NORMALIZED_VERSION = 2      # a file with "normalize": older readers must refuse it, not ignore the field
 
 KIND = FileKind("bpe_fast's JSON", "Tokenizer.load(path)")
 
@@ -27,6 +32,8 @@ def bpe_fast_dict(tok) -> dict:
         "vocab_size": tok.vocab_size,
         "special_tokens": tok.special_tokens,
     }
+    if tok.normalize is not None:
+        data.update(version=NORMALIZED_VERSION, normalize=tok.normalize)
     if not np.array_equal(tok.byte_ids, np.arange(256)):
         data["byte_ids"] = tok.byte_ids.tolist()
     if not np.array_equal(tok.merge_ids, np.arange(256, 256 + len(tok.merges))):
@@ -50,9 +57,9 @@ def bpe_fast_vocabulary(data: Any, source: str | None = None) -> Vocabulary:
     where = source or "tokenizer data"
     if not isinstance(data, dict) or data.get("format") != BPE_FAST_FORMAT:
         raise TokenizerFileError(f"{where}: not a bpe_fast tokenizer file (no \"format\": \"{BPE_FAST_FORMAT}\")")
-    if data.get("version") != BPE_FAST_VERSION:
+    if data.get("version") not in (BPE_FAST_VERSION, NORMALIZED_VERSION):
         raise TokenizerFileError(f"{where}: format version {data.get('version')!r} is not supported "
-                                 f"(this bpe_fast reads version {BPE_FAST_VERSION})")
+                                 f"(this bpe_fast reads versions {BPE_FAST_VERSION} and {NORMALIZED_VERSION})")
     if "merges" not in data:
         raise TokenizerFileError(f"{where}: missing field 'merges'")
     pattern = data.get("pattern")
@@ -62,7 +69,8 @@ def bpe_fast_vocabulary(data: Any, source: str | None = None) -> Vocabulary:
     expect(specials, (dict, list), where, "special_tokens")
     return Vocabulary(expect(data["merges"], list, where, "merges"), pattern, specials,
                       expect_optional(data.get("merge_ids"), list, where, "merge_ids"),
-                      expect_optional(data.get("byte_ids"), list, where, "byte_ids"), source=where)
+                      expect_optional(data.get("byte_ids"), list, where, "byte_ids"), source=where,
+                      normalize=read_normalize(data.get("normalize"), where))
 
 
 def sniff(peek: Peek) -> FileKind | None:

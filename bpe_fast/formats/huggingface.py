@@ -1,5 +1,5 @@
 """Hugging Face ``tokenizer.json`` with a byte-level BPE model (tokens spelled in GPT-2's
-bytes-to-unicode alphabet, bytelevel.py)."""
+bytes-to-unicode alphabet, bytelevel.py), and a normalizer that is none, NFC or NFKC."""
 from __future__ import annotations
 
 import json
@@ -32,7 +32,7 @@ def huggingface_vocabulary(data: Any, source: str) -> Vocabulary:
     if not isinstance(model, dict) or model.get("type") != "BPE":
         kind = repr(model.get("type")) if isinstance(model, dict) else f"not an object but {model!r:.40}"
         raise TokenizerFileError(f"{source}: not a BPE tokenizer.json (model.type is {kind})")
-    _refuse_normalizer(data.get("normalizer"), source)
+    normalize = _hf_normalize(data.get("normalizer"), source)
     pattern = _hf_pattern(data.get("pre_tokenizer"), source)
     added = _hf_added_tokens(data.get("added_tokens", []), source)
     _refuse_plain_added_tokens(added, source)
@@ -56,7 +56,7 @@ def huggingface_vocabulary(data: Any, source: str) -> Vocabulary:
     byte_ids = [vocab[bytes([b])] for b in range(256)]
     check_every_token_made(vocab, byte_ids, merge_ids, f"{source}: model.merges", "id {} in model.vocab")
     specials = {content: i for content, (i, special) in added.items() if special}
-    return Vocabulary(merges, pattern, specials, merge_ids, byte_ids, source=source)
+    return Vocabulary(merges, pattern, specials, merge_ids, byte_ids, source=source, normalize=normalize)
 
 
 def _hf_added_tokens(entries: Any, source: str) -> dict[str, tuple[int, bool]]:
@@ -71,13 +71,28 @@ def _hf_added_tokens(entries: Any, source: str) -> dict[str, tuple[int, bool]]:
     return added
 
 
-def _refuse_normalizer(normalizer: Any, source: str) -> None:
-    """A normalizer changes the text before the model sees it (NFKC, lowercasing...): ignored,
-    bpe_fast would encode other text than Hugging Face does, so other ids. Refused, named."""
-    if normalizer is not None:
-        kind = normalizer.get("type") if isinstance(normalizer, dict) else normalizer
-        raise TokenizerFileError(f"{source}: normalizer {kind!r} is not supported: bpe_fast encodes the text as it "
-                                 f"is, so its ids would differ from Hugging Face's; only \"normalizer\": null is read")
+# Hugging Face's normalizers that bpe_fast applies, by their "type", as normalize= names them.
+HF_NORMALIZERS = {"NFC": "nfc", "NFKC": "nfkc"}
+
+
+def _hf_normalize(normalizer: Any, source: str) -> str | None:
+    """The normalization of a tokenizer.json's normalizer: null, NFC, NFKC, or a Sequence of
+    those (NFKC if any step is NFKC: its output is in NFC form too; else NFC). Any other
+    (lowercasing, NFD, Replace...) would make bpe_fast encode other text than Hugging Face does,
+    so other ids: refused, named."""
+    if normalizer is None:
+        return None
+    kind = normalizer.get("type") if isinstance(normalizer, dict) else normalizer
+    steps = normalizer.get("normalizers") if kind == "Sequence" else [normalizer]
+    kinds = [step.get("type") if isinstance(step, dict) else step for step in steps] \
+        if isinstance(steps, list) else [kind]
+    odd = [k for k in kinds if k not in HF_NORMALIZERS]
+    if odd:
+        raise TokenizerFileError(f"{source}: normalizer {odd[0]!r} is not supported: bpe_fast applies only NFC or "
+                                 f"NFKC, so with it its ids would differ from Hugging Face's; \"normalizer\": null, "
+                                 f"{{\"type\": \"NFC\"}} and {{\"type\": \"NFKC\"}} are read")
+    forms = {HF_NORMALIZERS[str(k)] for k in kinds}
+    return "nfkc" if "nfkc" in forms else "nfc" if forms else None
 
 
 def _refuse_plain_added_tokens(added: dict[str, tuple[int, bool]], source: str) -> None:
@@ -133,10 +148,15 @@ def huggingface_json(tok) -> dict:
         split = {"type": "Split", "pattern": {"Regex": HF_PATTERNS.get(tok.pattern, tok.pattern)},
                  "behavior": "Isolated", "invert": False}
         steps = [split, byte_level]
+    # bpe_fast finds special tokens in the normalized text: "normalized": true makes Hugging Face
+    # do the same (false would find them in the text as given, then normalize the rest).
+    normalized = tok.normalize is not None
     added = [{"id": i, "content": s, "single_word": False, "lstrip": False, "rstrip": False,
-              "normalized": False, "special": True} for s, i in sorted(tok.special_tokens.items(), key=lambda x: x[1])]
+              "normalized": normalized, "special": True}
+             for s, i in sorted(tok.special_tokens.items(), key=lambda x: x[1])]
+    normalizer = {"type": tok.normalize.upper()} if normalized else None
     return {
-        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added, "normalizer": None,
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added, "normalizer": normalizer,
         "pre_tokenizer": {"type": "Sequence", "pretokenizers": steps}, "post_processor": None,
         "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True, "use_regex": True},
         "model": {"type": "BPE", "dropout": None, "unk_token": None, "continuing_subword_prefix": None,

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import TokenizerFileError, VocabularyError
 from ..outputs import atomic_open
-from ._common import FileKind, Format, Peek, Vocabulary, read_text
+from ._common import FileKind, Format, Peek, Vocabulary, read_text, refuse_normalization
 
 KIND = FileKind("a minbpe .model file", "Tokenizer.from_minbpe(path)")
 
@@ -50,6 +50,7 @@ def write_minbpe(tok, prefix: str | os.PathLike) -> None:
         raise VocabularyError("minbpe numbers bytes 0..255 and merge i as 256 + i; this vocabulary "
                               "uses other ids (save it as tiktoken or tokenizer.json instead)")
     check_writable(tok.pattern, tok.special_tokens)
+    refuse_normalization(FORMAT.title, tok.normalize)
     with atomic_open(f"{prefix}.model", "w", encoding="utf-8") as fh:
         fh.write("minbpe v1\n")
         fh.write(f"{tok.pattern or ''}\n")
@@ -115,4 +116,4 @@ def output_files(path: str | os.PathLike) -> list[Path]:
 FORMAT = Format(
     name="minbpe", title="a minbpe .model file", description="PREFIX.model and PREFIX.vocab",
     sniff=sniff, read=read, write=write, demo_name="demo-tokenizer.model", suffixes=(".model",),
-    output_files=output_files, check_writable=check_writable, needs_default_ids=True)
+    output_files=output_files, check_writable=check_writable, needs_default_ids=True, holds_normalization=False)

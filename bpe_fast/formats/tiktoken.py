@@ -2,7 +2,9 @@
 from the ranks.
 
 The file holds no pattern and no special tokens, so bpe_fast writes them beside it, in the
-*sidecar* ``x.tiktoken.json`` (see ``write_tiktoken_sidecar``), and reads them back from there.
+*sidecar* ``x.tiktoken.json`` (see ``write_tiktoken_sidecar``), and reads them back from there;
+also the normalization, when the tokenizer normalizes text (tiktoken itself cannot apply it, so
+``to_tiktoken`` refuses such a tokenizer).
 (This module is ``bpe_fast.formats.tiktoken``; the tiktoken package itself is imported by its
 absolute name, in ``to_tiktoken`` only.)
 """
@@ -25,13 +27,14 @@ from ..named import ENCODINGS
 from ..outputs import atomic_open
 from ..patterns import name_of
 from ._common import (MAX_ID, FileKind, Format, Peek, Vocabulary, expect, expect_optional, file_sha256,
-                      open_for_reading, read_json)
+                      open_for_reading, read_json, read_normalize)
 
 if TYPE_CHECKING:       # for annotations only (types.EllipsisType is Python 3.10+)
     from types import EllipsisType
 
 SIDECAR_FORMAT = "bpe_fast.tiktoken-sidecar"
 SIDECAR_VERSION = 1
+NORMALIZED_VERSION = 2      # a sidecar with "normalize": older readers must refuse it, not ignore the field
 
 RANKS = FileKind("a .tiktoken file", "Tokenizer.from_tiktoken(path, pattern=...)")
 SIDECAR = FileKind("the sidecar of a .tiktoken file", "Tokenizer.from_tiktoken(path of the .tiktoken file)")
@@ -117,6 +120,7 @@ def read_tiktoken(path: str | os.PathLike, pattern: str | None | EllipsisType = 
     with naming_file(path):
         vocab = vocabulary_from_ranks(read_tiktoken_ranks(path), pattern, special_tokens, str(path))
     vocab.source = str(path)
+    vocab.normalize = info["normalize"] if info is not None else None
     return vocab
 
 
@@ -127,7 +131,7 @@ def _published_encoding(path) -> EncodingInfo | None:
         return None
     if file_sha256(path) != enc.files[0].sha256:
         return None
-    return {"pattern": enc.pattern, "special_tokens": dict(enc.special_tokens)}
+    return {"pattern": enc.pattern, "special_tokens": dict(enc.special_tokens), "normalize": None}
 
 
 def _pattern_required(path) -> PatternRequiredError:
@@ -154,7 +158,15 @@ def write_tiktoken(tok, path: str | os.PathLike) -> list[str]:
 
 
 def to_tiktoken(tok, name: str = "bpe_fast"):
-    """A ``tiktoken.Encoding`` with the same ranks, pattern and special tokens."""
+    """A ``tiktoken.Encoding`` with the same ranks, pattern and special tokens. tiktoken cannot
+    normalize text, so a tokenizer that does is refused (the Encoding would give other ids)."""
+    if tok.normalize is not None:
+        form = tok.normalize.upper()
+        raise VocabularyError(f"to_tiktoken(): this tokenizer puts text in {form} form before encoding it, which a "
+                              f"tiktoken.Encoding cannot do, so its ids would differ on text not in {form} form; "
+                              f"encode with bpe_fast, or build the Encoding yourself (tiktoken.Encoding(name, "
+                              f"pat_str=tok.pattern, mergeable_ranks=tok.mergeable_ranks(), special_tokens="
+                              f"tok.special_tokens)) and give it unicodedata.normalize({form!r}, text) only")
     tiktoken = require("tiktoken", "tiktoken", "to_tiktoken()")
     return tiktoken.Encoding(name, pat_str=tok.pattern if tok.pattern is not None else r"[\s\S]+",
                              mergeable_ranks=tok.mergeable_ranks(), special_tokens=tok.special_tokens)
@@ -171,6 +183,7 @@ class EncodingInfo(TypedDict):
     """What a .tiktoken file cannot hold, from its sidecar or the named encoding it is the file of."""
     pattern: str | None                 # None: no split
     special_tokens: dict[str, int]
+    normalize: str | None               # None: the text as it is (the named encodings)
 
 
 def read_tiktoken_sidecar(path: str | os.PathLike) -> EncodingInfo:
@@ -179,14 +192,14 @@ def read_tiktoken_sidecar(path: str | os.PathLike) -> EncodingInfo:
     where = str(path)
     if not isinstance(data, dict) or data.get("format") != SIDECAR_FORMAT:
         raise TokenizerFileError(f"{where}: not a .tiktoken sidecar (no \"format\": \"{SIDECAR_FORMAT}\")")
-    if data.get("version") != SIDECAR_VERSION:
+    if data.get("version") not in (SIDECAR_VERSION, NORMALIZED_VERSION):
         raise TokenizerFileError(f"{where}: sidecar version {data.get('version')!r} is not supported "
-                                 f"(this bpe_fast reads version {SIDECAR_VERSION})")
+                                 f"(this bpe_fast reads versions {SIDECAR_VERSION} and {NORMALIZED_VERSION})")
     pattern = expect_optional(data.get("pattern"), str, where, "pattern")
     specials = expect(data.get("special_tokens", {}), dict, where, "special_tokens")
     for token, i in specials.items():
         expect(i, int, where, f"special_tokens[{token!r}]")
-    return {"pattern": pattern, "special_tokens": specials}
+    return {"pattern": pattern, "special_tokens": specials, "normalize": read_normalize(data.get("normalize"), where)}
 
 
 def write_tiktoken_sidecar(tok, path: str | os.PathLike) -> Path:
@@ -197,11 +210,15 @@ def write_tiktoken_sidecar(tok, path: str | os.PathLike) -> Path:
          "special_tokens": {"<|endoftext|>": 100257}, "n_vocab": 100258}
 
     ``pattern`` and ``special_tokens`` are what ``tiktoken.Encoding`` takes as ``pat_str`` and
-    ``special_tokens`` (for null give it r"[\s\S]+": the whole text as one piece)."""
+    ``special_tokens`` (for null give it r"[\s\S]+": the whole text as one piece). A tokenizer
+    that normalizes text also has ``"normalize": "nfc"`` (or "nfkc"; version 2): tiktoken does not
+    apply it, so give tiktoken normalized text only."""
     side = sidecar_path(path)
     data = {"format": SIDECAR_FORMAT, "version": SIDECAR_VERSION, "tiktoken_file": Path(path).name,
             "pattern": tok.pattern, "pattern_name": name_of(tok.pattern),
             "special_tokens": tok.special_tokens, "n_vocab": tok.vocab_size}
+    if tok.normalize is not None:
+        data.update(version=NORMALIZED_VERSION, normalize=tok.normalize)
     with atomic_open(side, "w", encoding="utf-8") as fh:
         json.dump(data, fh, ensure_ascii=False, indent=1)
         fh.write("\n")
