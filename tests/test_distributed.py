@@ -45,3 +45,14 @@ def test_a_truncated_zst_is_an_input_error_on_the_cluster(tmp_path, client):
     (tmp_path / "cut.txt.zst").write_bytes(whole[:len(whole) // 2])
     with pytest.raises(bpe_fast.InputError, match="cut.txt.zst: .*truncated"):
         bpe_fast.count([tmp_path / "cut.txt.zst"], client=client)
+
+
+def test_cluster_counting_normalizes_as_local_counting(tmp_path, client):
+    text = "ﬁne ① ＡＢＣ cafe\u0301 x\u00a8y!\n\uff0fz\n" * 300 + small_text()
+    (tmp_path / "a.txt").write_text(text, encoding="utf-8")
+    with gzip.open(tmp_path / "b.txt.gz", "wt", encoding="utf-8") as fh:
+        fh.write(text)
+    inputs = [tmp_path / "a.txt", tmp_path / "b.txt.gz"]
+    local = bpe_fast.count(inputs, workers=1, normalize="nfkc")
+    remote = bpe_fast.count(inputs, client=client, block_size=512, normalize="nfkc")
+    assert remote == local and remote.normalize == "nfkc" and b"fine" in remote.as_dict()
