@@ -7,6 +7,7 @@ from __future__ import annotations
 import gzip
 import json
 import unicodedata
+from typing import Any, Literal
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ from bpe_fast.pretokenize import Splitter, chunks_of, find_cut, is_safe_cut
 
 from .conftest import corpus_files, need, needs_data, read_corpus, small_text
 
-FORMS = {"nfc": "NFC", "nfkc": "NFKC"}
+FORMS: dict[str, Literal["NFC", "NFKC"]] = {"nfc": "NFC", "nfkc": "NFKC"}
 SPACE = regex.compile(r"\s")
 
 # Text that normalization changes: compatibility characters (ligatures, circled and full-width
@@ -182,7 +183,8 @@ def test_normalize_is_checked_before_anything_is_read():
         raise AssertionError("the corpus was read")
         yield "never"
 
-    for bad in ("NFD", "nfkd", "lower", 1):
+    bad_values: list[Any] = ["NFD", "nfkd", "lower", 1]         # wrong on purpose
+    for bad in bad_values:
         with pytest.raises(bpe_fast.ArgumentError, match="normalize must be None, 'nfc' or 'nfkc'"):
             bpe_fast.train_from_iterator(docs(), 300, normalize=bad)
     assert Tokenizer([], normalize="NFKC").normalize == "nfkc"
