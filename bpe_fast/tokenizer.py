@@ -13,8 +13,10 @@ form first, as its training did; decoding then gives the normalized text.
 from __future__ import annotations
 
 import codecs
+import functools
 import os
 import threading
+import unicodedata
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal
 from collections.abc import Collection, Iterable, Mapping, Sequence, Set as AbstractSet
@@ -30,8 +32,8 @@ from .errors import ArgumentError, ArgumentTypeError, EncodingError, TokenizerFi
 from .formats import Vocabulary
 from .formats.huggingface import huggingface_ids, to_transformers
 from .patterns import whole_matches
-from .pretokenize import (REGEX, WHOLE, Splitter, char_classes, check_encodable, check_normal_specials,
-                          special_splitter, special_token_list)
+from .pretokenize import (NORMALIZATIONS, REGEX, WHOLE, Splitter, char_classes, check_encodable,
+                          check_normal_specials, special_splitter, special_token_list)
 
 if TYPE_CHECKING:       # for annotations only (types.EllipsisType is Python 3.10+)
     from types import EllipsisType
@@ -89,6 +91,18 @@ def _as_str(text, name: str) -> str:
     if not isinstance(text, str):
         raise ArgumentTypeError(f"{name} must be a str, got {type(text).__name__}")
     return str.__str__(text)            # the same characters, whatever the subclass's own __str__ says
+
+
+def _as_normal_str(form: Literal["NFC", "NFKC"], text, name: str) -> str:
+    """text as an exact str (``_as_str``), in the Unicode normal form ``form``."""
+    return unicodedata.normalize(form, _as_str(text, name))
+
+
+def _text_taker(normalize: str | None):
+    """What turns the argument of an encode call into the str to encode: ``_as_str``, or with a
+    normalization ``_as_normal_str``. Chosen once per tokenizer, so that encoding without a
+    normalization makes the very call it made before normalization existed."""
+    return _as_str if normalize is None else functools.partial(_as_normal_str, NORMALIZATIONS[normalize])
 
 
 def _is_all(value) -> bool:
@@ -175,6 +189,7 @@ class Tokenizer:
         self.byte_ids = byte_ids.astype(np.int32)
         # Special tokens are matched per call (allowed_special=), so the splitter holds none.
         self.splitter = Splitter.of(pattern, normalize=normalize)
+        self._as_text = _text_taker(self.splitter.normalize)
         self.special_tokens = self._assign_special_ids(special_tokens)
         check_normal_specials(self.special_tokens, self.normalize, VocabularyError)
         self._special_regexes: dict[frozenset, regex.Pattern[str]] = {}
@@ -225,12 +240,13 @@ class Tokenizer:
         """Pickling (multiprocessing, ``datasets.map(num_proc=...)``) sends the vocabulary; the
         receiving process builds its own native encoder when it first encodes."""
         state = dict(self.__dict__, _encoder=None, _special_sets={}, _ids_by_bytes=None)
-        del state["_encoder_lock"]
+        del state["_encoder_lock"], state["_as_text"]
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._encoder_lock = threading.Lock()
+        self._as_text = _text_taker(self.splitter.normalize)
 
     @classmethod
     def from_vocabulary(cls, vocab: Vocabulary) -> Tokenizer:
@@ -335,9 +351,7 @@ class Tokenizer:
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Token ids of text; special tokens' text is encoded as ordinary text."""
-        text = _as_str(text, "text")
-        if self.splitter.normalize is not None:        # (a test only: no call when there is none)
-            text = self.splitter.normalized(text)
+        text = self._as_text(text, "text")
         if self._native_text:
             return self._native.encode_str(text, OUT_LIST, None, None)[0]
         return self._regex_encode_ordinary(text)
@@ -394,9 +408,7 @@ class Tokenizer:
         return out
 
     def _encode_one(self, text: str, output: int, allowed_special, disallowed_special):
-        text = _as_str(text, "text")
-        if self.splitter.normalize is not None:
-            text = self.splitter.normalized(text)
+        text = self._as_text(text, "text")
         allowed, disallowed = self._specials(allowed_special, disallowed_special)
         if not self._native_text:
             ids = self._encode_regex(text, allowed, disallowed)
@@ -431,7 +443,7 @@ class Tokenizer:
         workers = _check_workers(workers)
         allowed, disallowed = self._specials(allowed_special, disallowed_special)
         if not self._native_text or self.splitter.normalize is not None:
-            texts = [self.splitter.normalized(_as_str(text, f"texts[{i}]")) for i, text in enumerate(texts)]
+            texts = [self._as_text(text, f"texts[{i}]") for i, text in enumerate(texts)]
         if not self._native_text:
             return self._encode_many_regex(texts, output, workers, allowed, disallowed)
         try:
