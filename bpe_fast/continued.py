@@ -4,6 +4,13 @@ The base's tokens keep their ids and its merges their ranks; the corpus is first
 base (each chunk whole, as the result will encode it), and the kernel starts from that layout
 instead of from bytes. New tokens take ids after every id the base uses, then new special
 tokens. Superword training (``superword_at=``) is continued training with another pattern.
+
+Ties between pairs of equal count go to the smallest pair of ids. With ``tie_break="bytes"``
+those are the base's own ids. With ``tie_break="huggingface"`` they are the ids Hugging Face's
+BpeTrainer numbers the base's tokens by (``huggingface_order``): its bytes in Hugging Face's
+byte order, then its learned tokens in merge order; for a tokenizer.json that BpeTrainer wrote,
+the file's own ids. So continuing a tokenizer trained with Hugging Face's ties learns what
+training straight through with them learns.
 """
 from __future__ import annotations
 
@@ -14,19 +21,17 @@ import numpy as np
 
 from .counting import default_workers
 from .errors import ArgumentError, ArgumentTypeError
+from .formats.huggingface import huggingface_ids
 from .tokenizer import Tokenizer
 from .wordtable import WordTable
 
 
-def check_base(base, vocab_size: int, tie_break: str) -> None:
+def check_base(base, vocab_size: int) -> None:
     """Refuse, before any text is read, a base that is no tokenizer or leaves no room."""
     if base is None:
         return
     if not isinstance(base, Tokenizer):
         raise ArgumentTypeError(f"base must be a Tokenizer (bpe_fast.load(...) opens any), not {type(base).__name__}")
-    if tie_break != "bytes":
-        raise ArgumentError("tie_break applies to training from bytes; continuing from a base, ties go to the "
-                            "smallest pair of the base's ids")
     if vocab_size <= base.vocab_size:
         raise ArgumentError(f"vocab_size={vocab_size} is no larger than the base's {base.vocab_size}: "
                             f"continued training needs room for new tokens")
@@ -42,13 +47,30 @@ def first_new_id(base: Tokenizer | None) -> int:
     return 256 if base is None else base.vocab_size
 
 
-def tokenized_by(base: Tokenizer, table: WordTable) -> tuple[np.ndarray, np.ndarray]:
+def huggingface_order(base: Tokenizer) -> np.ndarray:
+    """For each id of the base (below ``base.n_base``), the id Hugging Face's BpeTrainer would
+    give its token (-1 where no token has the id): the special tokens first, then the bytes by
+    their GPT-2 character, then the merges in rank order (``Tokenizer.with_huggingface_ids``).
+    Ties between pairs of the base's tokens break by these ids, as BpeTrainer's do by its own."""
+    renumber, _ = huggingface_ids(base.byte_ids, base.merge_ids, base.special_tokens)
+    order = np.full(base.n_base, -1, dtype=np.int64)
+    order[list(renumber)] = list(renumber.values())
+    return order
+
+
+def tokenized_by(base: Tokenizer, table: WordTable,
+                 kernel_ids: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The corpus as the base tokenizer leaves it, in the kernel's layout: each token's id at
     its first byte, a tail mark -(id + 2) at its last, -1 between; and each id's length in
     bytes. Each chunk is encoded whole by the base's merges, as the trained tokenizer will
-    encode it, also when the chunks come from another pattern (superword training)."""
+    encode it, also when the chunks come from another pattern (superword training).
+    ``kernel_ids`` (base id -> id in the kernel) numbers the tokens another way: the kernel
+    breaks ties by its ids (``huggingface_order``)."""
     ids = _encode_chunks(base, table)
     lengths = np.array([len(t) if t is not None else 0 for t in base._vocab], dtype=np.int32)
+    if kernel_ids is not None:
+        ids = kernel_ids[ids].astype(np.int32)
+        lengths = _renumbered(lengths, kernel_ids)
     size = lengths[ids]
     starts = np.cumsum(size) - size            # the words lie one after another, as in the table
     slots = np.full(table.n_symbols, -1, dtype=np.int32)
@@ -56,6 +78,14 @@ def tokenized_by(base: Tokenizer, table: WordTable) -> tuple[np.ndarray, np.ndar
     long = size > 1
     slots[starts[long] + size[long] - 1] = -ids[long] - 2
     return slots, lengths
+
+
+def _renumbered(lengths: np.ndarray, kernel_ids: np.ndarray) -> np.ndarray:
+    """The token lengths indexed by kernel id (0 where no token has the id)."""
+    used = kernel_ids >= 0
+    out = np.zeros(int(kernel_ids.max(initial=-1)) + 1, dtype=np.int32)
+    out[kernel_ids[used]] = lengths[used]
+    return out
 
 
 def _encode_chunks(base: Tokenizer, table: WordTable) -> np.ndarray:

@@ -67,18 +67,35 @@ MAX_VOCAB_SIZE = 2**31 - 1
 
 # The tie-break rules, by the name ``tie_break=`` and ``--tie-break`` take, with what each means.
 TIE_BREAKS = {
-    "bytes": "equal counts go to the smallest (left id, right id) with bytes as ids 0..255 (rustbpe, bpeasy)",
+    "bytes": "equal counts go to the smallest (left id, right id) with bytes as ids 0..255 (rustbpe, bpeasy); "
+             "with a base, by the base's ids",
     "huggingface": "equal counts go to the smallest pair by Hugging Face's ids for the bytes (tokenizers' "
-                   "BpeTrainer with the ByteLevel pre-tokenizer)",
+                   "BpeTrainer with the ByteLevel pre-tokenizer); with a base, by the ids BpeTrainer gives its "
+                   "tokens (bytes in its order, then merges in rank order: a tokenizer.json's own)",
 }
 
 
-def _tie_break_order(tie_break: str) -> np.ndarray | None:
-    """Bytes in the order whose ids break ties, or None for byte order (rustbpe, bpeasy).
+def _kernel_ids(tie_break: str, base: Tokenizer | None) -> np.ndarray | None:
+    """How the kernel numbers the tokens it starts from, whose ids break its ties: for each id
+    (a byte from bytes; a base's id), the kernel's; None: the ids themselves (bytes 0..255, or
+    the base's). New tokens are numbered from ``first_new_id`` either way, after all of these.
 
     Hugging Face's BpeTrainer numbers its alphabet by GPT-2's bytes-to-unicode characters in
-    code point order, and breaks ties between equal counts by those ids."""
-    return None if tie_break == "bytes" else np.array(huggingface_byte_order(), dtype=np.int32)
+    code point order, and breaks ties between equal counts by those ids; continuing a base, by
+    the ids it would give the base's tokens (continued.huggingface_order)."""
+    if tie_break == "bytes":
+        return None
+    if base is not None:
+        return continued.huggingface_order(base)
+    return np.argsort(np.array(huggingface_byte_order(), dtype=np.int32)).astype(np.int32)
+
+
+def _ids_of_kernel(kernel_ids: np.ndarray) -> np.ndarray:
+    """The inverse of ``_kernel_ids``: for each kernel id, the token id (-1 for none)."""
+    used = np.flatnonzero(kernel_ids >= 0)
+    inverse = np.full(int(kernel_ids.max(initial=-1)) + 1, -1, dtype=np.int32)
+    inverse[kernel_ids[used]] = used
+    return inverse
 
 
 @dataclass(frozen=True)
@@ -152,7 +169,7 @@ class TrainOptions:
             raise ArgumentError(f"max_token_length must be a positive number of bytes (at most 2**63 - 1), "
                                 f"got {self.max_token_length!r}")
         for size in self.sizes:
-            check_base(self.base, size, self.tie_break)
+            check_base(self.base, size)
         if self.superword_at is not None:
             self._check_superword_at()
         if self.special_ids is not None:
@@ -206,8 +223,7 @@ class TrainOptions:
         if self.superword_at is None:
             return None
         one = replace(self, vocab_size=self.superword_at, superword_at=None)
-        return one, lambda stage_one: replace(self, pattern=self.superword_pattern, base=stage_one,
-                                              tie_break="bytes", superword_at=None)
+        return one, lambda stage_one: replace(self, pattern=self.superword_pattern, base=stage_one, superword_at=None)
 
 
 def count(inputs: Inputs, *, pattern: str | None = "cl100k",
@@ -386,9 +402,9 @@ def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainRepo
     first_id = continued.first_new_id(base)
     n_merges = vocab_size - first_id - len(new_specials)
     t0 = time.perf_counter()
-    byte_order = _tie_break_order(options.tie_break)
-    byte_ranks = None if byte_order is None else np.argsort(byte_order)
-    start, lengths = (None, None) if base is None else continued.tokenized_by(base, table)
+    kernel_ids = _kernel_ids(options.tie_break, base)
+    byte_ranks = kernel_ids if base is None else None      # from bytes, the kernel numbers them itself
+    start, lengths = (None, None) if base is None else continued.tokenized_by(base, table, kernel_ids)
     report.unique_chunks, report.total_chunks, report.table_symbols = len(table), table.total_chunks, table.n_symbols
     _check_pair_counts(table)
     with Bar(progress, "pairs", 3 * table.n_symbols, unit="B", unit_scale=True) as bar:
@@ -399,8 +415,9 @@ def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainRepo
     del table, start
     with Bar(progress, "merging", n_merges, unit="merge", decaying=True) as bar:
         merges = kernel.learn(bar.callback(reach=True))
-    if byte_order is not None:   # back from the tie-break ids to byte ids (merge ids are the same)
-        merges = np.where(merges < 256, byte_order[np.minimum(merges, 255)], merges).astype(np.int32)
+    if kernel_ids is not None:   # back from the kernel's ids to the tokens' (new tokens' ids are the same)
+        token_id = _ids_of_kernel(kernel_ids)
+        merges = np.where(merges < first_id, token_id[np.minimum(merges, len(token_id) - 1)], merges).astype(np.int32)
     report.seconds["merging"] = time.perf_counter() - t0
     summary("merging", report.seconds["merging"], progress, merges=len(merges))
     pattern, normalize = options.resolved_pattern, options.resolved_normalize

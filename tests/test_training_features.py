@@ -29,6 +29,55 @@ def test_continuing_equals_training_straight_through(pattern):
     assert continued == direct
 
 
+@pytest.mark.parametrize("pattern", ["gpt2", "cl100k", "o200k", None])
+def test_continuing_with_hugging_face_ties_equals_training_straight_through_with_them(tmp_path, pattern):
+    first = bpe_fast.train_from_iterator(SMALL, 400, pattern=pattern, tie_break="huggingface", workers=1)
+    direct = bpe_fast.train_from_iterator(SMALL, 700, pattern=pattern, tie_break="huggingface", workers=1)
+    continued = bpe_fast.train_from_iterator(SMALL, 700, pattern=pattern, base=first, tie_break="huggingface",
+                                             workers=1)
+    assert continued == direct
+    first.save(tmp_path / "tokenizer.json")         # bpe_fast's ids in the file (bytes in byte order): the same
+    loaded = Tokenizer.from_huggingface(tmp_path / "tokenizer.json")
+    assert bpe_fast.train_from_iterator(SMALL, 700, base=loaded, tie_break="huggingface", workers=1) == direct
+    by_base_ids = bpe_fast.train_from_iterator(SMALL, 700, pattern=pattern, base=first, workers=1)
+    assert by_base_ids != direct                    # ties among the bytes really decide some merges here
+
+
+def test_continuing_a_bpetrainer_tokenizer_json_learns_what_bpetrainer_learns_straight_through(tmp_path):
+    """A tokenizer.json that Hugging Face's BpeTrainer wrote numbers its tokens as BpeTrainer does
+    (special tokens, bytes in its order, merges): continuing it with Hugging Face's ties learns
+    BpeTrainer's next merges."""
+    hf = need("tokenizers")
+    text = small_text()
+    docs = [text[i:i + 4000] for i in range(0, len(text), 4000)]
+
+    def bpetrainer(vocab_size: int) -> Tokenizer:
+        theirs = hf.Tokenizer(hf.models.BPE())
+        theirs.pre_tokenizer = hf.pre_tokenizers.ByteLevel(add_prefix_space=False)
+        theirs.train_from_iterator(docs, hf.trainers.BpeTrainer(
+            vocab_size=vocab_size, show_progress=False, special_tokens=["<|endoftext|>"],
+            initial_alphabet=hf.pre_tokenizers.ByteLevel.alphabet()))
+        theirs.save(str(tmp_path / f"{vocab_size}.json"))
+        return Tokenizer.from_huggingface(tmp_path / f"{vocab_size}.json")
+
+    base, straight = bpetrainer(450), bpetrainer(800)
+    ours = bpe_fast.train_from_iterator(docs, 800, base=base, tie_break="huggingface", workers=1)
+    assert ours.vocab_size == straight.vocab_size
+    assert [(ours.token_bytes(a), ours.token_bytes(b)) for a, b in ours.merges.tolist()] == \
+        [(straight.token_bytes(a), straight.token_bytes(b)) for a, b in straight.merges.tolist()]
+    assert ours.special_tokens == straight.special_tokens == {"<|endoftext|>": 0}
+
+
+def test_superword_stage_two_breaks_ties_as_asked():
+    docs = [small_text()] * 2
+    hf_ties = bpe_fast.train_from_iterator(docs, 900, pattern="gpt2", superword_at=500, tie_break="huggingface",
+                                           workers=1)
+    stage_one = bpe_fast.train_from_iterator(docs, 500, pattern="gpt2", tie_break="huggingface", workers=1)
+    assert hf_ties == bpe_fast.train_from_iterator(docs, 900, pattern="superword", base=stage_one,
+                                                   tie_break="huggingface", workers=1)
+    assert hf_ties != bpe_fast.train_from_iterator(docs, 900, pattern="superword", base=stage_one, workers=1)
+
+
 @needs_data
 @pytest.mark.parametrize("name,pattern", [("taylorswift.txt", "cl100k"), ("multilingual/ru.txt", "o200k"),
                                           ("code_python.txt", "gpt2")])
@@ -115,8 +164,8 @@ def test_continuation_arguments_are_checked_before_reading():
 
     with pytest.raises(bpe_fast.ArgumentError, match="no larger than the base's 300"):
         bpe_fast.train_from_iterator(docs(), 300, base=base)
-    with pytest.raises(bpe_fast.ArgumentError, match="tie_break applies to training from bytes"):
-        bpe_fast.train_from_iterator(docs(), 400, base=base, tie_break="huggingface")
+    with pytest.raises(bpe_fast.ArgumentError, match="tie_break must be one of"):
+        bpe_fast.train_from_iterator(docs(), 400, base=base, tie_break="rustbpe")
     with pytest.raises(bpe_fast.ArgumentTypeError, match="base must be a Tokenizer"):
         bpe_fast.train_from_iterator(docs(), 400, base="cl100k_base")  # type: ignore[call-overload]
 
