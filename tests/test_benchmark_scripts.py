@@ -2,10 +2,13 @@
 runs them, so a change of bpe_fast's internals could leave them behind (mypy found two)."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
+
+import pytest
 
 from .conftest import ROOT, needs_data
 
@@ -32,3 +35,15 @@ def test_stages_refuses_a_pattern_without_a_native_scanner(tmp_path):
     done = run_script("stages.py", str(corpus), "--pattern", r"\w+")
     assert done.returncode == 1
     assert "the stages time the native scanner; give gpt2, cl100k or o200k" in done.stderr, done.stderr
+
+
+@pytest.mark.slow
+def test_bench_continue_hf_compares_with_bpe_continue(tmp_path):
+    pytest.importorskip("bpe_continue", reason="the bpe-continue package (PyPI) is not installed")
+    corpus = str(ROOT / "tests" / "data" / "small_corpus.txt")
+    done = run_script("bench_continue_hf.py", "--base-corpus", corpus, "--base-size", "400", "--corpus", corpus,
+                      "--merges", "200", "--json", str(tmp_path / "out.json"))
+    assert done.returncode == 0, done.stderr
+    bases = json.loads((tmp_path / "out.json").read_text())["bases"]
+    assert bases["bpetrainer"]["equal to bpe-continue, ids and all"] == ["bpe_fast huggingface", "bpe_fast bytes"]
+    assert "bpe_fast bytes" in bases["bpe_fast ids"]["equal to bpe-continue, ids and all"]

@@ -68,6 +68,31 @@ def test_continuing_a_bpetrainer_tokenizer_json_learns_what_bpetrainer_learns_st
     assert ours.special_tokens == straight.special_tokens == {"<|endoftext|>": 0}
 
 
+def test_bpe_continue_breaks_ties_by_the_files_ids(tmp_path):
+    """bpe-continue (PyPI: BpeTrainer continuing a tokenizer.json) breaks ties by the file's ids:
+    from a file in BpeTrainer's numbering it learns what tie_break="huggingface" learns, every id
+    included; from one with bpe_fast's ids (bytes in byte order), what tie_break="bytes" learns.
+    benchmarks/bench_continue_hf.py compares them on the shared corpora."""
+    bpe_continue = pytest.importorskip("bpe_continue", reason="the bpe-continue package (PyPI) is not installed")
+    base = bpe_fast.train_from_iterator(SMALL, 400, pattern="gpt2", tie_break="huggingface",
+                                        special_tokens=["<|endoftext|>"], workers=1)
+    base.with_huggingface_ids().save(tmp_path / "hf-ids.json", format="huggingface")
+    base.save(tmp_path / "our-ids.json", format="huggingface")
+
+    def theirs(name: str) -> Tokenizer:
+        extended = bpe_continue.continue_training(str(tmp_path / name), texts=SMALL, vocab_size=700,
+                                                  show_progress=False)
+        extended.save(str(tmp_path / f"continued-{name}"))
+        return Tokenizer.from_huggingface(tmp_path / f"continued-{name}")
+
+    def ours(name: str, tie_break: str) -> Tokenizer:
+        return bpe_fast.train_from_iterator(SMALL, 700, base=Tokenizer.from_huggingface(tmp_path / name),
+                                            tie_break=tie_break, workers=1)
+
+    assert theirs("hf-ids.json") == ours("hf-ids.json", "huggingface")
+    assert theirs("our-ids.json") == ours("our-ids.json", "bytes") != ours("our-ids.json", "huggingface")
+
+
 def test_superword_stage_two_breaks_ties_as_asked():
     docs = [small_text()] * 2
     hf_ties = bpe_fast.train_from_iterator(docs, 900, pattern="gpt2", superword_at=500, tie_break="huggingface",
