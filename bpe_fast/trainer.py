@@ -70,8 +70,8 @@ TIE_BREAKS = {
     "bytes": "equal counts go to the smallest (left id, right id) with bytes as ids 0..255 (rustbpe, bpeasy); "
              "with a base, by the base's ids",
     "huggingface": "equal counts go to the smallest pair by Hugging Face's ids for the bytes (tokenizers' "
-                   "BpeTrainer with the ByteLevel pre-tokenizer); with a base, by the ids BpeTrainer gives its "
-                   "tokens (bytes in its order, then merges in rank order: a tokenizer.json's own)",
+                   "BpeTrainer with ByteLevel); with a base, by the ids BpeTrainer gives its tokens (bytes in "
+                   "its order, then merges in rank order: a tokenizer.json's own)",
 }
 
 
