@@ -506,6 +506,7 @@ class Tokenizer:
 
     # -- decoding -------------------------------------------------------------------------
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
+        """The bytes the ids stand for (of the normalized text, when the tokenizer normalizes)."""
         try:
             return self._native.decode_bytes(ids)
         except TypeError as exc:

@@ -389,14 +389,18 @@ def test_hugging_face_encodes_our_tokenizer_json_the_same(tmp_path, form):
 
 
 @needs_data
-@pytest.mark.parametrize("path", [p for p in corpus_files() if p.parent.name == "multilingual"
-                                  and p.stat().st_size < 400_000], ids=lambda p: p.name)
-def test_hugging_face_agrees_on_the_multilingual_corpora(tmp_path, path):
-    text = read_corpus(path)[:60_000]
-    tok = bpe_fast.train_from_iterator([text], 1000, pattern="o200k", normalize="nfkc", workers=1, progress="none")
+def test_hugging_face_agrees_on_the_multilingual_corpora(tmp_path):
+    """One tokenizer trained on a piece of every language (35 files), each encoded alike."""
+    texts = {p.name: read_corpus(p)[:30_000] for p in corpus_files() if p.parent.name == "multilingual"}
+    assert len(texts) >= 30
+    tok = bpe_fast.train_from_iterator(list(texts.values()), 3000, pattern="o200k", normalize="nfkc", workers=1,
+                                       progress="none")
     theirs = _hf(tok, tmp_path)
-    assert theirs.encode(text).ids == tok.encode(text)
-    assert tok.decode(tok.encode(text)) == norm(text, "nfkc")
+    changed = [name for name, text in texts.items() if norm(text, "nfkc") != text]
+    assert len(changed) >= 5                    # the normalization has work to do in several languages
+    for name, text in texts.items():
+        assert theirs.encode(text).ids == tok.encode(text), name
+        assert tok.decode(tok.encode(text)) == norm(text, "nfkc"), name
 
 
 def test_to_transformers_keeps_the_normalizer(nfkc_tok):
