@@ -10,7 +10,7 @@ import sys
 
 import pytest
 
-from .conftest import ROOT, needs_data
+from .conftest import ROOT, need, needs_data
 
 BENCHMARKS = ROOT / "benchmarks"
 
@@ -39,7 +39,7 @@ def test_stages_refuses_a_pattern_without_a_native_scanner(tmp_path):
 
 @pytest.mark.slow
 def test_bench_continue_hf_compares_with_bpe_continue(tmp_path):
-    pytest.importorskip("bpe_continue", reason="the bpe-continue package (PyPI) is not installed")
+    need("bpe_continue")
     corpus = str(ROOT / "tests" / "data" / "small_corpus.txt")
     done = run_script("bench_continue_hf.py", "--base-corpus", corpus, "--base-size", "400", "--corpus", corpus,
                       "--merges", "200", "--json", str(tmp_path / "out.json"))

@@ -73,7 +73,7 @@ def test_bpe_continue_breaks_ties_by_the_files_ids(tmp_path):
     from a file in BpeTrainer's numbering it learns what tie_break="huggingface" learns, every id
     included; from one with bpe_fast's ids (bytes in byte order), what tie_break="bytes" learns.
     benchmarks/bench_continue_hf.py compares them on the shared corpora."""
-    bpe_continue = pytest.importorskip("bpe_continue", reason="the bpe-continue package (PyPI) is not installed")
+    bpe_continue = need("bpe_continue")
     base = bpe_fast.train_from_iterator(SMALL, 400, pattern="gpt2", tie_break="huggingface",
                                         special_tokens=["<|endoftext|>"], workers=1)
     base.with_huggingface_ids().save(tmp_path / "hf-ids.json", format="huggingface")
