@@ -20,13 +20,15 @@ Invariants kept between merges:
   stale positions; a position p is a real occurrence exactly when a token a starts at p and the
   next token in the same word is b. The list is kept as LEB128 varints of the gaps between
   positions (``occ_last`` is the last position written): one or two bytes an entry instead of
-  eight, and positions of any size.
+  eight, and positions of any size. When a pair's count falls to 0 its list is freed and the
+  next gap counts from 0 again.
 * A pair is *tracked* (has an id, a list and a heap entry) when its count, at the time it was
   counted, was at least ``track_from``. A pair's count never grows after the merge that creates
   its newest symbol, so an untracked pair stays below ``track_from``: while the best tracked
   count is at least ``track_from`` it is the true best. When it falls below, every pair is
   counted again from the corpus with a lower ``track_from`` ("recount"). Most pairs of a big
   corpus occur in one rare word only; not tracking them saves most of the memory and time.
+  Tracked ids are given in the order of each pair's first occurrence in slot order.
 * Every tracked pair with a positive count has an entry in the heap whose count is >= its true
   count. Counts of existing pairs only fall, because a merge creates only pairs that hold the
   new symbol; those are pushed after the merge with their exact count. Popping an entry whose
@@ -43,17 +45,50 @@ r: the token after it; lengths in bytes):
 Slot p now holds z, slot q (b's start) and a's old tail hold -1, and b's tail slot holds z's
 tail mark. The pairs it destroys, (s, a) and (b, t), were made before this merge, so their
 ids are read from two arrays filled for this merge from the pairs ending in a and starting with
-b. The pairs it creates all hold z, so they are found by their other symbol in two small arrays
-(``with_left``: s -> id of (s, z); ``with_right``: t -> id of (z, t)). Per merge only the
-positions in ``occ[(a, b)]`` are visited: the cost follows the occurrences replaced, not the
-size of the corpus. The loop reads like rustbpe's: pop the best pair, rewrite each of its
-occurrences, then settle the counts of the pairs that appeared.
+b. The pairs it creates all hold z, so they are found by their other symbol (``with_left``:
+s -> (s, z); ``with_right``: t -> (z, t)). Per merge only the positions in ``occ[(a, b)]`` are
+visited: the cost follows the occurrences replaced, not the size of the corpus. The loop reads
+like rustbpe's: pop the best pair, rewrite each of its occurrences, then settle the counts of
+the pairs that appeared (the new ones counted at least ``track_from`` times are kept, with ids
+closed up in creation order).
+
+One merge on several threads, exactly as on one. The rewrite of an occurrence reads and writes
+only slots of its own word (``prev_token`` and ``next_token`` stop at word starts); everything
+else it reads (token lengths, weights, the ids of the destroyed pairs) no thread writes during
+the merge. So the list of positions, cut into contiguous ranges whose boundaries fall between
+words, can be rewritten one range per thread at once: each range meets the slots the one-thread
+sweep would have met, so it makes the same decisions (stale or not) and the same events. A
+thread writes its events into its own *ledger*, not into the shared pairs: the counts each
+destroyed pair loses (summed by its other symbol), and the pairs it makes, in the order it made
+them, each with its count, its positions (increasing) and its *cut*: where its list stood the
+last time its count fell to 0. The *fold*, on one thread, then applies the ledgers in range
+order, and the state it leaves is the one-thread sweep's, entry for entry:
+
+* counts: sums do not depend on order. An existing pair only loses in a merge, so its count
+  fell to 0 during the sweep exactly when it ends at 0; the fold frees its list then, as the
+  sweep did.
+* ids: the sweep makes a pair at its first use. Ranges follow each other in position order, so
+  the first uses are range 0's in its order, then range 1's of the pairs range 0 did not make,
+  and so on; the fold gives ids in exactly that order.
+* lists: positions increase from range to range, so a range's list goes after the ones before
+  (its first gap counted again from the list's last position). The sweep freed a new pair's
+  list whenever its running count fell to 0. A new pair loses an occurrence only where it was
+  made earlier in the same word (the token before was z), so within a range its count never
+  falls below what it was when the range began: it falls to 0 inside range k only if it was 0
+  when range k began, and then the list is range k's list from its cut. Otherwise range k's
+  whole list is appended.
+
+Threads are a pool made with the kernel and ended with it (C++ std::thread: no OpenMP runtime
+to build against or to leave behind in a process that forks counting workers later). A merge
+goes to the pool only when its list holds at least ``parallel_from`` bytes: most merges are
+small, and one thread does them with the same ledger and fold, as one range.
 """
 cimport cython
 import numpy as np
 cimport numpy as cnp
 from cpython.exc cimport PyErr_CheckSignals
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from libc.string cimport memcpy
 from libcpp.vector cimport vector
 from libcpp.queue cimport priority_queue
 from libcpp.utility cimport pair
@@ -63,12 +98,121 @@ from ._pairmap cimport PairMap, pair_key, key_left, key_right, pairmap_init, pai
 
 cnp.import_array()
 
+ctypedef void (*job_fn)(void*, int) noexcept nogil
+
+cdef extern from *:
+    """
+    #include <chrono>
+    #include <condition_variable>
+    #include <mutex>
+    #include <thread>
+    #include <vector>
+
+    /* A pair one thread made during a merge (see the module docstring: ledgers, cuts). */
+    struct BpeMade {
+        uint64_t key = 0;
+        int64_t count = 0;
+        int64_t last = 0;          /* the last position listed */
+        size_t cut = 0;            /* bytes of occ when the count last fell to 0 */
+        int64_t cut_last = 0;      /* the position listed just before the cut */
+        std::vector<uint8_t> occ;  /* varint gaps, the first from 0 */
+    };
+
+    /* One thread's record of a merge, and its share of the merge's list. */
+    struct BpeLedger {
+        std::vector<BpeMade> made;                /* in the order this thread made them */
+        std::vector<int32_t> with_left, with_right;
+        int32_t zz = -1;
+        std::vector<int64_t> left_loss, right_loss;
+        int64_t visited = 0, replaced = 0;
+        size_t begin = 0, end = 0;                /* bytes of the list: this thread's chunk */
+        int64_t base = 0;                         /* the position listed just before begin */
+        int64_t gaps = 0;                         /* the chunk's gaps, summed */
+    };
+
+    /* Threads 1..n-1 wait for jobs; run() does part 0 on the calling thread and returns when
+       every part is done. Made with the kernel, joined when it is freed. */
+    typedef void (*bpe_job_fn)(void*, int);
+    struct BpePool {
+        std::vector<std::thread> threads;
+        std::mutex mu;
+        std::condition_variable wake, done;
+        bpe_job_fn fn = nullptr;
+        void* arg = nullptr;
+        unsigned long generation = 0;
+        size_t pending = 0;
+        bool stop = false;
+
+        explicit BpePool(int n) {
+            for (int t = 1; t < n; ++t) threads.emplace_back([this, t] { loop(t); });
+        }
+        ~BpePool() {
+            { std::lock_guard<std::mutex> g(mu); stop = true; }
+            wake.notify_all();
+            for (auto& th : threads) th.join();
+        }
+        void loop(int t) {
+            unsigned long seen = 0;
+            for (;;) {
+                bpe_job_fn f;
+                void* a;
+                {
+                    std::unique_lock<std::mutex> g(mu);
+                    wake.wait(g, [&] { return stop || generation != seen; });
+                    if (stop) return;
+                    seen = generation;
+                    f = fn;
+                    a = arg;
+                }
+                f(a, t);
+                std::lock_guard<std::mutex> g(mu);
+                if (--pending == 0) done.notify_one();
+            }
+        }
+        void run(bpe_job_fn f, void* a) {
+            {
+                std::lock_guard<std::mutex> g(mu);
+                fn = f;
+                arg = a;
+                pending = threads.size();
+                ++generation;
+            }
+            wake.notify_all();
+            f(a, 0);
+            std::unique_lock<std::mutex> g(mu);
+            done.wait(g, [&] { return pending == 0; });
+        }
+    };
+
+    static double bpe_now(void) {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    }
+    """
+    cdef cppclass Made "BpeMade":
+        uint64_t key
+        int64_t count, last, cut_last
+        size_t cut
+        vector[uint8_t] occ
+    cdef cppclass Ledger "BpeLedger":
+        vector[Made] made
+        vector[int32_t] with_left, with_right
+        int32_t zz
+        vector[int64_t] left_loss, right_loss
+        int64_t visited, replaced
+        size_t begin, end
+        int64_t base, gaps
+    cdef cppclass Pool "BpePool":
+        Pool(int) except +
+        void run(job_fn, void*) nogil
+    double now "bpe_now"() nogil
+
 # How often the set-up loops look for Ctrl-C (in slots); the merge loop looks once per merge,
 # so an interrupt stops training within one merge.
 cdef enum:
     SIGNAL_CHECK_EVERY = 1 << 22
     MIDDLE = -1            # a slot strictly inside a token
     HEAVY = 256            # words counted at least this often get a per-slot word index
+    PARALLEL_FROM = 1 << 15   # bytes of a merge's list from which the threads share it (tuned)
 
 # ((count, ~key), id): the max-heap's top has the highest count, then the smallest key.
 ctypedef pair[pair[int64_t, uint64_t], int32_t] HeapEntry
@@ -123,21 +267,237 @@ cdef void _scatter_by_count(const int64_t[::1] counts, int64_t[::1] next_at, int
             next_at[counts[w]] += 1
 
 
-@cython.final
-cdef class _Merger:
-    """The corpus, the tracked pairs with their counts and occurrences, and the heap:
-    everything one training run changes, on one object so the merge loop reaches it directly."""
-    # the corpus: one slot per byte (see the module docstring)
-    cdef int32_t[::1] sym
-    cdef uint8_t[::1] word_starts  # a bit per slot: 1 where a word starts
-    cdef int32_t[::1] token_len    # bytes of each token id
+# -- the corpus, as every thread reads it ------------------------------------------------------
+cdef struct Corpus:
+    int32_t* sym                   # one slot per byte (module docstring)
+    const uint8_t* word_starts     # a bit per slot: 1 where a word starts
+    int32_t* token_len             # bytes of each token id
+    Py_ssize_t n                   # slots
     # weights: slots below heavy_end belong to heavy words (word_of gives which); after that,
     # runs of words of equal count, starting at run_start[k], all weigh run_count[k]
-    cdef Py_ssize_t heavy_end
+    Py_ssize_t heavy_end
+    const int32_t* word_of
+    const int64_t* heavy_count
+    const int64_t* run_start
+    const int64_t* run_count
+    Py_ssize_t n_runs
+    # the merge in progress: s -> id of the tracked pair (s, a), t -> id of (b, t), or -1
+    const int32_t* left_of
+    const int32_t* right_of
+
+
+cdef inline bint starts_a_word(const Corpus* c, Py_ssize_t p) noexcept nogil:
+    return (c.word_starts[p >> 3] >> (p & 7)) & 1
+
+
+cdef inline Py_ssize_t next_token(const Corpus* c, Py_ssize_t p) noexcept nogil:
+    """Where the token after the one at p starts, or -1 if it is the last of its word."""
+    cdef Py_ssize_t q = p + c.token_len[c.sym[p]]
+    return q if q < c.n and not starts_a_word(c, q) else -1
+
+
+cdef inline Py_ssize_t prev_token(const Corpus* c, Py_ssize_t p) noexcept nogil:
+    """Where the token before the one at p starts, or -1 if p starts its word."""
+    if starts_a_word(c, p):
+        return -1
+    cdef int32_t before = c.sym[p - 1]
+    return p - 1 if before >= 0 else p - c.token_len[token_of_tail(before)]
+
+
+cdef inline Py_ssize_t next_word_start(const Corpus* c, Py_ssize_t p) noexcept nogil:
+    """The first slot after p that starts a word (n if none): a byte of the bitmap at a time
+    where it can, as a word may be long (a whole document, without a pattern)."""
+    cdef Py_ssize_t y = p + 1
+    while y < c.n and (y & 7) and not starts_a_word(c, y):
+        y += 1
+    while y + 8 <= c.n and not (y & 7) and c.word_starts[y >> 3] == 0:
+        y += 8
+    while y < c.n and not starts_a_word(c, y):
+        y += 1
+    return y if y < c.n else c.n
+
+
+cdef inline int64_t weight_at(const Corpus* c, Py_ssize_t p) noexcept nogil:
+    """The count of the word slot p belongs to."""
+    if p < c.heavy_end:
+        return c.heavy_count[c.word_of[p]]
+    cdef Py_ssize_t lo = 0, hi = c.n_runs - 1, mid
+    while lo < hi:                              # the last run that starts at or before p
+        mid = (lo + hi + 1) >> 1
+        if c.run_start[mid] <= p:
+            lo = mid
+        else:
+            hi = mid - 1
+    return c.run_count[lo]
+
+
+cdef inline void put_varint(vector[uint8_t]* where, uint64_t gap) noexcept nogil:
+    """Append a gap, 7 bits a byte (LEB128)."""
+    while gap >= 128:
+        where.push_back(<uint8_t>(gap & 127) | 128)
+        gap >>= 7
+    where.push_back(<uint8_t>gap)
+
+
+cdef inline size_t get_varint(const uint8_t* data, size_t i, uint64_t* gap) noexcept nogil:
+    """Read the gap at byte i; returns the byte after it."""
+    cdef uint64_t value = 0
+    cdef int shift = 0
+    while data[i] & 128:
+        value |= <uint64_t>(data[i] & 127) << shift
+        shift += 7
+        i += 1
+    gap[0] = value | (<uint64_t>data[i] << shift)
+    return i + 1
+
+
+# -- one thread's part of a merge --------------------------------------------------------------
+cdef struct MergeJob:
+    const Corpus* corpus
+    const uint8_t* occ             # the merged pair's list
+    size_t n_bytes
+    int32_t a, b, z
+    Ledger* ledgers                # one per thread
+    bint summing                   # the first pass: each thread sums its chunk's gaps
+
+
+cdef inline int32_t made_id(Ledger* L, int32_t s, int32_t z, bint z_on_left) noexcept nogil:
+    """The ledger's index of (z, s) if z_on_left else (s, z), made on first use."""
+    cdef int32_t* slot = &L.zz if s == z else (&L.with_right[s] if z_on_left else &L.with_left[s])
+    if slot[0] < 0:
+        slot[0] = <int32_t>L.made.size()
+        L.made.resize(L.made.size() + 1)
+        L.made[slot[0]].key = pair_key(z, s) if z_on_left else pair_key(s, z)
+    return slot[0]
+
+
+cdef inline void gains(Ledger* L, int32_t i, Py_ssize_t pos, int64_t weight) noexcept nogil:
+    """One more occurrence of a pair this merge made. Positions arrive in increasing order and
+    each at most once per pair, so the list stays sorted without a check."""
+    cdef Made* m = &L.made[i]
+    m.count += weight
+    put_varint(&m.occ, <uint64_t>(pos - m.last))
+    m.last = pos
+
+
+cdef inline void loses_made(Ledger* L, int32_t i, int64_t weight) noexcept nogil:
+    """One occurrence fewer of a pair this merge made (the token before was z); at 0 its list
+    would be freed here: note where (the fold decides whether it really was)."""
+    cdef Made* m = &L.made[i]
+    m.count -= weight
+    if m.count == 0:
+        m.cut = m.occ.size()
+        m.cut_last = m.last
+
+
+cdef inline void rewrite(const Corpus* c, Ledger* L, Py_ssize_t p, Py_ssize_t q, int32_t a, int32_t b,
+                         int32_t z) noexcept nogil:
+    """Replace the occurrence (a, b) at p (b starting at q) by z (the picture above)."""
+    cdef Py_ssize_t x = prev_token(c, p)
+    cdef Py_ssize_t r = next_token(c, q)
+    cdef Py_ssize_t tail = q + c.token_len[b] - 1
+    cdef int64_t weight = weight_at(c, p)
+    cdef int32_t s, t
+    if x >= 0:                                  # (s, a) at x becomes (s, z)
+        s = c.sym[x]
+        if s == z:                              # made earlier in this word by this merge
+            loses_made(L, L.with_right[a], weight)
+        elif c.left_of[s] >= 0:                 # (untracked pairs are not counted)
+            L.left_loss[s] += weight
+        gains(L, made_id(L, s, z, False), x, weight)
+    if r >= 0:                                  # (b, t) at q becomes (z, t) at p
+        t = c.sym[r]
+        if c.right_of[t] >= 0:
+            L.right_loss[t] += weight
+        gains(L, made_id(L, t, z, True), p, weight)
+    if q - 1 > p:
+        c.sym[q - 1] = MIDDLE                   # a's tail is inside z now
+    if tail > q:
+        c.sym[q] = MIDDLE                       # so is b's start
+    c.sym[tail] = tail_mark(z)
+    c.sym[p] = z
+
+
+cdef inline void visit(const Corpus* c, Ledger* L, Py_ssize_t p, int32_t a, int32_t b, int32_t z) noexcept nogil:
+    """Rewrite the listed position p unless it is stale."""
+    cdef Py_ssize_t q
+    L.visited += 1
+    if c.sym[p] != a:
+        return                                  # stale: a no longer starts here
+    q = next_token(c, p)
+    if q < 0 or c.sym[q] != b:
+        return                                  # stale: b no longer follows
+    rewrite(c, L, p, q, a, b, z)
+    L.replaced += 1
+
+
+cdef void rewrite_range(const MergeJob* job, Ledger* L) noexcept nogil:
+    """Rewrite this thread's range of the list, left to right (so "aaa" merges as (aa)a).
+
+    The chunk [begin, end) of the list's bytes is cut at entries, not at words; the range moves
+    both ends to word boundaries: it starts at the first entry of the chunk that is not in the
+    word of the entry before the chunk (those belong to the thread before), and runs past the
+    chunk's end while the entries are in the word of the chunk's last entry. Both threads at a
+    boundary compute it from the same entry, so the ranges cover the list once, word-disjoint."""
+    cdef const Corpus* c = job.corpus
+    cdef size_t i = L.begin, after
+    cdef Py_ssize_t p = L.base, lo = next_word_start(c, L.base) if L.begin > 0 else 0, hi = -1
+    cdef uint64_t gap
+    while i < job.n_bytes:                      # skip the previous thread's word
+        after = get_varint(job.occ, i, &gap)
+        if p + <Py_ssize_t>gap >= lo:
+            break
+        i, p = after, p + <Py_ssize_t>gap
+    if i >= L.end:
+        return
+    while i < job.n_bytes:
+        if i >= L.end and hi < 0:
+            hi = next_word_start(c, p)          # p: the chunk's last entry
+        after = get_varint(job.occ, i, &gap)
+        if i >= L.end and p + <Py_ssize_t>gap >= hi:
+            break
+        i, p = after, p + <Py_ssize_t>gap
+        visit(c, L, p, job.a, job.b, job.z)
+
+
+cdef void sum_gaps(const MergeJob* job, Ledger* L) noexcept nogil:
+    cdef size_t i = L.begin
+    cdef uint64_t gap, total = 0
+    while i < L.end:
+        i = get_varint(job.occ, i, &gap)
+        total += gap
+    L.gaps = <int64_t>total
+
+
+cdef void merge_part(void* arg, int tid) noexcept nogil:
+    """The pool's job: thread tid's part of the merge's pass."""
+    cdef const MergeJob* job = <const MergeJob*>arg
+    if job.summing:
+        sum_gaps(job, &job.ledgers[tid])
+    else:
+        rewrite_range(job, &job.ledgers[tid])
+
+
+cdef inline size_t entry_at_or_after(const uint8_t* data, size_t i, size_t n) noexcept nogil:
+    """The first byte at or after i that starts an entry (n if none)."""
+    while 0 < i < n and data[i - 1] & 128:
+        i += 1
+    return i
+
+
+@cython.final
+cdef class _Merger:
+    """The corpus, the tracked pairs with their counts and occurrences, the heap, and the threads:
+    everything one training run changes, on one object so the merge loop reaches it directly."""
+    # the corpus's arrays (c points into them; see Corpus)
+    cdef int32_t[::1] sym
+    cdef uint8_t[::1] word_starts
+    cdef int32_t[::1] token_len
     cdef int32_t[::1] word_of
     cdef int64_t[::1] heavy_count
     cdef int64_t[::1] run_start
     cdef int64_t[::1] run_count
+    cdef Corpus c
     # the tracked pairs, by dense id
     cdef vector[uint64_t] keys     # (left << 32 | right)
     cdef vector[int64_t] count
@@ -155,15 +515,24 @@ cdef class _Merger:
     cdef int32_t[::1] left_of      # s -> id of the tracked pair (s, a), or -1
     cdef int32_t[::1] right_of     # t -> id of the tracked pair (b, t), or -1
     cdef vector[int32_t] created   # pairs this merge created
-    # work counters, for profiling; progress of the set-up (slots laid out or counted so far)
-    cdef int64_t visited, replaced, recounts
+    # the threads: a ledger each (ledger 0 also serves the merges done on one thread)
+    cdef int n_threads
+    cdef size_t parallel_from
+    cdef Pool* pool
+    cdef vector[Ledger] ledgers
+    # work counters and clocks, for profiling; progress of the set-up (slots so far)
+    cdef int64_t visited, replaced, recounts, shared_merges, shared_visited
+    cdef vector[int64_t] thread_replaced       # occurrences each thread replaced in shared merges
+    cdef double seconds_layout, seconds_count, seconds_shared, seconds_fold
     cdef Py_ssize_t initial_pairs
     cdef object report
     cdef Py_ssize_t reported
 
     def __cinit__(self, symbols, const int64_t[::1] offsets, const int64_t[::1] counts, Py_ssize_t n_merges,
-                  int64_t track_from, byte_ranks, start, token_lengths, int32_t first_id, setup_progress=None):
+                  int64_t track_from, byte_ranks, start, token_lengths, int32_t first_id, setup_progress=None,
+                  int threads=1, Py_ssize_t parallel_from=PARALLEL_FROM):
         cdef Py_ssize_t n_ids = first_id + n_merges
+        cdef double t0 = now()
         lengths = np.zeros(n_ids, dtype=np.int32)
         lengths[:256] = 1
         if token_lengths is not None:
@@ -179,9 +548,16 @@ cdef class _Merger:
         self.many_pairs = start is not None
         self.report = setup_progress
         self.lay_out(np.asarray(symbols), offsets, counts, byte_ranks, start)
+        self.point_corpus()
+        self.start_threads(threads, parallel_from, n_ids)
         self.reported = self.sym.shape[0]
+        self.seconds_layout = now() - t0
         self.recount()
+        self.seconds_count = now() - t0 - self.seconds_layout
         self.initial_pairs = self.keys.size()
+
+    def __dealloc__(self):
+        del self.pool                               # joins the threads (NULL: nothing to do)
 
     # -- set-up ------------------------------------------------------------------------------
     cdef int lay_out(self, symbols, const int64_t[::1] offsets, const int64_t[::1] counts, byte_ranks,
@@ -203,11 +579,12 @@ cdef class _Merger:
         self.heavy_count = np.asarray(counts)[order[:n_heavy]]
         run_start, run_count = [], []
         cdef Py_ssize_t k, w, p = 0, b, length
+        cdef Py_ssize_t heavy_end = 0
         cdef int64_t last = -1
         for k in range(n_words):
             w = by_count[k]
             if k == n_heavy:
-                self.heavy_end = p
+                heavy_end = p
             if k >= n_heavy and counts[w] != last:        # a run of words of one count begins
                 run_start.append(p)
                 run_count.append(counts[w])
@@ -221,13 +598,42 @@ cdef class _Merger:
             if k % 65536 == 0:
                 PyErr_CheckSignals()
                 self.advance(p)
-        if n_heavy == n_words:
-            self.heavy_end = p
+        self.c.heavy_end = p if n_heavy == n_words else heavy_end
         heavy = order[:n_heavy]
         lengths = np.asarray(offsets)[heavy + 1] - np.asarray(offsets)[heavy]
         self.word_of = np.repeat(np.arange(n_heavy, dtype=np.int32), lengths)
         self.run_start = np.array(run_start + [n_sym], dtype=np.int64)
         self.run_count = np.array(run_count, dtype=np.int64)
+        return 0
+
+    cdef void point_corpus(self) noexcept:
+        """Fill ``c``, the raw view of the corpus the threads read (the arrays stay on self)."""
+        self.c.sym = &self.sym[0] if self.sym.shape[0] else NULL
+        self.c.word_starts = &self.word_starts[0]
+        self.c.token_len = &self.token_len[0]
+        self.c.n = self.sym.shape[0]
+        self.c.word_of = &self.word_of[0] if self.word_of.shape[0] else NULL
+        self.c.heavy_count = &self.heavy_count[0] if self.heavy_count.shape[0] else NULL
+        self.c.run_start = &self.run_start[0]
+        self.c.run_count = &self.run_count[0] if self.run_count.shape[0] else NULL
+        self.c.n_runs = self.run_count.shape[0]
+        self.c.left_of = &self.left_of[0]
+        self.c.right_of = &self.right_of[0]
+
+    cdef int start_threads(self, int threads, Py_ssize_t parallel_from, Py_ssize_t n_ids) except -1:
+        """A ledger per thread, and the pool when there is more than one."""
+        cdef int k
+        self.n_threads = max(threads, 1)
+        self.parallel_from = <size_t>max(parallel_from, 1)
+        self.ledgers.resize(self.n_threads)
+        self.thread_replaced.assign(self.n_threads, 0)
+        for k in range(self.n_threads):
+            self.ledgers[k].with_left.assign(n_ids, -1)
+            self.ledgers[k].with_right.assign(n_ids, -1)
+            self.ledgers[k].left_loss.assign(n_ids, 0)
+            self.ledgers[k].right_loss.assign(n_ids, 0)
+        if self.n_threads > 1:
+            self.pool = new Pool(self.n_threads)
         return 0
 
     cdef int advance(self, Py_ssize_t slots) except -1:
@@ -236,34 +642,6 @@ cdef class _Merger:
         if self.report is not None and self.recounts == 0:
             self.report(min(self.reported + slots, 3 * self.sym.shape[0]))
         return 0
-
-    cdef inline int64_t weight_at(self, Py_ssize_t p) noexcept nogil:
-        """The count of the word slot p belongs to."""
-        if p < self.heavy_end:
-            return self.heavy_count[self.word_of[p]]
-        cdef Py_ssize_t lo = 0, hi = self.run_count.shape[0] - 1, mid
-        while lo < hi:                              # the last run that starts at or before p
-            mid = (lo + hi + 1) >> 1
-            if self.run_start[mid] <= p:
-                lo = mid
-            else:
-                hi = mid - 1
-        return self.run_count[lo]
-
-    cdef inline bint starts_a_word(self, Py_ssize_t p) noexcept nogil:
-        return (self.word_starts[p >> 3] >> (p & 7)) & 1
-
-    cdef inline Py_ssize_t next_token(self, Py_ssize_t p) noexcept nogil:
-        """Where the token after the one at p starts, or -1 if it is the last of its word."""
-        cdef Py_ssize_t q = p + self.token_len[self.sym[p]]
-        return q if q < self.sym.shape[0] and not self.starts_a_word(q) else -1
-
-    cdef inline Py_ssize_t prev_token(self, Py_ssize_t p) noexcept nogil:
-        """Where the token before the one at p starts, or -1 if p starts its word."""
-        if self.starts_a_word(p):
-            return -1
-        cdef int32_t before = self.sym[p - 1]
-        return p - 1 if before >= 0 else p - self.token_len[token_of_tail(before)]
 
     cdef int recount(self) except -1:
         """(Re)build every tracked pair from the corpus as it is now: counts, occurrence lists,
@@ -297,11 +675,11 @@ cdef class _Merger:
                         t = pair_at[p]
                         if t < 0 or totals[t] < self.track_from:
                             continue
-                        q = self.next_token(p)
+                        q = next_token(&self.c, p)
                     else:
                         if self.sym[p] < 0:
                             continue
-                        q = self.next_token(p)
+                        q = next_token(&self.c, p)
                         if q < 0:
                             continue
                     if round_ == 0:
@@ -313,7 +691,7 @@ cdef class _Merger:
                             sizes.push_back(0)
                         if remember:
                             pair_at[p] = t
-                        if p < self.heavy_end:        # the weight, walking the runs as p grows
+                        if p < self.c.heavy_end:      # the weight, walking the runs as p grows
                             w = self.heavy_count[self.word_of[p]]
                         else:
                             while self.run_start[run + 1] <= p:
@@ -385,37 +763,14 @@ cdef class _Merger:
         return -1
 
     cdef inline void append(self, int32_t pid, Py_ssize_t pos) noexcept:
-        """Add a position to occ[pid]: the gap from the last one, 7 bits a byte."""
-        cdef uint64_t gap = <uint64_t>(pos - self.occ_last[pid])
-        cdef vector[uint8_t]* where = &self.occ[pid]
-        while gap >= 128:
-            where.push_back(<uint8_t>(gap & 127) | 128)
-            gap >>= 7
-        where.push_back(<uint8_t>gap)
+        """Add a position to occ[pid]: the gap from the last one."""
+        put_varint(&self.occ[pid], <uint64_t>(pos - self.occ_last[pid]))
         self.occ_last[pid] = pos
 
-    cdef inline void gains(self, int32_t pid, Py_ssize_t pos, int64_t weight) noexcept:
-        """One more occurrence of a pair created by this merge. Positions arrive in increasing
-        order (the merge goes left to right) and each at most once per pair, so occ stays sorted
-        without a check."""
-        self.count[pid] += weight
-        self.append(pid, pos)
-
-    cdef inline void loses(self, int32_t pid, int64_t weight) noexcept:
-        """One occurrence fewer (untracked pairs, id -1, are not counted); its position stays in
-        occ and is found stale later."""
-        if pid >= 0:
-            self.count[pid] -= weight
-            if self.count[pid] == 0:                # every listed position is stale: free them
-                vector[uint8_t]().swap(self.occ[pid])
-                self.occ_last[pid] = 0                  # (gaps of a new list count from 0)
-
-    cdef inline int32_t pair_with_z(self, int32_t s, int32_t z, bint z_on_left) noexcept:
-        """The id of (z, s) if z_on_left else (s, z), created on first use in this merge."""
-        cdef int32_t* slot = &self.zz if s == z else (&self.with_right[s] if z_on_left else &self.with_left[s])
-        if slot[0] < 0:
-            slot[0] = self.new_pair(pair_key(z, s) if z_on_left else pair_key(s, z))
-        return slot[0]
+    cdef inline void free_list(self, int32_t pid) noexcept:
+        """A pair whose count reached 0: every listed position is stale."""
+        vector[uint8_t]().swap(self.occ[pid])
+        self.occ_last[pid] = 0                      # (gaps of a new list count from 0)
 
     cdef void index_neighbours(self, int32_t a, int32_t b) noexcept:
         """Fill left_of[s] = id of (s, a) and right_of[t] = id of (b, t) for the tracked pairs;
@@ -449,63 +804,143 @@ cdef class _Merger:
             self.right_of[key_right(self.keys[self.starts_with[b][i]])] = -1
 
     # -- one merge ---------------------------------------------------------------------------
-    cdef inline void rewrite(self, Py_ssize_t p, Py_ssize_t q, int32_t a, int32_t b, int32_t z) noexcept:
-        """Replace the occurrence (a, b) at p (b starting at q) by z (the picture above)."""
-        cdef Py_ssize_t x = self.prev_token(p)
-        cdef Py_ssize_t r = self.next_token(q)
-        cdef Py_ssize_t tail = q + self.token_len[b] - 1
-        cdef int64_t weight = self.weight_at(p)
-        cdef int32_t s
-        if x >= 0:                                  # (s, a) at x becomes (s, z)
-            s = self.sym[x]
-            self.loses(self.with_right[a] if s == z else self.left_of[s], weight)
-            self.gains(self.pair_with_z(s, z, False), x, weight)
-        if r >= 0:                                  # (b, t) at q becomes (z, t) at p
-            self.loses(self.right_of[self.sym[r]], weight)
-            self.gains(self.pair_with_z(self.sym[r], z, True), p, weight)
-        if q - 1 > p:
-            self.sym[q - 1] = MIDDLE                # a's tail is inside z now
-        if tail > q:
-            self.sym[q] = MIDDLE                    # so is b's start
-        self.sym[tail] = tail_mark(z)
-        self.sym[p] = z
-
     cdef void merge(self, int32_t pid, int32_t z) noexcept:
-        """Rewrite every occurrence of pair pid as the new symbol z, then settle the counts."""
+        """Rewrite every occurrence of pair pid as the new symbol z (on one thread, or on all when
+        the list is long), fold the ledgers into the pairs, then settle the counts."""
         cdef int32_t a = key_left(self.keys[pid]), b = key_right(self.keys[pid])
         cdef vector[uint8_t] positions            # takes occ[pid]'s memory; freed on return
-        cdef size_t i = 0, n
-        cdef Py_ssize_t p = 0, q
-        cdef uint64_t gap
-        cdef int shift
+        cdef MergeJob job
+        cdef Ledger* first = &self.ledgers[0]
+        cdef bint shared
         positions.swap(self.occ[pid])              # (new_pair may move occ; this list stays put)
-        n = positions.size()
-        self.token_len[z] = self.token_len[a] + self.token_len[b]
+        self.c.token_len[z] = self.c.token_len[a] + self.c.token_len[b]
         self.zz = -1
         self.index_neighbours(a, b)
-        while i < n:                               # left to right, so "aaa" merges as (aa)a
-            gap, shift = 0, 0
-            while positions[i] & 128:
-                gap |= <uint64_t>(positions[i] & 127) << shift
-                shift += 7
-                i += 1
-            gap |= <uint64_t>positions[i] << shift
-            i += 1
-            p += <Py_ssize_t>gap
-            self.visited += 1
-            if self.sym[p] != a:
-                continue                           # stale: a no longer starts here
-            q = self.next_token(p)
-            if q < 0 or self.sym[q] != b:
-                continue                           # stale: b no longer follows
-            self.rewrite(p, q, a, b, z)
-            self.replaced += 1
+        job.corpus, job.occ, job.n_bytes, job.ledgers = &self.c, positions.data(), positions.size(), first
+        job.a, job.b, job.z, job.summing = a, b, z, False
+        shared = self.n_threads > 1 and positions.size() >= self.parallel_from
+        if shared:
+            self.share(&job)
+        else:
+            first.begin, first.end, first.base = 0, positions.size(), 0
+            rewrite_range(&job, first)
+        self.fold(a, b, z, self.n_threads if shared else 1, shared)
         self.clear_neighbours(a, b)
         self.settle(pid)
 
+    cdef void share(self, MergeJob* job) noexcept:
+        """Rewrite on every thread: cut the list into equal chunks of bytes at entries, sum each
+        chunk's gaps (in parallel) to know the position each chunk follows, then rewrite."""
+        cdef int k, n = self.n_threads
+        cdef int64_t base = 0
+        cdef double t0 = now()
+        for k in range(n):
+            self.ledgers[k].begin = entry_at_or_after(job.occ, job.n_bytes * k // n, job.n_bytes)
+        for k in range(n):
+            self.ledgers[k].end = self.ledgers[k + 1].begin if k + 1 < n else job.n_bytes
+        job.summing = True
+        with nogil:
+            self.pool.run(merge_part, job)
+        for k in range(n):
+            self.ledgers[k].base = base
+            base += self.ledgers[k].gaps
+        job.summing = False
+        with nogil:
+            self.pool.run(merge_part, job)
+        self.seconds_shared += now() - t0
+        self.shared_merges += 1
+
+    cdef void fold(self, int32_t a, int32_t b, int32_t z, int n_threads, bint shared) noexcept:
+        """Apply the ledgers of the threads that took part, in range order (module docstring)."""
+        cdef int k
+        cdef Ledger* L
+        cdef double t0 = now() if shared else 0
+        for k in range(n_threads):
+            L = &self.ledgers[k]
+            self.take_made(L, z)
+            self.visited += L.visited
+            self.replaced += L.replaced
+            if shared:
+                self.thread_replaced[k] += L.replaced
+                self.shared_visited += L.visited
+            L.visited, L.replaced = 0, 0
+        self.take_losses(a, b, n_threads)
+        if shared:
+            self.seconds_fold += now() - t0
+
+    cdef void take_made(self, Ledger* L, int32_t z) noexcept:
+        """The pairs one thread made: ids for those no earlier thread made, counts added, lists
+        appended (or begun anew after the cut, when the count was 0: the sweep freed it there)."""
+        cdef size_t i
+        cdef Made* m
+        cdef int32_t s, t
+        cdef int32_t* slot
+        for i in range(L.made.size()):
+            m = &L.made[i]
+            s, t = key_left(m.key), key_right(m.key)
+            if s == z and t == z:
+                slot, L.zz = &self.zz, -1
+            elif t == z:
+                slot, L.with_left[s] = &self.with_left[s], -1
+            else:
+                slot, L.with_right[t] = &self.with_right[t], -1
+            if slot[0] < 0:
+                slot[0] = self.new_pair(m.key)
+            if self.count[slot[0]] == 0:
+                self.take_list(slot[0], m, m.cut, m.cut_last)
+            else:
+                self.take_list(slot[0], m, 0, 0)
+            self.count[slot[0]] += m.count
+        L.made.clear()
+
+    cdef void take_list(self, int32_t pid, Made* m, size_t start, int64_t start_last) noexcept:
+        """Append m's list from byte ``start`` (its entry there follows position start_last) to
+        occ[pid]: the first gap read and written again from occ_last, the rest copied."""
+        cdef vector[uint8_t]* dst = &self.occ[pid]
+        cdef uint64_t gap
+        cdef size_t after, old
+        if start >= m.occ.size():
+            return
+        if start == 0 and dst.empty() and self.occ_last[pid] == 0:
+            dst.swap(m.occ)                         # both count the first gap from 0
+        else:
+            after = get_varint(m.occ.data(), start, &gap)
+            self.append(pid, start_last + <int64_t>gap)
+            old = dst.size()
+            dst.resize(old + m.occ.size() - after)
+            memcpy(dst.data() + old, m.occ.data() + after, m.occ.size() - after)
+        self.occ_last[pid] = m.last
+
+    cdef void take_losses(self, int32_t a, int32_t b, int n_threads) noexcept:
+        """Subtract what the existing pairs lost, summed over the threads; free the lists of those
+        at 0 (counts of existing pairs only fall in a merge: at 0 now is at 0 during the sweep)."""
+        cdef vector[int32_t]* ends = &self.ends_with[a]
+        cdef vector[int32_t]* starts = &self.starts_with[b]
+        cdef size_t i
+        cdef int k
+        cdef int32_t pid, s
+        for i in range(ends.size()):
+            pid = ends[0][i]
+            s = key_left(self.keys[pid])
+            for k in range(n_threads):
+                self.count[pid] -= self.ledgers[k].left_loss[s]
+                self.ledgers[k].left_loss[s] = 0
+        for i in range(starts.size()):
+            pid = starts[0][i]
+            s = key_right(self.keys[pid])
+            for k in range(n_threads):
+                self.count[pid] -= self.ledgers[k].right_loss[s]
+                self.ledgers[k].right_loss[s] = 0
+        for i in range(ends.size()):
+            if self.count[ends[0][i]] == 0:
+                self.free_list(ends[0][i])
+        for i in range(starts.size()):
+            if self.count[starts[0][i]] == 0:
+                self.free_list(starts[0][i])
+
     cdef void settle(self, int32_t pid) noexcept:
-        """After the rewrite loop: the merged pair is gone; the new pairs counted at least
-        ``track_from`` times are kept (with ids closed up), the others forgotten."""
+        """After the fold: the merged pair is gone; the new pairs counted at least ``track_from``
+        times are kept (with ids closed up), the others forgotten."""
         cdef size_t i
         cdef int32_t new, kept
         # rewrite() subtracted only the neighbours' pairs (which may include pid itself, when
@@ -547,7 +982,8 @@ cdef class Trainer:
 
     def __init__(self, symbols, const int64_t[::1] offsets, const int64_t[::1] counts, Py_ssize_t n_merges,
                  int64_t min_count=1, byte_ranks=None, int64_t track_from=0, int64_t max_token_length=0,
-                 start=None, token_lengths=None, int32_t first_id=256, setup_progress=None):
+                 start=None, token_lengths=None, int32_t first_id=256, setup_progress=None, int threads=1,
+                 Py_ssize_t parallel_from=PARALLEL_FROM):
         check_word_table(symbols, offsets, counts)
         if start is not None:
             start = np.ascontiguousarray(start, dtype=np.int32)
@@ -562,8 +998,10 @@ cdef class Trainer:
         self.first_id = first_id
         self.max_length = max_token_length
         self.n_symbols, self.n_words = len(symbols), counts.shape[0]
+        if threads < 1:
+            raise ValueError(f"threads must be at least 1, got {threads}")
         self.run = _Merger(symbols, offsets, counts, self.max_merges, track_from or 8 * self.min_count, byte_ranks,
-                           start, token_lengths, first_id, setup_progress)
+                           start, token_lengths, first_id, setup_progress, threads, parallel_from)
         if setup_progress is not None:
             setup_progress(3 * self.n_symbols)
 
@@ -574,6 +1012,7 @@ cdef class Trainer:
         cdef int32_t[:, ::1] merges = np.empty((self.max_merges, 2), dtype=np.int32)
         cdef Py_ssize_t m = 0
         cdef int32_t pid
+        cdef double t0 = now()
         while m < self.max_merges:
             pid = run.pop_best()
             if pid < 0 or run.count[pid] < run.track_from:
@@ -602,14 +1041,19 @@ cdef class Trainer:
             stats.update(symbols=self.n_symbols, words=self.n_words, initial_pairs=run.initial_pairs,
                          pairs_tracked=run.keys.size(), positions_visited=run.visited,
                          occurrences_replaced=run.replaced, recounts=run.recounts, heap_left=run.heap.size(),
-                         heavy_slots=run.heavy_end, pairs_too_long=self.too_long)
+                         heavy_slots=run.c.heavy_end, pairs_too_long=self.too_long)
+            stats.update(threads=run.n_threads, shared_merges=run.shared_merges, shared_visited=run.shared_visited,
+                         thread_replaced=list(run.thread_replaced), seconds_layout=run.seconds_layout,
+                         seconds_count=run.seconds_count, seconds_merging=now() - t0,
+                         seconds_shared=run.seconds_shared, seconds_fold=run.seconds_fold)
         self.run = None                              # the corpus state is spent: free it now
         return np.asarray(merges[:m]).copy()
 
 
 def train_merges(symbols, const int64_t[::1] offsets, const int64_t[::1] counts,
                  Py_ssize_t n_merges, int64_t min_count=1, progress=None, Py_ssize_t progress_every=256,
-                 dict stats=None, byte_ranks=None, int64_t track_from=0, int64_t max_token_length=0):
+                 dict stats=None, byte_ranks=None, int64_t track_from=0, int64_t max_token_length=0, int threads=1,
+                 Py_ssize_t parallel_from=PARALLEL_FROM):
     """Learn up to ``n_merges`` merges from a word table; returns an int32 array (n, 2).
 
     Symbols must be byte ids 0..255 (a word table's uint8 bytes, or any integer array); merge m
@@ -620,7 +1064,9 @@ def train_merges(symbols, const int64_t[::1] offsets, const int64_t[::1] counts,
     the same merges. ``progress``, if given, is called with the number of merges done so far,
     every ``progress_every`` merges. ``stats``, if given, receives counters of the work done.
     A pair whose token would be longer than ``max_token_length`` bytes (0: any length) is never
-    merged; the next best one is. (``Trainer`` also continues from a tokenized corpus.)
+    merged; the next best one is. ``threads`` share the merges whose occurrence list holds at
+    least ``parallel_from`` bytes (any number gives the same merges and the same work counters).
+    (``Trainer`` also continues from a tokenized corpus.)
     """
-    return Trainer(symbols, offsets, counts, n_merges, min_count, byte_ranks, track_from, max_token_length).learn(
-        progress, progress_every, stats)
+    return Trainer(symbols, offsets, counts, n_merges, min_count, byte_ranks, track_from, max_token_length,
+                   threads=threads, parallel_from=parallel_from).learn(progress, progress_every, stats)
