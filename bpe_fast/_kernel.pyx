@@ -184,6 +184,12 @@ cdef extern from *:
         }
     };
 
+    #if defined(__GNUC__) || defined(__clang__)
+    #define bpe_prefetch(p) __builtin_prefetch((p))
+    #else
+    #define bpe_prefetch(p) ((void)(p))
+    #endif
+
     static double bpe_now(void) {
         return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
     }
@@ -205,6 +211,7 @@ cdef extern from *:
         Pool(int) except +
         void run(job_fn, void*) nogil
     double now "bpe_now"() nogil
+    void prefetch "bpe_prefetch"(const void*) nogil
 
 # How often the set-up loops look for Ctrl-C (in slots); the merge loop looks once per merge,
 # so an interrupt stops training within one merge.
@@ -213,6 +220,7 @@ cdef enum:
     MIDDLE = -1            # a slot strictly inside a token
     HEAVY = 256            # words counted at least this often get a per-slot word index
     PARALLEL_FROM = 1 << 15   # bytes of a merge's list from which the threads share it (tuned)
+    LOOK_AHEAD = 16        # entries of a list whose slots are fetched before they are visited
 
 # ((count, ~key), id): the max-heap's top has the highest count, then the smallest key.
 ctypedef pair[pair[int64_t, uint64_t], int32_t] HeapEntry
@@ -450,6 +458,17 @@ cdef void rewrite_range(const MergeJob* job, Ledger* L) noexcept nogil:
         i, p = after, p + <Py_ssize_t>gap
     if i >= L.end:
         return
+    # The slots visited are far apart in a big corpus, and each visit waits for its slot to come
+    # from memory: a second reader of the list runs LOOK_AHEAD entries ahead and asks for them.
+    cdef size_t ahead = i
+    cdef Py_ssize_t ahead_p = p
+    cdef int k
+    for k in range(LOOK_AHEAD):
+        if ahead >= job.n_bytes:
+            break
+        ahead = get_varint(job.occ, ahead, &gap)
+        ahead_p += <Py_ssize_t>gap
+        prefetch(&c.sym[ahead_p])
     while i < job.n_bytes:
         if i >= L.end and hi < 0:
             hi = next_word_start(c, p)          # p: the chunk's last entry
@@ -457,6 +476,10 @@ cdef void rewrite_range(const MergeJob* job, Ledger* L) noexcept nogil:
         if i >= L.end and p + <Py_ssize_t>gap >= hi:
             break
         i, p = after, p + <Py_ssize_t>gap
+        if ahead < job.n_bytes:
+            ahead = get_varint(job.occ, ahead, &gap)
+            ahead_p += <Py_ssize_t>gap
+            prefetch(&c.sym[ahead_p])
         visit(c, L, p, job.a, job.b, job.z)
 
 
