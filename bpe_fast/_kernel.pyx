@@ -103,6 +103,7 @@ ctypedef void (*job_fn)(void*, int) noexcept nogil
 cdef extern from *:
     """
     #include <chrono>
+    #include <time.h>
     #include <condition_variable>
     #include <mutex>
     #include <thread>
@@ -128,6 +129,7 @@ cdef extern from *:
         size_t begin = 0, end = 0;                /* bytes of the list: this thread's chunk */
         int64_t base = 0;                         /* the position listed just before begin */
         int64_t gaps = 0;                         /* the chunk's gaps, summed */
+        double cpu = 0;                           /* CPU seconds of its last part */
     };
 
     /* Threads 1..n-1 wait for jobs; run() does part 0 on the calling thread and returns when
@@ -193,6 +195,18 @@ cdef extern from *:
     static double bpe_now(void) {
         return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
     }
+
+    /* CPU seconds the calling thread has run: what a part of a merge costs, whatever the load
+       (0 where there is no such clock). */
+    #if defined(CLOCK_THREAD_CPUTIME_ID)
+    static double bpe_thread_cpu(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    }
+    #else
+    static double bpe_thread_cpu(void) { return 0.0; }
+    #endif
     """
     cdef cppclass Made "BpeMade":
         uint64_t key
@@ -207,10 +221,12 @@ cdef extern from *:
         int64_t visited, replaced
         size_t begin, end
         int64_t base, gaps
+        double cpu
     cdef cppclass Pool "BpePool":
         Pool(int) except +
         void run(job_fn, void*) nogil
     double now "bpe_now"() nogil
+    double thread_cpu "bpe_thread_cpu"() nogil
     void prefetch "bpe_prefetch"(const void*) nogil
 
 # How often the set-up loops look for Ctrl-C (in slots); the merge loop looks once per merge,
@@ -469,6 +485,7 @@ cdef void rewrite_range(const MergeJob* job, Ledger* L) noexcept nogil:
         ahead = get_varint(job.occ, ahead, &gap)
         ahead_p += <Py_ssize_t>gap
         prefetch(&c.sym[ahead_p])
+        prefetch(&c.word_starts[ahead_p >> 3])
     while i < job.n_bytes:
         if i >= L.end and hi < 0:
             hi = next_word_start(c, p)          # p: the chunk's last entry
@@ -480,6 +497,7 @@ cdef void rewrite_range(const MergeJob* job, Ledger* L) noexcept nogil:
             ahead = get_varint(job.occ, ahead, &gap)
             ahead_p += <Py_ssize_t>gap
             prefetch(&c.sym[ahead_p])
+            prefetch(&c.word_starts[ahead_p >> 3])   # (a bit per slot, still too big for the caches)
         visit(c, L, p, job.a, job.b, job.z)
 
 
@@ -495,10 +513,13 @@ cdef void sum_gaps(const MergeJob* job, Ledger* L) noexcept nogil:
 cdef void merge_part(void* arg, int tid) noexcept nogil:
     """The pool's job: thread tid's part of the merge's pass."""
     cdef const MergeJob* job = <const MergeJob*>arg
+    cdef Ledger* L = &job.ledgers[tid]
+    cdef double t0 = thread_cpu()
     if job.summing:
-        sum_gaps(job, &job.ledgers[tid])
+        sum_gaps(job, L)
     else:
-        rewrite_range(job, &job.ledgers[tid])
+        rewrite_range(job, L)
+    L.cpu = thread_cpu() - t0
 
 
 cdef inline size_t entry_at_or_after(const uint8_t* data, size_t i, size_t n) noexcept nogil:
@@ -546,7 +567,9 @@ cdef class _Merger:
     # work counters and clocks, for profiling; progress of the set-up (slots so far)
     cdef int64_t visited, replaced, recounts, shared_merges, shared_visited
     cdef vector[int64_t] thread_replaced       # occurrences each thread replaced in shared merges
+    cdef vector[double] thread_cpu             # CPU seconds each thread spent in shared merges' parts
     cdef double seconds_layout, seconds_count, seconds_shared, seconds_fold
+    cdef double cpu_longest                    # shared merges: the longest part's CPU, summed
     cdef Py_ssize_t initial_pairs
     cdef object report
     cdef Py_ssize_t reported
@@ -650,6 +673,7 @@ cdef class _Merger:
         self.parallel_from = <size_t>max(parallel_from, 1)
         self.ledgers.resize(self.n_threads)
         self.thread_replaced.assign(self.n_threads, 0)
+        self.thread_cpu.assign(self.n_threads, 0)
         for k in range(self.n_threads):
             self.ledgers[k].with_left.assign(n_ids, -1)
             self.ledgers[k].with_right.assign(n_ids, -1)
@@ -862,16 +886,25 @@ cdef class _Merger:
         for k in range(n):
             self.ledgers[k].end = self.ledgers[k + 1].begin if k + 1 < n else job.n_bytes
         job.summing = True
-        with nogil:
-            self.pool.run(merge_part, job)
+        self.run_parts(job)
         for k in range(n):
             self.ledgers[k].base = base
             base += self.ledgers[k].gaps
         job.summing = False
-        with nogil:
-            self.pool.run(merge_part, job)
+        self.run_parts(job)
         self.seconds_shared += now() - t0
         self.shared_merges += 1
+
+    cdef void run_parts(self, MergeJob* job) noexcept:
+        """One pass of a shared merge on every thread; notes each part's CPU time."""
+        cdef int k
+        cdef double longest = 0
+        with nogil:
+            self.pool.run(merge_part, job)
+        for k in range(self.n_threads):
+            self.thread_cpu[k] += self.ledgers[k].cpu
+            longest = max(longest, self.ledgers[k].cpu)
+        self.cpu_longest += longest
 
     cdef void fold(self, int32_t a, int32_t b, int32_t z, int n_threads, bint shared) noexcept:
         """Apply the ledgers of the threads that took part, in range order (module docstring)."""
@@ -1035,7 +1068,7 @@ cdef class Trainer:
         cdef int32_t[:, ::1] merges = np.empty((self.max_merges, 2), dtype=np.int32)
         cdef Py_ssize_t m = 0
         cdef int32_t pid
-        cdef double t0 = now()
+        cdef double t0 = now(), cpu0 = thread_cpu()
         while m < self.max_merges:
             pid = run.pop_best()
             if pid < 0 or run.count[pid] < run.track_from:
@@ -1068,7 +1101,8 @@ cdef class Trainer:
             stats.update(threads=run.n_threads, shared_merges=run.shared_merges, shared_visited=run.shared_visited,
                          thread_replaced=list(run.thread_replaced), seconds_layout=run.seconds_layout,
                          seconds_count=run.seconds_count, seconds_merging=now() - t0,
-                         seconds_shared=run.seconds_shared, seconds_fold=run.seconds_fold)
+                         seconds_shared=run.seconds_shared, seconds_fold=run.seconds_fold,
+                         cpu_merging=thread_cpu() - cpu0, thread_cpu=list(run.thread_cpu), cpu_longest=run.cpu_longest)
         self.run = None                              # the corpus state is spent: free it now
         return np.asarray(merges[:m]).copy()
 
