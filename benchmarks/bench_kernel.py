@@ -22,6 +22,7 @@ import os
 import statistics
 import sys
 import time
+from typing import Any
 
 from proctree import run_sampled  # noqa: E402  (benchmarks/ is on sys.path)
 
@@ -31,7 +32,7 @@ RESULT_MARK = "KERNEL_RESULT "
 def one(table_path: str, vocab_size: int, threads: int) -> None:
     from bpe_fast import WordTable, _kernel
     table = WordTable.load(table_path, check=False)
-    keywords = {"threads": threads} if threads else {}
+    keywords: dict[str, Any] = {"threads": threads} if threads else {}   # (an old kernel has no threads)
     t0 = time.perf_counter()
     trainer = _kernel.Trainer(table.symbols, table.offsets, table.counts, vocab_size - 256, **keywords)
     t1 = time.perf_counter()
@@ -85,7 +86,7 @@ def report(runs: dict) -> None:
     print("\n| tree | vocab | threads | set-up s (median) | merges s (median) | runs (set-up + merges) s "
           "| peak MB | other CPU s | merges |")
     print("|---|---:|---:|---:|---:|---|---:|---|---|")
-    digests = {}
+    digests: dict[int, set] = {}
     for (tree, vocab, threads), results in runs.items():
         digests.setdefault(vocab, set()).update(r["merges"] for r in results)
         setup = statistics.median(r["setup_s"] for r in results)
