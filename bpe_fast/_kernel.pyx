@@ -529,6 +529,121 @@ cdef inline size_t entry_at_or_after(const uint8_t* data, size_t i, size_t n) no
     return i
 
 
+# -- one thread's part of counting the pairs (recount) ------------------------------------------
+cdef cppclass CountPart:
+    # Pass 1 over a range of slots: every pair that starts there, by local id in the order of
+    # first appearance: its key, weighted count, first and last position, and the bytes of its
+    # list. Pass 2 writes the list where the plan says (``cursor``), from ``prev``.
+    PairMap seen
+    vector[uint64_t] keys
+    vector[int64_t] totals
+    vector[int64_t] first          # pass 2: the cursor (bytes into the pair's list)
+    vector[int64_t] last           # pass 2: the position written last
+    vector[int64_t] nbytes
+    vector[int32_t] pid            # pass 2: local id -> tracked id, or -1
+    Py_ssize_t lo, hi, at, run
+    bint failed
+
+
+cdef struct CountJob:
+    const Corpus* corpus
+    CountPart* parts
+    bint listing                   # pass 2
+    bint remember                  # pair_at holds each slot's local pair id
+    int32_t* pair_at
+    Py_ssize_t step                # slots a thread does per call (then Ctrl-C is looked for)
+    vector[uint8_t]* occ           # the tracked pairs' lists, sized by the plan
+
+
+cdef inline int varint_len(uint64_t gap) noexcept nogil:
+    cdef int n = 1
+    while gap >= 128:
+        gap >>= 7
+        n += 1
+    return n
+
+
+cdef inline int64_t walk_weight(const Corpus* c, Py_ssize_t p, Py_ssize_t* run) noexcept nogil:
+    """weight_at for positions that only grow: the run is walked forward, not searched."""
+    if p < c.heavy_end:
+        return c.heavy_count[c.word_of[p]]
+    while c.run_start[run[0] + 1] <= p:
+        run[0] += 1
+    return c.run_count[run[0]]
+
+
+cdef void count_slots(const CountJob* job, CountPart* P) noexcept nogil:
+    cdef const Corpus* c = job.corpus
+    cdef Py_ssize_t p, q, end = min(P.at + job.step, P.hi)
+    cdef uint64_t key
+    cdef int32_t u
+    for p in range(P.at, end):
+        if c.sym[p] < 0:
+            continue
+        q = next_token(c, p)
+        if q < 0:
+            continue
+        key = pair_key(c.sym[p], c.sym[q])
+        u = pairmap_get_or_add(&P.seen, key, <int32_t>P.keys.size())
+        if u < 0:                               # out of memory
+            P.failed, P.at = True, P.hi
+            return
+        if u == <int32_t>P.keys.size():
+            P.keys.push_back(key)
+            P.totals.push_back(0)
+            P.first.push_back(p)
+            P.last.push_back(0)
+            P.nbytes.push_back(0)
+        if job.remember:
+            job.pair_at[p] = u
+        P.totals[u] += walk_weight(c, p, &P.run)
+        P.nbytes[u] += varint_len(<uint64_t>(p - P.last[u]))
+        P.last[u] = p
+    P.at = end
+
+
+cdef void list_slots(const CountJob* job, CountPart* P) noexcept nogil:
+    cdef const Corpus* c = job.corpus
+    cdef Py_ssize_t p, q, end = min(P.at + job.step, P.hi)
+    cdef int32_t u, pid
+    cdef uint64_t gap
+    cdef uint8_t* out
+    for p in range(P.at, end):
+        if job.remember:
+            u = job.pair_at[p]
+            if u < 0:
+                continue
+        else:
+            if c.sym[p] < 0:
+                continue
+            q = next_token(c, p)
+            if q < 0:
+                continue
+            u = pairmap_get(&P.seen, pair_key(c.sym[p], c.sym[q]))
+        pid = P.pid[u]
+        if pid < 0:
+            continue
+        out = job.occ[pid].data() + P.first[u]
+        gap = <uint64_t>(p - P.last[u])
+        while gap >= 128:
+            out[0] = <uint8_t>(gap & 127) | 128
+            out += 1
+            gap >>= 7
+        out[0] = <uint8_t>gap
+        P.first[u] = out + 1 - job.occ[pid].data()
+        P.last[u] = p
+    P.at = end
+
+
+cdef void count_part(void* arg, int tid) noexcept nogil:
+    """The pool's job in a recount: thread tid's next step of the current pass."""
+    cdef const CountJob* job = <const CountJob*>arg
+    if job.listing:
+        list_slots(job, &job.parts[tid])
+    else:
+        count_slots(job, &job.parts[tid])
+
+
 @cython.final
 cdef class _Merger:
     """The corpus, the tracked pairs with their counts and occurrences, the heap, and the threads:
@@ -692,80 +807,117 @@ cdef class _Merger:
 
     cdef int recount(self) except -1:
         """(Re)build every tracked pair from the corpus as it is now: counts, occurrence lists,
-        heap. Two passes: count every pair, then list the positions of those tracked."""
+        heap. Two passes over the slots, cut into one range per thread: count every pair (each
+        thread in a map of its own), then write the positions of the tracked ones straight into
+        their lists, sized beforehand (plan_lists). Ids follow first appearance in slot order, as
+        one thread gives them: range 0's pairs in its order, then range 1's new ones, and so on."""
         self.clear_pairs()
-        cdef PairMap seen
-        cdef vector[int64_t] totals
-        cdef vector[int64_t] sizes
-        cdef vector[int32_t] tracked_id
-        cdef Py_ssize_t p, q, n = self.sym.shape[0], run = 0
-        cdef int32_t t = -1, pid
-        cdef int64_t w = 0
-        cdef int round_
-        # Continuing from a base, the pairs of its tokens are many (millions, against thousands of
-        # byte pairs), so the map misses the CPU's caches: the first pass notes each position's
-        # pair index (4 bytes a slot, for the set-up only) and the second reads it back.
-        cdef bint remember = self.many_pairs
+        cdef int k, n_parts = self.n_threads
+        cdef Py_ssize_t n = self.sym.shape[0]
+        cdef vector[CountPart] parts
         cdef vector[int32_t] pair_at
-        if remember:
+        cdef CountJob job
+        # Continuing from a base, the pairs of its tokens are many (millions, against thousands of
+        # byte pairs), so the maps miss the CPU's caches: the first pass notes each position's
+        # pair (4 bytes a slot, for the set-up only) and the second reads it back.
+        if self.many_pairs:
             pair_at.assign(n, -1)
-        if pairmap_init(&seen, 1 << 16) != 0:
-            raise MemoryError()
+        parts.resize(n_parts)
+        job.corpus, job.parts, job.remember, job.step = &self.c, parts.data(), self.many_pairs, SIGNAL_CHECK_EVERY
+        job.pair_at = pair_at.data() if self.many_pairs else NULL
         try:
-            for round_ in range(2):                # 0: count every pair; 1: list the tracked ones
-                run = 0
-                for p in range(n):
-                    if p % SIGNAL_CHECK_EVERY == 0:
-                        PyErr_CheckSignals()
-                        self.advance(p)
-                    if round_ == 1 and remember:
-                        t = pair_at[p]
-                        if t < 0 or totals[t] < self.track_from:
-                            continue
-                        q = next_token(&self.c, p)
-                    else:
-                        if self.sym[p] < 0:
-                            continue
-                        q = next_token(&self.c, p)
-                        if q < 0:
-                            continue
-                    if round_ == 0:
-                        t = pairmap_get_or_add(&seen, pair_key(self.sym[p], self.sym[q]), <int32_t>totals.size())
-                        if t == -2:
-                            raise MemoryError()
-                        if t == <int32_t>totals.size():
-                            totals.push_back(0)
-                            sizes.push_back(0)
-                        if remember:
-                            pair_at[p] = t
-                        if p < self.c.heavy_end:      # the weight, walking the runs as p grows
-                            w = self.heavy_count[self.word_of[p]]
-                        else:
-                            while self.run_start[run + 1] <= p:
-                                run += 1
-                            w = self.run_count[run]
-                        totals[t] += w
-                        sizes[t] += 1
-                        continue
-                    if not remember:
-                        t = pairmap_get(&seen, pair_key(self.sym[p], self.sym[q]))
-                    if totals[t] < self.track_from:
-                        continue
-                    if tracked_id[t] < 0:
-                        pid = self.new_pair(pair_key(self.sym[p], self.sym[q]))
-                        tracked_id[t] = pid
-                        self.count[pid] = totals[t]
-                        self.occ[pid].reserve(sizes[t])
-                    self.append(tracked_id[t], p)
-                if round_ == 0:
-                    tracked_id.assign(totals.size(), -1)
-                self.reported += n
+            for k in range(n_parts):
+                parts[k].lo = parts[k].at = n * k // n_parts
+                parts[k].hi = n * (k + 1) // n_parts
+                if pairmap_init(&parts[k].seen, 1 << 16) != 0:
+                    raise MemoryError()
+            job.listing = False
+            self.pass_over(&job, n_parts)
+            self.plan_lists(parts.data(), n_parts)
+            for k in range(n_parts):
+                parts[k].at = parts[k].lo
+            job.occ, job.listing = self.occ.data(), True
+            self.pass_over(&job, n_parts)
         finally:
-            pairmap_free(&seen)
-        for pid in range(<int32_t>self.keys.size()):
-            self.track(pid)
+            for k in range(n_parts):
+                pairmap_free(&parts[k].seen)
+        for k in range(<int>self.keys.size()):
+            self.track(k)
         self.created.clear()
         self.recounts += 1
+        return 0
+
+    cdef int pass_over(self, CountJob* job, int n_parts) except -1:
+        """One pass of a recount on every thread, a step at a time: between steps, Ctrl-C is looked
+        for and the progress told."""
+        cdef int k
+        cdef Py_ssize_t done
+        cdef bint finished = False
+        while not finished:
+            if self.pool != NULL:
+                with nogil:
+                    self.pool.run(count_part, job)
+            else:
+                count_part(job, 0)
+            PyErr_CheckSignals()
+            done, finished = 0, True
+            for k in range(n_parts):
+                if job.parts[k].failed:
+                    raise MemoryError()
+                done += job.parts[k].at - job.parts[k].lo
+                finished = finished and job.parts[k].at == job.parts[k].hi
+            self.advance(done)
+        self.reported += self.sym.shape[0]
+        return 0
+
+    cdef int plan_lists(self, CountPart* parts, int n_parts) except -1:
+        """Between the passes of a recount: number the pairs of all ranges as one pass would, track
+        those counted at least track_from times, and size their lists: range k's part of a list
+        starts where range k - 1's ends, its first gap counted from the position listed last."""
+        cdef vector[uint64_t] keys = parts[0].keys
+        cdef vector[int64_t] totals = parts[0].totals
+        cdef vector[int32_t] tracked
+        cdef vector[int64_t] size_of, last_of
+        cdef CountPart* P
+        cdef size_t u
+        cdef int k
+        cdef int32_t g, pid
+        cdef int64_t first, local_last
+        for k in range(1, n_parts):                # range 0's map numbers every pair from here on
+            P = &parts[k]
+            P.pid.resize(P.keys.size())
+            for u in range(P.keys.size()):
+                g = pairmap_get_or_add(&parts[0].seen, P.keys[u], <int32_t>keys.size())
+                if g == -2:
+                    raise MemoryError()
+                if g == <int32_t>keys.size():
+                    keys.push_back(P.keys[u])
+                    totals.push_back(0)
+                totals[g] += P.totals[u]
+                P.pid[u] = g
+        tracked.assign(keys.size(), -1)
+        for u in range(keys.size()):
+            if totals[u] >= self.track_from:
+                tracked[u] = self.new_pair(keys[u])
+                self.count[tracked[u]] = totals[u]
+        size_of.assign(self.keys.size(), 0)
+        last_of.assign(self.keys.size(), 0)
+        parts[0].pid.resize(parts[0].keys.size())
+        for k in range(n_parts):
+            P = &parts[k]
+            for u in range(P.keys.size()):
+                pid = tracked[u if k == 0 else P.pid[u]]
+                P.pid[u] = pid
+                if pid < 0:
+                    continue
+                first, local_last = P.first[u], P.last[u]
+                P.first[u], P.last[u] = size_of[pid], last_of[pid]     # pass 2's cursor and gap base
+                size_of[pid] += P.nbytes[u] - varint_len(<uint64_t>first) + \
+                    varint_len(<uint64_t>(first - last_of[pid]))
+                last_of[pid] = local_last
+        for u in range(self.keys.size()):
+            self.occ[u].resize(size_of[u])
+            self.occ_last[u] = last_of[u]
         return 0
 
     cdef void clear_pairs(self) noexcept:
