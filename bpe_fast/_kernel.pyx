@@ -644,6 +644,90 @@ cdef void count_part(void* arg, int tid) noexcept nogil:
         count_slots(job, &job.parts[tid])
 
 
+# -- one thread's part of laying the words out --------------------------------------------------
+cdef cppclass LayoutPart:
+    # Words k0..k1 - 1 of the falling-count order, placed from slot p0 on. The word-start bits of
+    # the byte holding p0 wait in ``head`` (the part before may write that byte), so no byte of
+    # the bitmap is written by two threads.
+    Py_ssize_t k0, k1, at
+    int64_t p0, p
+    uint8_t head
+    int64_t heavy_end              # where the light words begin, if in this part (else -1)
+    vector[int64_t] run_start, run_count
+
+
+cdef struct LayoutJob:
+    const int32_t* order
+    const int64_t* offsets
+    const int64_t* counts
+    const uint8_t* source
+    const int32_t* slots           # continuing: the base's slots (NULL: the bytes, by rank)
+    const int32_t* rank
+    int32_t* sym
+    uint8_t* word_starts
+    Py_ssize_t n_heavy, step
+    bint placing                   # pass 2 (pass 1 sums each part's slots)
+    LayoutPart* parts
+
+
+cdef void size_words(const LayoutJob* job, LayoutPart* P) noexcept nogil:
+    cdef Py_ssize_t k
+    cdef int64_t total = 0
+    for k in range(P.k0, P.k1):
+        total += job.offsets[job.order[k] + 1] - job.offsets[job.order[k]]
+    P.p = total
+
+
+cdef void place_words(const LayoutJob* job, LayoutPart* P) noexcept nogil:
+    cdef Py_ssize_t k, b, w, end = min(P.at + job.step, P.k1)
+    cdef int64_t src, length, p = P.p
+    for k in range(P.at, end):
+        w = job.order[k]
+        if k == job.n_heavy:
+            P.heavy_end = p
+        if k >= job.n_heavy and (k == job.n_heavy or job.counts[w] != job.counts[job.order[k - 1]]):
+            P.run_start.push_back(p)                # a run of words of one count begins
+            P.run_count.push_back(job.counts[w])
+        src = job.offsets[w]
+        length = job.offsets[w + 1] - src
+        if length and (p >> 3) == (P.p0 >> 3):
+            P.head |= 1 << (p & 7)
+        elif length:
+            job.word_starts[p >> 3] |= 1 << (p & 7)
+        if job.slots != NULL:
+            for b in range(length):
+                job.sym[p + b] = job.slots[src + b]
+        else:
+            for b in range(length):
+                job.sym[p + b] = job.rank[job.source[src + b]]
+        p += length
+    P.p, P.at = p, end
+
+
+cdef void layout_part(void* arg, int tid) noexcept nogil:
+    cdef const LayoutJob* job = <const LayoutJob*>arg
+    if job.placing:
+        place_words(job, &job.parts[tid])
+    else:
+        size_words(job, &job.parts[tid])
+
+
+cdef bint all_placed(const LayoutPart* parts, int n_parts) noexcept:
+    cdef int k
+    for k in range(n_parts):
+        if parts[k].at < parts[k].k1:
+            return False
+    return True
+
+
+cdef int64_t sum_placed(const LayoutPart* parts, int n_parts) noexcept:
+    cdef int k
+    cdef int64_t total = 0
+    for k in range(n_parts):
+        total += parts[k].p - parts[k].p0
+    return total
+
+
 @cython.final
 cdef class _Merger:
     """The corpus, the tracked pairs with their counts and occurrences, the heap, and the threads:
@@ -708,9 +792,9 @@ cdef class _Merger:
         self.track_from = max(track_from, 1)
         self.many_pairs = start is not None
         self.report = setup_progress
+        self.start_threads(threads, parallel_from, n_ids)
         self.lay_out(np.asarray(symbols), offsets, counts, byte_ranks, start)
         self.point_corpus()
-        self.start_threads(threads, parallel_from, n_ids)
         self.reported = self.sym.shape[0]
         self.seconds_layout = now() - t0
         self.recount()
@@ -726,7 +810,8 @@ cdef class _Merger:
         """Copy the words into ``sym`` by falling count (heavy words first, with a word index):
         every byte a one-byte token, or, to continue training, the slots of ``start`` (the same
         layout as ``sym``, word by word in table order); mark where words start; note the runs
-        of equal weight."""
+        of equal weight. Each thread places a range of the words: a first pass sums the slots
+        of each range, so that each knows where its words go."""
         cdef Py_ssize_t n_words = counts.shape[0], n_sym = offsets[n_words] if n_words else 0
         order, n_heavy = by_falling_count(np.asarray(counts))
         cdef const int32_t[::1] by_count = order
@@ -734,38 +819,55 @@ cdef class _Merger:
         ranks = np.arange(256, dtype=np.int32) if byte_ranks is None else np.asarray(byte_ranks, dtype=np.int32)
         cdef const int32_t[::1] rank = ranks
         cdef const int32_t[::1] slots = np.empty(0, np.int32) if start is None else start
-        cdef bint from_slots = start is not None
+        cdef int k, n_parts = self.n_threads
+        cdef vector[LayoutPart] parts
+        cdef LayoutJob job
+        cdef int64_t p = 0
         self.sym = np.empty(n_sym, dtype=np.int32)
         self.word_starts = np.zeros((n_sym >> 3) + 1, dtype=np.uint8)
         self.heavy_count = np.asarray(counts)[order[:n_heavy]]
+        parts.resize(n_parts)
+        job.order = &by_count[0] if n_words else NULL
+        job.offsets, job.counts, job.rank = &offsets[0], &counts[0] if n_words else NULL, &rank[0]
+        job.source = &source[0] if source.shape[0] else NULL
+        job.slots = &slots[0] if start is not None and slots.shape[0] else NULL
+        job.sym = &self.sym[0] if n_sym else NULL
+        job.word_starts, job.n_heavy, job.step, job.parts = &self.word_starts[0], n_heavy, 1 << 18, parts.data()
+        for k in range(n_parts):
+            parts[k].k0 = parts[k].at = n_words * k // n_parts
+            parts[k].k1 = n_words * (k + 1) // n_parts
+            parts[k].heavy_end = -1
+        job.placing = False
+        self.run_layout(&job)
+        for k in range(n_parts):
+            parts[k].p0, p = p, p + parts[k].p
+            parts[k].p = parts[k].p0
+        job.placing = True
+        while not all_placed(parts.data(), n_parts):
+            self.run_layout(&job)
+            PyErr_CheckSignals()
+            self.advance(sum_placed(parts.data(), n_parts))
         run_start, run_count = [], []
-        cdef Py_ssize_t k, w, p = 0, b, length
-        cdef Py_ssize_t heavy_end = 0
-        cdef int64_t last = -1
-        for k in range(n_words):
-            w = by_count[k]
-            if k == n_heavy:
-                heavy_end = p
-            if k >= n_heavy and counts[w] != last:        # a run of words of one count begins
-                run_start.append(p)
-                run_count.append(counts[w])
-                last = counts[w]
-            length = offsets[w + 1] - offsets[w]
-            if length:
-                self.word_starts[p >> 3] |= 1 << (p & 7)
-            for b in range(length):
-                self.sym[p + b] = slots[offsets[w] + b] if from_slots else rank[source[offsets[w] + b]]
-            p += length
-            if k % 65536 == 0:
-                PyErr_CheckSignals()
-                self.advance(p)
-        self.c.heavy_end = p if n_heavy == n_words else heavy_end
+        self.c.heavy_end = n_sym
+        for k in range(n_parts):
+            self.word_starts[parts[k].p0 >> 3] |= parts[k].head
+            run_start.extend(parts[k].run_start)
+            run_count.extend(parts[k].run_count)
+            if parts[k].heavy_end >= 0:
+                self.c.heavy_end = parts[k].heavy_end
         heavy = order[:n_heavy]
         lengths = np.asarray(offsets)[heavy + 1] - np.asarray(offsets)[heavy]
         self.word_of = np.repeat(np.arange(n_heavy, dtype=np.int32), lengths)
         self.run_start = np.array(run_start + [n_sym], dtype=np.int64)
         self.run_count = np.array(run_count, dtype=np.int64)
         return 0
+
+    cdef void run_layout(self, LayoutJob* job) noexcept:
+        if self.pool != NULL:
+            with nogil:
+                self.pool.run(layout_part, job)
+        else:
+            layout_part(job, 0)
 
     cdef void point_corpus(self) noexcept:
         """Fill ``c``, the raw view of the corpus the threads read (the arrays stay on self)."""
