@@ -124,7 +124,8 @@ cdef extern from *:
         std::vector<BpeMade> made;                /* in the order this thread made them */
         std::vector<int32_t> with_left, with_right;
         int32_t zz = -1;
-        std::vector<int64_t> left_loss, right_loss;
+        std::vector<int64_t> left_loss, right_loss;    /* by the destroyed pair's other symbol */
+        std::vector<int32_t> lost_left, lost_right;    /* the symbols whose loss is not 0 */
         int64_t visited = 0, replaced = 0;
         size_t begin = 0, end = 0;                /* bytes of the list: this thread's chunk */
         int64_t base = 0;                         /* the position listed just before begin */
@@ -218,6 +219,7 @@ cdef extern from *:
         vector[int32_t] with_left, with_right
         int32_t zz
         vector[int64_t] left_loss, right_loss
+        vector[int32_t] lost_left, lost_right
         int64_t visited, replaced
         size_t begin, end
         int64_t base, gaps
@@ -392,6 +394,7 @@ cdef inline int32_t made_id(Ledger* L, int32_t s, int32_t z, bint z_on_left) noe
         slot[0] = <int32_t>L.made.size()
         L.made.resize(L.made.size() + 1)
         L.made[slot[0]].key = pair_key(z, s) if z_on_left else pair_key(s, z)
+        L.made[slot[0]].occ.reserve(16)         # one allocation for most lists, not five
     return slot[0]
 
 
@@ -427,11 +430,15 @@ cdef inline void rewrite(const Corpus* c, Ledger* L, Py_ssize_t p, Py_ssize_t q,
         if s == z:                              # made earlier in this word by this merge
             loses_made(L, L.with_right[a], weight)
         elif c.left_of[s] >= 0:                 # (untracked pairs are not counted)
+            if L.left_loss[s] == 0:
+                L.lost_left.push_back(s)
             L.left_loss[s] += weight
         gains(L, made_id(L, s, z, False), x, weight)
     if r >= 0:                                  # (b, t) at q becomes (z, t) at p
         t = c.sym[r]
         if c.right_of[t] >= 0:
+            if L.right_loss[t] == 0:
+                L.lost_right.push_back(t)
             L.right_loss[t] += weight
         gains(L, made_id(L, t, z, True), p, weight)
     if q - 1 > p:
@@ -1174,7 +1181,7 @@ cdef class _Merger:
                 self.thread_replaced[k] += L.replaced
                 self.shared_visited += L.visited
             L.visited, L.replaced = 0, 0
-        self.take_losses(a, b, n_threads)
+        self.take_losses(n_threads)
         if shared:
             self.seconds_fold += now() - t0
 
@@ -1221,32 +1228,33 @@ cdef class _Merger:
             memcpy(dst.data() + old, m.occ.data() + after, m.occ.size() - after)
         self.occ_last[pid] = m.last
 
-    cdef void take_losses(self, int32_t a, int32_t b, int n_threads) noexcept:
+    cdef void take_losses(self, int n_threads) noexcept:
         """Subtract what the existing pairs lost, summed over the threads; free the lists of those
         at 0 (counts of existing pairs only fall in a merge: at 0 now is at 0 during the sweep)."""
-        cdef vector[int32_t]* ends = &self.ends_with[a]
-        cdef vector[int32_t]* starts = &self.starts_with[b]
+        cdef vector[int32_t] touched
+        cdef Ledger* L
         cdef size_t i
         cdef int k
         cdef int32_t pid, s
-        for i in range(ends.size()):
-            pid = ends[0][i]
-            s = key_left(self.keys[pid])
-            for k in range(n_threads):
-                self.count[pid] -= self.ledgers[k].left_loss[s]
-                self.ledgers[k].left_loss[s] = 0
-        for i in range(starts.size()):
-            pid = starts[0][i]
-            s = key_right(self.keys[pid])
-            for k in range(n_threads):
-                self.count[pid] -= self.ledgers[k].right_loss[s]
-                self.ledgers[k].right_loss[s] = 0
-        for i in range(ends.size()):
-            if self.count[ends[0][i]] == 0:
-                self.free_list(ends[0][i])
-        for i in range(starts.size()):
-            if self.count[starts[0][i]] == 0:
-                self.free_list(starts[0][i])
+        for k in range(n_threads):
+            L = &self.ledgers[k]
+            for i in range(L.lost_left.size()):
+                s = L.lost_left[i]
+                pid = self.left_of[s]
+                self.count[pid] -= L.left_loss[s]
+                L.left_loss[s] = 0
+                touched.push_back(pid)
+            for i in range(L.lost_right.size()):
+                s = L.lost_right[i]
+                pid = self.right_of[s]
+                self.count[pid] -= L.right_loss[s]
+                L.right_loss[s] = 0
+                touched.push_back(pid)
+            L.lost_left.clear()
+            L.lost_right.clear()
+        for i in range(touched.size()):
+            if self.count[touched[i]] == 0:
+                self.free_list(touched[i])
 
     cdef void settle(self, int32_t pid) noexcept:
         """After the fold: the merged pair is gone; the new pairs counted at least ``track_from``
