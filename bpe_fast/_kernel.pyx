@@ -103,20 +103,41 @@ ctypedef void (*job_fn)(void*, int) noexcept nogil
 cdef extern from *:
     """
     #include <chrono>
+    #include <cstring>
     #include <time.h>
     #include <condition_variable>
     #include <mutex>
     #include <thread>
     #include <vector>
 
-    /* A pair one thread made during a merge (see the module docstring: ledgers, cuts). */
+    /* A pair one thread made during a merge (see the module docstring: ledgers, cuts). Most
+       such pairs are rare and dropped at the end of the merge: their lists stay in the struct
+       (no allocation); a list that grows longer moves to the heap. */
     struct BpeMade {
         uint64_t key = 0;
         int64_t count = 0;
         int64_t last = 0;          /* the last position listed */
-        size_t cut = 0;            /* bytes of occ when the count last fell to 0 */
+        size_t cut = 0;            /* bytes listed when the count last fell to 0 */
         int64_t cut_last = 0;      /* the position listed just before the cut */
-        std::vector<uint8_t> occ;  /* varint gaps, the first from 0 */
+        bool from_cut = false;     /* the fold: the list was freed before this thread's range */
+        size_t n = 0;              /* bytes listed: varint gaps, the first from 0 */
+        uint8_t small[40];
+        std::vector<uint8_t> big;  /* the list once it outgrows small */
+
+        void put(uint64_t gap) {
+            uint8_t bytes[10];
+            size_t k = 0;
+            while (gap >= 128) { bytes[k++] = (uint8_t)((gap & 127) | 128); gap >>= 7; }
+            bytes[k++] = (uint8_t)gap;
+            if (big.empty() && n + k <= sizeof(small)) {
+                memcpy(small + n, bytes, k);
+            } else {
+                if (big.empty()) { big.reserve(4 * sizeof(small)); big.assign(small, small + n); }
+                big.insert(big.end(), bytes, bytes + k);
+            }
+            n += k;
+        }
+        const uint8_t* data() const { return big.empty() ? small : big.data(); }
     };
 
     /* One thread's record of a merge, and its share of the merge's list. */
@@ -212,8 +233,11 @@ cdef extern from *:
     cdef cppclass Made "BpeMade":
         uint64_t key
         int64_t count, last, cut_last
-        size_t cut
-        vector[uint8_t] occ
+        size_t cut, n
+        bint from_cut
+        vector[uint8_t] big
+        void put(uint64_t) nogil
+        const uint8_t* data() nogil
     cdef cppclass Ledger "BpeLedger":
         vector[Made] made
         vector[int32_t] with_left, with_right
@@ -239,6 +263,9 @@ cdef enum:
     HEAVY = 256            # words counted at least this often get a per-slot word index
     PARALLEL_FROM = 1 << 15   # bytes of a merge's list from which the threads share it (tuned)
     LOOK_AHEAD = 16        # entries of a list whose slots are fetched before they are visited
+
+# (id of a pair, its other symbol): see _Merger.ends_with
+ctypedef pair[int32_t, int32_t] Neighbour
 
 # ((count, ~key), id): the max-heap's top has the highest count, then the smallest key.
 ctypedef pair[pair[int64_t, uint64_t], int32_t] HeapEntry
@@ -394,7 +421,6 @@ cdef inline int32_t made_id(Ledger* L, int32_t s, int32_t z, bint z_on_left) noe
         slot[0] = <int32_t>L.made.size()
         L.made.resize(L.made.size() + 1)
         L.made[slot[0]].key = pair_key(z, s) if z_on_left else pair_key(s, z)
-        L.made[slot[0]].occ.reserve(16)         # one allocation for most lists, not five
     return slot[0]
 
 
@@ -403,7 +429,7 @@ cdef inline void gains(Ledger* L, int32_t i, Py_ssize_t pos, int64_t weight) noe
     each at most once per pair, so the list stays sorted without a check."""
     cdef Made* m = &L.made[i]
     m.count += weight
-    put_varint(&m.occ, <uint64_t>(pos - m.last))
+    m.put(<uint64_t>(pos - m.last))
     m.last = pos
 
 
@@ -413,7 +439,7 @@ cdef inline void loses_made(Ledger* L, int32_t i, int64_t weight) noexcept nogil
     cdef Made* m = &L.made[i]
     m.count -= weight
     if m.count == 0:
-        m.cut = m.occ.size()
+        m.cut = m.n
         m.cut_last = m.last
 
 
@@ -753,8 +779,11 @@ cdef class _Merger:
     cdef vector[int64_t] count
     cdef vector[vector[uint8_t]] occ
     cdef vector[int64_t] occ_last
-    cdef vector[vector[int32_t]] ends_with     # by symbol x: ids of tracked pairs (s, x)
-    cdef vector[vector[int32_t]] starts_with   # by symbol x: ids of tracked pairs (x, t)
+    # by symbol x: (id, s) of each tracked pair (s, x), and (id, t) of each (x, t); pairs whose
+    # count fell to 0 stay listed (their key never occurs again: it holds no newer symbol), so
+    # that a merge reads these lists straight, not the pairs' counts and keys all over memory
+    cdef vector[vector[Neighbour]] ends_with
+    cdef vector[vector[Neighbour]] starts_with
     cdef priority_queue[HeapEntry] heap
     cdef int64_t track_from
     cdef bint many_pairs           # continuing from a base: see recount
@@ -1051,8 +1080,9 @@ cdef class _Merger:
 
     cdef inline void track(self, int32_t pid) noexcept:
         """A pair with its count settled joins the heap and the by-symbol lists."""
-        self.ends_with[key_right(self.keys[pid])].push_back(pid)
-        self.starts_with[key_left(self.keys[pid])].push_back(pid)
+        cdef int32_t s = key_left(self.keys[pid]), t = key_right(self.keys[pid])
+        self.ends_with[t].push_back(Neighbour(pid, s))
+        self.starts_with[s].push_back(Neighbour(pid, t))
         self.push(pid)
 
     cdef inline void push(self, int32_t pid) noexcept:
@@ -1081,35 +1111,24 @@ cdef class _Merger:
         self.occ_last[pid] = 0                      # (gaps of a new list count from 0)
 
     cdef void index_neighbours(self, int32_t a, int32_t b) noexcept:
-        """Fill left_of[s] = id of (s, a) and right_of[t] = id of (b, t) for the tracked pairs;
-        pairs whose count reached 0 leave the by-symbol lists on the way."""
-        cdef vector[int32_t]* ends = &self.ends_with[a]
-        cdef vector[int32_t]* starts = &self.starts_with[b]
-        cdef size_t i, kept = 0
-        cdef int32_t pid
+        """Fill left_of[s] = id of (s, a) and right_of[t] = id of (b, t) for the tracked pairs."""
+        cdef vector[Neighbour]* ends = &self.ends_with[a]
+        cdef vector[Neighbour]* starts = &self.starts_with[b]
+        cdef size_t i
         for i in range(ends.size()):
-            pid = ends[0][i]
-            if self.count[pid] > 0:
-                self.left_of[key_left(self.keys[pid])] = pid
-                ends[0][kept] = pid
-                kept += 1
-        ends.resize(kept)
-        kept = 0
+            self.left_of[ends[0][i].second] = ends[0][i].first
         for i in range(starts.size()):
-            pid = starts[0][i]
-            if self.count[pid] > 0:
-                self.right_of[key_right(self.keys[pid])] = pid
-                starts[0][kept] = pid
-                kept += 1
-        starts.resize(kept)
+            self.right_of[starts[0][i].second] = starts[0][i].first
 
     cdef void clear_neighbours(self, int32_t a, int32_t b) noexcept:
-        """Undo index_neighbours (every entry it set, whatever the counts are now)."""
+        """Undo index_neighbours."""
+        cdef vector[Neighbour]* ends = &self.ends_with[a]
+        cdef vector[Neighbour]* starts = &self.starts_with[b]
         cdef size_t i
-        for i in range(self.ends_with[a].size()):
-            self.left_of[key_left(self.keys[self.ends_with[a][i]])] = -1
-        for i in range(self.starts_with[b].size()):
-            self.right_of[key_right(self.keys[self.starts_with[b][i]])] = -1
+        for i in range(ends.size()):
+            self.left_of[ends[0][i].second] = -1
+        for i in range(starts.size()):
+            self.right_of[starts[0][i].second] = -1
 
     # -- one merge ---------------------------------------------------------------------------
     cdef void merge(self, int32_t pid, int32_t z) noexcept:
@@ -1173,8 +1192,10 @@ cdef class _Merger:
         cdef Ledger* L
         cdef double t0 = now() if shared else 0
         for k in range(n_threads):
+            self.number_made(&self.ledgers[k], z)
+        for k in range(n_threads):
             L = &self.ledgers[k]
-            self.take_made(L, z)
+            self.move_lists(L, z)
             self.visited += L.visited
             self.replaced += L.replaced
             if shared:
@@ -1185,29 +1206,47 @@ cdef class _Merger:
         if shared:
             self.seconds_fold += now() - t0
 
-    cdef void take_made(self, Ledger* L, int32_t z) noexcept:
-        """The pairs one thread made: ids for those no earlier thread made, counts added, lists
-        appended (or begun anew after the cut, when the count was 0: the sweep freed it there)."""
+    cdef inline int32_t* made_slot(self, Ledger* L, uint64_t key, int32_t z) noexcept:
+        """Where the id of a pair this merge made is kept (with_left, with_right or zz); the
+        ledger's own entry for it is cleared on the way."""
+        cdef int32_t s = key_left(key), t = key_right(key)
+        if s == z and t == z:
+            L.zz = -1
+            return &self.zz
+        if t == z:
+            L.with_left[s] = -1
+            return &self.with_left[s]
+        L.with_right[t] = -1
+        return &self.with_right[t]
+
+    cdef void number_made(self, Ledger* L, int32_t z) noexcept:
+        """The pairs one thread made: ids for those no earlier thread made, counts added. A pair
+        whose count is 0 when this thread's range begins had its list freed (or not begun): the
+        list will begin anew after this thread's cut."""
         cdef size_t i
-        cdef Made* m
-        cdef int32_t s, t
         cdef int32_t* slot
         for i in range(L.made.size()):
-            m = &L.made[i]
-            s, t = key_left(m.key), key_right(m.key)
-            if s == z and t == z:
-                slot, L.zz = &self.zz, -1
-            elif t == z:
-                slot, L.with_left[s] = &self.with_left[s], -1
-            else:
-                slot, L.with_right[t] = &self.with_right[t], -1
+            slot = self.made_slot(L, L.made[i].key, z)
             if slot[0] < 0:
-                slot[0] = self.new_pair(m.key)
-            if self.count[slot[0]] == 0:
-                self.take_list(slot[0], m, m.cut, m.cut_last)
+                slot[0] = self.new_pair(L.made[i].key)
+            L.made[i].from_cut = self.count[slot[0]] == 0
+            self.count[slot[0]] += L.made[i].count
+
+    cdef void move_lists(self, Ledger* L, int32_t z) noexcept:
+        """Then their lists, in thread order, for the pairs settle will keep (the others' lists are
+        dropped there anyway)."""
+        cdef size_t i
+        cdef Made* m
+        cdef int32_t pid
+        for i in range(L.made.size()):
+            m = &L.made[i]
+            pid = self.made_slot(L, m.key, z)[0]
+            if self.count[pid] < self.track_from:
+                continue
+            if m.from_cut:
+                self.take_list(pid, m, m.cut, m.cut_last)
             else:
-                self.take_list(slot[0], m, 0, 0)
-            self.count[slot[0]] += m.count
+                self.take_list(pid, m, 0, 0)
         L.made.clear()
 
     cdef void take_list(self, int32_t pid, Made* m, size_t start, int64_t start_last) noexcept:
@@ -1216,16 +1255,16 @@ cdef class _Merger:
         cdef vector[uint8_t]* dst = &self.occ[pid]
         cdef uint64_t gap
         cdef size_t after, old
-        if start >= m.occ.size():
+        if start >= m.n:
             return
-        if start == 0 and dst.empty() and self.occ_last[pid] == 0:
-            dst.swap(m.occ)                         # both count the first gap from 0
+        if start == 0 and dst.empty() and self.occ_last[pid] == 0 and not m.big.empty():
+            dst.swap(m.big)                         # both count the first gap from 0
         else:
-            after = get_varint(m.occ.data(), start, &gap)
+            after = get_varint(m.data(), start, &gap)
             self.append(pid, start_last + <int64_t>gap)
             old = dst.size()
-            dst.resize(old + m.occ.size() - after)
-            memcpy(dst.data() + old, m.occ.data() + after, m.occ.size() - after)
+            dst.resize(old + m.n - after)
+            memcpy(dst.data() + old, m.data() + after, m.n - after)
         self.occ_last[pid] = m.last
 
     cdef void take_losses(self, int n_threads) noexcept:
