@@ -261,7 +261,7 @@ cdef enum:
     SIGNAL_CHECK_EVERY = 1 << 22
     MIDDLE = -1            # a slot strictly inside a token
     HEAVY = 256            # words counted at least this often get a per-slot word index
-    PARALLEL_FROM = 1 << 15   # bytes of a merge's list from which the threads share it (tuned)
+    PARALLEL_FROM = 1 << 13   # bytes of a merge's list from which the threads share it (tuned)
     LOOK_AHEAD = 16        # entries of a list whose slots are fetched before they are visited
 
 # (id of a pair, its other symbol): see _Merger.ends_with
