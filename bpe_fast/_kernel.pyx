@@ -76,12 +76,20 @@ order, and the state it leaves is the one-thread sweep's, entry for entry:
   made earlier in the same word (the token before was z), so within a range its count never
   falls below what it was when the range began: it falls to 0 inside range k only if it was 0
   when range k began, and then the list is range k's list from its cut. Otherwise range k's
-  whole list is appended.
+  whole list is appended. (A pair that ends below ``track_from`` is dropped by settle whatever
+  its list: the fold does not move such lists at all.)
 
 Threads are a pool made with the kernel and ended with it (C++ std::thread: no OpenMP runtime
-to build against or to leave behind in a process that forks counting workers later). A merge
-goes to the pool only when its list holds at least ``parallel_from`` bytes: most merges are
-small, and one thread does them with the same ledger and fold, as one range.
+to build against, which Apple's compiler lacks, or to leave behind in a process that forks
+counting workers later). A merge goes to the pool only when its list holds at least
+``parallel_from`` bytes: most merges are small, and one thread does them with the same ledger
+and fold, as one range. The set-up runs on the pool too, with the same result as one thread:
+the layout (each thread places a range of the words; a first pass sums their lengths) and every
+pair count (each thread counts a range of slots in a map of its own; the ranges' pairs are then
+numbered in range order, which is first appearance in slot order, and each thread writes its
+positions straight into the lists, sized beforehand, its first gap counted from the range
+before). Work that stays on one thread: the heap, the fold and settle of every merge, and the
+rewrite of the small merges; ``Trainer.learn``'s stats measure it (see benchmarks/stages.py).
 """
 cimport cython
 import numpy as np
