@@ -97,7 +97,7 @@ class TrainOptions:
     superword_pattern: str | None = "superword"
     progress: ProgressOption = "auto"
     special_ids: Mapping[str, int] | None = None   # ids given with the special tokens (a dict), to honour
-    threads: int | None = None     # the kernel's threads (train's workers); None: one per CPU available
+    threads: int | None = None     # the kernel's threads (train's workers, at most one per CPU available)
 
     @classmethod
     def checked(cls, vocab_size, **settings) -> TrainOptions:
@@ -384,7 +384,7 @@ def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainRepo
                                  min(max(1, options.min_frequency), INT64_MAX), byte_ranks,
                                  max_token_length=options.max_token_length or 0, start=start, token_lengths=lengths,
                                  first_id=first_id, setup_progress=bar.callback(reach=True),
-                                 threads=options.threads or default_workers())
+                                 threads=min(options.threads or default_workers(), default_workers()))
     del table, start
     with Bar(progress, "merging", n_merges, unit="merge", decaying=True) as bar:
         merges = kernel.learn(bar.callback(reach=True))
@@ -451,7 +451,7 @@ def train(files: Inputs, vocab_size: int | Sequence[int], *,
           show_progress: bool | None = None) -> Tokenizer | list[Tokenizer]:
     """Train on files: ``count`` (any input: text, stdin, compressed, JSON lines, Parquet,
     directories; ``workers`` processes, default one per CPU), then ``train_from_table`` (whose
-    kernel then runs on ``workers`` threads).
+    kernel then runs on ``workers`` threads, at most one per CPU).
 
     The result is the same as treating each whole text file as one document, for any block
     size, number of workers and memory budget. ``lines=True`` makes every line (up to "\n") a

@@ -18,6 +18,7 @@ import bpe_fast
 from bpe_fast import WordTable, _kernel
 from bpe_fast import trainer as trainer_module
 from bpe_fast._kernel import train_merges
+from bpe_fast.counting import default_workers
 from bpe_fast.reference import train_reference
 
 from .conftest import SHARED, read_corpus, shared_path, small_text
@@ -138,7 +139,10 @@ def test_public_training_on_the_parallel_path(monkeypatch, tie_break):
     asked = share_every_merge(monkeypatch)
     assert bpe_fast.train_from_iterator(docs, 700, pattern="gpt2", tie_break=tie_break, workers=2,
                                         max_token_length=12) == one
-    assert asked == [2]                             # the kernel gets train's workers as threads
+    cpus = default_workers()
+    assert asked == [min(2, cpus)]                  # the kernel gets train's workers as threads,
+    bpe_fast.train_from_iterator(docs[:1], 300, workers=64)
+    assert asked[-1] == cpus                        # at most one per CPU
 
 
 def test_continued_training_on_the_parallel_path(monkeypatch):
