@@ -10,7 +10,9 @@ measured on the same table, one run of each after the other, ``--repeats`` times
 child times the kernel's set-up (``_kernel.Trainer``: lay the words out, count the pairs) and
 its merges (``learn``), and reports the kernel's work counters; the parent adds the CPU time every
 other process on the machine used meanwhile (a busy machine makes wall times noisy: compare the
-medians, and the work counters, which load does not change). A tree whose kernel has no
+medians, the CPU times and the work counters, which load changes less or not at all). For a
+kernel that reports its threads' CPU, the table adds what the merging would take with a core per
+thread: the one-thread CPU plus the longest thread of each shared merge. A tree whose kernel has no
 ``threads`` keyword is run once per round, as one thread. The merges of every run are compared.
 """
 from __future__ import annotations
@@ -35,12 +37,21 @@ def one(table_path: str, vocab_size: int, threads: int) -> None:
     keywords: dict[str, Any] = {"threads": threads} if threads else {}   # (an old kernel has no threads)
     t0 = time.perf_counter()
     trainer = _kernel.Trainer(table.symbols, table.offsets, table.counts, vocab_size - 256, **keywords)
-    t1 = time.perf_counter()
+    t1, cpu1 = time.perf_counter(), time.process_time()
     stats: dict = {}
     merges = trainer.learn(None, 256, stats)
-    t2 = time.perf_counter()
-    print(RESULT_MARK + json.dumps({"setup_s": t1 - t0, "merges_s": t2 - t1, "stats": stats,
+    t2, cpu2 = time.perf_counter(), time.process_time()
+    print(RESULT_MARK + json.dumps({"setup_s": t1 - t0, "merges_s": t2 - t1, "merges_cpu_s": cpu2 - cpu1,
+                                    "quiet_s": quiet_estimate(stats), "stats": stats,
                                     "merges": hashlib.sha256(merges.tobytes()).hexdigest()[:16]}))
+
+
+def quiet_estimate(stats: dict) -> float | None:
+    """What the merging would take with a core per thread: the main thread's CPU outside the
+    shared merges' parts, plus the longest part of each shared merge (None: an old kernel)."""
+    if "cpu_longest" not in stats:
+        return None
+    return stats["cpu_merging"] - stats["thread_cpu"][0] + stats["cpu_longest"]
 
 
 def has_threads(tree: str) -> bool:
@@ -83,19 +94,21 @@ def main() -> int:
 
 
 def report(runs: dict) -> None:
-    print("\n| tree | vocab | threads | set-up s (median) | merges s (median) | runs (set-up + merges) s "
-          "| peak MB | other CPU s | merges |")
-    print("|---|---:|---:|---:|---:|---|---:|---|---|")
+    print("\n| tree | vocab | threads | set-up s | merges s | merges CPU s | merges, quiet estimate s "
+          "| runs (set-up + merges) s | peak MB | other CPU s | merges |")
+    print("|---|---:|---:|---:|---:|---:|---:|---|---:|---|---|")
     digests: dict[int, set] = {}
     for (tree, vocab, threads), results in runs.items():
         digests.setdefault(vocab, set()).update(r["merges"] for r in results)
         setup = statistics.median(r["setup_s"] for r in results)
         merges = statistics.median(r["merges_s"] for r in results)
+        cpu = statistics.median(r["merges_cpu_s"] for r in results)
+        quiet = "n/a" if results[0]["quiet_s"] is None else f"{statistics.median(r['quiet_s'] for r in results):.2f}"
         each = ", ".join(f"{r['setup_s'] + r['merges_s']:.2f}" for r in results)
         other = ", ".join(f"{r['other_s']:.1f}" for r in results)
         peak = max(r["peak_mb"] for r in results)
-        print(f"| {tree} | {vocab} | {threads or 'n/a'} | {setup:.2f} | {merges:.2f} | {each} | {peak:.0f} "
-              f"| {other} | {results[0]['merges']} |")
+        print(f"| {tree} | {vocab} | {threads or 'n/a'} | {setup:.2f} | {merges:.2f} | {cpu:.2f} | {quiet} | {each} "
+              f"| {peak:.0f} | {other} | {results[0]['merges']} |")
     for vocab, found in digests.items():
         print(f"V={vocab}: " + ("every run learned the same merges" if len(found) == 1 else
                                 f"MERGES DIFFER between runs: {sorted(found)}"))
