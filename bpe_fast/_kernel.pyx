@@ -30,10 +30,14 @@ Invariants kept between merges:
   corpus occur in one rare word only; not tracking them saves most of the memory and time.
   Tracked ids are given in the order of each pair's first occurrence in slot order.
 * Every tracked pair with a positive count has an entry in the heap whose count is >= its true
-  count. Counts of existing pairs only fall, because a merge creates only pairs that hold the
-  new symbol; those are pushed after the merge with their exact count. Popping an entry whose
-  count is out of date re-pushes it with the true count ("lazy re-check"), so the entry that
-  survives a pop is the true best: highest count, then smallest (left, right).
+  count, or waits outside it (``waiting``) with a true count below ``heap_from``. Counts of
+  existing pairs only fall, because a merge creates only pairs that hold the new symbol; those
+  are pushed after the merge with their exact count. Popping an entry whose count is out of
+  date re-pushes it with the true count ("lazy re-check"), so the entry that survives a pop is
+  the true best: highest count, then smallest (left, right), as every waiting pair counts less.
+  When the heap runs dry, ``heap_from`` falls to half the best waiting count and the pairs it
+  now admits join the heap. Most tracked pairs are rare and never come near the top: waiting,
+  they cost four bytes and no heap operation, and the heap stays small enough for the caches.
 
 What one merge of (a, b) into z does to one occurrence at position p (x: the token before it,
 r: the token after it; lengths in bytes):
@@ -95,7 +99,7 @@ cimport cython
 import numpy as np
 cimport numpy as cnp
 from cpython.exc cimport PyErr_CheckSignals
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from libc.stdint cimport INT64_MAX, int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memcpy
 from libcpp.vector cimport vector
 from libcpp.queue cimport priority_queue
@@ -793,6 +797,8 @@ cdef class _Merger:
     cdef vector[vector[Neighbour]] ends_with
     cdef vector[vector[Neighbour]] starts_with
     cdef priority_queue[HeapEntry] heap
+    cdef vector[int32_t] waiting   # tracked pairs counted below heap_from, out of the heap
+    cdef int64_t heap_from
     cdef int64_t track_from
     cdef bint many_pairs           # continuing from a base: see recount
     # the merge in progress
@@ -1076,6 +1082,8 @@ cdef class _Merger:
             self.ends_with[x].clear()
             self.starts_with[x].clear()
         self.heap = priority_queue[HeapEntry]()
+        self.waiting.clear()
+        self.heap_from = INT64_MAX                  # every pair waits; the first pop admits the best
 
     # -- pairs -------------------------------------------------------------------------------
     cdef inline int32_t new_pair(self, uint64_t key) noexcept:
@@ -1094,12 +1102,37 @@ cdef class _Merger:
         self.push(pid)
 
     cdef inline void push(self, int32_t pid) noexcept:
-        self.heap.push(HeapEntry(pair[int64_t, uint64_t](self.count[pid], ~self.keys[pid]), pid))
+        if self.count[pid] >= self.heap_from:
+            self.heap.push(HeapEntry(pair[int64_t, uint64_t](self.count[pid], ~self.keys[pid]), pid))
+        else:
+            self.waiting.push_back(pid)
+
+    cdef bint admit(self) noexcept:
+        """The heap ran dry: lower heap_from to half the best waiting count and move the pairs it
+        admits into the heap (pairs at 0 leave for good). False if no pair is left."""
+        cdef size_t i, kept = 0
+        cdef int64_t best = 0
+        cdef int32_t pid
+        for i in range(self.waiting.size()):
+            best = max(best, self.count[self.waiting[i]])
+        if best == 0:
+            self.waiting.clear()
+            return False
+        self.heap_from = max(best // 2, 1)
+        for i in range(self.waiting.size()):
+            pid = self.waiting[i]
+            if self.count[pid] >= self.heap_from:
+                self.push(pid)
+            elif self.count[pid] > 0:
+                self.waiting[kept] = pid
+                kept += 1
+        self.waiting.resize(kept)
+        return True
 
     cdef int32_t pop_best(self) noexcept:
         """The tracked pair with the highest count (ties: smallest key), or -1 if none is left."""
         cdef HeapEntry top
-        while not self.heap.empty():
+        while not self.heap.empty() or self.admit():
             top = self.heap.top()
             self.heap.pop()
             if self.count[top.second] == top.first.first:
@@ -1405,7 +1438,7 @@ cdef class Trainer:
         if stats is not None:
             stats.update(symbols=self.n_symbols, words=self.n_words, initial_pairs=run.initial_pairs,
                          pairs_tracked=run.keys.size(), positions_visited=run.visited,
-                         occurrences_replaced=run.replaced, recounts=run.recounts, heap_left=run.heap.size(),
+                         occurrences_replaced=run.replaced, recounts=run.recounts, heap_left=run.heap.size() + run.waiting.size(),
                          heavy_slots=run.c.heavy_end, pairs_too_long=self.too_long)
             stats.update(threads=run.n_threads, shared_merges=run.shared_merges, shared_visited=run.shared_visited,
                          thread_replaced=list(run.thread_replaced), seconds_layout=run.seconds_layout,
