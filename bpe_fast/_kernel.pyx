@@ -1370,7 +1370,9 @@ cdef class _Merger:
 cdef class Trainer:
     """Training in two steps, so that the caller can let go of the word table in between: the
     constructor lays the table out (after it, the kernel keeps no reference to the arrays),
-    ``learn`` merges. ``train_merges`` does both at once."""
+    ``learn`` merges. ``train_merges`` does both at once. ``threads`` (default 1) share the
+    set-up and every merge whose occurrence list holds at least ``parallel_from`` bytes; any
+    number learns the same merges."""
     cdef _Merger run
     cdef readonly Py_ssize_t max_merges
     cdef readonly int64_t min_count
@@ -1405,7 +1407,15 @@ cdef class Trainer:
 
     def learn(self, progress=None, Py_ssize_t progress_every=256, dict stats=None):
         """The merges, an int32 array (n, 2): up to ``max_merges``, stopping early when no pair is
-        left or the best count is below ``min_count``."""
+        left or the best count is below ``min_count``.
+
+        ``stats``, if given, receives the work counters, the same for any number of threads
+        (positions visited, occurrences replaced, pairs tracked, ...), and what depends on the
+        threads or the clock: ``shared_merges`` and ``shared_visited`` (the merges done on every
+        thread, and their positions), ``thread_replaced`` and ``thread_cpu`` (each thread's
+        occurrences and CPU seconds in them), ``cpu_longest`` (their longest parts' CPU, summed),
+        ``cpu_merging`` (the calling thread's CPU), and wall seconds: ``seconds_layout`` and
+        ``seconds_count`` (the set-up), ``seconds_merging``, ``seconds_shared``, ``seconds_fold``."""
         cdef _Merger run = self.run
         cdef int32_t[:, ::1] merges = np.empty((self.max_merges, 2), dtype=np.int32)
         cdef Py_ssize_t m = 0
