@@ -31,10 +31,12 @@ from proctree import run_sampled  # noqa: E402  (benchmarks/ is on sys.path)
 RESULT_MARK = "KERNEL_RESULT "
 
 
-def one(table_path: str, vocab_size: int, threads: int) -> None:
+def one(table_path: str, vocab_size: int, threads: int, parallel_from: int) -> None:
     from bpe_fast import WordTable, _kernel
     table = WordTable.load(table_path, check=False)
     keywords: dict[str, Any] = {"threads": threads} if threads else {}   # (an old kernel has no threads)
+    if threads and parallel_from:
+        keywords["parallel_from"] = parallel_from
     t0 = time.perf_counter()
     trainer = _kernel.Trainer(table.symbols, table.offsets, table.counts, vocab_size - 256, **keywords)
     t1, cpu1 = time.perf_counter(), time.process_time()
@@ -65,10 +67,12 @@ def main() -> int:
     ap.add_argument("--trees", default=".", help="comma-separated code trees (checkouts built in place)")
     ap.add_argument("--threads", default="1,2", help="thread counts for trees whose kernel takes threads")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--parallel-from", type=int, default=0,
+                    help="bytes of a merge's list from which the threads share it (default: the kernel's)")
     ap.add_argument("--one", nargs=3, metavar=("TREE", "VOCAB", "THREADS"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.one:
-        one(args.table, int(args.one[1]), int(args.one[2]))
+        one(args.table, int(args.one[1]), int(args.one[2]), args.parallel_from)
         return 0
     trees = [os.path.abspath(t) for t in args.trees.split(",")]
     configs = [(tree, int(v), th) for v in args.vocab_size.split(",") for tree in trees
@@ -77,8 +81,8 @@ def main() -> int:
     for r in range(args.repeats):
         for tree, vocab, threads in configs:
             env = {**os.environ, "PYTHONPATH": tree}
-            run = run_sampled([sys.executable, __file__, args.table, "--one", tree, str(vocab), str(threads)],
-                              env=env)
+            run = run_sampled([sys.executable, __file__, args.table, "--one", tree, str(vocab), str(threads),
+                               "--parallel-from", str(args.parallel_from)], env=env)
             line = next((x for x in run.stdout.splitlines() if x.startswith(RESULT_MARK)), None)
             if run.returncode or line is None:
                 print(run.stderr, file=sys.stderr)
