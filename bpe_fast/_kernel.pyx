@@ -96,6 +96,8 @@ before). Work that stays on one thread: the heap, the fold and settle of every m
 rewrite of the small merges; ``Trainer.learn``'s stats measure it (see benchmarks/stages.py).
 """
 cimport cython
+import os
+
 import numpy as np
 cimport numpy as cnp
 from cpython.exc cimport PyErr_CheckSignals
@@ -179,12 +181,19 @@ cdef extern from *:
         bool stop = false;
 
         explicit BpePool(int n) {
-            for (int t = 1; t < n; ++t) threads.emplace_back([this, t] { loop(t); });
+            try {
+                for (int t = 1; t < n; ++t) threads.emplace_back([this, t] { loop(t); });
+            } catch (...) {         /* no more threads to be had: end those started, then say so */
+                finish();
+                throw;
+            }
         }
-        ~BpePool() {
+        ~BpePool() { finish(); }
+        void finish() {
             { std::lock_guard<std::mutex> g(mu); stop = true; }
             wake.notify_all();
             for (auto& th : threads) th.join();
+            threads.clear();
         }
         void loop(int t) {
             unsigned long seen = 0;
@@ -810,6 +819,7 @@ cdef class _Merger:
     cdef int n_threads
     cdef size_t parallel_from
     cdef Pool* pool
+    cdef object pool_owner                     # the process whose threads they are
     cdef vector[Ledger] ledgers
     # work counters and clocks, for profiling; progress of the set-up (slots so far)
     cdef int64_t visited, replaced, recounts, shared_merges, shared_visited
@@ -945,8 +955,19 @@ cdef class _Merger:
             self.ledgers[k].left_loss.assign(n_ids, 0)
             self.ledgers[k].right_loss.assign(n_ids, 0)
         if self.n_threads > 1:
-            self.pool = new Pool(self.n_threads)
+            try:
+                self.pool = new Pool(self.n_threads)
+                self.pool_owner = os.getpid()
+            except RuntimeError:                    # no threads to be had: one learns the same merges
+                self.n_threads = 1
         return 0
+
+    cdef void check_pool(self) noexcept:
+        """A forked child has none of the pool's threads: it goes on with one (the pool's memory is
+        left alone, as its threads cannot be joined here)."""
+        if self.pool != NULL and self.pool_owner != os.getpid():
+            self.pool = NULL
+            self.n_threads = 1
 
     cdef int advance(self, Py_ssize_t slots) except -1:
         """Tell the set-up's progress callback (if any) how far it is: three passes over the slots
@@ -1408,6 +1429,7 @@ cdef class Trainer:
         ``seconds_count`` (the set-up), ``seconds_merging``, ``seconds_shared``, ``seconds_fold``."""
         cdef _Merger run = self.run
         cdef int32_t[:, ::1] merges = np.empty((self.max_merges, 2), dtype=np.int32)
+        run.check_pool()
         cdef Py_ssize_t m = 0
         cdef int32_t pid
         cdef double t0 = now(), cpu0 = thread_cpu()

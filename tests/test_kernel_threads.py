@@ -7,6 +7,9 @@ end of a one-word corpus.
 """
 from __future__ import annotations
 
+import os
+import select
+import signal
 from types import SimpleNamespace
 
 import numpy as np
@@ -163,3 +166,34 @@ def test_same_vocabulary_as_rustbpe_on_the_parallel_path(monkeypatch):
     rust = rustbpe.Tokenizer()
     rust.train_from_iterator(iter(docs), 3000, pattern=tok.pattern)
     assert dict(rust.get_mergeable_ranks()) == tok.mergeable_ranks()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_a_trainer_used_in_a_forked_child_goes_on_with_one_thread():
+    """The child has none of the pool's threads: waiting for them would hang it."""
+    rng = np.random.default_rng(4)
+    words = {bytes(rng.choice(list(b"abcde"), size=rng.integers(2, 12)).astype(np.uint8)): int(rng.integers(1, 50))
+             for _ in range(500)}
+    expected, _ = run(words, 80, 1)
+    table = WordTable.from_counts(words)
+    trainer = _kernel.Trainer(table.symbols, table.offsets, table.counts, 80, threads=2, parallel_from=1)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:                                    # the child: learn, send the merges, leave
+        try:
+            os.write(write, trainer.learn().astype(np.int32).tobytes())
+        finally:
+            os._exit(0)
+    os.close(write)
+    try:
+        ready, _, _ = select.select([read], [], [], 30)
+        assert ready, "the forked child hangs"
+        got = b""
+        while chunk := os.read(read, 1 << 16):
+            got += chunk
+    finally:
+        os.close(read)
+        if not ready:
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    assert [tuple(m) for m in np.frombuffer(got, np.int32).reshape(-1, 2).tolist()] == expected
