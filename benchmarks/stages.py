@@ -8,10 +8,18 @@ alone, chunk boundaries only); scanning and counting into the native table; sort
 writing it as a part file; adding the parts into the final word table (here two halves of the
 file, as two workers would give); laying the table out for the kernel and counting its pairs;
 and the merges. With ``train()`` the counting stages run on every worker at once.
+
+The kernel's own clocks then split its time: laying the words out, the first pair count, the
+merges shared by the threads (``--threads``, default one per CPU) and those done on one. The
+sequential share is the part of the merging work done on one thread, in CPU seconds (which load
+does not stretch) and in positions visited; from each thread's CPU in the shared merges follows
+what the merging would take on a quiet machine (the one-thread part, plus the longest thread of
+each shared merge).
 """
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
 import tempfile
@@ -19,6 +27,7 @@ import time
 
 from bpe_fast import _kernel
 from bpe_fast._table import ChunkTable
+from bpe_fast.counting import default_workers
 from bpe_fast.inputs import file_tasks, read_block
 from bpe_fast.pretokenize import Splitter
 from bpe_fast.wordtable import WordTable
@@ -37,6 +46,7 @@ def main() -> None:
     ap.add_argument("file")
     ap.add_argument("--pattern", default="gpt2")
     ap.add_argument("--vocab-size", type=int, default=32768)
+    ap.add_argument("--threads", type=int, default=default_workers(), help="the kernel's threads (default: CPUs)")
     args = ap.parse_args()
     splitter = Splitter.of(args.pattern)
     tasks = list(file_tasks(args.file, os.path.getsize(args.file), splitter.cut, 1 << 20))
@@ -64,14 +74,41 @@ def main() -> None:
         table = timed("add the parts into the word table", rows, WordTable.from_parts, paths, splitter.pattern)
     n = args.vocab_size - 256
     trainer = timed("kernel: lay out the words, count the pairs", rows,
-                    _kernel.Trainer, table.symbols, table.offsets, table.counts, n)
+                    functools.partial(_kernel.Trainer, threads=args.threads), table.symbols, table.offsets,
+                    table.counts, n)
     words, symbols = len(table), table.n_symbols
     del table
-    timed(f"kernel: {n:,} merges", rows, trainer.learn)
+    stats: dict = {}
+    timed(f"kernel: {n:,} merges", rows, trainer.learn, None, 256, stats)
     print(f"\n{words:,} distinct chunks, {symbols:,} bytes of them; total {sum(s for _, s in rows):.2f} s")
     print("\n| stage | s |\n|---|---:|")
     for label, seconds in rows:
         print(f"| {label} | {seconds:.2f} |")
+    print_kernel_split(stats)
+
+
+def print_kernel_split(stats: dict) -> None:
+    """The kernel's clocks and work counters (Trainer.learn's stats): where its time went, and
+    how much of the merging ran on one thread."""
+    one_thread_cpu = stats["cpu_merging"] - stats["thread_cpu"][0]     # the main thread outside shared parts
+    shared_cpu = sum(stats["thread_cpu"])
+    rows = [("kernel: lay out the words", stats["seconds_layout"]),
+            ("kernel: first pair count", stats["seconds_count"]),
+            (f"merges shared by {stats['threads']} threads ({stats['shared_merges']:,} merges), wall",
+             stats["seconds_shared"]),
+            ("of which folding the threads' ledgers (one thread)", stats["seconds_fold"]),
+            ("merges on one thread, wall", stats["seconds_merging"] - stats["seconds_shared"]),
+            ("merging CPU on one thread (main thread outside shared parts)", one_thread_cpu),
+            ("merging CPU in shared parts, " + " + ".join(f"{c:.2f}" for c in stats["thread_cpu"]), shared_cpu),
+            ("merging on a quiet machine (one-thread CPU + longest part of each shared merge)",
+             one_thread_cpu + stats["cpu_longest"])]
+    print("\n| kernel | s |\n|---|---:|")
+    for label, seconds in rows:
+        print(f"| {label} | {seconds:.2f} |")
+    visited = stats["positions_visited"]
+    print(f"\nsequential share of the merging: {one_thread_cpu / max(one_thread_cpu + shared_cpu, 1e-9):.0%} of its "
+          f"CPU, {1 - stats['shared_visited'] / max(visited, 1):.0%} of the {visited:,} positions visited "
+          f"(occurrences replaced by each thread in shared merges: {stats['thread_replaced']})")
 
 
 if __name__ == "__main__":

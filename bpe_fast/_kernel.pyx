@@ -20,18 +20,24 @@ Invariants kept between merges:
   stale positions; a position p is a real occurrence exactly when a token a starts at p and the
   next token in the same word is b. The list is kept as LEB128 varints of the gaps between
   positions (``occ_last`` is the last position written): one or two bytes an entry instead of
-  eight, and positions of any size.
+  eight, and positions of any size. When a pair's count falls to 0 its list is freed and the
+  next gap counts from 0 again.
 * A pair is *tracked* (has an id, a list and a heap entry) when its count, at the time it was
   counted, was at least ``track_from``. A pair's count never grows after the merge that creates
   its newest symbol, so an untracked pair stays below ``track_from``: while the best tracked
   count is at least ``track_from`` it is the true best. When it falls below, every pair is
   counted again from the corpus with a lower ``track_from`` ("recount"). Most pairs of a big
   corpus occur in one rare word only; not tracking them saves most of the memory and time.
+  Tracked ids are given in the order of each pair's first occurrence in slot order.
 * Every tracked pair with a positive count has an entry in the heap whose count is >= its true
-  count. Counts of existing pairs only fall, because a merge creates only pairs that hold the
-  new symbol; those are pushed after the merge with their exact count. Popping an entry whose
-  count is out of date re-pushes it with the true count ("lazy re-check"), so the entry that
-  survives a pop is the true best: highest count, then smallest (left, right).
+  count, or waits outside it (``waiting``) with a true count below ``heap_from``. Counts of
+  existing pairs only fall, because a merge creates only pairs that hold the new symbol; those
+  are pushed after the merge with their exact count. Popping an entry whose count is out of
+  date re-pushes it with the true count ("lazy re-check"), so the entry that survives a pop is
+  the true best: highest count, then smallest (left, right), as every waiting pair counts less.
+  When the heap runs dry, ``heap_from`` falls to half the best waiting count and the pairs it
+  now admits join the heap. Most tracked pairs are rare and never come near the top: waiting,
+  they cost four bytes and no heap operation, and the heap stays small enough for the caches.
 
 What one merge of (a, b) into z does to one occurrence at position p (x: the token before it,
 r: the token after it; lengths in bytes):
@@ -43,17 +49,60 @@ r: the token after it; lengths in bytes):
 Slot p now holds z, slot q (b's start) and a's old tail hold -1, and b's tail slot holds z's
 tail mark. The pairs it destroys, (s, a) and (b, t), were made before this merge, so their
 ids are read from two arrays filled for this merge from the pairs ending in a and starting with
-b. The pairs it creates all hold z, so they are found by their other symbol in two small arrays
-(``with_left``: s -> id of (s, z); ``with_right``: t -> id of (z, t)). Per merge only the
-positions in ``occ[(a, b)]`` are visited: the cost follows the occurrences replaced, not the
-size of the corpus. The loop reads like rustbpe's: pop the best pair, rewrite each of its
-occurrences, then settle the counts of the pairs that appeared.
+b. The pairs it creates all hold z, so they are found by their other symbol (``with_left``:
+s -> (s, z); ``with_right``: t -> (z, t)). Per merge only the positions in ``occ[(a, b)]`` are
+visited: the cost follows the occurrences replaced, not the size of the corpus. The loop reads
+like rustbpe's: pop the best pair, rewrite each of its occurrences, then settle the counts of
+the pairs that appeared (the new ones counted at least ``track_from`` times are kept, with ids
+closed up in creation order).
+
+One merge on several threads, exactly as on one. The rewrite of an occurrence reads and writes
+only slots of its own word (``prev_token`` and ``next_token`` stop at word starts); everything
+else it reads (token lengths, weights, the ids of the destroyed pairs) no thread writes during
+the merge. So the list of positions, cut into contiguous ranges whose boundaries fall between
+words, can be rewritten one range per thread at once: each range meets the slots the one-thread
+sweep would have met, so it makes the same decisions (stale or not) and the same events. A
+thread writes its events into its own *ledger*, not into the shared pairs: the counts each
+destroyed pair loses (summed by its other symbol), and the pairs it makes, in the order it made
+them, each with its count, its positions (increasing) and its *cut*: where its list stood the
+last time its count fell to 0. The *fold*, on one thread, then applies the ledgers in range
+order, and the state it leaves is the one-thread sweep's, entry for entry:
+
+* counts: sums do not depend on order. An existing pair only loses in a merge, so its count
+  fell to 0 during the sweep exactly when it ends at 0; the fold frees its list then, as the
+  sweep did.
+* ids: the sweep makes a pair at its first use. Ranges follow each other in position order, so
+  the first uses are range 0's in its order, then range 1's of the pairs range 0 did not make,
+  and so on; the fold gives ids in exactly that order.
+* lists: positions increase from range to range, so a range's list goes after the ones before
+  (its first gap counted again from the list's last position). The sweep freed a new pair's
+  list whenever its running count fell to 0. A new pair loses an occurrence only where it was
+  made earlier in the same word (the token before was z), so within a range its count never
+  falls below what it was when the range began: it falls to 0 inside range k only if it was 0
+  when range k began, and then the list is range k's list from its cut. Otherwise range k's
+  whole list is appended. (A pair that ends below ``track_from`` is dropped by settle whatever
+  its list: the fold does not move such lists at all.)
+
+Threads are a pool made with the kernel and ended with it (C++ std::thread: no OpenMP runtime
+to build against, which Apple's compiler lacks, or to leave behind in a process that forks
+counting workers later). A merge goes to the pool only when its list holds at least
+``parallel_from`` bytes: most merges are small, and one thread does them with the same ledger
+and fold, as one range. The set-up runs on the pool too, with the same result as one thread:
+the layout (each thread places a range of the words; a first pass sums their lengths) and every
+pair count (each thread counts a range of slots in a map of its own; the ranges' pairs are then
+numbered in range order, which is first appearance in slot order, and each thread writes its
+positions straight into the lists, sized beforehand, its first gap counted from the range
+before). Work that stays on one thread: the heap, the fold and settle of every merge, and the
+rewrite of the small merges; ``Trainer.learn``'s stats measure it (see benchmarks/stages.py).
 """
 cimport cython
+import os
+
 import numpy as np
 cimport numpy as cnp
 from cpython.exc cimport PyErr_CheckSignals
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from libc.stdint cimport INT64_MAX, int32_t, int64_t, uint8_t, uint64_t
+from libc.string cimport memcpy
 from libcpp.vector cimport vector
 from libcpp.queue cimport priority_queue
 from libcpp.utility cimport pair
@@ -63,12 +112,180 @@ from ._pairmap cimport PairMap, pair_key, key_left, key_right, pairmap_init, pai
 
 cnp.import_array()
 
+ctypedef void (*job_fn)(void*, int) noexcept nogil
+
+cdef extern from *:
+    """
+    #include <chrono>
+    #include <cstring>
+    #include <time.h>
+    #include <condition_variable>
+    #include <mutex>
+    #include <thread>
+    #include <vector>
+
+    /* A pair one thread made during a merge (see the module docstring: ledgers, cuts). Most
+       such pairs are rare and dropped at the end of the merge: their lists stay in the struct
+       (no allocation); a list that grows longer moves to the heap. */
+    struct BpeMade {
+        uint64_t key = 0;
+        int64_t count = 0;
+        int64_t last = 0;          /* the last position listed */
+        size_t cut = 0;            /* bytes listed when the count last fell to 0 */
+        int64_t cut_last = 0;      /* the position listed just before the cut */
+        bool from_cut = false;     /* the fold: the list was freed before this thread's range */
+        size_t n = 0;              /* bytes listed: varint gaps, the first from 0 */
+        uint8_t small[40];
+        std::vector<uint8_t> big;  /* the list once it outgrows small */
+
+        void put(uint64_t gap) {
+            uint8_t bytes[10];
+            size_t k = 0;
+            while (gap >= 128) { bytes[k++] = (uint8_t)((gap & 127) | 128); gap >>= 7; }
+            bytes[k++] = (uint8_t)gap;
+            if (big.empty() && n + k <= sizeof(small)) {
+                memcpy(small + n, bytes, k);
+            } else {
+                if (big.empty()) { big.reserve(4 * sizeof(small)); big.assign(small, small + n); }
+                big.insert(big.end(), bytes, bytes + k);
+            }
+            n += k;
+        }
+        const uint8_t* data() const { return big.empty() ? small : big.data(); }
+    };
+
+    /* One thread's record of a merge, and its share of the merge's list. */
+    struct BpeLedger {
+        std::vector<BpeMade> made;                /* in the order this thread made them */
+        std::vector<int32_t> with_left, with_right;
+        int32_t zz = -1;
+        std::vector<int64_t> left_loss, right_loss;    /* by the destroyed pair's other symbol */
+        std::vector<int32_t> lost_left, lost_right;    /* the symbols whose loss is not 0 */
+        int64_t visited = 0, replaced = 0;
+        size_t begin = 0, end = 0;                /* bytes of the list: this thread's chunk */
+        int64_t base = 0;                         /* the position listed just before begin */
+        double cpu = 0;                           /* CPU seconds of its last part */
+    };
+
+    /* Threads 1..n-1 wait for jobs; run() does part 0 on the calling thread and returns when
+       every part is done. Made with the kernel, joined when it is freed. */
+    typedef void (*bpe_job_fn)(void*, int);
+    struct BpePool {
+        std::vector<std::thread> threads;
+        std::mutex mu;
+        std::condition_variable wake, done;
+        bpe_job_fn fn = nullptr;
+        void* arg = nullptr;
+        unsigned long generation = 0;
+        size_t pending = 0;
+        bool stop = false;
+
+        explicit BpePool(int n) {
+            try {
+                for (int t = 1; t < n; ++t) threads.emplace_back([this, t] { loop(t); });
+            } catch (...) {         /* no more threads to be had: end those started, then say so */
+                finish();
+                throw;
+            }
+        }
+        ~BpePool() { finish(); }
+        void finish() {
+            { std::lock_guard<std::mutex> g(mu); stop = true; }
+            wake.notify_all();
+            for (auto& th : threads) th.join();
+            threads.clear();
+        }
+        void loop(int t) {
+            unsigned long seen = 0;
+            for (;;) {
+                bpe_job_fn f;
+                void* a;
+                {
+                    std::unique_lock<std::mutex> g(mu);
+                    wake.wait(g, [&] { return stop || generation != seen; });
+                    if (stop) return;
+                    seen = generation;
+                    f = fn;
+                    a = arg;
+                }
+                f(a, t);
+                std::lock_guard<std::mutex> g(mu);
+                if (--pending == 0) done.notify_one();
+            }
+        }
+        void run(bpe_job_fn f, void* a) {
+            {
+                std::lock_guard<std::mutex> g(mu);
+                fn = f;
+                arg = a;
+                pending = threads.size();
+                ++generation;
+            }
+            wake.notify_all();
+            f(a, 0);
+            std::unique_lock<std::mutex> g(mu);
+            done.wait(g, [&] { return pending == 0; });
+        }
+    };
+
+    #if defined(__GNUC__) || defined(__clang__)
+    #define bpe_prefetch(p) __builtin_prefetch((p))
+    #else
+    #define bpe_prefetch(p) ((void)(p))
+    #endif
+
+    static double bpe_now(void) {
+        return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    }
+
+    /* CPU seconds the calling thread has run: what a part of a merge costs, whatever the load
+       (0 where there is no such clock). */
+    #if defined(CLOCK_THREAD_CPUTIME_ID)
+    static double bpe_thread_cpu(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+    }
+    #else
+    static double bpe_thread_cpu(void) { return 0.0; }
+    #endif
+    """
+    cdef cppclass Made "BpeMade":
+        uint64_t key
+        int64_t count, last, cut_last
+        size_t cut, n
+        bint from_cut
+        vector[uint8_t] big
+        void put(uint64_t) nogil
+        const uint8_t* data() nogil
+    cdef cppclass Ledger "BpeLedger":
+        vector[Made] made
+        vector[int32_t] with_left, with_right
+        int32_t zz
+        vector[int64_t] left_loss, right_loss
+        vector[int32_t] lost_left, lost_right
+        int64_t visited, replaced
+        size_t begin, end
+        int64_t base
+        double cpu
+    cdef cppclass Pool "BpePool":
+        Pool(int) except +
+        void run(job_fn, void*) nogil
+    double now "bpe_now"() nogil
+    double thread_cpu "bpe_thread_cpu"() nogil
+    void prefetch "bpe_prefetch"(const void*) nogil
+
 # How often the set-up loops look for Ctrl-C (in slots); the merge loop looks once per merge,
 # so an interrupt stops training within one merge.
 cdef enum:
     SIGNAL_CHECK_EVERY = 1 << 22
     MIDDLE = -1            # a slot strictly inside a token
     HEAVY = 256            # words counted at least this often get a per-slot word index
+    PARALLEL_FROM = 1 << 13   # bytes of a merge's list from which the threads share it (tuned)
+    LOOK_AHEAD = 16        # entries of a list whose slots are fetched before they are visited
+
+# (id of a pair, its other symbol): see _Merger.ends_with
+ctypedef pair[int32_t, int32_t] Neighbour
 
 # ((count, ~key), id): the max-heap's top has the highest count, then the smallest key.
 ctypedef pair[pair[int64_t, uint64_t], int32_t] HeapEntry
@@ -123,29 +340,472 @@ cdef void _scatter_by_count(const int64_t[::1] counts, int64_t[::1] next_at, int
             next_at[counts[w]] += 1
 
 
-@cython.final
-cdef class _Merger:
-    """The corpus, the tracked pairs with their counts and occurrences, and the heap:
-    everything one training run changes, on one object so the merge loop reaches it directly."""
-    # the corpus: one slot per byte (see the module docstring)
-    cdef int32_t[::1] sym
-    cdef uint8_t[::1] word_starts  # a bit per slot: 1 where a word starts
-    cdef int32_t[::1] token_len    # bytes of each token id
+# -- the corpus, as every thread reads it ------------------------------------------------------
+cdef struct Corpus:
+    int32_t* sym                   # one slot per byte (module docstring)
+    const uint8_t* word_starts     # a bit per slot: 1 where a word starts
+    int32_t* token_len             # bytes of each token id
+    Py_ssize_t n                   # slots
     # weights: slots below heavy_end belong to heavy words (word_of gives which); after that,
     # runs of words of equal count, starting at run_start[k], all weigh run_count[k]
-    cdef Py_ssize_t heavy_end
+    Py_ssize_t heavy_end
+    const int32_t* word_of
+    const int64_t* heavy_count
+    const int64_t* run_start
+    const int64_t* run_count
+    Py_ssize_t n_runs
+    # the merge in progress: s -> id of the tracked pair (s, a), t -> id of (b, t), or -1
+    const int32_t* left_of
+    const int32_t* right_of
+
+
+cdef inline bint starts_a_word(const Corpus* c, Py_ssize_t p) noexcept nogil:
+    return (c.word_starts[p >> 3] >> (p & 7)) & 1
+
+
+cdef inline Py_ssize_t next_token(const Corpus* c, Py_ssize_t p) noexcept nogil:
+    """Where the token after the one at p starts, or -1 if it is the last of its word."""
+    cdef Py_ssize_t q = p + c.token_len[c.sym[p]]
+    return q if q < c.n and not starts_a_word(c, q) else -1
+
+
+cdef inline Py_ssize_t prev_token(const Corpus* c, Py_ssize_t p) noexcept nogil:
+    """Where the token before the one at p starts, or -1 if p starts its word."""
+    if starts_a_word(c, p):
+        return -1
+    cdef int32_t before = c.sym[p - 1]
+    return p - 1 if before >= 0 else p - c.token_len[token_of_tail(before)]
+
+
+cdef inline Py_ssize_t next_word_start(const Corpus* c, Py_ssize_t p) noexcept nogil:
+    """The first slot after p that starts a word (n if none): a byte of the bitmap at a time
+    where it can, as a word may be long (a whole document, without a pattern)."""
+    cdef Py_ssize_t y = p + 1
+    while y < c.n and (y & 7) and not starts_a_word(c, y):
+        y += 1
+    while y + 8 <= c.n and not (y & 7) and c.word_starts[y >> 3] == 0:
+        y += 8
+    while y < c.n and not starts_a_word(c, y):
+        y += 1
+    return y if y < c.n else c.n
+
+
+cdef inline int64_t weight_at(const Corpus* c, Py_ssize_t p) noexcept nogil:
+    """The count of the word slot p belongs to."""
+    if p < c.heavy_end:
+        return c.heavy_count[c.word_of[p]]
+    cdef Py_ssize_t lo = 0, hi = c.n_runs - 1, mid
+    while lo < hi:                              # the last run that starts at or before p
+        mid = (lo + hi + 1) >> 1
+        if c.run_start[mid] <= p:
+            lo = mid
+        else:
+            hi = mid - 1
+    return c.run_count[lo]
+
+
+cdef inline void put_varint(vector[uint8_t]* where, uint64_t gap) noexcept nogil:
+    """Append a gap, 7 bits a byte (LEB128)."""
+    while gap >= 128:
+        where.push_back(<uint8_t>(gap & 127) | 128)
+        gap >>= 7
+    where.push_back(<uint8_t>gap)
+
+
+cdef inline size_t get_varint(const uint8_t* data, size_t i, uint64_t* gap) noexcept nogil:
+    """Read the gap at byte i; returns the byte after it."""
+    cdef uint64_t value = 0
+    cdef int shift = 0
+    while data[i] & 128:
+        value |= <uint64_t>(data[i] & 127) << shift
+        shift += 7
+        i += 1
+    gap[0] = value | (<uint64_t>data[i] << shift)
+    return i + 1
+
+
+# -- one thread's part of a merge --------------------------------------------------------------
+cdef struct MergeJob:
+    const Corpus* corpus
+    const uint8_t* occ             # the merged pair's list
+    size_t n_bytes
+    int32_t a, b, z
+    Ledger* ledgers                # one per thread
+
+
+cdef inline int32_t made_id(Ledger* L, int32_t s, int32_t z, bint z_on_left) noexcept nogil:
+    """The ledger's index of (z, s) if z_on_left else (s, z), made on first use."""
+    cdef int32_t* slot = &L.zz if s == z else (&L.with_right[s] if z_on_left else &L.with_left[s])
+    if slot[0] < 0:
+        slot[0] = <int32_t>L.made.size()
+        L.made.resize(L.made.size() + 1)
+        L.made[slot[0]].key = pair_key(z, s) if z_on_left else pair_key(s, z)
+    return slot[0]
+
+
+cdef inline void gains(Ledger* L, int32_t i, Py_ssize_t pos, int64_t weight) noexcept nogil:
+    """One more occurrence of a pair this merge made. Positions arrive in increasing order and
+    each at most once per pair, so the list stays sorted without a check."""
+    cdef Made* m = &L.made[i]
+    m.count += weight
+    m.put(<uint64_t>(pos - m.last))
+    m.last = pos
+
+
+cdef inline void loses_made(Ledger* L, int32_t i, int64_t weight) noexcept nogil:
+    """One occurrence fewer of a pair this merge made (the token before was z); at 0 its list
+    would be freed here: note where (the fold decides whether it really was)."""
+    cdef Made* m = &L.made[i]
+    m.count -= weight
+    if m.count == 0:
+        m.cut = m.n
+        m.cut_last = m.last
+
+
+cdef inline void rewrite(const Corpus* c, Ledger* L, Py_ssize_t p, Py_ssize_t q, int32_t a, int32_t b,
+                         int32_t z) noexcept nogil:
+    """Replace the occurrence (a, b) at p (b starting at q) by z (the picture above)."""
+    cdef Py_ssize_t x = prev_token(c, p)
+    cdef Py_ssize_t r = next_token(c, q)
+    cdef Py_ssize_t tail = q + c.token_len[b] - 1
+    cdef int64_t weight = weight_at(c, p)
+    cdef int32_t s, t
+    if x >= 0:                                  # (s, a) at x becomes (s, z)
+        s = c.sym[x]
+        if s == z:                              # made earlier in this word by this merge
+            loses_made(L, L.with_right[a], weight)
+        elif c.left_of[s] >= 0:                 # (untracked pairs are not counted)
+            if L.left_loss[s] == 0:
+                L.lost_left.push_back(s)
+            L.left_loss[s] += weight
+        gains(L, made_id(L, s, z, False), x, weight)
+    if r >= 0:                                  # (b, t) at q becomes (z, t) at p
+        t = c.sym[r]
+        if c.right_of[t] >= 0:
+            if L.right_loss[t] == 0:
+                L.lost_right.push_back(t)
+            L.right_loss[t] += weight
+        gains(L, made_id(L, t, z, True), p, weight)
+    if q - 1 > p:
+        c.sym[q - 1] = MIDDLE                   # a's tail is inside z now
+    if tail > q:
+        c.sym[q] = MIDDLE                       # so is b's start
+    c.sym[tail] = tail_mark(z)
+    c.sym[p] = z
+
+
+cdef inline void visit(const Corpus* c, Ledger* L, Py_ssize_t p, int32_t a, int32_t b, int32_t z) noexcept nogil:
+    """Rewrite the listed position p unless it is stale."""
+    cdef Py_ssize_t q
+    L.visited += 1
+    if c.sym[p] != a:
+        return                                  # stale: a no longer starts here
+    q = next_token(c, p)
+    if q < 0 or c.sym[q] != b:
+        return                                  # stale: b no longer follows
+    rewrite(c, L, p, q, a, b, z)
+    L.replaced += 1
+
+
+cdef void rewrite_range(const MergeJob* job, Ledger* L) noexcept nogil:
+    """Rewrite this thread's range of the list, left to right (so "aaa" merges as (aa)a).
+
+    The chunk [begin, end) of the list's bytes is cut at entries, not at words; the range moves
+    both ends to word boundaries: it starts at the first entry of the chunk that is not in the
+    word of the entry before the chunk (those belong to the thread before), and runs past the
+    chunk's end while the entries are in the word of the chunk's last entry. Both threads at a
+    boundary compute it from the same entry, so the ranges cover the list once, word-disjoint."""
+    cdef const Corpus* c = job.corpus
+    cdef size_t i = L.begin, after
+    cdef Py_ssize_t p = L.base, lo = next_word_start(c, L.base) if L.begin > 0 else 0, hi = -1
+    cdef uint64_t gap
+    while i < job.n_bytes:                      # skip the previous thread's word
+        after = get_varint(job.occ, i, &gap)
+        if p + <Py_ssize_t>gap >= lo:
+            break
+        i, p = after, p + <Py_ssize_t>gap
+    if i >= L.end:
+        return
+    # The slots visited are far apart in a big corpus, and each visit waits for its slot to come
+    # from memory: a second reader of the list runs LOOK_AHEAD entries ahead and asks for them.
+    cdef size_t ahead = i
+    cdef Py_ssize_t ahead_p = p
+    cdef int k
+    for k in range(LOOK_AHEAD):
+        if ahead >= job.n_bytes:
+            break
+        ahead = get_varint(job.occ, ahead, &gap)
+        ahead_p += <Py_ssize_t>gap
+        prefetch(&c.sym[ahead_p])
+        prefetch(&c.word_starts[ahead_p >> 3])
+    while i < job.n_bytes:
+        if i >= L.end and hi < 0:
+            hi = next_word_start(c, p)          # p: the chunk's last entry
+        after = get_varint(job.occ, i, &gap)
+        if i >= L.end and p + <Py_ssize_t>gap >= hi:
+            break
+        i, p = after, p + <Py_ssize_t>gap
+        if ahead < job.n_bytes:
+            ahead = get_varint(job.occ, ahead, &gap)
+            ahead_p += <Py_ssize_t>gap
+            prefetch(&c.sym[ahead_p])
+            prefetch(&c.word_starts[ahead_p >> 3])   # (a bit per slot, still too big for the caches)
+        visit(c, L, p, job.a, job.b, job.z)
+
+
+cdef int64_t sum_gaps(const uint8_t* data, size_t end) noexcept nogil:
+    """The position listed last before byte ``end``: every gap before it, summed."""
+    cdef size_t i = 0
+    cdef uint64_t gap, total = 0
+    while i < end:
+        i = get_varint(data, i, &gap)
+        total += gap
+    return <int64_t>total
+
+
+cdef void merge_part(void* arg, int tid) noexcept nogil:
+    """The pool's job: thread tid's part of the merge. Each thread sums the gaps before its chunk
+    itself (a read of the bytes, far cheaper than the rewrite), so one hand-over starts it all."""
+    cdef const MergeJob* job = <const MergeJob*>arg
+    cdef Ledger* L = &job.ledgers[tid]
+    cdef double t0 = thread_cpu()
+    L.base = sum_gaps(job.occ, L.begin)
+    rewrite_range(job, L)
+    L.cpu = thread_cpu() - t0
+
+
+cdef inline size_t entry_at_or_after(const uint8_t* data, size_t i, size_t n) noexcept nogil:
+    """The first byte at or after i that starts an entry (n if none)."""
+    while 0 < i < n and data[i - 1] & 128:
+        i += 1
+    return i
+
+
+# -- one thread's part of counting the pairs (recount) ------------------------------------------
+cdef cppclass CountPart:
+    # Pass 1 over a range of slots: every pair that starts there, by local id in the order of
+    # first appearance: its key, weighted count, first and last position, and the bytes of its
+    # list. Pass 2 writes the list where the plan says (``cursor``), from ``prev``.
+    PairMap seen
+    vector[uint64_t] keys
+    vector[int64_t] totals
+    vector[int64_t] first          # pass 2: the cursor (bytes into the pair's list)
+    vector[int64_t] last           # pass 2: the position written last
+    vector[int64_t] nbytes
+    vector[int32_t] pid            # pass 2: local id -> tracked id, or -1
+    Py_ssize_t lo, hi, at, run
+    bint failed
+
+
+cdef struct CountJob:
+    const Corpus* corpus
+    CountPart* parts
+    bint listing                   # pass 2
+    bint remember                  # pair_at holds each slot's local pair id
+    int32_t* pair_at
+    Py_ssize_t step                # slots a thread does per call (then Ctrl-C is looked for)
+    vector[uint8_t]* occ           # the tracked pairs' lists, sized by the plan
+
+
+cdef inline int varint_len(uint64_t gap) noexcept nogil:
+    cdef int n = 1
+    while gap >= 128:
+        gap >>= 7
+        n += 1
+    return n
+
+
+cdef inline int64_t walk_weight(const Corpus* c, Py_ssize_t p, Py_ssize_t* run) noexcept nogil:
+    """weight_at for positions that only grow: the run is walked forward, not searched."""
+    if p < c.heavy_end:
+        return c.heavy_count[c.word_of[p]]
+    while c.run_start[run[0] + 1] <= p:
+        run[0] += 1
+    return c.run_count[run[0]]
+
+
+cdef void count_slots(const CountJob* job, CountPart* P) noexcept nogil:
+    cdef const Corpus* c = job.corpus
+    cdef Py_ssize_t p, q, end = min(P.at + job.step, P.hi)
+    cdef uint64_t key
+    cdef int32_t u
+    for p in range(P.at, end):
+        if c.sym[p] < 0:
+            continue
+        q = next_token(c, p)
+        if q < 0:
+            continue
+        key = pair_key(c.sym[p], c.sym[q])
+        u = pairmap_get_or_add(&P.seen, key, <int32_t>P.keys.size())
+        if u < 0:                               # out of memory
+            P.failed, P.at = True, P.hi
+            return
+        if u == <int32_t>P.keys.size():
+            P.keys.push_back(key)
+            P.totals.push_back(0)
+            P.first.push_back(p)
+            P.last.push_back(0)
+            P.nbytes.push_back(0)
+        if job.remember:
+            job.pair_at[p] = u
+        P.totals[u] += walk_weight(c, p, &P.run)
+        P.nbytes[u] += varint_len(<uint64_t>(p - P.last[u]))
+        P.last[u] = p
+    P.at = end
+
+
+cdef void list_slots(const CountJob* job, CountPart* P) noexcept nogil:
+    cdef const Corpus* c = job.corpus
+    cdef Py_ssize_t p, q, end = min(P.at + job.step, P.hi)
+    cdef int32_t u, pid
+    cdef uint64_t gap
+    cdef uint8_t* out
+    for p in range(P.at, end):
+        if job.remember:
+            u = job.pair_at[p]
+            if u < 0:
+                continue
+        else:
+            if c.sym[p] < 0:
+                continue
+            q = next_token(c, p)
+            if q < 0:
+                continue
+            u = pairmap_get(&P.seen, pair_key(c.sym[p], c.sym[q]))
+        pid = P.pid[u]
+        if pid < 0:
+            continue
+        out = job.occ[pid].data() + P.first[u]
+        gap = <uint64_t>(p - P.last[u])
+        while gap >= 128:
+            out[0] = <uint8_t>(gap & 127) | 128
+            out += 1
+            gap >>= 7
+        out[0] = <uint8_t>gap
+        P.first[u] = out + 1 - job.occ[pid].data()
+        P.last[u] = p
+    P.at = end
+
+
+cdef void count_part(void* arg, int tid) noexcept nogil:
+    """The pool's job in a recount: thread tid's next step of the current pass."""
+    cdef const CountJob* job = <const CountJob*>arg
+    if job.listing:
+        list_slots(job, &job.parts[tid])
+    else:
+        count_slots(job, &job.parts[tid])
+
+
+# -- one thread's part of laying the words out --------------------------------------------------
+cdef cppclass LayoutPart:
+    # Words k0..k1 - 1 of the falling-count order, placed from slot p0 on. The word-start bits of
+    # the byte holding p0 wait in ``head`` (the part before may write that byte), so no byte of
+    # the bitmap is written by two threads.
+    Py_ssize_t k0, k1, at
+    int64_t p0, p
+    uint8_t head
+    int64_t heavy_end              # where the light words begin, if in this part (else -1)
+    vector[int64_t] run_start, run_count
+
+
+cdef struct LayoutJob:
+    const int32_t* order
+    const int64_t* offsets
+    const int64_t* counts
+    const uint8_t* source
+    const int32_t* slots           # continuing: the base's slots (NULL: the bytes, by rank)
+    const int32_t* rank
+    int32_t* sym
+    uint8_t* word_starts
+    Py_ssize_t n_heavy, step
+    bint placing                   # pass 2 (pass 1 sums each part's slots)
+    LayoutPart* parts
+
+
+cdef void size_words(const LayoutJob* job, LayoutPart* P) noexcept nogil:
+    cdef Py_ssize_t k
+    cdef int64_t total = 0
+    for k in range(P.k0, P.k1):
+        total += job.offsets[job.order[k] + 1] - job.offsets[job.order[k]]
+    P.p = total
+
+
+cdef void place_words(const LayoutJob* job, LayoutPart* P) noexcept nogil:
+    cdef Py_ssize_t k, b, w, end = min(P.at + job.step, P.k1)
+    cdef int64_t src, length, p = P.p
+    for k in range(P.at, end):
+        w = job.order[k]
+        if k == job.n_heavy:
+            P.heavy_end = p
+        if k >= job.n_heavy and (k == job.n_heavy or job.counts[w] != job.counts[job.order[k - 1]]):
+            P.run_start.push_back(p)                # a run of words of one count begins
+            P.run_count.push_back(job.counts[w])
+        src = job.offsets[w]
+        length = job.offsets[w + 1] - src
+        if length and (p >> 3) == (P.p0 >> 3):
+            P.head |= 1 << (p & 7)
+        elif length:
+            job.word_starts[p >> 3] |= 1 << (p & 7)
+        if job.slots != NULL:
+            for b in range(length):
+                job.sym[p + b] = job.slots[src + b]
+        else:
+            for b in range(length):
+                job.sym[p + b] = job.rank[job.source[src + b]]
+        p += length
+    P.p, P.at = p, end
+
+
+cdef void layout_part(void* arg, int tid) noexcept nogil:
+    cdef const LayoutJob* job = <const LayoutJob*>arg
+    if job.placing:
+        place_words(job, &job.parts[tid])
+    else:
+        size_words(job, &job.parts[tid])
+
+
+cdef bint all_placed(const LayoutPart* parts, int n_parts) noexcept:
+    cdef int k
+    for k in range(n_parts):
+        if parts[k].at < parts[k].k1:
+            return False
+    return True
+
+
+cdef int64_t sum_placed(const LayoutPart* parts, int n_parts) noexcept:
+    cdef int k
+    cdef int64_t total = 0
+    for k in range(n_parts):
+        total += parts[k].p - parts[k].p0
+    return total
+
+
+@cython.final
+cdef class _Merger:
+    """The corpus, the tracked pairs with their counts and occurrences, the heap, and the threads:
+    everything one training run changes, on one object so the merge loop reaches it directly."""
+    # the corpus's arrays (c points into them; see Corpus)
+    cdef int32_t[::1] sym
+    cdef uint8_t[::1] word_starts
+    cdef int32_t[::1] token_len
     cdef int32_t[::1] word_of
     cdef int64_t[::1] heavy_count
     cdef int64_t[::1] run_start
     cdef int64_t[::1] run_count
+    cdef Corpus c
     # the tracked pairs, by dense id
     cdef vector[uint64_t] keys     # (left << 32 | right)
     cdef vector[int64_t] count
     cdef vector[vector[uint8_t]] occ
     cdef vector[int64_t] occ_last
-    cdef vector[vector[int32_t]] ends_with     # by symbol x: ids of tracked pairs (s, x)
-    cdef vector[vector[int32_t]] starts_with   # by symbol x: ids of tracked pairs (x, t)
+    # by symbol x: (id, s) of each tracked pair (s, x), and (id, t) of each (x, t); pairs whose
+    # count fell to 0 stay listed (their key never occurs again: it holds no newer symbol), so
+    # that a merge reads these lists straight, not the pairs' counts and keys all over memory
+    cdef vector[vector[Neighbour]] ends_with
+    cdef vector[vector[Neighbour]] starts_with
     cdef priority_queue[HeapEntry] heap
+    cdef vector[int32_t] waiting   # tracked pairs counted below heap_from, out of the heap
+    cdef int64_t heap_from
     cdef int64_t track_from
     cdef bint many_pairs           # continuing from a base: see recount
     # the merge in progress
@@ -155,15 +815,27 @@ cdef class _Merger:
     cdef int32_t[::1] left_of      # s -> id of the tracked pair (s, a), or -1
     cdef int32_t[::1] right_of     # t -> id of the tracked pair (b, t), or -1
     cdef vector[int32_t] created   # pairs this merge created
-    # work counters, for profiling; progress of the set-up (slots laid out or counted so far)
-    cdef int64_t visited, replaced, recounts
+    # the threads: a ledger each (ledger 0 also serves the merges done on one thread)
+    cdef int n_threads
+    cdef size_t parallel_from
+    cdef Pool* pool
+    cdef object pool_owner                     # the process whose threads they are
+    cdef vector[Ledger] ledgers
+    # work counters and clocks, for profiling; progress of the set-up (slots so far)
+    cdef int64_t visited, replaced, recounts, shared_merges, shared_visited
+    cdef vector[int64_t] thread_replaced       # occurrences each thread replaced in shared merges
+    cdef vector[double] thread_cpu             # CPU seconds each thread spent in shared merges' parts
+    cdef double seconds_layout, seconds_count, seconds_shared, seconds_fold
+    cdef double cpu_longest                    # shared merges: the longest part's CPU, summed
     cdef Py_ssize_t initial_pairs
     cdef object report
     cdef Py_ssize_t reported
 
     def __cinit__(self, symbols, const int64_t[::1] offsets, const int64_t[::1] counts, Py_ssize_t n_merges,
-                  int64_t track_from, byte_ranks, start, token_lengths, int32_t first_id, setup_progress=None):
+                  int64_t track_from, byte_ranks, start, token_lengths, int32_t first_id, setup_progress=None,
+                  int threads=1, Py_ssize_t parallel_from=PARALLEL_FROM):
         cdef Py_ssize_t n_ids = first_id + n_merges
+        cdef double t0 = now()
         lengths = np.zeros(n_ids, dtype=np.int32)
         lengths[:256] = 1
         if token_lengths is not None:
@@ -178,10 +850,17 @@ cdef class _Merger:
         self.track_from = max(track_from, 1)
         self.many_pairs = start is not None
         self.report = setup_progress
+        self.start_threads(threads, parallel_from, n_ids)
         self.lay_out(np.asarray(symbols), offsets, counts, byte_ranks, start)
+        self.point_corpus()
         self.reported = self.sym.shape[0]
+        self.seconds_layout = now() - t0
         self.recount()
+        self.seconds_count = now() - t0 - self.seconds_layout
         self.initial_pairs = self.keys.size()
+
+    def __dealloc__(self):
+        del self.pool                               # joins the threads (NULL: nothing to do)
 
     # -- set-up ------------------------------------------------------------------------------
     cdef int lay_out(self, symbols, const int64_t[::1] offsets, const int64_t[::1] counts, byte_ranks,
@@ -189,7 +868,8 @@ cdef class _Merger:
         """Copy the words into ``sym`` by falling count (heavy words first, with a word index):
         every byte a one-byte token, or, to continue training, the slots of ``start`` (the same
         layout as ``sym``, word by word in table order); mark where words start; note the runs
-        of equal weight."""
+        of equal weight. Each thread places a range of the words: a first pass sums the slots
+        of each range, so that each knows where its words go."""
         cdef Py_ssize_t n_words = counts.shape[0], n_sym = offsets[n_words] if n_words else 0
         order, n_heavy = by_falling_count(np.asarray(counts))
         cdef const int32_t[::1] by_count = order
@@ -197,38 +877,97 @@ cdef class _Merger:
         ranks = np.arange(256, dtype=np.int32) if byte_ranks is None else np.asarray(byte_ranks, dtype=np.int32)
         cdef const int32_t[::1] rank = ranks
         cdef const int32_t[::1] slots = np.empty(0, np.int32) if start is None else start
-        cdef bint from_slots = start is not None
+        cdef int k, n_parts = self.n_threads
+        cdef vector[LayoutPart] parts
+        cdef LayoutJob job
+        cdef int64_t p = 0
         self.sym = np.empty(n_sym, dtype=np.int32)
         self.word_starts = np.zeros((n_sym >> 3) + 1, dtype=np.uint8)
         self.heavy_count = np.asarray(counts)[order[:n_heavy]]
+        parts.resize(n_parts)
+        job.order = &by_count[0] if n_words else NULL
+        job.offsets, job.counts, job.rank = &offsets[0], &counts[0] if n_words else NULL, &rank[0]
+        job.source = &source[0] if source.shape[0] else NULL
+        job.slots = &slots[0] if start is not None and slots.shape[0] else NULL
+        job.sym = &self.sym[0] if n_sym else NULL
+        job.word_starts, job.n_heavy, job.step, job.parts = &self.word_starts[0], n_heavy, 1 << 18, parts.data()
+        for k in range(n_parts):
+            parts[k].k0 = parts[k].at = n_words * k // n_parts
+            parts[k].k1 = n_words * (k + 1) // n_parts
+            parts[k].heavy_end = -1
+        job.placing = False
+        self.run_layout(&job)
+        for k in range(n_parts):
+            parts[k].p0, p = p, p + parts[k].p
+            parts[k].p = parts[k].p0
+        job.placing = True
+        while not all_placed(parts.data(), n_parts):
+            self.run_layout(&job)
+            PyErr_CheckSignals()
+            self.advance(sum_placed(parts.data(), n_parts))
         run_start, run_count = [], []
-        cdef Py_ssize_t k, w, p = 0, b, length
-        cdef int64_t last = -1
-        for k in range(n_words):
-            w = by_count[k]
-            if k == n_heavy:
-                self.heavy_end = p
-            if k >= n_heavy and counts[w] != last:        # a run of words of one count begins
-                run_start.append(p)
-                run_count.append(counts[w])
-                last = counts[w]
-            length = offsets[w + 1] - offsets[w]
-            if length:
-                self.word_starts[p >> 3] |= 1 << (p & 7)
-            for b in range(length):
-                self.sym[p + b] = slots[offsets[w] + b] if from_slots else rank[source[offsets[w] + b]]
-            p += length
-            if k % 65536 == 0:
-                PyErr_CheckSignals()
-                self.advance(p)
-        if n_heavy == n_words:
-            self.heavy_end = p
+        self.c.heavy_end = n_sym
+        for k in range(n_parts):
+            self.word_starts[parts[k].p0 >> 3] |= parts[k].head
+            run_start.extend(parts[k].run_start)
+            run_count.extend(parts[k].run_count)
+            if parts[k].heavy_end >= 0:
+                self.c.heavy_end = parts[k].heavy_end
         heavy = order[:n_heavy]
         lengths = np.asarray(offsets)[heavy + 1] - np.asarray(offsets)[heavy]
         self.word_of = np.repeat(np.arange(n_heavy, dtype=np.int32), lengths)
         self.run_start = np.array(run_start + [n_sym], dtype=np.int64)
         self.run_count = np.array(run_count, dtype=np.int64)
         return 0
+
+    cdef void run_layout(self, LayoutJob* job) noexcept:
+        if self.pool != NULL:
+            with nogil:
+                self.pool.run(layout_part, job)
+        else:
+            layout_part(job, 0)
+
+    cdef void point_corpus(self) noexcept:
+        """Fill ``c``, the raw view of the corpus the threads read (the arrays stay on self)."""
+        self.c.sym = &self.sym[0] if self.sym.shape[0] else NULL
+        self.c.word_starts = &self.word_starts[0]
+        self.c.token_len = &self.token_len[0]
+        self.c.n = self.sym.shape[0]
+        self.c.word_of = &self.word_of[0] if self.word_of.shape[0] else NULL
+        self.c.heavy_count = &self.heavy_count[0] if self.heavy_count.shape[0] else NULL
+        self.c.run_start = &self.run_start[0]
+        self.c.run_count = &self.run_count[0] if self.run_count.shape[0] else NULL
+        self.c.n_runs = self.run_count.shape[0]
+        self.c.left_of = &self.left_of[0]
+        self.c.right_of = &self.right_of[0]
+
+    cdef int start_threads(self, int threads, Py_ssize_t parallel_from, Py_ssize_t n_ids) except -1:
+        """A ledger per thread, and the pool when there is more than one."""
+        cdef int k
+        self.n_threads = max(threads, 1)
+        self.parallel_from = <size_t>max(parallel_from, 1)
+        self.ledgers.resize(self.n_threads)
+        self.thread_replaced.assign(self.n_threads, 0)
+        self.thread_cpu.assign(self.n_threads, 0)
+        for k in range(self.n_threads):
+            self.ledgers[k].with_left.assign(n_ids, -1)
+            self.ledgers[k].with_right.assign(n_ids, -1)
+            self.ledgers[k].left_loss.assign(n_ids, 0)
+            self.ledgers[k].right_loss.assign(n_ids, 0)
+        if self.n_threads > 1:
+            try:
+                self.pool = new Pool(self.n_threads)
+                self.pool_owner = os.getpid()
+            except RuntimeError:                    # no threads to be had: one learns the same merges
+                self.n_threads = 1
+        return 0
+
+    cdef void check_pool(self) noexcept:
+        """A forked child has none of the pool's threads: it goes on with one (the pool's memory is
+        left alone, as its threads cannot be joined here)."""
+        if self.pool != NULL and self.pool_owner != os.getpid():
+            self.pool = NULL
+            self.n_threads = 1
 
     cdef int advance(self, Py_ssize_t slots) except -1:
         """Tell the set-up's progress callback (if any) how far it is: three passes over the slots
@@ -237,110 +976,119 @@ cdef class _Merger:
             self.report(min(self.reported + slots, 3 * self.sym.shape[0]))
         return 0
 
-    cdef inline int64_t weight_at(self, Py_ssize_t p) noexcept nogil:
-        """The count of the word slot p belongs to."""
-        if p < self.heavy_end:
-            return self.heavy_count[self.word_of[p]]
-        cdef Py_ssize_t lo = 0, hi = self.run_count.shape[0] - 1, mid
-        while lo < hi:                              # the last run that starts at or before p
-            mid = (lo + hi + 1) >> 1
-            if self.run_start[mid] <= p:
-                lo = mid
-            else:
-                hi = mid - 1
-        return self.run_count[lo]
-
-    cdef inline bint starts_a_word(self, Py_ssize_t p) noexcept nogil:
-        return (self.word_starts[p >> 3] >> (p & 7)) & 1
-
-    cdef inline Py_ssize_t next_token(self, Py_ssize_t p) noexcept nogil:
-        """Where the token after the one at p starts, or -1 if it is the last of its word."""
-        cdef Py_ssize_t q = p + self.token_len[self.sym[p]]
-        return q if q < self.sym.shape[0] and not self.starts_a_word(q) else -1
-
-    cdef inline Py_ssize_t prev_token(self, Py_ssize_t p) noexcept nogil:
-        """Where the token before the one at p starts, or -1 if p starts its word."""
-        if self.starts_a_word(p):
-            return -1
-        cdef int32_t before = self.sym[p - 1]
-        return p - 1 if before >= 0 else p - self.token_len[token_of_tail(before)]
-
     cdef int recount(self) except -1:
         """(Re)build every tracked pair from the corpus as it is now: counts, occurrence lists,
-        heap. Two passes: count every pair, then list the positions of those tracked."""
+        heap. Two passes over the slots, cut into one range per thread: count every pair (each
+        thread in a map of its own), then write the positions of the tracked ones straight into
+        their lists, sized beforehand (plan_lists). Ids follow first appearance in slot order, as
+        one thread gives them: range 0's pairs in its order, then range 1's new ones, and so on."""
         self.clear_pairs()
-        cdef PairMap seen
-        cdef vector[int64_t] totals
-        cdef vector[int64_t] sizes
-        cdef vector[int32_t] tracked_id
-        cdef Py_ssize_t p, q, n = self.sym.shape[0], run = 0
-        cdef int32_t t = -1, pid
-        cdef int64_t w = 0
-        cdef int round_
-        # Continuing from a base, the pairs of its tokens are many (millions, against thousands of
-        # byte pairs), so the map misses the CPU's caches: the first pass notes each position's
-        # pair index (4 bytes a slot, for the set-up only) and the second reads it back.
-        cdef bint remember = self.many_pairs
+        cdef int k, n_parts = self.n_threads
+        cdef Py_ssize_t n = self.sym.shape[0]
+        cdef vector[CountPart] parts
         cdef vector[int32_t] pair_at
-        if remember:
+        cdef CountJob job
+        # Continuing from a base, the pairs of its tokens are many (millions, against thousands of
+        # byte pairs), so the maps miss the CPU's caches: the first pass notes each position's
+        # pair (4 bytes a slot, for the set-up only) and the second reads it back.
+        if self.many_pairs:
             pair_at.assign(n, -1)
-        if pairmap_init(&seen, 1 << 16) != 0:
-            raise MemoryError()
+        parts.resize(n_parts)
+        job.corpus, job.parts, job.remember, job.step = &self.c, parts.data(), self.many_pairs, SIGNAL_CHECK_EVERY
+        job.pair_at = pair_at.data() if self.many_pairs else NULL
         try:
-            for round_ in range(2):                # 0: count every pair; 1: list the tracked ones
-                run = 0
-                for p in range(n):
-                    if p % SIGNAL_CHECK_EVERY == 0:
-                        PyErr_CheckSignals()
-                        self.advance(p)
-                    if round_ == 1 and remember:
-                        t = pair_at[p]
-                        if t < 0 or totals[t] < self.track_from:
-                            continue
-                        q = self.next_token(p)
-                    else:
-                        if self.sym[p] < 0:
-                            continue
-                        q = self.next_token(p)
-                        if q < 0:
-                            continue
-                    if round_ == 0:
-                        t = pairmap_get_or_add(&seen, pair_key(self.sym[p], self.sym[q]), <int32_t>totals.size())
-                        if t == -2:
-                            raise MemoryError()
-                        if t == <int32_t>totals.size():
-                            totals.push_back(0)
-                            sizes.push_back(0)
-                        if remember:
-                            pair_at[p] = t
-                        if p < self.heavy_end:        # the weight, walking the runs as p grows
-                            w = self.heavy_count[self.word_of[p]]
-                        else:
-                            while self.run_start[run + 1] <= p:
-                                run += 1
-                            w = self.run_count[run]
-                        totals[t] += w
-                        sizes[t] += 1
-                        continue
-                    if not remember:
-                        t = pairmap_get(&seen, pair_key(self.sym[p], self.sym[q]))
-                    if totals[t] < self.track_from:
-                        continue
-                    if tracked_id[t] < 0:
-                        pid = self.new_pair(pair_key(self.sym[p], self.sym[q]))
-                        tracked_id[t] = pid
-                        self.count[pid] = totals[t]
-                        self.occ[pid].reserve(sizes[t])
-                    self.append(tracked_id[t], p)
-                if round_ == 0:
-                    tracked_id.assign(totals.size(), -1)
-                self.reported += n
+            for k in range(n_parts):
+                parts[k].lo = parts[k].at = n * k // n_parts
+                parts[k].hi = n * (k + 1) // n_parts
+                if pairmap_init(&parts[k].seen, 1 << 16) != 0:
+                    raise MemoryError()
+            job.listing = False
+            self.pass_over(&job, n_parts)
+            self.plan_lists(parts.data(), n_parts)
+            for k in range(n_parts):
+                parts[k].at = parts[k].lo
+            job.occ, job.listing = self.occ.data(), True
+            self.pass_over(&job, n_parts)
         finally:
-            pairmap_free(&seen)
-        for pid in range(<int32_t>self.keys.size()):
-            self.track(pid)
+            for k in range(n_parts):
+                pairmap_free(&parts[k].seen)
+        for k in range(<int>self.keys.size()):
+            self.track(k)
         self.created.clear()
         self.recounts += 1
+        return 0
+
+    cdef int pass_over(self, CountJob* job, int n_parts) except -1:
+        """One pass of a recount on every thread, a step at a time: between steps, Ctrl-C is looked
+        for and the progress told."""
+        cdef int k
+        cdef Py_ssize_t done
+        cdef bint finished = False
+        while not finished:
+            if self.pool != NULL:
+                with nogil:
+                    self.pool.run(count_part, job)
+            else:
+                count_part(job, 0)
+            PyErr_CheckSignals()
+            done, finished = 0, True
+            for k in range(n_parts):
+                if job.parts[k].failed:
+                    raise MemoryError()
+                done += job.parts[k].at - job.parts[k].lo
+                finished = finished and job.parts[k].at == job.parts[k].hi
+            self.advance(done)
+        self.reported += self.sym.shape[0]
+        return 0
+
+    cdef int plan_lists(self, CountPart* parts, int n_parts) except -1:
+        """Between the passes of a recount: number the pairs of all ranges as one pass would, track
+        those counted at least track_from times, and size their lists: range k's part of a list
+        starts where range k - 1's ends, its first gap counted from the position listed last."""
+        cdef vector[uint64_t] keys = parts[0].keys
+        cdef vector[int64_t] totals = parts[0].totals
+        cdef vector[int32_t] tracked
+        cdef vector[int64_t] size_of, last_of
+        cdef CountPart* P
+        cdef size_t u
+        cdef int k
+        cdef int32_t g, pid
+        cdef int64_t first, local_last
+        for k in range(1, n_parts):                # range 0's map numbers every pair from here on
+            P = &parts[k]
+            P.pid.resize(P.keys.size())
+            for u in range(P.keys.size()):
+                g = pairmap_get_or_add(&parts[0].seen, P.keys[u], <int32_t>keys.size())
+                if g == -2:
+                    raise MemoryError()
+                if g == <int32_t>keys.size():
+                    keys.push_back(P.keys[u])
+                    totals.push_back(0)
+                totals[g] += P.totals[u]
+                P.pid[u] = g
+        tracked.assign(keys.size(), -1)
+        for u in range(keys.size()):
+            if totals[u] >= self.track_from:
+                tracked[u] = self.new_pair(keys[u])
+                self.count[tracked[u]] = totals[u]
+        size_of.assign(self.keys.size(), 0)
+        last_of.assign(self.keys.size(), 0)
+        parts[0].pid.resize(parts[0].keys.size())
+        for k in range(n_parts):
+            P = &parts[k]
+            for u in range(P.keys.size()):
+                pid = tracked[u if k == 0 else P.pid[u]]
+                P.pid[u] = pid
+                if pid < 0:
+                    continue
+                first, local_last = P.first[u], P.last[u]
+                P.first[u], P.last[u] = size_of[pid], last_of[pid]     # pass 2's cursor and gap base
+                size_of[pid] += P.nbytes[u] - varint_len(<uint64_t>first) + \
+                    varint_len(<uint64_t>(first - last_of[pid]))
+                last_of[pid] = local_last
+        for u in range(self.keys.size()):
+            self.occ[u].resize(size_of[u])
+            self.occ_last[u] = last_of[u]
         return 0
 
     cdef void clear_pairs(self) noexcept:
@@ -353,6 +1101,8 @@ cdef class _Merger:
             self.ends_with[x].clear()
             self.starts_with[x].clear()
         self.heap = priority_queue[HeapEntry]()
+        self.waiting.clear()
+        self.heap_from = INT64_MAX                  # every pair waits; the first pop admits the best
 
     # -- pairs -------------------------------------------------------------------------------
     cdef inline int32_t new_pair(self, uint64_t key) noexcept:
@@ -365,17 +1115,43 @@ cdef class _Merger:
 
     cdef inline void track(self, int32_t pid) noexcept:
         """A pair with its count settled joins the heap and the by-symbol lists."""
-        self.ends_with[key_right(self.keys[pid])].push_back(pid)
-        self.starts_with[key_left(self.keys[pid])].push_back(pid)
+        cdef int32_t s = key_left(self.keys[pid]), t = key_right(self.keys[pid])
+        self.ends_with[t].push_back(Neighbour(pid, s))
+        self.starts_with[s].push_back(Neighbour(pid, t))
         self.push(pid)
 
     cdef inline void push(self, int32_t pid) noexcept:
-        self.heap.push(HeapEntry(pair[int64_t, uint64_t](self.count[pid], ~self.keys[pid]), pid))
+        if self.count[pid] >= self.heap_from:
+            self.heap.push(HeapEntry(pair[int64_t, uint64_t](self.count[pid], ~self.keys[pid]), pid))
+        else:
+            self.waiting.push_back(pid)
+
+    cdef bint admit(self) noexcept:
+        """The heap ran dry: lower heap_from to half the best waiting count and move the pairs it
+        admits into the heap (pairs at 0 leave for good). False if no pair is left."""
+        cdef size_t i, kept = 0
+        cdef int64_t best = 0
+        cdef int32_t pid
+        for i in range(self.waiting.size()):
+            best = max(best, self.count[self.waiting[i]])
+        if best == 0:
+            self.waiting.clear()
+            return False
+        self.heap_from = max(best // 2, 1)
+        for i in range(self.waiting.size()):
+            pid = self.waiting[i]
+            if self.count[pid] >= self.heap_from:
+                self.push(pid)
+            elif self.count[pid] > 0:
+                self.waiting[kept] = pid
+                kept += 1
+        self.waiting.resize(kept)
+        return True
 
     cdef int32_t pop_best(self) noexcept:
         """The tracked pair with the highest count (ties: smallest key), or -1 if none is left."""
         cdef HeapEntry top
-        while not self.heap.empty():
+        while not self.heap.empty() or self.admit():
             top = self.heap.top()
             self.heap.pop()
             if self.count[top.second] == top.first.first:
@@ -385,127 +1161,195 @@ cdef class _Merger:
         return -1
 
     cdef inline void append(self, int32_t pid, Py_ssize_t pos) noexcept:
-        """Add a position to occ[pid]: the gap from the last one, 7 bits a byte."""
-        cdef uint64_t gap = <uint64_t>(pos - self.occ_last[pid])
-        cdef vector[uint8_t]* where = &self.occ[pid]
-        while gap >= 128:
-            where.push_back(<uint8_t>(gap & 127) | 128)
-            gap >>= 7
-        where.push_back(<uint8_t>gap)
+        """Add a position to occ[pid]: the gap from the last one."""
+        put_varint(&self.occ[pid], <uint64_t>(pos - self.occ_last[pid]))
         self.occ_last[pid] = pos
 
-    cdef inline void gains(self, int32_t pid, Py_ssize_t pos, int64_t weight) noexcept:
-        """One more occurrence of a pair created by this merge. Positions arrive in increasing
-        order (the merge goes left to right) and each at most once per pair, so occ stays sorted
-        without a check."""
-        self.count[pid] += weight
-        self.append(pid, pos)
-
-    cdef inline void loses(self, int32_t pid, int64_t weight) noexcept:
-        """One occurrence fewer (untracked pairs, id -1, are not counted); its position stays in
-        occ and is found stale later."""
-        if pid >= 0:
-            self.count[pid] -= weight
-            if self.count[pid] == 0:                # every listed position is stale: free them
-                vector[uint8_t]().swap(self.occ[pid])
-                self.occ_last[pid] = 0                  # (gaps of a new list count from 0)
-
-    cdef inline int32_t pair_with_z(self, int32_t s, int32_t z, bint z_on_left) noexcept:
-        """The id of (z, s) if z_on_left else (s, z), created on first use in this merge."""
-        cdef int32_t* slot = &self.zz if s == z else (&self.with_right[s] if z_on_left else &self.with_left[s])
-        if slot[0] < 0:
-            slot[0] = self.new_pair(pair_key(z, s) if z_on_left else pair_key(s, z))
-        return slot[0]
+    cdef inline void free_list(self, int32_t pid) noexcept:
+        """A pair whose count reached 0: every listed position is stale."""
+        vector[uint8_t]().swap(self.occ[pid])
+        self.occ_last[pid] = 0                      # (gaps of a new list count from 0)
 
     cdef void index_neighbours(self, int32_t a, int32_t b) noexcept:
-        """Fill left_of[s] = id of (s, a) and right_of[t] = id of (b, t) for the tracked pairs;
-        pairs whose count reached 0 leave the by-symbol lists on the way."""
-        cdef vector[int32_t]* ends = &self.ends_with[a]
-        cdef vector[int32_t]* starts = &self.starts_with[b]
-        cdef size_t i, kept = 0
-        cdef int32_t pid
+        """Fill left_of[s] = id of (s, a) and right_of[t] = id of (b, t) for the tracked pairs."""
+        cdef vector[Neighbour]* ends = &self.ends_with[a]
+        cdef vector[Neighbour]* starts = &self.starts_with[b]
+        cdef size_t i
         for i in range(ends.size()):
-            pid = ends[0][i]
-            if self.count[pid] > 0:
-                self.left_of[key_left(self.keys[pid])] = pid
-                ends[0][kept] = pid
-                kept += 1
-        ends.resize(kept)
-        kept = 0
+            self.left_of[ends[0][i].second] = ends[0][i].first
         for i in range(starts.size()):
-            pid = starts[0][i]
-            if self.count[pid] > 0:
-                self.right_of[key_right(self.keys[pid])] = pid
-                starts[0][kept] = pid
-                kept += 1
-        starts.resize(kept)
+            self.right_of[starts[0][i].second] = starts[0][i].first
 
     cdef void clear_neighbours(self, int32_t a, int32_t b) noexcept:
-        """Undo index_neighbours (every entry it set, whatever the counts are now)."""
+        """Undo index_neighbours."""
+        cdef vector[Neighbour]* ends = &self.ends_with[a]
+        cdef vector[Neighbour]* starts = &self.starts_with[b]
         cdef size_t i
-        for i in range(self.ends_with[a].size()):
-            self.left_of[key_left(self.keys[self.ends_with[a][i]])] = -1
-        for i in range(self.starts_with[b].size()):
-            self.right_of[key_right(self.keys[self.starts_with[b][i]])] = -1
+        for i in range(ends.size()):
+            self.left_of[ends[0][i].second] = -1
+        for i in range(starts.size()):
+            self.right_of[starts[0][i].second] = -1
 
     # -- one merge ---------------------------------------------------------------------------
-    cdef inline void rewrite(self, Py_ssize_t p, Py_ssize_t q, int32_t a, int32_t b, int32_t z) noexcept:
-        """Replace the occurrence (a, b) at p (b starting at q) by z (the picture above)."""
-        cdef Py_ssize_t x = self.prev_token(p)
-        cdef Py_ssize_t r = self.next_token(q)
-        cdef Py_ssize_t tail = q + self.token_len[b] - 1
-        cdef int64_t weight = self.weight_at(p)
-        cdef int32_t s
-        if x >= 0:                                  # (s, a) at x becomes (s, z)
-            s = self.sym[x]
-            self.loses(self.with_right[a] if s == z else self.left_of[s], weight)
-            self.gains(self.pair_with_z(s, z, False), x, weight)
-        if r >= 0:                                  # (b, t) at q becomes (z, t) at p
-            self.loses(self.right_of[self.sym[r]], weight)
-            self.gains(self.pair_with_z(self.sym[r], z, True), p, weight)
-        if q - 1 > p:
-            self.sym[q - 1] = MIDDLE                # a's tail is inside z now
-        if tail > q:
-            self.sym[q] = MIDDLE                    # so is b's start
-        self.sym[tail] = tail_mark(z)
-        self.sym[p] = z
-
     cdef void merge(self, int32_t pid, int32_t z) noexcept:
-        """Rewrite every occurrence of pair pid as the new symbol z, then settle the counts."""
+        """Rewrite every occurrence of pair pid as the new symbol z (on one thread, or on all when
+        the list is long), fold the ledgers into the pairs, then settle the counts."""
         cdef int32_t a = key_left(self.keys[pid]), b = key_right(self.keys[pid])
         cdef vector[uint8_t] positions            # takes occ[pid]'s memory; freed on return
-        cdef size_t i = 0, n
-        cdef Py_ssize_t p = 0, q
-        cdef uint64_t gap
-        cdef int shift
+        cdef MergeJob job
+        cdef Ledger* first = &self.ledgers[0]
+        cdef bint shared
         positions.swap(self.occ[pid])              # (new_pair may move occ; this list stays put)
-        n = positions.size()
-        self.token_len[z] = self.token_len[a] + self.token_len[b]
+        self.c.token_len[z] = self.c.token_len[a] + self.c.token_len[b]
         self.zz = -1
         self.index_neighbours(a, b)
-        while i < n:                               # left to right, so "aaa" merges as (aa)a
-            gap, shift = 0, 0
-            while positions[i] & 128:
-                gap |= <uint64_t>(positions[i] & 127) << shift
-                shift += 7
-                i += 1
-            gap |= <uint64_t>positions[i] << shift
-            i += 1
-            p += <Py_ssize_t>gap
-            self.visited += 1
-            if self.sym[p] != a:
-                continue                           # stale: a no longer starts here
-            q = self.next_token(p)
-            if q < 0 or self.sym[q] != b:
-                continue                           # stale: b no longer follows
-            self.rewrite(p, q, a, b, z)
-            self.replaced += 1
+        job.corpus, job.occ, job.n_bytes, job.ledgers = &self.c, positions.data(), positions.size(), first
+        job.a, job.b, job.z = a, b, z
+        shared = self.n_threads > 1 and positions.size() >= self.parallel_from
+        if shared:
+            self.share(&job)
+        else:
+            first.begin, first.end, first.base = 0, positions.size(), 0
+            rewrite_range(&job, first)
+        self.fold(a, b, z, self.n_threads if shared else 1, shared)
         self.clear_neighbours(a, b)
         self.settle(pid)
 
+    cdef void share(self, MergeJob* job) noexcept:
+        """Rewrite on every thread: the list cut into equal chunks of bytes, at entries."""
+        cdef int k, n = self.n_threads
+        cdef double t0 = now()
+        for k in range(n):
+            self.ledgers[k].begin = entry_at_or_after(job.occ, job.n_bytes * k // n, job.n_bytes)
+        for k in range(n):
+            self.ledgers[k].end = self.ledgers[k + 1].begin if k + 1 < n else job.n_bytes
+        self.run_parts(job)
+        self.seconds_shared += now() - t0
+        self.shared_merges += 1
+
+    cdef void run_parts(self, MergeJob* job) noexcept:
+        """A shared merge's parts on every thread; notes each part's CPU time."""
+        cdef int k
+        cdef double longest = 0
+        with nogil:
+            self.pool.run(merge_part, job)
+        for k in range(self.n_threads):
+            self.thread_cpu[k] += self.ledgers[k].cpu
+            longest = max(longest, self.ledgers[k].cpu)
+        self.cpu_longest += longest
+
+    cdef void fold(self, int32_t a, int32_t b, int32_t z, int n_threads, bint shared) noexcept:
+        """Apply the ledgers of the threads that took part, in range order (module docstring)."""
+        cdef int k
+        cdef Ledger* L
+        cdef double t0 = now() if shared else 0
+        for k in range(n_threads):
+            self.number_made(&self.ledgers[k], z)
+        for k in range(n_threads):
+            L = &self.ledgers[k]
+            self.move_lists(L, z)
+            self.visited += L.visited
+            self.replaced += L.replaced
+            if shared:
+                self.thread_replaced[k] += L.replaced
+                self.shared_visited += L.visited
+            L.visited, L.replaced = 0, 0
+        self.take_losses(n_threads)
+        if shared:
+            self.seconds_fold += now() - t0
+
+    cdef inline int32_t* made_slot(self, Ledger* L, uint64_t key, int32_t z) noexcept:
+        """Where the id of a pair this merge made is kept (with_left, with_right or zz); the
+        ledger's own entry for it is cleared on the way."""
+        cdef int32_t s = key_left(key), t = key_right(key)
+        if s == z and t == z:
+            L.zz = -1
+            return &self.zz
+        if t == z:
+            L.with_left[s] = -1
+            return &self.with_left[s]
+        L.with_right[t] = -1
+        return &self.with_right[t]
+
+    cdef void number_made(self, Ledger* L, int32_t z) noexcept:
+        """The pairs one thread made: ids for those no earlier thread made, counts added. A pair
+        whose count is 0 when this thread's range begins had its list freed (or not begun): the
+        list will begin anew after this thread's cut."""
+        cdef size_t i
+        cdef int32_t* slot
+        for i in range(L.made.size()):
+            slot = self.made_slot(L, L.made[i].key, z)
+            if slot[0] < 0:
+                slot[0] = self.new_pair(L.made[i].key)
+            L.made[i].from_cut = self.count[slot[0]] == 0
+            self.count[slot[0]] += L.made[i].count
+
+    cdef void move_lists(self, Ledger* L, int32_t z) noexcept:
+        """Then their lists, in thread order, for the pairs settle will keep (the others' lists are
+        dropped there anyway)."""
+        cdef size_t i
+        cdef Made* m
+        cdef int32_t pid
+        for i in range(L.made.size()):
+            m = &L.made[i]
+            pid = self.made_slot(L, m.key, z)[0]
+            if self.count[pid] < self.track_from:
+                continue
+            if m.from_cut:
+                self.take_list(pid, m, m.cut, m.cut_last)
+            else:
+                self.take_list(pid, m, 0, 0)
+        L.made.clear()
+
+    cdef void take_list(self, int32_t pid, Made* m, size_t start, int64_t start_last) noexcept:
+        """Append m's list from byte ``start`` (its entry there follows position start_last) to
+        occ[pid]: the first gap read and written again from occ_last, the rest copied."""
+        cdef vector[uint8_t]* dst = &self.occ[pid]
+        cdef uint64_t gap
+        cdef size_t after, old
+        if start >= m.n:
+            return
+        if start == 0 and dst.empty() and self.occ_last[pid] == 0 and not m.big.empty():
+            dst.swap(m.big)                         # both count the first gap from 0
+        else:
+            after = get_varint(m.data(), start, &gap)
+            self.append(pid, start_last + <int64_t>gap)
+            old = dst.size()
+            dst.resize(old + m.n - after)
+            memcpy(dst.data() + old, m.data() + after, m.n - after)
+        self.occ_last[pid] = m.last
+
+    cdef void take_losses(self, int n_threads) noexcept:
+        """Subtract what the existing pairs lost, summed over the threads; free the lists of those
+        at 0 (counts of existing pairs only fall in a merge: at 0 now is at 0 during the sweep)."""
+        cdef vector[int32_t] touched
+        cdef Ledger* L
+        cdef size_t i
+        cdef int k
+        cdef int32_t pid, s
+        for k in range(n_threads):
+            L = &self.ledgers[k]
+            for i in range(L.lost_left.size()):
+                s = L.lost_left[i]
+                pid = self.left_of[s]
+                self.count[pid] -= L.left_loss[s]
+                L.left_loss[s] = 0
+                touched.push_back(pid)
+            for i in range(L.lost_right.size()):
+                s = L.lost_right[i]
+                pid = self.right_of[s]
+                self.count[pid] -= L.right_loss[s]
+                L.right_loss[s] = 0
+                touched.push_back(pid)
+            L.lost_left.clear()
+            L.lost_right.clear()
+        for i in range(touched.size()):
+            if self.count[touched[i]] == 0:
+                self.free_list(touched[i])
+
     cdef void settle(self, int32_t pid) noexcept:
-        """After the rewrite loop: the merged pair is gone; the new pairs counted at least
-        ``track_from`` times are kept (with ids closed up), the others forgotten."""
+        """After the fold: the merged pair is gone; the new pairs counted at least ``track_from``
+        times are kept (with ids closed up), the others forgotten."""
         cdef size_t i
         cdef int32_t new, kept
         # rewrite() subtracted only the neighbours' pairs (which may include pid itself, when
@@ -537,7 +1381,9 @@ cdef class _Merger:
 cdef class Trainer:
     """Training in two steps, so that the caller can let go of the word table in between: the
     constructor lays the table out (after it, the kernel keeps no reference to the arrays),
-    ``learn`` merges. ``train_merges`` does both at once."""
+    ``learn`` merges. ``train_merges`` does both at once. ``threads`` (default 1) share the
+    set-up and every merge whose occurrence list holds at least ``parallel_from`` bytes; any
+    number learns the same merges."""
     cdef _Merger run
     cdef readonly Py_ssize_t max_merges
     cdef readonly int64_t min_count
@@ -547,7 +1393,8 @@ cdef class Trainer:
 
     def __init__(self, symbols, const int64_t[::1] offsets, const int64_t[::1] counts, Py_ssize_t n_merges,
                  int64_t min_count=1, byte_ranks=None, int64_t track_from=0, int64_t max_token_length=0,
-                 start=None, token_lengths=None, int32_t first_id=256, setup_progress=None):
+                 start=None, token_lengths=None, int32_t first_id=256, setup_progress=None, int threads=1,
+                 Py_ssize_t parallel_from=PARALLEL_FROM):
         check_word_table(symbols, offsets, counts)
         if start is not None:
             start = np.ascontiguousarray(start, dtype=np.int32)
@@ -562,18 +1409,30 @@ cdef class Trainer:
         self.first_id = first_id
         self.max_length = max_token_length
         self.n_symbols, self.n_words = len(symbols), counts.shape[0]
+        if threads < 1:
+            raise ValueError(f"threads must be at least 1, got {threads}")
         self.run = _Merger(symbols, offsets, counts, self.max_merges, track_from or 8 * self.min_count, byte_ranks,
-                           start, token_lengths, first_id, setup_progress)
+                           start, token_lengths, first_id, setup_progress, threads, parallel_from)
         if setup_progress is not None:
             setup_progress(3 * self.n_symbols)
 
     def learn(self, progress=None, Py_ssize_t progress_every=256, dict stats=None):
         """The merges, an int32 array (n, 2): up to ``max_merges``, stopping early when no pair is
-        left or the best count is below ``min_count``."""
+        left or the best count is below ``min_count``.
+
+        ``stats``, if given, receives the work counters, the same for any number of threads
+        (positions visited, occurrences replaced, pairs tracked, ...), and what depends on the
+        threads or the clock: ``shared_merges`` and ``shared_visited`` (the merges done on every
+        thread, and their positions), ``thread_replaced`` and ``thread_cpu`` (each thread's
+        occurrences and CPU seconds in them), ``cpu_longest`` (their longest parts' CPU, summed),
+        ``cpu_merging`` (the calling thread's CPU), and wall seconds: ``seconds_layout`` and
+        ``seconds_count`` (the set-up), ``seconds_merging``, ``seconds_shared``, ``seconds_fold``."""
         cdef _Merger run = self.run
         cdef int32_t[:, ::1] merges = np.empty((self.max_merges, 2), dtype=np.int32)
+        run.check_pool()
         cdef Py_ssize_t m = 0
         cdef int32_t pid
+        cdef double t0 = now(), cpu0 = thread_cpu()
         while m < self.max_merges:
             pid = run.pop_best()
             if pid < 0 or run.count[pid] < run.track_from:
@@ -601,15 +1460,21 @@ cdef class Trainer:
         if stats is not None:
             stats.update(symbols=self.n_symbols, words=self.n_words, initial_pairs=run.initial_pairs,
                          pairs_tracked=run.keys.size(), positions_visited=run.visited,
-                         occurrences_replaced=run.replaced, recounts=run.recounts, heap_left=run.heap.size(),
-                         heavy_slots=run.heavy_end, pairs_too_long=self.too_long)
+                         occurrences_replaced=run.replaced, recounts=run.recounts, heap_left=run.heap.size() + run.waiting.size(),
+                         heavy_slots=run.c.heavy_end, pairs_too_long=self.too_long)
+            stats.update(threads=run.n_threads, shared_merges=run.shared_merges, shared_visited=run.shared_visited,
+                         thread_replaced=list(run.thread_replaced), seconds_layout=run.seconds_layout,
+                         seconds_count=run.seconds_count, seconds_merging=now() - t0,
+                         seconds_shared=run.seconds_shared, seconds_fold=run.seconds_fold,
+                         cpu_merging=thread_cpu() - cpu0, thread_cpu=list(run.thread_cpu), cpu_longest=run.cpu_longest)
         self.run = None                              # the corpus state is spent: free it now
         return np.asarray(merges[:m]).copy()
 
 
 def train_merges(symbols, const int64_t[::1] offsets, const int64_t[::1] counts,
                  Py_ssize_t n_merges, int64_t min_count=1, progress=None, Py_ssize_t progress_every=256,
-                 dict stats=None, byte_ranks=None, int64_t track_from=0, int64_t max_token_length=0):
+                 dict stats=None, byte_ranks=None, int64_t track_from=0, int64_t max_token_length=0, int threads=1,
+                 Py_ssize_t parallel_from=PARALLEL_FROM):
     """Learn up to ``n_merges`` merges from a word table; returns an int32 array (n, 2).
 
     Symbols must be byte ids 0..255 (a word table's uint8 bytes, or any integer array); merge m
@@ -620,7 +1485,9 @@ def train_merges(symbols, const int64_t[::1] offsets, const int64_t[::1] counts,
     the same merges. ``progress``, if given, is called with the number of merges done so far,
     every ``progress_every`` merges. ``stats``, if given, receives counters of the work done.
     A pair whose token would be longer than ``max_token_length`` bytes (0: any length) is never
-    merged; the next best one is. (``Trainer`` also continues from a tokenized corpus.)
+    merged; the next best one is. ``threads`` share the merges whose occurrence list holds at
+    least ``parallel_from`` bytes (any number gives the same merges and the same work counters).
+    (``Trainer`` also continues from a tokenized corpus.)
     """
-    return Trainer(symbols, offsets, counts, n_merges, min_count, byte_ranks, track_from, max_token_length).learn(
-        progress, progress_every, stats)
+    return Trainer(symbols, offsets, counts, n_merges, min_count, byte_ranks, track_from, max_token_length,
+                   threads=threads, parallel_from=parallel_from).learn(progress, progress_every, stats)

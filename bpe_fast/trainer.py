@@ -17,7 +17,7 @@ from . import _kernel, arguments, continued
 from .arguments import INT64_MAX
 from .bytelevel import huggingface_byte_order
 from .continued import base_special_tokens, check_base
-from .counting import DEFAULT_BATCH_CHARS, DEFAULT_BLOCK_SIZE, MAX_BLOCK_SIZE, count_tasks, make_config
+from .counting import DEFAULT_BATCH_CHARS, DEFAULT_BLOCK_SIZE, MAX_BLOCK_SIZE, count_tasks, default_workers, make_config
 from .distributed import count_on_cluster
 from .errors import ArgumentError, ArgumentTypeError, EmptyCorpusError, VocabSizeWarning
 from .inputs import DocsTask, docs_tasks, sources, total_size
@@ -116,6 +116,7 @@ class TrainOptions:
     superword_pattern: str | None = "superword"
     progress: ProgressOption = "auto"
     special_ids: Mapping[str, int] | None = None   # ids given with the special tokens (a dict), to honour
+    threads: int | None = None     # the kernel's threads (train's workers, at most one per CPU available)
 
     @classmethod
     def checked(cls, vocab_size, **settings) -> TrainOptions:
@@ -159,6 +160,8 @@ class TrainOptions:
         if self.normalize is not ...:
             object.__setattr__(self, "normalize", normalization(self.normalize))
         check_progress(self.progress)
+        if self.threads is not None:
+            arguments.workers(self.threads)
         for size in self.sizes:
             self._check_size(size)
         self._check_counts()
@@ -342,7 +345,9 @@ def train_from_table(table: WordTable, vocab_size: int | Sequence[int], *, patte
     ``special_tokens=`` says otherwise (for tables made by hand).
     Ties between pairs of equal count go to the smallest (left id, right id) with bytes as ids
     0..255 (``tie_break="bytes"``, as rustbpe and bpeasy), or with Hugging Face's ids for the
-    bytes (``"huggingface"``, as tokenizers' BpeTrainer with the ByteLevel pre-tokenizer)."""
+    bytes (``"huggingface"``, as tokenizers' BpeTrainer with the ByteLevel pre-tokenizer).
+    The kernel shares the merges that touch many words among one thread per CPU available; any
+    number of threads learns the same merges."""
     if not isinstance(table, WordTable):
         raise ArgumentTypeError(f"train_from_table takes a WordTable (bpe_fast.count, WordTable.load), "
                                 f"not {type(table).__name__}")
@@ -411,7 +416,8 @@ def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainRepo
         kernel = _kernel.Trainer(table.symbols, table.offsets, table.counts, n_merges,
                                  min(max(1, options.min_frequency), INT64_MAX), byte_ranks,
                                  max_token_length=options.max_token_length or 0, start=start, token_lengths=lengths,
-                                 first_id=first_id, setup_progress=bar.callback(reach=True))
+                                 first_id=first_id, setup_progress=bar.callback(reach=True),
+                                 threads=min(options.threads or default_workers(), default_workers()))
     del table, start
     with Bar(progress, "merging", n_merges, unit="merge", decaying=True) as bar:
         merges = kernel.learn(bar.callback(reach=True))
@@ -481,7 +487,8 @@ def train(files: Inputs, vocab_size: int | Sequence[int], *,
           superword_pattern: str | None = "superword", normalize: str | None | EllipsisType = ...,
           show_progress: bool | None = None) -> Tokenizer | list[Tokenizer]:
     """Train on files: ``count`` (any input: text, stdin, compressed, JSON lines, Parquet,
-    directories; ``workers`` processes, default one per CPU), then ``train_from_table``.
+    directories; ``workers`` processes, default one per CPU), then ``train_from_table`` (whose
+    kernel then runs on ``workers`` threads, at most one per CPU).
 
     The result is the same as treating each whole text file as one document, for any block
     size, number of workers and memory budget. ``lines=True`` makes every line (up to "\n") a
@@ -511,7 +518,8 @@ def train(files: Inputs, vocab_size: int | Sequence[int], *,
     options = TrainOptions.checked(vocab_size, pattern=pattern, special_tokens=special_tokens,
                                    min_frequency=min_frequency, tie_break=tie_break, base=base,
                                    max_token_length=max_token_length, superword_at=superword_at,
-                                   superword_pattern=superword_pattern, progress=progress, normalize=normalize)
+                                   superword_pattern=superword_pattern, progress=progress, normalize=normalize,
+                                   threads=workers)
 
     def count_files(pattern, specials: Sequence[str], normalize: str | None) -> WordTable:
         table = count(files, pattern=pattern, special_tokens=specials, workers=workers, progress=progress,
@@ -572,7 +580,8 @@ def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int], *,
     options = TrainOptions.checked(vocab_size, pattern=pattern, special_tokens=special_tokens,
                                    min_frequency=min_frequency, tie_break=tie_break, base=base,
                                    max_token_length=max_token_length, superword_at=superword_at,
-                                   superword_pattern=superword_pattern, progress=progress, normalize=normalize)
+                                   superword_pattern=superword_pattern, progress=progress, normalize=normalize,
+                                   threads=workers)
 
     def count_docs(pattern, specials: Sequence[str], normalize: str | None) -> WordTable:
         return count_from_iterator(docs, pattern=pattern, special_tokens=specials, workers=workers,

@@ -10,7 +10,9 @@ import sys
 
 import pytest
 
-from .conftest import ROOT, need, needs_data
+import bpe_fast
+
+from .conftest import ROOT, need, needs_data, small_text
 
 BENCHMARKS = ROOT / "benchmarks"
 
@@ -47,3 +49,20 @@ def test_bench_continue_hf_compares_with_bpe_continue(tmp_path):
     bases = json.loads((tmp_path / "out.json").read_text())["bases"]
     assert bases["bpetrainer"]["equal to bpe-continue, ids and all"] == ["bpe_fast huggingface", "bpe_fast bytes"]
     assert "bpe_fast bytes" in bases["bpe_fast ids"]["equal to bpe-continue, ids and all"]
+
+
+def test_bench_kernel_compares_thread_counts_on_a_saved_table(tmp_path):
+    table = bpe_fast.count_from_iterator([small_text()] * 20, pattern="gpt2", progress="none")
+    table.save(tmp_path / "table.npz")
+    done = run_script("bench_kernel.py", str(tmp_path / "table.npz"), "--vocab-size", "600", "--trees", str(ROOT),
+                      "--threads", "1,2", "--repeats", "1")
+    assert done.returncode == 0, done.stderr
+    assert "V=600: every run learned the same merges" in done.stdout, done.stdout
+
+
+def test_stages_splits_the_kernels_time(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(small_text() * 20, encoding="utf-8")
+    done = run_script("stages.py", str(corpus), "--pattern", "gpt2", "--vocab-size", "600", "--threads", "2")
+    assert done.returncode == 0, done.stderr
+    assert "| kernel: first pair count |" in done.stdout and "sequential share of the merging" in done.stdout
