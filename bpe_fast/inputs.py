@@ -33,16 +33,15 @@ import lzma
 import os
 import stat
 import sys
-from bisect import bisect_left
 from dataclasses import dataclass, field as dataclass_field
-from itertools import accumulate, chain, islice
+from itertools import islice
 from pathlib import Path
 from typing import BinaryIO, Callable, ClassVar, NamedTuple
 from collections.abc import Iterable, Iterator, Mapping
 
 import numpy as np
 
-from ._pack import pack_documents
+from ._pack import document_ends, pack_documents
 from .errors import InputError, require
 
 STDIN = "-"                       # the input name that means standard input
@@ -653,7 +652,6 @@ def jsonl_values(task: JsonlTask, keep_null: bool = False) -> Iterator[tuple[str
 # -- documents from an iterator -------------------------------------------------------------------
 
 _MOST_PULLED = 4096        # items taken from the iterator at once (fewer when they are big)
-_PLAIN = {str, bytes}
 
 
 def docs_tasks(docs: Iterable, batch_chars: int, field: str = "text") -> Iterator[DocsTask]:
@@ -662,9 +660,9 @@ def docs_tasks(docs: Iterable, batch_chars: int, field: str = "text") -> Iterato
     ``docs`` is a document (str or bytes), a batch of them (a list or tuple, as Hugging Face
     ``datasets`` gives ``dataset[i:j]["text"]``), or a record (a dict) whose ``field`` holds one
     or a batch (``dataset.iter(batch_size=...)`` gives those); a None document is no text,
-    skipped. Items are taken a slice at a time, and each slice is checked, measured and split
-    into batches by C loops (``map``, ``accumulate``, ``bisect``, ``pack_documents``), not a
-    Python step per document: the parent feeds every worker, so its time per document bounds
+    skipped. Items are taken a slice at a time, and each slice is checked, measured, split into
+    batches and packed by C loops (``document_ends``, ``searchsorted``, ``pack_documents``), not
+    a Python step per document: the parent feeds every worker, so its time per document bounds
     the whole count."""
     items = iter(docs)
     batch: list = []
@@ -674,20 +672,20 @@ def docs_tasks(docs: Iterable, batch_chars: int, field: str = "text") -> Iterato
         pulled = list(islice(items, _pull_size(batch_chars - size, items_seen, chars_seen)))
         if not pulled:
             break
-        new = _documents_in(pulled, items_seen, field)
+        new, ends = _documents_in(pulled, items_seen, field)
         items_seen += len(pulled)
-        ends = list(accumulate(map(len, new)))          # where each new document ends, counting from the first
-        chars_seen += ends[-1] if ends else 0
+        chars_seen += int(ends[-1]) if len(ends) else 0
         start = 0
         while start < len(new):
-            before = ends[start - 1] if start else 0
-            last = bisect_left(ends, batch_chars - size + before, lo=start)     # the one that fills the batch
+            before = int(ends[start - 1]) if start else 0
+            # the document that fills the batch: the first to end at batch_chars - size or past
+            last = start + int(np.searchsorted(ends[start:], batch_chars - size + before))
             if last == len(new):
                 batch += new[start:]
-                size += ends[-1] - before
+                size += int(ends[-1]) - before
                 break
             batch += new[start:last + 1]
-            yield packed_batch(batch, index, size + ends[last] - before)
+            yield packed_batch(batch, index, size + int(ends[last]) - before)
             index += len(batch)
             batch, size = [], 0
             start = last + 1
@@ -704,21 +702,19 @@ def _pull_size(room: int, items_seen: int, chars_seen: int) -> int:
     return max(1, min(_MOST_PULLED, int(room / average) + 1))
 
 
-def _documents_in(items: list, first_item: int, field: str) -> list:
-    """The documents of some items, None left out. Plain documents and lists of them are
-    checked by their types at once; records and anything unusual item by item (which raises
-    the InputError naming the item at fault)."""
-    kinds = set(map(type, items))
-    if kinds <= _PLAIN:
-        return items
-    if kinds <= {list, tuple}:
-        docs = list(chain.from_iterable(items))
-        if set(map(type, docs)) <= _PLAIN:
-            return docs
-    docs = []
+def _documents_in(items: list, first_item: int, field: str) -> tuple[list, np.ndarray]:
+    """The documents of some items, None left out, and where each ends (``document_ends``).
+    Plain documents are measured and checked in one C loop; batches, records and anything
+    unusual item by item (which raises the InputError naming the item at fault)."""
+    ends = document_ends(items)
+    if ends is not None:
+        return items, ends
+    docs: list[str | bytes] = []
     for k, item in enumerate(items, first_item):
         docs.extend(doc for doc in _documents_of(item, k, field) if doc is not None)
-    return docs
+    ends = document_ends(docs)
+    assert ends is not None                 # _documents_of gives only str and bytes
+    return docs, ends
 
 
 def packed_batch(docs: list, first_index: int, size: int) -> DocsTask:

@@ -5,6 +5,7 @@ batching loop, the reference splitter)."""
 from __future__ import annotations
 
 from collections import Counter
+from itertools import accumulate
 from typing import Any
 
 import numpy as np
@@ -14,7 +15,7 @@ from hypothesis import strategies as st
 
 import bpe_fast
 from bpe_fast import CL100K, GPT2, O200K
-from bpe_fast._pack import pack_documents
+from bpe_fast._pack import document_ends, pack_documents
 from bpe_fast._table import ChunkTable
 from bpe_fast.inputs import docs_tasks
 from bpe_fast.pretokenize import Splitter
@@ -50,6 +51,18 @@ def test_packing_equals_encoding_each_document(docs):
     assert data == b"".join(encoded)
     assert offsets.tolist() == [0, *np.cumsum([len(e) for e in encoded], dtype=np.int64).tolist()]
     assert all_str == all(isinstance(d, str) for d in docs)
+
+
+@given(docs=documents)
+@settings(max_examples=100, deadline=None)
+def test_document_ends_are_the_running_sum_of_lengths(docs):
+    ends = document_ends(docs)
+    assert ends is not None and ends.tolist() == list(accumulate(map(len, docs)))
+
+
+def test_document_ends_leave_batches_records_and_none_to_python():
+    for odd in (None, ["a list"], {"text": "a record"}, 5):
+        assert document_ends(["plain", odd]) is None
 
 
 def test_a_surrogate_leaves_a_batch_unpacked_and_other_types_are_refused():
