@@ -190,21 +190,43 @@ cdef class ChunkTable:
     def add_text(self, Scanner scanner, const unsigned char[::1] data, bint lines=False):
         """Count the chunks of UTF-8 ``data`` as split by the scanner of a named pattern; with
         ``lines``, each line (up to and with its "\\n") is split on its own."""
-        cdef size_t n = data.shape[0], start = 0, end
-        cdef const unsigned char* s
-        cdef const void* newline
-        if n == 0:
+        if data.shape[0] == 0:
             return
+        with nogil:
+            self.add_document(scanner, &data[0], data.shape[0], lines)
+
+    def add_documents(self, Scanner scanner, const unsigned char[::1] data, const int64_t[::1] offsets,
+                      bint lines=False):
+        """Count the chunks of many documents packed in one UTF-8 buffer: document i is
+        ``data[offsets[i]:offsets[i + 1]]``, split on its own (no chunk spans two documents), as
+        ``add_text`` splits it. One call for a whole batch: no Python object per document. Each
+        document must be valid UTF-8 on its own (the scanner reads whole characters)."""
+        cdef Py_ssize_t i, n = offsets.shape[0] - 1
+        cdef const unsigned char* s
+        if n <= 0 or data.shape[0] == 0:
+            return
+        if offsets[0] < 0 or offsets[n] > data.shape[0]:
+            raise ValueError(f"offsets run from {offsets[0]} to {offsets[n]}, outside the {data.shape[0]} bytes")
+        for i in range(n):
+            if offsets[i + 1] < offsets[i]:
+                raise ValueError(f"offsets must not decrease: offsets[{i + 1}] = {offsets[i + 1]} < {offsets[i]}")
         s = &data[0]
         with nogil:
-            while start < n:
-                end = n
-                if lines:
-                    newline = memchr(s + start, 10, n - start)
-                    if newline != NULL:
-                        end = <size_t>(<const unsigned char*>newline - s) + 1
-                self.add_span(scanner, s + start, end - start)
-                start = end
+            for i in range(n):
+                self.add_document(scanner, s + offsets[i], <size_t>(offsets[i + 1] - offsets[i]), lines)
+
+    cdef inline void add_document(self, Scanner scanner, const unsigned char* s, size_t n, bint lines) noexcept nogil:
+        """One document's chunks; with ``lines``, each of its lines split on its own."""
+        cdef size_t start = 0, end
+        cdef const void* newline
+        while start < n:
+            end = n
+            if lines:
+                newline = memchr(s + start, 10, n - start)
+                if newline != NULL:
+                    end = <size_t>(<const unsigned char*>newline - s) + 1
+            self.add_span(scanner, s + start, end - start)
+            start = end
 
     cdef inline void add_span(self, Scanner scanner, const unsigned char* s, size_t n) noexcept nogil:
         cdef size_t i = 0, j

@@ -32,11 +32,13 @@ from dataclasses import dataclass, replace
 from typing import Callable
 from collections.abc import Iterable, Iterator
 
+import numpy as np
+
 from . import arguments
 from ._table import ChunkTable
 from .arguments import INT64_MAX
 from .errors import TERMINATING, ArgumentError, InputError, WorkerError, terminating_raises
-from .inputs import decode_utf8
+from .inputs import DocsTask, decode_utf8
 from .patterns import match_batches
 from .pretokenize import NATIVE, REGEX, Splitter, char_classes
 from .wordtable import WordTable
@@ -88,11 +90,14 @@ class ChunkCounter:
 
     def run(self, task) -> None:
         """Count one task (inputs.py): every piece of text it reads."""
-        for where, data, offset, _ in task.pieces():
-            if data.__class__ is bytes:
-                self.add_utf8(data, where, offset)
-            else:
-                self.add_text(data, where)
+        if isinstance(task, DocsTask) and task.docs is None:
+            self.add_packed(task)
+        else:
+            for where, data, offset, _ in task.pieces():
+                if data.__class__ is bytes:
+                    self.add_utf8(data, where, offset)
+                else:
+                    self.add_text(data, where)
         self.input_size += task.size
         if self.config.memory_budget is not None and self.table.nbytes > self.config.memory_budget:
             self.spills.append(self._spill())
@@ -131,6 +136,18 @@ class ChunkCounter:
                 self.table.add_text(scanner, data, splitter.lines)
                 return
         self.add_text(decode_utf8(data, self.config.errors, where, base_offset), where)
+
+    def add_packed(self, task: DocsTask) -> None:
+        """A packed batch of documents: the whole buffer to the native scanner in one call when
+        it may go there (a named pattern, no special token in it, every document valid UTF-8),
+        else document by document as ``add_utf8`` counts them (which names one at fault)."""
+        scanner = self.splitter.scanner
+        if (scanner is not None and not any(token in task.data for token in self.splitter.special_bytes)
+                and (task.utf8_valid or documents_are_utf8(task.data, task.offsets))):
+            self.table.add_documents(scanner, task.data, task.offsets, self.splitter.lines)
+            return
+        for i, document in enumerate(task.packed_documents(), task.first_index):
+            self.add_utf8(document, f"document {i}")
 
     def _spill(self) -> str:
         """Write the table out sorted (a part file) and start afresh."""
@@ -175,10 +192,27 @@ class NormalizingChunkCounter(ChunkCounter):
         else:
             super().add_text(text, where)
 
+    def add_packed(self, task: DocsTask) -> None:
+        """Packed documents one by one: each is normalized on its own, as a str document is."""
+        for i, document in enumerate(task.packed_documents(), task.first_index):
+            self.add_utf8(document, f"document {i}")
+
 
 def chunk_counter(config: CountConfig) -> ChunkCounter:
     """The counter for a count's settings: one that normalizes the text first when asked."""
     return NormalizingChunkCounter(config) if config.splitter.normalize is not None else ChunkCounter(config)
+
+
+def documents_are_utf8(data: bytes, offsets: np.ndarray) -> bool:
+    """Is every document of a packed batch valid UTF-8 on its own? The whole buffer must be, and
+    every document must start on a character: one starting with a continuation byte would be
+    valid only together with the end of the document before."""
+    try:
+        data.decode("utf-8")                # only to validate
+    except UnicodeDecodeError:
+        return False
+    starts = offsets[:-1][offsets[:-1] < offsets[1:]]           # of the documents that are not empty
+    return not np.any((np.frombuffer(data, np.uint8)[starts] & 0xC0) == 0x80)
 
 
 def merge_parts(paths: list[str], config: CountConfig, input_size: int) -> WordTable:

@@ -34,10 +34,14 @@ import os
 import stat
 import sys
 from dataclasses import dataclass, field as dataclass_field
+from itertools import islice
 from pathlib import Path
 from typing import BinaryIO, Callable, ClassVar, NamedTuple
 from collections.abc import Iterable, Iterator, Mapping
 
+import numpy as np
+
+from ._pack import document_ends, pack_documents
 from .errors import InputError, require
 
 STDIN = "-"                       # the input name that means standard input
@@ -132,13 +136,35 @@ class ParquetTask:
 
 @dataclass
 class DocsTask:
-    """Documents from an iterator."""
-    docs: list = dataclass_field(default_factory=list)
-    first_index: int = 0              # index of docs[0] in the iterator, for messages
-    size: int = 0                     # characters (or bytes), for progress
+    """A batch of documents from an iterator, packed for the trip to a worker: their UTF-8
+    bytes one after another in ``data``, document i at ``data[offsets[i]:offsets[i + 1]]``.
+    Bytes pickle as one copy and the worker gives the whole buffer to the native scanner in one
+    call; a list of str would be encoded to pickle it, decoded into new str objects in the
+    worker and encoded again to be scanned, at a Python call or two per document.
+    ``utf8_valid``: every document was a str, so its bytes are valid UTF-8 (bytes documents are
+    checked by the worker). A batch that cannot be packed (a str holding a lone surrogate, which
+    has no UTF-8) travels as ``docs``, the documents as given: the worker reports or replaces
+    the surrogate as ``errors`` says, naming the document."""
+    data: bytes = b""
+    offsets: np.ndarray = dataclass_field(default_factory=lambda: np.zeros(1, np.int64))
+    count: int = 0                    # documents
+    first_index: int = 0              # index of the first document in the iterator, for messages
+    size: int = 0                     # characters (bytes for bytes documents), for progress
+    utf8_valid: bool = True
+    docs: list | None = None          # the documents as given, when they could not be packed
+
+    def documents(self) -> Iterator[str | bytes]:
+        """Each document: its UTF-8 bytes, or as given when the batch is not packed."""
+        return iter(self.docs) if self.docs is not None else self.packed_documents()
+
+    def packed_documents(self) -> Iterator[bytes]:
+        """Each document's bytes, from a packed batch."""
+        data, ends = self.data, self.offsets.tolist()
+        for i in range(self.count):
+            yield data[ends[i]:ends[i + 1]]
 
     def pieces(self, keep_null: bool = False) -> Iterator[tuple[str, str | bytes, int, bool]]:
-        for i, doc in enumerate(self.docs, self.first_index):
+        for i, doc in enumerate(self.documents(), self.first_index):
             yield (f"document {i}", doc, 0, True)       # a Piece; a plain tuple is quicker to make
 
 
@@ -625,27 +651,80 @@ def jsonl_values(task: JsonlTask, keep_null: bool = False) -> Iterator[tuple[str
 
 # -- documents from an iterator -------------------------------------------------------------------
 
+_MOST_PULLED = 4096        # items taken from the iterator at once (fewer when they are big)
+
+
 def docs_tasks(docs: Iterable, batch_chars: int, field: str = "text") -> Iterator[DocsTask]:
-    """Documents grouped into batches of about ``batch_chars`` characters. An item of ``docs``
-    is a document (str or bytes), a batch of them (a list or tuple, as Hugging Face ``datasets``
-    gives ``dataset[i:j]["text"]``), or a record (a dict) whose ``field`` holds one or a batch
-    (``dataset.iter(batch_size=...)`` gives those); a None document is no text, skipped."""
-    task = DocsTask()
-    index = 0                                     # documents so far, to name one in errors
-    for item_index, item in enumerate(docs):
-        for doc in _documents_of(item, item_index, field):
-            if doc is None:
-                continue
-            if not task.docs:
-                task.first_index = index
-            task.docs.append(doc)
-            task.size += len(doc)
-            index += 1
-            if task.size >= batch_chars:
-                yield task
-                task = DocsTask()
-    if task.docs:
-        yield task
+    """Documents grouped into packed batches (``DocsTask``) of about ``batch_chars`` characters:
+    a batch ends with the document that takes it to ``batch_chars`` or past. An item of
+    ``docs`` is a document (str or bytes), a batch of them (a list or tuple, as Hugging Face
+    ``datasets`` gives ``dataset[i:j]["text"]``), or a record (a dict) whose ``field`` holds one
+    or a batch (``dataset.iter(batch_size=...)`` gives those); a None document is no text,
+    skipped. Items are taken a slice at a time, and each slice is checked, measured, split into
+    batches and packed by C loops (``document_ends``, ``searchsorted``, ``pack_documents``), not
+    a Python step per document: the parent feeds every worker, so its time per document bounds
+    the whole count."""
+    items = iter(docs)
+    batch: list = []
+    size = index = 0                  # the batch's characters; documents before the batch
+    items_seen = chars_seen = 0
+    while True:
+        pulled = list(islice(items, _pull_size(batch_chars - size, items_seen, chars_seen)))
+        if not pulled:
+            break
+        new, ends = _documents_in(pulled, items_seen, field)
+        items_seen += len(pulled)
+        chars_seen += int(ends[-1]) if len(ends) else 0
+        start = 0
+        while start < len(new):
+            before = int(ends[start - 1]) if start else 0
+            # the document that fills the batch: the first to end at batch_chars - size or past
+            last = start + int(np.searchsorted(ends[start:], batch_chars - size + before))
+            if last == len(new):
+                batch += new[start:]
+                size += int(ends[-1]) - before
+                break
+            batch += new[start:last + 1]
+            yield packed_batch(batch, index, size + int(ends[last]) - before)
+            index += len(batch)
+            batch, size = [], 0
+            start = last + 1
+    if batch:
+        yield packed_batch(batch, index, size)
+
+
+def _pull_size(room: int, items_seen: int, chars_seen: int) -> int:
+    """How many items to take next: about enough to fill the batch's ``room``, judged by the
+    items so far (one at first: an item may be a huge document)."""
+    if not items_seen:
+        return 1
+    average = max(chars_seen / items_seen, 1.0)
+    return max(1, min(_MOST_PULLED, int(room / average) + 1))
+
+
+def _documents_in(items: list, first_item: int, field: str) -> tuple[list, np.ndarray]:
+    """The documents of some items, None left out, and where each ends (``document_ends``).
+    Plain documents are measured and checked in one C loop; batches, records and anything
+    unusual item by item (which raises the InputError naming the item at fault)."""
+    ends = document_ends(items)
+    if ends is not None:
+        return items, ends
+    docs: list[str | bytes] = []
+    for k, item in enumerate(items, first_item):
+        docs.extend(doc for doc in _documents_of(item, k, field) if doc is not None)
+    ends = document_ends(docs)
+    assert ends is not None                 # _documents_of gives only str and bytes
+    return docs, ends
+
+
+def packed_batch(docs: list, first_index: int, size: int) -> DocsTask:
+    """The documents as one ``DocsTask``: their UTF-8 bytes joined, with the offsets of each. A
+    str holding a surrogate leaves the batch unpacked, for the worker to report or replace."""
+    packed = pack_documents(docs)
+    if packed is None:
+        return DocsTask(count=len(docs), first_index=first_index, size=size, docs=docs)
+    data, offsets, all_str = packed
+    return DocsTask(data, offsets, len(docs), first_index, size, utf8_valid=all_str)
 
 
 def _documents_of(item, index: int, field: str) -> Iterable:

@@ -315,7 +315,7 @@ def _counting_documents(tasks: Iterable[DocsTask], advance: Callable[[int], None
     for task in tasks:
         yield task
         if advance is not None:
-            advance(len(task.docs))
+            advance(task.count)
 
 
 # train_from_table, train and train_from_iterator give one tokenizer for one vocab_size, a list

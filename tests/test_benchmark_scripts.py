@@ -28,7 +28,7 @@ def run_script(name: str, *args: str) -> subprocess.CompletedProcess:
 def test_make_corpus_counts_the_distinct_chunks_it_wrote(tmp_path):
     done = run_script("make_corpus.py", "--size", "64K", "-o", str(tmp_path / "web.txt"), "--stats")
     assert done.returncode == 0, done.stderr
-    assert re.search(r"^[\d,]+ distinct cl100k chunks, [\d,]+ per GB$", done.stdout, re.M), done.stdout
+    assert re.search(r"^[\d,]+ distinct gpt2 chunks, [\d,]+ per GB$", done.stdout, re.M), done.stdout
 
 
 def test_stages_refuses_a_pattern_without_a_native_scanner(tmp_path):

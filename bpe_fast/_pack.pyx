@@ -1,0 +1,107 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+# distutils: language = c++
+"""Documents packed for the counting workers: a list of str (or bytes) as one UTF-8 buffer and
+the offsets of each document, in one C loop.
+
+Sending a batch of documents this way costs one copy of their bytes; a list of str would be
+encoded to pickle it, decoded into new str objects in the worker, and encoded again there to be
+scanned, at a Python call or more per document. A str is read through its canonical
+representation (PEP 393, as the encoder reads it: _encode_text.pxd): an ASCII str is copied as
+it is, the others are converted code point by code point. A surrogate has no UTF-8, so a batch
+holding one is not packed: the caller sends it as it is, and the worker reports or replaces the
+surrogate as the user's ``errors`` says.
+"""
+import numpy as np
+cimport numpy as cnp
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.unicode cimport PyUnicode_GET_LENGTH
+from libc.stdint cimport int64_t, uint8_t, uint32_t
+from libc.string cimport memcpy
+
+from ._encode_text cimport bpe_str_view, code_point, put_utf8
+
+cnp.import_array()
+
+
+cdef inline Py_ssize_t utf8_length(const void* data, Py_ssize_t length, int kind) noexcept nogil:
+    """Bytes of the UTF-8 of a str's code points (kind 1, 2 or 4 bytes each); -1 if one is a
+    surrogate (U+D800..U+DFFF), which UTF-8 cannot hold."""
+    cdef Py_ssize_t i, total = 0
+    cdef uint32_t c
+    for i in range(length):
+        c = code_point(data, kind, i)
+        if c < 0x80:
+            total += 1
+        elif c < 0x800:
+            total += 2
+        elif 0xD800 <= c < 0xE000:
+            return -1
+        else:
+            total += 3 if c < 0x10000 else 4
+    return total
+
+
+cdef inline void write_utf8(const void* data, Py_ssize_t length, int kind, uint8_t* out) noexcept nogil:
+    cdef Py_ssize_t i, k = 0
+    for i in range(length):
+        k += put_utf8(out + k, code_point(data, kind, i))
+
+
+def document_ends(list items):
+    """Where each document would end if the items were laid end to end, counting characters
+    (bytes for bytes): int64, one per item, in one C loop. None if an item is not a document
+    (str or bytes): a batch, a record or None, which the caller unpacks in Python."""
+    cdef Py_ssize_t n = len(items), i, total = 0
+    ends = np.empty(n, np.int64)
+    cdef int64_t[::1] at = ends
+    for i in range(n):
+        item = items[i]
+        if isinstance(item, str):
+            total += PyUnicode_GET_LENGTH(item)
+        elif PyBytes_Check(item):
+            total += PyBytes_GET_SIZE(item)
+        else:
+            return None
+        at[i] = total
+    return ends
+
+
+def pack_documents(list docs):
+    """``(data, offsets, all_str)``: the UTF-8 of every document one after another (bytes as they
+    are), where each starts (int64, one more than the documents: the last is the end), and
+    whether every document was a str (so all of it is valid UTF-8; bytes are not checked here).
+    None if a str holds a surrogate; TypeError for a document that is neither str nor bytes."""
+    cdef Py_ssize_t n = len(docs), i, size, total = 0, length
+    cdef int kind
+    cdef const void* text
+    cdef bint all_str = True
+    offsets = np.empty(n + 1, np.int64)
+    cdef int64_t[::1] at = offsets
+    for i in range(n):                  # first the sizes, so that the buffer is made once
+        doc = docs[i]
+        if PyBytes_Check(doc):
+            size = PyBytes_GET_SIZE(doc)
+            all_str = False
+        elif isinstance(doc, str):
+            bpe_str_view(doc, &text, &length, &kind)
+            size = length if kind == 0 else utf8_length(text, length, kind)
+            if size < 0:
+                return None
+        else:
+            raise TypeError(f"document {i} of the batch is {type(doc).__name__}, not str or bytes")
+        at[i] = total
+        total += size
+    at[n] = total
+    data = PyBytes_FromStringAndSize(NULL, total)
+    cdef uint8_t* out = <uint8_t*>PyBytes_AS_STRING(data)
+    for i in range(n):
+        doc = docs[i]
+        if PyBytes_Check(doc):
+            memcpy(out + at[i], PyBytes_AS_STRING(doc), at[i + 1] - at[i])
+            continue
+        bpe_str_view(doc, &text, &length, &kind)
+        if kind == 0:                   # ASCII: already UTF-8
+            memcpy(out + at[i], text, length)
+        else:
+            write_utf8(text, length, kind, out + at[i])
+    return data, offsets, all_str

@@ -1,0 +1,173 @@
+"""Documents from an iterator travel to the counting workers packed, as one UTF-8 buffer and the
+offsets of each document: packing, batching and counting them must lose nothing. Each piece is
+held to a plain Python version of what it replaces (str.encode, the one-document-at-a-time
+batching loop, the reference splitter)."""
+from __future__ import annotations
+
+from collections import Counter
+from itertools import accumulate
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bpe_fast
+from bpe_fast import CL100K, GPT2, O200K
+from bpe_fast._pack import document_ends, pack_documents
+from bpe_fast._table import ChunkTable
+from bpe_fast.inputs import docs_tasks
+from bpe_fast.pretokenize import Splitter
+
+# Every UTF-8 width, line ends, spaces the patterns treat apart, and text outside the BMP.
+ALPHABET = "ab 1'\n\r\t!/\u00a0é😀中\u3000.x\u0300\U0010fffd"
+texts = st.text(alphabet=ALPHABET, max_size=60)
+any_text = st.text(max_size=40)                  # all of Unicode but surrogates
+documents = st.lists(st.one_of(any_text, any_text.map(str.encode)), max_size=30)
+
+
+def packed(docs: list) -> tuple[bytes, np.ndarray, bool]:
+    result = pack_documents(docs)
+    assert result is not None
+    return result
+
+
+def scanner_of(splitter: Splitter):
+    assert splitter.scanner is not None
+    return splitter.scanner
+
+
+def table_dict(table: ChunkTable) -> dict[bytes, int]:
+    data, offsets, counts, _ = table.sorted_arrays()
+    return {data[offsets[i]:offsets[i + 1]].tobytes(): int(counts[i]) for i in range(len(counts))}
+
+
+@given(docs=documents)
+@settings(max_examples=300, deadline=None)
+def test_packing_equals_encoding_each_document(docs):
+    data, offsets, all_str = packed(docs)
+    encoded = [d.encode() if isinstance(d, str) else d for d in docs]
+    assert data == b"".join(encoded)
+    assert offsets.tolist() == [0, *np.cumsum([len(e) for e in encoded], dtype=np.int64).tolist()]
+    assert all_str == all(isinstance(d, str) for d in docs)
+
+
+@given(docs=documents)
+@settings(max_examples=100, deadline=None)
+def test_document_ends_are_the_running_sum_of_lengths(docs):
+    ends = document_ends(docs)
+    assert ends is not None and ends.tolist() == list(accumulate(map(len, docs)))
+
+
+def test_document_ends_leave_batches_records_and_none_to_python():
+    for odd in (None, ["a list"], {"text": "a record"}, 5):
+        assert document_ends(["plain", odd]) is None
+
+
+def test_a_surrogate_leaves_a_batch_unpacked_and_other_types_are_refused():
+    assert pack_documents(["fine", "a\ud800b"]) is None            # a lone surrogate has no UTF-8
+    assert pack_documents(["\ud83d\ude00"]) is None                # nor a pair, as Python may hold one
+    assert packed([])[0] == b""
+    wrong: Any = ["a", 5]
+    with pytest.raises(TypeError, match="document 1 of the batch is int"):
+        pack_documents(wrong)
+
+
+@pytest.mark.parametrize("pattern", [GPT2, CL100K, O200K], ids=["gpt2", "cl100k", "o200k"])
+@pytest.mark.parametrize("lines", [False, True])
+@given(docs=st.lists(texts, max_size=12))
+@settings(max_examples=60, deadline=None)
+def test_a_packed_batch_counts_each_document_on_its_own(pattern, lines, docs):
+    """One native call over the buffer counts what the reference splitter finds in each document:
+    no chunk runs from one document into the next (two documents "a" and "b" are not "ab")."""
+    splitter = Splitter.of(pattern, lines=lines)
+    data, offsets, _ = packed(docs)
+    table = ChunkTable()
+    table.add_documents(scanner_of(splitter), data, offsets, lines)
+    assert table_dict(table) == Counter(c.encode() for d in docs for c in splitter.chunks(d))
+
+
+def test_add_documents_refuses_offsets_outside_the_buffer():
+    scanner = scanner_of(Splitter.of(CL100K))
+    with pytest.raises(ValueError, match="outside the 3 bytes"):
+        ChunkTable().add_documents(scanner, b"abc", np.array([0, 4], np.int64))
+    with pytest.raises(ValueError, match="must not decrease"):
+        ChunkTable().add_documents(scanner, b"abc", np.array([0, 2, 1, 3], np.int64))
+
+
+def batches_one_at_a_time(docs, batch_chars):
+    """The plain batching loop the packed one replaced: (first index, documents, size) per batch;
+    a batch ends with the document that takes it to batch_chars or past."""
+    out, batch, size, index = [], [], 0, 0
+    for item in docs:
+        items = item["text"] if isinstance(item, dict) else item
+        for doc in items if isinstance(items, list) else [items]:
+            if doc is None:
+                continue
+            batch.append(doc)
+            size += len(doc)
+            if size >= batch_chars:
+                out.append((index, batch, size))
+                index, batch, size = index + len(batch), [], 0
+    return out + ([(index, batch, size)] if batch else [])
+
+
+# An item: a document, a batch (a list; None in it is no document) or a record (None there neither).
+item = st.one_of(texts, texts.map(str.encode), st.lists(st.one_of(texts, st.none()), max_size=5),
+                 st.fixed_dictionaries({"text": st.one_of(texts, st.none(), st.lists(texts, max_size=4))}))
+
+
+@given(items=st.lists(item, max_size=80), batch_chars=st.integers(1, 200))
+@settings(max_examples=300, deadline=None)
+def test_batches_end_where_the_one_at_a_time_loop_ends_them(items, batch_chars):
+    got = [(t.first_index, list(t.documents()), t.size, t.count) for t in docs_tasks(items, batch_chars)]
+    want = [(i, [d.encode() if isinstance(d, str) else d for d in batch], size, len(batch))
+            for i, batch, size in batches_one_at_a_time(items, batch_chars)]
+    assert got == want
+
+
+def test_big_documents_are_not_read_far_ahead():
+    taken = []
+
+    def docs():
+        for i in range(100):
+            taken.append(i)
+            yield "x" * 10_000
+    tasks = docs_tasks(docs(), 1000)
+    next(tasks)
+    assert len(taken) <= 2        # items are taken a few at a time, judged by their size so far
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_character_split_between_bytes_documents_is_invalid_in_both(workers):
+    """b"\\xc3" + b"\\xa9" is "é" once joined, but each document alone is invalid UTF-8."""
+    docs = [b"caf\xc3", b"\xa9 ok", "more text"] * 3
+    with pytest.raises(bpe_fast.InputError, match=r"document 0: invalid UTF-8 at byte offset 3"):
+        bpe_fast.count_from_iterator(docs, workers=workers, batch_chars=10, progress="none")
+    table = bpe_fast.count_from_iterator(docs, workers=workers, errors="replace", batch_chars=10, progress="none")
+    assert table.as_dict() == {b"caf": 3, "\ufffd".encode(): 6, b" ok": 3, b"more": 3, b" text": 3}
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_lone_surrogate_is_named_by_its_document_or_replaced(workers):
+    docs = ["fine text"] * 5 + ["bad \udc80 text"] + ["fine text"] * 5
+    with pytest.raises(bpe_fast.InputError, match=r"document 5: lone surrogate '\\udc80' at character 4"):
+        bpe_fast.count_from_iterator(docs, workers=workers, batch_chars=30, progress="none")
+    table = bpe_fast.count_from_iterator(docs, workers=workers, errors="replace", batch_chars=30, progress="none")
+    assert table.as_dict()[" \ufffd".encode()] == 1 and table.as_dict()[b"fine"] == 10
+
+
+@pytest.mark.parametrize("pattern", [GPT2, r"\w+|[^\w]+", None], ids=["native", "regex", "none"])
+@pytest.mark.parametrize("specials", [(), ("<|endoftext|>",)])
+@pytest.mark.parametrize("lines", [False, True])
+def test_every_route_counts_packed_documents_as_the_reference_splits_them(pattern, specials, lines):
+    docs: list[Any] = [f"doc {i}: lorem ipsum<|endoftext|>dolor\nsit é中 amet\n\n" * (i % 4) for i in range(300)]
+    docs += [d.encode() for d in docs[:50]] + [["in a batch", None], {"text": "in a record"}, {"text": None}]
+    splitter = Splitter.of(pattern, specials, lines)
+    flat = [d.decode() if isinstance(d, bytes) else d for d in docs[:350]] + ["in a batch", "in a record"]
+    want = Counter(c.encode() for d in flat for c in splitter.chunks(d))
+    for workers, batch_chars in ((1, 1 << 20), (2, 500)):
+        table = bpe_fast.count_from_iterator(docs, pattern=pattern, special_tokens=specials, lines=lines,
+                                             workers=workers, batch_chars=batch_chars, progress="none")
+        assert Counter(table.as_dict()) == want
