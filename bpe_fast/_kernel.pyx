@@ -54,12 +54,13 @@ import numpy as np
 cimport numpy as cnp
 from cpython.exc cimport PyErr_CheckSignals
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from libcpp.algorithm cimport nth_element
 from libcpp.vector cimport vector
 from libcpp.queue cimport priority_queue
 from libcpp.utility cimport pair
 
 from ._pairmap cimport PairMap, pair_key, key_left, key_right, pairmap_init, pairmap_free, pairmap_get, \
-    pairmap_get_or_add
+    pairmap_get_or_add, pairmap_prefetch, prefetch
 
 cnp.import_array()
 
@@ -69,6 +70,19 @@ cdef enum:
     SIGNAL_CHECK_EVERY = 1 << 22
     MIDDLE = -1            # a slot strictly inside a token
     HEAVY = 256            # words counted at least this often get a per-slot word index
+    # The many-pairs count's pipeline (_Merger.count_many_pairs): a ring of AHEAD positions (a
+    # power of 2, more than PROBE_LAG + TALLY_LAG).
+    AHEAD = 16
+    PROBE_LAG = 8
+    TALLY_LAG = 4
+    UNTRACKED = -2         # a numbered pair whose count is below track_from
+    TRACK_PER_MERGE = 4    # the many-pairs count tracks about this many pairs per merge asked for
+    LOWER_BY = 16          # a recount lowers track_from this many times (to min_count at least)
+
+# One numbered pair of the many-pairs count: its total weight and its number of positions.
+cdef struct Tally:
+    int64_t total
+    int64_t size
 
 # ((count, ~key), id): the max-heap's top has the highest count, then the smallest key.
 ctypedef pair[pair[int64_t, uint64_t], int32_t] HeapEntry
@@ -123,6 +137,41 @@ cdef void _scatter_by_count(const int64_t[::1] counts, int64_t[::1] next_at, int
             next_at[counts[w]] += 1
 
 
+cdef inline int probe(PairMap* seen, vector[Tally]& tally, vector[int32_t]& pair_at, const Py_ssize_t* ring_p,
+                      const uint64_t* ring_key, int32_t* ring_t, Py_ssize_t i) except -1:
+    """The probe stage of _Merger.count_many_pairs for the i-th position queued: its pair's
+    number (a new pair gets the next one and an empty tally), noted at the position; its tally
+    asked for."""
+    cdef Py_ssize_t k = i & (AHEAD - 1)
+    cdef Tally empty
+    cdef int32_t t = pairmap_get_or_add(seen, ring_key[k], <int32_t>tally.size())
+    if t == -2:
+        raise MemoryError()
+    if t == <int32_t>tally.size():
+        empty.total, empty.size = 0, 0
+        tally.push_back(empty)
+    pair_at[ring_p[k]] = t
+    ring_t[k] = t
+    prefetch(&tally[t])
+    return 0
+
+
+cdef int64_t best_total(const vector[Tally]& tally, Py_ssize_t rank) noexcept:
+    """The rank-th highest total of the tallies (1 if there are fewer). Tracking only the pairs
+    counted at least that often from the start keeps the second pass and the lists short: a
+    few merges' worth of the most frequent pairs hold every merge but a few, and should the
+    best tracked count fall below it, learn recounts with a lower threshold (same merges)."""
+    cdef vector[int64_t] falling
+    cdef size_t t
+    if rank < 1 or <size_t>rank > tally.size():
+        return 1
+    falling.reserve(tally.size())
+    for t in range(tally.size()):
+        falling.push_back(-tally[t].total)
+    nth_element(falling.begin(), falling.begin() + (rank - 1), falling.end())
+    return -falling[rank - 1]
+
+
 @cython.final
 cdef class _Merger:
     """The corpus, the tracked pairs with their counts and occurrences, and the heap:
@@ -158,6 +207,7 @@ cdef class _Merger:
     # work counters, for profiling; progress of the set-up (slots laid out or counted so far)
     cdef int64_t visited, replaced, recounts
     cdef Py_ssize_t initial_pairs
+    cdef Py_ssize_t n_merges       # merges asked for (the many-pairs count tracks in proportion)
     cdef object report
     cdef Py_ssize_t reported
 
@@ -176,6 +226,7 @@ cdef class _Merger:
         self.ends_with.resize(n_ids)
         self.starts_with.resize(n_ids)
         self.track_from = max(track_from, 1)
+        self.n_merges = n_merges
         self.many_pairs = start is not None
         self.report = setup_progress
         self.lay_out(np.asarray(symbols), offsets, counts, byte_ranks, start)
@@ -269,21 +320,35 @@ cdef class _Merger:
         """(Re)build every tracked pair from the corpus as it is now: counts, occurrence lists,
         heap. Two passes: count every pair, then list the positions of those tracked."""
         self.clear_pairs()
+        if self.many_pairs:
+            self.count_many_pairs()
+        else:
+            self.count_few_pairs()
+        cdef int32_t pid
+        for pid in range(<int32_t>self.keys.size()):
+            self.track(pid)
+        self.created.clear()
+        self.recounts += 1
+        return 0
+
+    cdef inline int64_t weight_walking(self, Py_ssize_t p, Py_ssize_t* run) noexcept nogil:
+        """weight_at(p) for p that never decrease from call to call: walks the runs."""
+        if p < self.heavy_end:
+            return self.heavy_count[self.word_of[p]]
+        while self.run_start[run[0] + 1] <= p:
+            run[0] += 1
+        return self.run_count[run[0]]
+
+    cdef int count_few_pairs(self) except -1:
+        """recount's passes when the pairs are few (training from bytes: thousands of byte pairs,
+        a map that stays in the CPU's caches)."""
         cdef PairMap seen
         cdef vector[int64_t] totals
         cdef vector[int64_t] sizes
         cdef vector[int32_t] tracked_id
         cdef Py_ssize_t p, q, n = self.sym.shape[0], run = 0
         cdef int32_t t = -1, pid
-        cdef int64_t w = 0
         cdef int round_
-        # Continuing from a base, the pairs of its tokens are many (millions, against thousands of
-        # byte pairs), so the map misses the CPU's caches: the first pass notes each position's
-        # pair index (4 bytes a slot, for the set-up only) and the second reads it back.
-        cdef bint remember = self.many_pairs
-        cdef vector[int32_t] pair_at
-        if remember:
-            pair_at.assign(n, -1)
         if pairmap_init(&seen, 1 << 16) != 0:
             raise MemoryError()
         try:
@@ -293,17 +358,11 @@ cdef class _Merger:
                     if p % SIGNAL_CHECK_EVERY == 0:
                         PyErr_CheckSignals()
                         self.advance(p)
-                    if round_ == 1 and remember:
-                        t = pair_at[p]
-                        if t < 0 or totals[t] < self.track_from:
-                            continue
-                        q = self.next_token(p)
-                    else:
-                        if self.sym[p] < 0:
-                            continue
-                        q = self.next_token(p)
-                        if q < 0:
-                            continue
+                    if self.sym[p] < 0:
+                        continue
+                    q = self.next_token(p)
+                    if q < 0:
+                        continue
                     if round_ == 0:
                         t = pairmap_get_or_add(&seen, pair_key(self.sym[p], self.sym[q]), <int32_t>totals.size())
                         if t == -2:
@@ -311,19 +370,10 @@ cdef class _Merger:
                         if t == <int32_t>totals.size():
                             totals.push_back(0)
                             sizes.push_back(0)
-                        if remember:
-                            pair_at[p] = t
-                        if p < self.heavy_end:        # the weight, walking the runs as p grows
-                            w = self.heavy_count[self.word_of[p]]
-                        else:
-                            while self.run_start[run + 1] <= p:
-                                run += 1
-                            w = self.run_count[run]
-                        totals[t] += w
+                        totals[t] += self.weight_walking(p, &run)
                         sizes[t] += 1
                         continue
-                    if not remember:
-                        t = pairmap_get(&seen, pair_key(self.sym[p], self.sym[q]))
+                    t = pairmap_get(&seen, pair_key(self.sym[p], self.sym[q]))
                     if totals[t] < self.track_from:
                         continue
                     if tracked_id[t] < 0:
@@ -337,10 +387,96 @@ cdef class _Merger:
                 self.reported += n
         finally:
             pairmap_free(&seen)
-        for pid in range(<int32_t>self.keys.size()):
-            self.track(pid)
-        self.created.clear()
-        self.recounts += 1
+        return 0
+
+    cdef int count_many_pairs(self) except -1:
+        """recount's passes when continuing from a base: the pairs of its tokens are many
+        (millions, against thousands of byte pairs), so the map and the tallies miss the CPU's
+        caches. The first pass numbers every pair and notes each position's number (``pair_at``,
+        4 bytes a slot, for the set-up only), as a pipeline whose stages each ask for the memory
+        the next one reads: a position's key is hashed and its map slot asked for; PROBE_LAG
+        positions later the map gives its number and its tally is asked for; TALLY_LAG later
+        the tally takes its weight. So the waits overlap. The second pass (``list_tracked``)
+        reads the numbers back."""
+        cdef PairMap seen
+        cdef vector[Tally] tally
+        cdef vector[int32_t] pair_at
+        cdef Py_ssize_t ring_p[AHEAD]
+        cdef uint64_t ring_key[AHEAD]
+        cdef int32_t ring_t[AHEAD]
+        cdef Py_ssize_t p, q, n = self.sym.shape[0], run = 0, queued = 0, probed = 0, tallied = 0, k
+        pair_at.assign(n, -1)
+        if pairmap_init(&seen, 1 << 16) != 0:
+            raise MemoryError()
+        try:
+            for p in range(n):
+                if p % SIGNAL_CHECK_EVERY == 0:
+                    PyErr_CheckSignals()
+                    self.advance(p)
+                if self.sym[p] < 0:
+                    continue
+                q = self.next_token(p)
+                if q < 0:
+                    continue
+                k = queued & (AHEAD - 1)
+                ring_p[k], ring_key[k] = p, pair_key(self.sym[p], self.sym[q])
+                pairmap_prefetch(&seen, ring_key[k])
+                queued += 1
+                if queued - probed > PROBE_LAG:
+                    probe(&seen, tally, pair_at, ring_p, ring_key, ring_t, probed)
+                    probed += 1
+                if probed - tallied > TALLY_LAG:
+                    self.tally_one(tally, ring_p, ring_t, tallied, &run)
+                    tallied += 1
+            while probed < queued:
+                probe(&seen, tally, pair_at, ring_p, ring_key, ring_t, probed)
+                probed += 1
+            while tallied < queued:
+                self.tally_one(tally, ring_p, ring_t, tallied, &run)
+                tallied += 1
+        finally:
+            pairmap_free(&seen)
+        self.reported += n
+        if self.recounts == 0:
+            self.track_from = max(self.track_from, best_total(tally, TRACK_PER_MERGE * self.n_merges))
+        self.list_tracked(pair_at, tally)
+        self.reported += n
+        return 0
+
+    cdef inline void tally_one(self, vector[Tally]& tally, const Py_ssize_t* ring_p, const int32_t* ring_t,
+                               Py_ssize_t i, Py_ssize_t* run) noexcept nogil:
+        """The tally stage of count_many_pairs for the i-th position queued (in order of p)."""
+        cdef Py_ssize_t k = i & (AHEAD - 1)
+        cdef Tally* entry = &tally[ring_t[k]]
+        entry.total += self.weight_walking(ring_p[k], run)
+        entry.size += 1
+
+    cdef int list_tracked(self, const vector[int32_t]& pair_at, const vector[Tally]& tally) except -1:
+        """count_many_pairs's second pass: the positions of the pairs counted at least
+        track_from times, listed; pairs get their ids in order of first position. (Asking for
+        the lists' memory ahead, as the first pass does, made it no faster: the stores to the
+        ends of a quarter million lists wait, it seems, on the address translation.)"""
+        cdef vector[int32_t] tracked_id               # number -> pair id; -1: none yet; UNTRACKED
+        cdef Py_ssize_t p, q, n = self.sym.shape[0]
+        cdef int32_t t, pid
+        tracked_id.resize(tally.size())
+        for t in range(<int32_t>tally.size()):
+            tracked_id[t] = -1 if tally[t].total >= self.track_from else UNTRACKED
+        for p in range(n):
+            if p % SIGNAL_CHECK_EVERY == 0:
+                PyErr_CheckSignals()
+                self.advance(p)
+            t = pair_at[p]
+            if t < 0 or tracked_id[t] == UNTRACKED:
+                continue
+            pid = tracked_id[t]
+            if pid < 0:
+                q = self.next_token(p)
+                pid = self.new_pair(pair_key(self.sym[p], self.sym[q]))
+                tracked_id[t] = pid
+                self.count[pid] = tally[t].total
+                self.occ[pid].reserve(tally[t].size)
+            self.append(pid, p)
         return 0
 
     cdef void clear_pairs(self) noexcept:
@@ -578,7 +714,7 @@ cdef class Trainer:
             pid = run.pop_best()
             if pid < 0 or run.count[pid] < run.track_from:
                 if run.track_from > self.min_count:    # an untracked pair may be the best now
-                    run.track_from = self.min_count
+                    run.track_from = max(self.min_count, run.track_from // LOWER_BY)
                     run.recount()
                     continue
                 if pid < 0:

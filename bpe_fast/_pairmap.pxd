@@ -16,8 +16,14 @@ cdef enum:
 cdef extern from *:
     """
     #define BPE_EMPTY_KEY 0xFFFFFFFFFFFFFFFFULL
+    #if defined(__GNUC__) || defined(__clang__)
+    #define bpe_pairmap_prefetch(p) __builtin_prefetch((p))
+    #else
+    #define bpe_pairmap_prefetch(p) ((void)(p))
+    #endif
     """
     const uint64_t EMPTY "BPE_EMPTY_KEY"
+    void prefetch "bpe_pairmap_prefetch"(const void* p) nogil
 
 cdef struct PairMap:
     uint64_t* keys
@@ -63,6 +69,13 @@ cdef inline void pairmap_free(PairMap* m) noexcept nogil:
     free(m.values)
     m.keys = NULL
     m.values = NULL
+
+
+cdef inline void pairmap_prefetch(const PairMap* m, uint64_t key) noexcept nogil:
+    """Ask for the slot where a probe for key starts (a probe that would wait for memory
+    overlaps other work when asked for well before)."""
+    prefetch(&m.keys[_slot(key, m.bits)])
+    prefetch(&m.values[_slot(key, m.bits)])
 
 
 cdef inline int32_t pairmap_get(const PairMap* m, uint64_t key) noexcept nogil:

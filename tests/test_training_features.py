@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpe_fast
-from bpe_fast import Tokenizer, WordTable
-from bpe_fast._kernel import train_merges
+from bpe_fast import Tokenizer, WordTable, continued
+from bpe_fast._kernel import Trainer, train_merges
 from bpe_fast.cli import main
 from bpe_fast.pretokenize import chunks_of
 from bpe_fast.reference import train_reference
@@ -47,6 +47,28 @@ def test_the_reference_continues_the_same_way():
     lengths = {256 + i: len(tok.token_bytes(256 + i)) for i in range(len(first))}
     rest = train_reference(words, 6, start=start, token_lengths=lengths, first_id=256 + len(first))
     assert first + rest == train_reference(words, 10)
+
+
+@pytest.mark.parametrize("track_from", [0, 1, 50, 10**6])
+def test_the_kernel_continues_as_the_reference_for_any_tracking_threshold(track_from):
+    """Continuing from a base, the kernel tracks only the pairs counted about as often as the
+    4 x n_merges-th best (default track_from=0), and lowers the threshold 16-fold whenever the
+    best tracked count falls below it (10**6: recounts down to 244): the reference's merges every time."""
+    rng = np.random.default_rng(2)
+    words = {bytes(rng.choice(list(b"abcdef"), size=rng.integers(2, 30)).astype(np.uint8)): int(rng.integers(1, 300))
+             for _ in range(400)}
+    first = train_reference(words, 40)
+    base = Tokenizer(first, pattern=None)
+    table = WordTable.from_counts(words)
+    start, lengths = continued.tokenized_by(base, table)
+    stats: dict[str, int] = {}
+    merges = Trainer(table.symbols, table.offsets, table.counts, 150, 1, None, track_from, start=start,
+                     token_lengths=lengths, first_id=base.vocab_size).learn(stats=stats)
+    reference = train_reference(words, 150, start=[base.encode_ordinary(w.decode()) for w in words],
+                                token_lengths={i: len(base.token_bytes(i)) for i in range(256, base.vocab_size)},
+                                first_id=base.vocab_size)
+    assert [tuple(m) for m in merges.tolist()] == reference
+    assert stats["recounts"] == (4 if track_from == 10**6 else 1)
 
 
 def test_a_base_keeps_its_ids_and_its_special_tokens():
