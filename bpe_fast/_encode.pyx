@@ -89,6 +89,7 @@ OUTPUT_LIST, OUTPUT_ARRAY, OUTPUT_COUNT = OUT_LIST, OUT_ARRAY, OUT_COUNT
 
 cdef class _Worker
 cdef class _Batch
+cdef class _Ids
 
 
 @cython.final
@@ -538,21 +539,38 @@ cdef class MergeEncoder:
         w.release()
         return [w.ids.data[i] for i in range(w.ids.size)]
 
-    def encode_chunks(self, const unsigned char[::1] data, const int64_t[::1] offsets):
-        """The ids of every chunk of a word table (chunk i is data[offsets[i]:offsets[i + 1]]),
-        one after another, as an int32 array: each chunk encoded whole, in one call."""
+    def lay_out_chunks(self, const unsigned char[::1] data, const int64_t[::1] offsets, int32_t[::1] slots):
+        """Encode chunks of a word table, each whole (chunk i is data[offsets[i]:offsets[i + 1]]),
+        straight into the training kernel's layout: slot p - offsets[0] for byte p holds the id
+        of the token that starts there, the tail mark -(id + 2) where a longer one ends, and -1
+        between (see _kernel.pyx). Threads may lay out disjoint runs of chunks at once."""
         cdef _Worker w = _Worker(self, False)
         cdef Py_ssize_t i, n = offsets.shape[0] - 1
-        if data.shape[0] == 0:
-            return np.empty(0, np.int32)
-        w.ids.reserve(data.shape[0] // 2 + 16)
+        if slots.shape[0] != offsets[n] - offsets[0] or (n and (offsets[0] < 0 or offsets[n] > data.shape[0])):
+            raise ValueError("lay_out_chunks needs a slot for every byte of the chunks")
+        if slots.shape[0] == 0:
+            return
         with nogil:
             for i in range(n):
                 if offsets[i + 1] > offsets[i]:
+                    w.ids.size = 0
                     self.encode_chunk(&data[0] + offsets[i], offsets[i + 1] - offsets[i],
                                       &data[0] + data.shape[0], w)
+                    self.lay_out(w.ids, &slots[offsets[i] - offsets[0]])
         w.release()
-        return w.array().view(np.int32)
+
+    cdef inline void lay_out(self, _Ids ids, int32_t* slot) noexcept nogil:
+        """The ids, one token after another from ``slot``: id, -1 inside, tail mark."""
+        cdef size_t k, length
+        cdef int32_t token
+        for k in range(ids.size):
+            token = <int32_t>ids.data[k]
+            length = self.token_bytes[token].size()
+            slot[0] = token
+            if length > 1:
+                memset(slot + 1, 0xFF, (length - 2) * sizeof(int32_t))      # -1, every byte all ones
+                slot[length - 1] = -token - 2
+            slot += length
 
     def encode_text(self, const unsigned char[::1] data):
         """Split UTF-8 text with the scanner and encode every chunk: a list of ids."""

@@ -46,28 +46,22 @@ def tokenized_by(base: Tokenizer, table: WordTable) -> tuple[np.ndarray, np.ndar
     """The corpus as the base tokenizer leaves it, in the kernel's layout: each token's id at
     its first byte, a tail mark -(id + 2) at its last, -1 between; and each id's length in
     bytes. Each chunk is encoded whole by the base's merges, as the trained tokenizer will
-    encode it, also when the chunks come from another pattern (superword training)."""
-    ids = _encode_chunks(base, table)
-    lengths = np.array([len(t) if t is not None else 0 for t in base._vocab], dtype=np.int32)
-    size = lengths[ids]
-    starts = np.cumsum(size) - size            # the words lie one after another, as in the table
-    slots = np.full(table.n_symbols, -1, dtype=np.int32)
-    slots[starts] = ids
-    long = size > 1
-    slots[starts[long] + size[long] - 1] = -ids[long] - 2
-    return slots, lengths
-
-
-def _encode_chunks(base: Tokenizer, table: WordTable) -> np.ndarray:
-    """Every chunk of the table encoded whole by the base, on as many threads as there are CPUs
-    (the native encoder runs without the GIL), in table order."""
+    encode it, also when the chunks come from another pattern (superword training). The
+    native encoder writes the layout itself, on as many threads as there are CPUs (it runs
+    without the GIL), each a run of chunks: no array of ids, no NumPy passes over it."""
+    slots = np.empty(table.n_symbols, dtype=np.int32)
     n, threads = len(table), min(default_workers(), max(1, len(table) // 50_000))
     bounds = [n * k // threads for k in range(threads + 1)]
+    offsets = table.offsets
+
+    def lay_out(k: int) -> None:
+        a, b = bounds[k], bounds[k + 1]
+        base._native.lay_out_chunks(table.symbols, offsets[a:b + 1], slots[offsets[a]:offsets[b]])
+
     with ThreadPoolExecutor(threads) as pool:
-        parts = pool.map(lambda k: base._native.encode_chunks(table.symbols,
-                                                              table.offsets[bounds[k]:bounds[k + 1] + 1]),
-                         range(threads))
-        return np.concatenate(list(parts))
+        list(pool.map(lay_out, range(threads)))
+    lengths = np.array([len(t) if t is not None else 0 for t in base._vocab], dtype=np.int32)
+    return slots, lengths
 
 
 def extended(base: Tokenizer, merges: np.ndarray, pattern: str | None, new_specials: Sequence[str]) -> Tokenizer:
