@@ -113,13 +113,17 @@ def stage_cells(runs: list[dict]) -> str:
 
 def cost(args) -> None:
     corpora = corpus_dir(args.corpus_dir)
-    kinds = {"long-tail": [str(longtail_slice(Path(args.work_dir), args.longtail_size))],
-             "natural": [str(corpora / "big.txt")] + sorted(str(p) for p in (corpora / "multilingual").glob("*.txt"))}
+    kinds = {"long-tail": lambda: [str(longtail_slice(Path(args.work_dir), args.longtail_size))],
+             "natural": lambda: [str(corpora / "big.txt")] + sorted(map(str, (corpora / "multilingual").glob("*.txt")))}
+    wanted = args.texts.split(",")
+    if not set(wanted) <= set(kinds):
+        sys.exit(f"--texts: give some of {', '.join(kinds)}, not {args.texts}")
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs\n")
     print("| text | MB | V | T | plain s | superword s | superword / plain | plain stages | superword stages | "
           "others' CPU s | peak MB plain / superword |")
     print("|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|")
-    for kind, files in kinds.items():
+    for kind in wanted:
+        files = kinds[kind]()
         megabytes = sum(os.path.getsize(f) for f in files) / 1e6
         for size in args.sizes.split(","):
             vocab, at = (int(x) for x in size.split(":"))
@@ -143,6 +147,7 @@ def main() -> None:
     ap.add_argument("--cost", action="store_true", help="time superword training against plain training")
     ap.add_argument("--sizes", default="16384:12000", help="cost: V:T pairs, comma-separated")
     ap.add_argument("--repeats", type=int, default=3, help="cost: runs of each, alternating")
+    ap.add_argument("--texts", default="long-tail,natural", help="cost: the kinds of text, comma-separated")
     ap.add_argument("--longtail-size", default="50M", help="cost: the long-tail slice's size (make_corpus.py)")
     ap.add_argument("--work-dir", default="/tmp/bpe_fast-bench", help="cost: where the long-tail slice is kept")
     ap.add_argument("--corpus-dir", default=None)

@@ -4,15 +4,16 @@ A ``Splitter`` says, once for counting, encoding and ``encode_corpus``, how text
 chunks: the pattern (resolved, with its name known once), the special tokens cut out of the
 text (never part of a chunk, never learned), and whether every line is a document of its own.
 It picks the engine that splits:
-* ``NATIVE`` for the named patterns gpt2, cl100k and o200k: a Cython scanner (_scan.pxd) that
+* ``NATIVE`` for the named patterns gpt2, cl100k, o200k and superword: a Cython scanner (_scan.pxd) that
   returns exactly the regex's chunks from UTF-8 bytes, an order of magnitude faster
   (benchmarks/RESULTS.md); the tests hold it to regex;
 * ``REGEX`` for any other pattern: the ``regex`` module's whole matches;
 * ``WHOLE`` for no pattern: a document (between special tokens) is one chunk.
 ``Splitter.chunks`` is the slow reference of all three, the definition the fast paths must meet.
 
-``find_cut`` only returns positions where the named patterns cannot match across the cut, so
-counting a file block by block gives exactly the chunks of the whole file.
+``find_cut`` only returns positions where the named patterns cannot match across the cut (after a
+"\n"; for superword, whose chunks cross lines, after a letter or a digit run), so counting a file
+block by block gives exactly the chunks of the whole file.
 """
 from __future__ import annotations
 
