@@ -75,7 +75,8 @@ cdef enum:
     CACHE_MAX_BITS = 21        # at most 2^20 cached chunks; then the cache starts afresh
     MAX_CACHES = 64            # caches an encoder keeps between calls (one per thread in use)
     RECENT_SIZE = 1 << 14      # slots of a cache's table of recent whole tokens (256 KB)
-    COMPAT_BITS = 16           # answers of ``compatible`` a thread keeps (512 KB)
+    COMPAT_BITS = 16           # answers of ``compatible`` a thread keeps (512 KB) ...
+    WIDE_COMPAT_BITS = 20      # ... or 8 MB when it encodes a word table's millions of distinct chunks
     AHEAD = 8                  # chunks scanned ahead of their encoding (see encode_piece)
     CACHE_MAX_BYTES = 255      # longer chunks are rare: not cached
     STACK_CHUNK = 256          # chunks up to this long backtrack in stack arrays
@@ -373,12 +374,12 @@ cdef class MergeEncoder:
             else:
                 limit, b = b + 1, self.left[b]
 
-    cdef inline bint compatible(self, int32_t a, int32_t b, uint64_t* known) noexcept nogil:
+    cdef inline bint compatible(self, int32_t a, int32_t b, uint64_t* known, int bits) noexcept nogil:
         """Does BPE of the bytes of reachable a then b give exactly [a, b]? ``known`` is the
         calling thread's table of answers already found (see _ChunkCache.compat): the same
         pairs of tokens meet again and again, and the walk down their merges is cache misses."""
         cdef uint64_t key = (<uint64_t>a << 33) | (<uint64_t><uint32_t>b << 1)
-        cdef uint64_t* slot = &known[(key * <uint64_t>0x9E3779B97F4A7C15) >> (64 - COMPAT_BITS)]
+        cdef uint64_t* slot = &known[(key * <uint64_t>0x9E3779B97F4A7C15) >> (64 - bits)]
         if (slot[0] & ~(<uint64_t>1)) == key:
             return slot[0] & 1
         cdef bint answer = self.no_cross_merge(a, b, NO_MERGE)
@@ -408,7 +409,7 @@ cdef class MergeEncoder:
         return best
 
     cdef size_t backtrack(self, const uint8_t* s, size_t n, int32_t* out, uint64_t* alive,
-                          uint64_t* known) noexcept nogil:
+                          uint64_t* known, int known_bits) noexcept nogil:
         """BPE of s (n bytes) by backtracking (module docstring): the symbols into out (room for
         n), their number returned. ``alive`` has room for n + 1 bits: bit p is cleared once no
         encoding of s has a token boundary at p after the symbols that end there."""
@@ -419,7 +420,7 @@ cdef class MergeEncoder:
         t = self.longest_prefix(s, n, 0)
         while True:
             end = pos + <size_t>self.length[t]
-            if (alive[end >> 6] >> (end & 63)) & 1 and (k == 0 or self.compatible(out[k - 1], t, known)):
+            if (alive[end >> 6] >> (end & 63)) & 1 and (k == 0 or self.compatible(out[k - 1], t, known, known_bits)):
                 out[k] = t
                 k += 1
                 pos = end
@@ -483,9 +484,9 @@ cdef class MergeEncoder:
         if w.syms.size() < n:
             w.syms.resize(n)
         if n <= STACK_CHUNK:
-            return self.backtrack(s, n, w.syms.data(), alive, w.cache.compat)
+            return self.backtrack(s, n, w.syms.data(), alive, w.cache.compat, w.cache.compat_bits)
         w.alive.resize((n >> 6) + 1)
-        return self.backtrack(s, n, w.syms.data(), w.alive.data(), w.cache.compat)
+        return self.backtrack(s, n, w.syms.data(), w.alive.data(), w.cache.compat, w.cache.compat_bits)
 
     cdef void encode_piece(self, const uint8_t* s, size_t n, const uint8_t* end, _Worker w) noexcept nogil:
         """Emit the ids of text that holds no special token to encode: split, then each chunk."""
@@ -550,6 +551,7 @@ cdef class MergeEncoder:
             raise ValueError("lay_out_chunks needs a slot for every byte of the chunks")
         if slots.shape[0] == 0:
             return
+        w.cache.widen_compat(WIDE_COMPAT_BITS)
         with nogil:
             for i in range(n):
                 if offsets[i + 1] > offsets[i]:
@@ -839,13 +841,29 @@ cdef class _ChunkCache:
     cdef vector[uint32_t] store
     cdef Slot* recent
     cdef uint64_t* compat
+    cdef int compat_bits
 
     def __cinit__(self):
         self.recent = <Slot*>calloc(RECENT_SIZE, sizeof(Slot))
-        self.compat = <uint64_t*>malloc((<size_t>1 << COMPAT_BITS) * sizeof(uint64_t))
-        if self.recent == NULL or self.compat == NULL:
+        if self.recent == NULL:
             raise MemoryError()
-        memset(self.compat, 0xFF, (<size_t>1 << COMPAT_BITS) * sizeof(uint64_t))   # no key is all ones
+        self.widen_compat(COMPAT_BITS)
+
+    cdef int widen_compat(self, int bits) except -1:
+        """Make ``compat`` 2**bits answers if it is smaller (it starts empty: answers found under
+        another size would sit in the wrong slots). Encoding the distinct chunks of a word table,
+        the pairs of tokens that meet are millions: a table of 2**16 forgets them (15% of the
+        time is the walk down the merges again, on a superword table)."""
+        cdef uint64_t* table
+        if self.compat != NULL and bits <= self.compat_bits:
+            return 0
+        table = <uint64_t*>malloc((<size_t>1 << bits) * sizeof(uint64_t))
+        if table == NULL:
+            raise MemoryError()
+        memset(table, 0xFF, (<size_t>1 << bits) * sizeof(uint64_t))   # no key is all ones
+        free(self.compat)
+        self.compat, self.compat_bits = table, bits
+        return 0
 
     def __dealloc__(self):
         free(self.slots)
