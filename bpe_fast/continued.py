@@ -48,10 +48,12 @@ def tokenized_by(base: Tokenizer, table: WordTable) -> tuple[np.ndarray, np.ndar
     bytes. Each chunk is encoded whole by the base's merges, as the trained tokenizer will
     encode it, also when the chunks come from another pattern (superword training). The
     native encoder writes the layout itself, on as many threads as there are CPUs (it runs
-    without the GIL), each a run of chunks: no array of ids, no NumPy passes over it."""
+    without the GIL), each taking runs of chunks in turn: no array of ids, no NumPy passes
+    over it. A few runs a thread, so that a thread the machine gives less time to takes fewer."""
     slots = np.empty(table.n_symbols, dtype=np.int32)
     n, threads = len(table), min(default_workers(), max(1, len(table) // 50_000))
-    bounds = [n * k // threads for k in range(threads + 1)]
+    runs = 4 * threads if threads > 1 else 1
+    bounds = [n * k // runs for k in range(runs + 1)]
     offsets = table.offsets
 
     def lay_out(k: int) -> None:
@@ -59,7 +61,7 @@ def tokenized_by(base: Tokenizer, table: WordTable) -> tuple[np.ndarray, np.ndar
         base._native.lay_out_chunks(table.symbols, offsets[a:b + 1], slots[offsets[a]:offsets[b]])
 
     with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(lay_out, range(threads)))
+        list(pool.map(lay_out, range(runs)))
     lengths = np.array([len(t) if t is not None else 0 for t in base._vocab], dtype=np.int32)
     return slots, lengths
 
