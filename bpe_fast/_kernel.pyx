@@ -673,7 +673,9 @@ cdef class _Merger:
 cdef class Trainer:
     """Training in two steps, so that the caller can let go of the word table in between: the
     constructor lays the table out (after it, the kernel keeps no reference to the arrays),
-    ``learn`` merges. ``train_merges`` does both at once."""
+    ``learn`` merges. ``train_merges`` does both at once. Continuing from ``start`` (a base's
+    layout), the first count raises ``track_from`` to about the 4 x n_merges-th best pair's
+    count (see best_total): the same merges, from far fewer listed positions."""
     cdef _Merger run
     cdef readonly Py_ssize_t max_merges
     cdef readonly int64_t min_count
