@@ -15,8 +15,10 @@ two kinds of text: a long-tail slice made by make_corpus.py (``--longtail-size``
 written once into ``--work-dir`` and reused) and natural text (big.txt and multilingual/*.txt).
 Each training runs in a fresh process (proctree.run_sampled, which also measures the CPU every
 other process on the machine used meanwhile), plain and superword alternating, ``--repeats``
-times; prints the median seconds of each, their ratio, the stages' seconds from bpe_fast's
-summaries (stage one: counting, merging; stage two: counting, merging) and the others' CPU.
+times; prints the median seconds of each, their ratio, the median CPU seconds of each run's
+process tree (their ratio moves less with the machine's load than the wall times'), the
+stages' seconds from bpe_fast's summaries (stage one: counting, merging; stage two: counting,
+merging), the others' CPU and the peak memory.
 """
 from __future__ import annotations
 
@@ -100,7 +102,7 @@ def train_once(files: list[str], vocab: int, at: int | None) -> dict:
     if run.returncode != 0 or not lines:
         sys.exit(f"training failed: {run.stderr[-2000:]}")
     result = json.loads(lines[-1][len(RESULT_MARK):])
-    result.update(other_cpu=run.other_cpu_s, peak_mb=run.peak_tree_mb)
+    result.update(cpu=run.child_cpu_s, other_cpu=run.other_cpu_s, peak_mb=run.peak_tree_mb)
     return result
 
 
@@ -119,9 +121,9 @@ def cost(args) -> None:
     if not set(wanted) <= set(kinds):
         sys.exit(f"--texts: give some of {', '.join(kinds)}, not {args.texts}")
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs\n")
-    print("| text | MB | V | T | plain s | superword s | superword / plain | plain stages | superword stages | "
-          "others' CPU s | peak MB plain / superword |")
-    print("|---|---:|---:|---:|---:|---:|---:|---|---|---:|---:|")
+    print("| text | MB | V | T | plain s | superword s | superword / plain | CPU s plain / superword (ratio) | "
+          "plain stages | superword stages | others' CPU s | peak MB plain / superword |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|")
     for kind in wanted:
         files = kinds[kind]()
         megabytes = sum(os.path.getsize(f) for f in files) / 1e6
@@ -132,10 +134,12 @@ def cost(args) -> None:
                 runs["plain"].append(train_once(files, vocab, None))
                 runs["superword"].append(train_once(files, vocab, at))
             plain, sw = (statistics.median(r["seconds"] for r in runs[k]) for k in ("plain", "superword"))
+            cpu_plain, cpu_sw = (statistics.median(r["cpu"] for r in runs[k]) for k in ("plain", "superword"))
             others = sum(r["other_cpu"] for k in runs for r in runs[k])
             peaks = "/".join(f"{max(r['peak_mb'] for r in runs[k]):,.0f}" for k in ("plain", "superword"))
             print(f"| {kind} | {megabytes:.0f} | {vocab:,} | {at:,} | {plain:.2f} | {sw:.2f} | {sw / plain:.2f} | "
-                  f"{stage_cells(runs['plain'])} | {stage_cells(runs['superword'])} | {others:.1f} | {peaks} |",
+                  f"{cpu_plain:.2f} / {cpu_sw:.2f} ({cpu_sw / cpu_plain:.2f}) | {stage_cells(runs['plain'])} | "
+                  f"{stage_cells(runs['superword'])} | {others:.1f} | {peaks} |",
                   flush=True)
     print(f"\nload average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 

@@ -39,6 +39,7 @@ def test_bench_superword_times_superword_against_plain_training(tmp_path):
     done = run_script("bench_superword.py", "--cost", "--texts", "long-tail", "--longtail-size", "64K",
                       "--sizes", "600:400", "--repeats", "1", "--work-dir", str(tmp_path))
     assert done.returncode == 0, done.stderr
-    row = re.search(r"^\| long-tail \| 0 \| 600 \| 400 \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \|", done.stdout, re.M)
-    assert row and float(row[3]) > 0, done.stdout
+    row = re.search(r"^\| long-tail \| 0 \| 600 \| 400 \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| "
+                    r"([\d.]+) / ([\d.]+) \(([\d.]+)\) \|", done.stdout, re.M)
+    assert row and float(row[3]) > 0 and float(row[6]) > 0, done.stdout
     assert "counting" in done.stdout and (tmp_path / "longtail-64K.txt").is_file()
