@@ -540,16 +540,20 @@ cdef class MergeEncoder:
         w.release()
         return [w.ids.data[i] for i in range(w.ids.size)]
 
-    def lay_out_chunks(self, const unsigned char[::1] data, const int64_t[::1] offsets, int32_t[::1] slots):
+    def lay_out_chunks(self, const unsigned char[::1] data, const int64_t[::1] offsets,
+                       const int64_t[::1] positions, int32_t[::1] slots):
         """Encode chunks of a word table, each whole (chunk i is data[offsets[i]:offsets[i + 1]]),
-        straight into the training kernel's layout: slot p - offsets[0] for byte p holds the id
-        of the token that starts there, the tail mark -(id + 2) where a longer one ends, and -1
-        between (see _kernel.pyx). Threads may lay out disjoint runs of chunks at once."""
+        straight into the training kernel's layout from ``slots[positions[i]]``: the id of each
+        token where it starts, its tail mark -(id + 2) where a longer one ends, and -1 between
+        (see _kernel.pyx). Threads may lay out disjoint sets of chunks at once."""
         cdef _Worker w = _Worker(self, False)
         cdef Py_ssize_t i, n = offsets.shape[0] - 1
-        if slots.shape[0] != offsets[n] - offsets[0] or (n and (offsets[0] < 0 or offsets[n] > data.shape[0])):
-            raise ValueError("lay_out_chunks needs a slot for every byte of the chunks")
-        if slots.shape[0] == 0:
+        if positions.shape[0] != n or (n and (offsets[0] < 0 or offsets[n] > data.shape[0])):
+            raise ValueError("lay_out_chunks needs a position for every chunk, and chunks inside data")
+        for i in range(n):
+            if positions[i] < 0 or positions[i] + offsets[i + 1] - offsets[i] > slots.shape[0]:
+                raise ValueError(f"chunk {i} does not fit in the slots at position {positions[i]}")
+        if n == 0:
             return
         w.cache.widen_compat(WIDE_COMPAT_BITS)
         with nogil:
@@ -558,7 +562,7 @@ cdef class MergeEncoder:
                     w.ids.size = 0
                     self.encode_chunk(&data[0] + offsets[i], offsets[i + 1] - offsets[i],
                                       &data[0] + data.shape[0], w)
-                    self.lay_out(w.ids, &slots[offsets[i] - offsets[0]])
+                    self.lay_out(w.ids, &slots[positions[i]])
         w.release()
 
     cdef inline void lay_out(self, _Ids ids, int32_t* slot) noexcept nogil:

@@ -111,6 +111,16 @@ def check_word_table(symbols, const int64_t[::1] offsets, const int64_t[::1] cou
         raise ValueError("symbols must be byte ids 0..255")
 
 
+def kernel_positions(const int64_t[::1] offsets, counts):
+    """Where each word of a table starts in the kernel's layout (words by falling count, as
+    by_falling_count orders them), an int64 array: for ``start`` (see Trainer)."""
+    order, _ = by_falling_count(np.asarray(counts))
+    lengths = np.diff(np.asarray(offsets))[order]
+    positions = np.empty(len(order), dtype=np.int64)
+    positions[order] = np.cumsum(lengths) - lengths
+    return positions
+
+
 def by_falling_count(counts):
     """The words in order of falling count, as int32 indices, and how many are heavy (counted
     at least HEAVY times, first). Few words are heavy: they are sorted; the rest are grouped by
@@ -237,19 +247,18 @@ cdef class _Merger:
     # -- set-up ------------------------------------------------------------------------------
     cdef int lay_out(self, symbols, const int64_t[::1] offsets, const int64_t[::1] counts, byte_ranks,
                      start) except -1:
-        """Copy the words into ``sym`` by falling count (heavy words first, with a word index):
-        every byte a one-byte token, or, to continue training, the slots of ``start`` (the same
-        layout as ``sym``, word by word in table order); mark where words start; note the runs
-        of equal weight."""
+        """Copy the words into ``sym`` by falling count (heavy words first, with a word index),
+        every byte a one-byte token; or, to continue training, take ``start`` over as ``sym``:
+        the base's layout, already in this order (see Trainer). Mark where words start; note
+        the runs of equal weight."""
         cdef Py_ssize_t n_words = counts.shape[0], n_sym = offsets[n_words] if n_words else 0
         order, n_heavy = by_falling_count(np.asarray(counts))
         cdef const int32_t[::1] by_count = order
         cdef const uint8_t[::1] source = symbols.astype(np.uint8, copy=False)
         ranks = np.arange(256, dtype=np.int32) if byte_ranks is None else np.asarray(byte_ranks, dtype=np.int32)
         cdef const int32_t[::1] rank = ranks
-        cdef const int32_t[::1] slots = np.empty(0, np.int32) if start is None else start
         cdef bint from_slots = start is not None
-        self.sym = np.empty(n_sym, dtype=np.int32)
+        self.sym = start if from_slots else np.empty(n_sym, dtype=np.int32)
         self.word_starts = np.zeros((n_sym >> 3) + 1, dtype=np.uint8)
         self.heavy_count = np.asarray(counts)[order[:n_heavy]]
         run_start, run_count = [], []
@@ -266,8 +275,9 @@ cdef class _Merger:
             length = offsets[w + 1] - offsets[w]
             if length:
                 self.word_starts[p >> 3] |= 1 << (p & 7)
-            for b in range(length):
-                self.sym[p + b] = slots[offsets[w] + b] if from_slots else rank[source[offsets[w] + b]]
+            if not from_slots:
+                for b in range(length):
+                    self.sym[p + b] = rank[source[offsets[w] + b]]
             p += length
             if k % 65536 == 0:
                 PyErr_CheckSignals()
@@ -673,9 +683,15 @@ cdef class _Merger:
 cdef class Trainer:
     """Training in two steps, so that the caller can let go of the word table in between: the
     constructor lays the table out (after it, the kernel keeps no reference to the arrays),
-    ``learn`` merges. ``train_merges`` does both at once. Continuing from ``start`` (a base's
-    layout), the first count raises ``track_from`` to about the 4 x n_merges-th best pair's
-    count (see best_total): the same merges, from far fewer listed positions."""
+    ``learn`` merges. ``train_merges`` does both at once.
+
+    To continue training, ``start`` is the corpus as a base tokenizer leaves it, in the
+    kernel's layout (module docstring), with the words in the kernel's order: by falling count
+    as ``by_falling_count`` gives it (``kernel_positions`` says where each word goes). The
+    kernel takes the array over and changes it (no copy: it is the largest of the set-up).
+    ``token_lengths`` gives the bytes of each id below ``first_id``. The first count raises
+    ``track_from`` to about the 4 x n_merges-th best pair's count (see best_total): the same
+    merges, from far fewer listed positions."""
     cdef _Merger run
     cdef readonly Py_ssize_t max_merges
     cdef readonly int64_t min_count
@@ -688,7 +704,9 @@ cdef class Trainer:
                  start=None, token_lengths=None, int32_t first_id=256, setup_progress=None):
         check_word_table(symbols, offsets, counts)
         if start is not None:
-            start = np.ascontiguousarray(start, dtype=np.int32)
+            if not (isinstance(start, np.ndarray) and start.dtype == np.int32 and start.flags.c_contiguous
+                    and start.flags.writeable):
+                raise ValueError("start must be a writable, contiguous int32 array (the kernel takes it over)")
             if len(start) != len(symbols) or token_lengths is None or len(token_lengths) > first_id:
                 raise ValueError("start needs a slot per byte, token_lengths for its ids, and first_id above them")
         # Each merge removes at least one token, so the corpus cannot give more merges than

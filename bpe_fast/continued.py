@@ -12,6 +12,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from . import _kernel
 from .counting import default_workers
 from .errors import ArgumentError, ArgumentTypeError
 from .tokenizer import Tokenizer
@@ -43,22 +44,23 @@ def first_new_id(base: Tokenizer | None) -> int:
 
 
 def tokenized_by(base: Tokenizer, table: WordTable) -> tuple[np.ndarray, np.ndarray]:
-    """The corpus as the base tokenizer leaves it, in the kernel's layout: each token's id at
-    its first byte, a tail mark -(id + 2) at its last, -1 between; and each id's length in
-    bytes. Each chunk is encoded whole by the base's merges, as the trained tokenizer will
-    encode it, also when the chunks come from another pattern (superword training). The
-    native encoder writes the layout itself, on as many threads as there are CPUs (it runs
-    without the GIL), each taking runs of chunks in turn: no array of ids, no NumPy passes
-    over it. A few runs a thread, so that a thread the machine gives less time to takes fewer."""
+    """The corpus as the base tokenizer leaves it, in the kernel's layout and word order (its
+    ``start``: each token's id at its first byte, a tail mark -(id + 2) at its last, -1
+    between, the words by falling count); and each id's length in bytes. Each chunk is encoded
+    whole by the base's merges, as the trained tokenizer will encode it, also when the chunks
+    come from another pattern (superword training). The native encoder writes the layout
+    itself, on as many threads as there are CPUs (it runs without the GIL), each taking runs
+    of chunks in turn: no array of ids, no NumPy pass over it, no copy into the kernel's
+    order. A few runs a thread, so that a thread the machine gives less time takes fewer."""
     slots = np.empty(table.n_symbols, dtype=np.int32)
+    positions = _kernel.kernel_positions(table.offsets, table.counts)
     n, threads = len(table), min(default_workers(), max(1, len(table) // 50_000))
     runs = 4 * threads if threads > 1 else 1
     bounds = [n * k // runs for k in range(runs + 1)]
-    offsets = table.offsets
 
     def lay_out(k: int) -> None:
         a, b = bounds[k], bounds[k + 1]
-        base._native.lay_out_chunks(table.symbols, offsets[a:b + 1], slots[offsets[a]:offsets[b]])
+        base._native.lay_out_chunks(table.symbols, table.offsets[a:b + 1], positions[a:b], slots)
 
     with ThreadPoolExecutor(threads) as pool:
         list(pool.map(lay_out, range(runs)))

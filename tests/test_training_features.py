@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 import bpe_fast
 from bpe_fast import Tokenizer, WordTable, continued
+from bpe_fast import _kernel
 from bpe_fast._kernel import Trainer, train_merges
 from bpe_fast.cli import main
 from bpe_fast.pretokenize import Splitter, chunks_of
@@ -70,6 +71,28 @@ def test_the_kernel_continues_as_the_reference_for_any_tracking_threshold(track_
                                 first_id=base.vocab_size)
     assert [tuple(m) for m in merges.tolist()] == reference
     assert stats["recounts"] == (4 if track_from == 10**6 else 1)
+
+
+def test_the_kernel_takes_the_start_layout_over_in_its_own_word_order():
+    """tokenized_by lays each word out where kernel_positions puts it (by falling count); the
+    kernel takes that array over, so it must be one it may write."""
+    words = {b"low": 7, b"lower": 5, b"newest": 9, b"wider": 2}
+    table = WordTable.from_counts(words)
+    base = Tokenizer(train_reference(words, 3), pattern=None)
+    start, lengths = continued.tokenized_by(base, table)
+    positions = _kernel.kernel_positions(table.offsets, table.counts)
+    for i in range(len(table)):
+        p, end, tokens = int(positions[i]), int(positions[i]) + len(table.word(i)), []
+        while p < end:                          # a token's id where it starts, then past its bytes
+            tokens.append(int(start[p]))
+            p += len(base.token_bytes(tokens[-1]))
+        assert tokens == bpe_of_chunk(base, table.word(i))
+    order, _ = _kernel.by_falling_count(table.counts)
+    assert [table.word(int(i)) for i in order][0] == b"newest" and int(positions[order[0]]) == 0
+    start.flags.writeable = False
+    with pytest.raises(ValueError, match="writable, contiguous int32"):
+        Trainer(table.symbols, table.offsets, table.counts, 5, 1, None, start=start, token_lengths=lengths,
+                first_id=base.vocab_size)
 
 
 def test_a_base_keeps_its_ids_and_its_special_tokens():
