@@ -121,6 +121,17 @@ def kernel_positions(const int64_t[::1] offsets, counts):
     return positions
 
 
+def in_kernel_order(slots, const int64_t[::1] offsets, counts):
+    """A layout whose words lie in table order (word i at offsets[i]) moved into the kernel's
+    word order (kernel_positions): for callers that lay words out one after another."""
+    positions = kernel_positions(offsets, counts)
+    lengths = np.diff(np.asarray(offsets))
+    word = np.repeat(np.arange(len(lengths)), lengths)
+    laid = np.empty(len(slots), dtype=np.int32)
+    laid[positions[word] + np.arange(len(slots)) - np.asarray(offsets)[word]] = slots
+    return laid
+
+
 def by_falling_count(counts):
     """The words in order of falling count, as int32 indices, and how many are heavy (counted
     at least HEAVY times, first). Few words are heavy: they are sorted; the rest are grouped by

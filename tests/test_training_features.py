@@ -89,6 +89,14 @@ def test_the_kernel_takes_the_start_layout_over_in_its_own_word_order():
         assert tokens == bpe_of_chunk(base, table.word(i))
     order, _ = _kernel.by_falling_count(table.counts)
     assert [table.word(int(i)) for i in order][0] == b"newest" and int(positions[order[0]]) == 0
+    in_table_order = np.full(table.n_symbols, -1, dtype=np.int32)      # words one after another
+    for i in range(len(table)):
+        p = int(table.offsets[i])
+        for t in bpe_of_chunk(base, table.word(i)):
+            size = len(base.token_bytes(t))
+            in_table_order[p], in_table_order[p + size - 1] = t, t if size == 1 else -t - 2
+            p += size
+    assert np.array_equal(_kernel.in_kernel_order(in_table_order, table.offsets, table.counts), start)
     start.flags.writeable = False
     with pytest.raises(ValueError, match="writable, contiguous int32"):
         Trainer(table.symbols, table.offsets, table.counts, 5, 1, None, start=start, token_lengths=lengths,

@@ -207,10 +207,10 @@ def learn_bpe_fast(words: WordTable | Mapping[str, int], n_merges: int) -> list[
     start = np.fromiter((ids[s] for word in counts for s in (*word, END_OF_WORD)), dtype=np.int32)
     offsets = np.zeros(len(counts) + 1, dtype=np.int64)
     offsets[1:] = np.cumsum([len(word) + 1 for word in counts])
+    weights = np.fromiter(counts.values(), dtype=np.int64, count=len(counts))
     trainer = _kernel.Trainer(np.zeros(len(start), dtype=np.uint8),     # the layout's length; ids are in start
-                              offsets, np.fromiter(counts.values(), dtype=np.int64, count=len(counts)),
-                              n_merges, start=start, token_lengths=np.ones(len(ids), dtype=np.int32),
-                              first_id=len(ids))
+                              offsets, weights, n_merges, start=_kernel.in_kernel_order(start, offsets, weights),
+                              token_lengths=np.ones(len(ids), dtype=np.int32), first_id=len(ids))
     names = list(ids)                          # id -> symbol; each merge appends its symbol
     merges = []
     for left, right in trainer.learn():
