@@ -7,6 +7,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from .conftest import ROOT, needs_data
 
 BENCHMARKS = ROOT / "benchmarks"
@@ -35,6 +37,7 @@ def test_stages_refuses_a_pattern_without_a_native_scanner(tmp_path):
 
 
 @needs_data
+@pytest.mark.slow      # three processes started (make_corpus and two trainings): seconds of waiting
 def test_bench_superword_times_superword_against_plain_training(tmp_path):
     done = run_script("bench_superword.py", "--cost", "--texts", "long-tail", "--longtail-size", "64K",
                       "--sizes", "600:400", "--repeats", "1", "--work-dir", str(tmp_path))

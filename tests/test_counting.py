@@ -100,7 +100,7 @@ def test_superword_cut_rule_refuses_the_dangerous_places():
 
 
 @given(parts=st.lists(st.sampled_from(["ab", "c!!", "x1", " ", "  ", "\n", "<|s|>", "é.", "!"]), max_size=40))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 def test_superword_blocks_keep_the_chunks_around_special_tokens(tmp_path_factory, parts):
     """Every block cut the superword splitter allows, where special tokens are cut out: no cut
     inside a token nor beside one (the text the rule reads would change)."""
