@@ -146,6 +146,8 @@ cdef class MergeEncoder:
     cdef PairTable pairs                        # (left, right) symbols -> the symbol they make
     cdef vector[int32_t] left, right            # symbol -> its parts (a byte: itself)
     cdef vector[int32_t] length                 # symbol -> its length in bytes
+    cdef vector[uint8_t] first_byte, last_byte  # symbol -> its first and its last byte
+    cdef uint64_t joins[1024]                   # bit (x << 8 | y): some merge puts byte y after x
     cdef vector[int32_t] ext                    # symbol -> token id
     # Backtracking: the reachable symbols, in a trie of their bytes.
     cdef vector[uint8_t] reachable
@@ -178,10 +180,13 @@ cdef class MergeEncoder:
             raise ValueError("MergeEncoder needs one result id per merge and 256 byte ids")
         if pairtable_init(&self.pairs, n) != 0 or pairtable_init(&self.trie, 1024) != 0:
             raise MemoryError()
+        memset(self.joins, 0, sizeof(self.joins))
         for i in range(256):
             self.left.push_back(i)
             self.right.push_back(i)
             self.length.push_back(1)
+            self.first_byte.push_back(<uint8_t>i)
+            self.last_byte.push_back(<uint8_t>i)
             self.ext.push_back(byte_ids[i])
         symbol_of = {byte_ids[i]: i for i in range(256)}
         for m in range(n):
@@ -214,6 +219,10 @@ cdef class MergeEncoder:
         self.left.push_back(left)
         self.right.push_back(right)
         self.length.push_back(self.length[left] + self.length[right])
+        self.first_byte.push_back(self.first_byte[left])
+        self.last_byte.push_back(self.last_byte[right])
+        cdef int join = (self.last_byte[left] << 8) | self.first_byte[right]
+        self.joins[join >> 6] |= <uint64_t>1 << (join & 63)
         self.ext.push_back(token_id)
         return 0
 
@@ -375,9 +384,16 @@ cdef class MergeEncoder:
                 limit, b = b + 1, self.left[b]
 
     cdef inline bint compatible(self, int32_t a, int32_t b, uint64_t* known, int bits) noexcept nogil:
-        """Does BPE of the bytes of reachable a then b give exactly [a, b]? ``known`` is the
-        calling thread's table of answers already found (see _ChunkCache.compat): the same
-        pairs of tokens meet again and again, and the walk down their merges is cache misses."""
+        """Does BPE of the bytes of reachable a then b give exactly [a, b]? At once yes when no
+        merge joins a's last byte to b's first (``joins``): no merge can then cross the boundary,
+        and each side merges as it does alone, into a and b. Such boundaries are most between
+        words (no token of a cl100k-trained vocabulary has a letter before a space), and the
+        8 KB table stays in the fastest cache. Else ``known``, the calling thread's table of
+        answers already found (see _ChunkCache.compat): the same pairs of tokens meet again
+        and again, and the walk down their merges is cache misses."""
+        cdef int join = (self.last_byte[a] << 8) | self.first_byte[b]
+        if not (self.joins[join >> 6] >> (join & 63)) & 1:
+            return True
         cdef uint64_t key = (<uint64_t>a << 33) | (<uint64_t><uint32_t>b << 1)
         cdef uint64_t* slot = &known[(key * <uint64_t>0x9E3779B97F4A7C15) >> (64 - bits)]
         if (slot[0] & ~(<uint64_t>1)) == key:
