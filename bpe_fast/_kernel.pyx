@@ -425,19 +425,20 @@ cdef class _Merger:
         cdef Py_ssize_t ring_p[AHEAD]
         cdef uint64_t ring_key[AHEAD]
         cdef int32_t ring_t[AHEAD]
-        cdef Py_ssize_t p, q, n = self.sym.shape[0], run = 0, queued = 0, probed = 0, tallied = 0, k
+        cdef Py_ssize_t p = 0, q, n = self.sym.shape[0], run = 0, queued = 0, probed = 0, tallied = 0, k
+        cdef Py_ssize_t check_at = 0
         pair_at.assign(n, -1)
         if pairmap_init(&seen, 1 << 16) != 0:
             raise MemoryError()
         try:
-            for p in range(n):
-                if p % SIGNAL_CHECK_EVERY == 0:
+            while p < n:                            # token to token: a slot past a token starts the next
+                if p >= check_at:
                     PyErr_CheckSignals()
                     self.advance(p)
-                if self.sym[p] < 0:
-                    continue
+                    check_at = p + SIGNAL_CHECK_EVERY
                 q = self.next_token(p)
                 if q < 0:
+                    p += self.token_len[self.sym[p]]
                     continue
                 k = queued & (AHEAD - 1)
                 ring_p[k], ring_key[k] = p, pair_key(self.sym[p], self.sym[q])
@@ -449,6 +450,7 @@ cdef class _Merger:
                 if probed - tallied > TALLY_LAG:
                     self.tally_one(tally, ring_p, ring_t, tallied, &run)
                     tallied += 1
+                p = q
             while probed < queued:
                 probe(&seen, tally, pair_at, ring_p, ring_key, ring_t, probed)
                 probed += 1
@@ -478,26 +480,27 @@ cdef class _Merger:
         the lists' memory ahead, as the first pass does, made it no faster: the stores to the
         ends of a quarter million lists wait, it seems, on the address translation.)"""
         cdef vector[int32_t] tracked_id               # number -> pair id; -1: none yet; UNTRACKED
-        cdef Py_ssize_t p, q, n = self.sym.shape[0]
+        cdef Py_ssize_t p = 0, step, n = self.sym.shape[0], check_at = 0
         cdef int32_t t, pid
         tracked_id.resize(tally.size())
         for t in range(<int32_t>tally.size()):
             tracked_id[t] = -1 if tally[t].total >= self.track_from else UNTRACKED
-        for p in range(n):
-            if p % SIGNAL_CHECK_EVERY == 0:
+        while p < n:                                # token to token, as count_many_pairs went
+            if p >= check_at:
                 PyErr_CheckSignals()
                 self.advance(p)
+                check_at = p + SIGNAL_CHECK_EVERY
             t = pair_at[p]
-            if t < 0 or tracked_id[t] == UNTRACKED:
-                continue
-            pid = tracked_id[t]
-            if pid < 0:
-                q = self.next_token(p)
-                pid = self.new_pair(pair_key(self.sym[p], self.sym[q]))
-                tracked_id[t] = pid
-                self.count[pid] = tally[t].total
-                self.occ[pid].reserve(tally[t].size)
-            self.append(pid, p)
+            step = self.token_len[self.sym[p]]
+            if t >= 0 and tracked_id[t] != UNTRACKED:
+                pid = tracked_id[t]
+                if pid < 0:                         # a numbered pair has a next token: p + step
+                    pid = self.new_pair(pair_key(self.sym[p], self.sym[p + step]))
+                    tracked_id[t] = pid
+                    self.count[pid] = tally[t].total
+                    self.occ[pid].reserve(tally[t].size)
+                self.append(pid, p)
+            p += step
         return 0
 
     cdef void clear_pairs(self) noexcept:
