@@ -1,29 +1,60 @@
-"""Superword tokens (SuperBPE) against plain BPE: bytes per token on held-out text at equal size.
+"""Superword tokens (SuperBPE) against plain BPE: bytes per token at equal size, and what they cost.
 
     python benchmarks/bench_superword.py --vocab-sizes 8192,16384,32768 --at 0.8
+    python benchmarks/bench_superword.py --cost --sizes 16384:12000,32768:24576 --repeats 3
 
-Trains on big.txt + tinyshakespeare.txt + the-verdict.txt (English prose) from the shared
-corpora, and measures on held-out English text: the last 10% of big.txt, cut off before
-training. For each vocab size V: plain BPE with the cl100k pattern, and superword training that
-switches at ``at`` x V (stage one cl100k, stage two SuperBPE's rule, patterns.SUPERWORD).
-Prints bytes per token (higher is better), the token counts, the gain, and that both round-trip.
+Bytes per token (the default): trains on big.txt + tinyshakespeare.txt + the-verdict.txt
+(English prose) from the shared corpora, and measures on held-out English text: the last 10% of
+big.txt, cut off before training. For each vocab size V: plain BPE with the cl100k pattern, and
+superword training that switches at ``at`` x V (stage one cl100k, stage two SuperBPE's rule,
+patterns.SUPERWORD). Prints bytes per token (higher is better), the token counts, the gain, and
+that both round-trip.
+
+Cost (``--cost``, issue 20): ``train(files, V)`` against ``train(files, V, superword_at=T)`` on
+two kinds of text: a long-tail slice made by make_corpus.py (``--longtail-size``, 50M by default,
+written once into ``--work-dir`` and reused) and natural text (big.txt and multilingual/*.txt).
+Each training runs in a fresh process (proctree.run_sampled, which also measures the CPU every
+other process on the machine used meanwhile), plain and superword alternating, ``--repeats``
+times; prints the median seconds of each, their ratio, the median CPU seconds of each run's
+process tree (their ratio moves less with the machine's load than the wall times'), the
+stages' seconds from bpe_fast's summaries (stage one: counting, merging; stage two: counting,
+merging), the others' CPU and the peak memory.
 """
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import statistics
+import subprocess
 import sys
 import time
+from pathlib import Path
 
 import bpe_fast
-from mix33 import corpus_dir  # noqa: E402  (benchmarks/ is on sys.path)
+from mix33 import PROJECT_ROOT, corpus_dir  # noqa: E402  (benchmarks/ is on sys.path)
+from proctree import run_sampled
+
+RESULT_MARK = "RESULT "
+
+# One training in a fresh process: its seconds and the stage summaries bpe_fast logs.
+CHILD = r"""
+import json, logging, sys, time
+import bpe_fast
+stages = []
+class Stages(logging.Handler):
+    def emit(self, record):
+        stages.append(record.args[:2])          # ("counting", seconds), ("merging", seconds)
+logging.getLogger("bpe_fast").addHandler(Stages())
+logging.getLogger("bpe_fast").setLevel(logging.INFO)
+files, vocab, at = json.loads(sys.argv[1])
+t0 = time.perf_counter()
+tok = bpe_fast.train(files, vocab, superword_at=at, progress="none")
+print("RESULT " + json.dumps({"seconds": time.perf_counter() - t0, "stages": stages, "vocab": tok.vocab_size}))
+"""
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--vocab-sizes", default="8192,16384,32768")
-    ap.add_argument("--at", type=float, default=0.8, help="the switch point, as a fraction of each vocab size")
-    ap.add_argument("--corpus-dir", default=None)
-    args = ap.parse_args()
+def quality(args) -> None:
     corpora = corpus_dir(args.corpus_dir)
     big = (corpora / "big.txt").read_text(encoding="utf-8")
     cut = big.rfind("\n", 0, int(len(big) * 0.9)) + 1
@@ -49,6 +80,83 @@ def main() -> None:
                 sys.exit(f"round trip failed for {tok}")
         print(f"| {vocab:,} | {size / n_plain:.3f} | {size / n_sw:.3f} | {n_plain:,} | {n_sw:,} | "
               f"{1 - n_sw / n_plain:.1%} | {t1 - t0:.1f} | {t2 - t1:.1f} |", flush=True)
+
+
+def longtail_slice(work_dir: Path, size: str) -> Path:
+    """make_corpus.py's long-tail text of this size, written once and reused."""
+    path = work_dir / f"longtail-{size}.txt"
+    if not path.is_file():
+        work_dir.mkdir(parents=True, exist_ok=True)
+        done = subprocess.run([sys.executable, str(Path(__file__).parent / "make_corpus.py"), "--size", size,
+                               "-o", str(path)], capture_output=True, text=True)
+        if done.returncode != 0:
+            sys.exit(f"make_corpus.py failed: {done.stderr}")
+    return path
+
+
+def train_once(files: list[str], vocab: int, at: int | None) -> dict:
+    """One training in a fresh process, with the CPU the rest of the machine used meanwhile."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")])))
+    run = run_sampled([sys.executable, "-c", CHILD, json.dumps([files, vocab, at])], sample_s=0.2, env=env)
+    lines = [line for line in run.stdout.splitlines() if line.startswith(RESULT_MARK)]
+    if run.returncode != 0 or not lines:
+        sys.exit(f"training failed: {run.stderr[-2000:]}")
+    result = json.loads(lines[-1][len(RESULT_MARK):])
+    result.update(cpu=run.child_cpu_s, other_cpu=run.other_cpu_s, peak_mb=run.peak_tree_mb)
+    return result
+
+
+def stage_cells(runs: list[dict]) -> str:
+    """The median seconds of each stage summary, in order ("counting 0.65, merging 1.10, ...")."""
+    names = [name for name, _ in runs[0]["stages"]]
+    return ", ".join(f"{name} {statistics.median(r['stages'][k][1] for r in runs):.2f}"
+                     for k, name in enumerate(names))
+
+
+def cost(args) -> None:
+    corpora = corpus_dir(args.corpus_dir)
+    kinds = {"long-tail": lambda: [str(longtail_slice(Path(args.work_dir), args.longtail_size))],
+             "natural": lambda: [str(corpora / "big.txt")] + sorted(map(str, (corpora / "multilingual").glob("*.txt")))}
+    wanted = args.texts.split(",")
+    if not set(wanted) <= set(kinds):
+        sys.exit(f"--texts: give some of {', '.join(kinds)}, not {args.texts}")
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs\n")
+    print("| text | MB | V | T | plain s | superword s | superword / plain | CPU s plain / superword (ratio) | "
+          "plain stages | superword stages | others' CPU s | peak MB plain / superword |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|---|---:|---:|")
+    for kind in wanted:
+        files = kinds[kind]()
+        megabytes = sum(os.path.getsize(f) for f in files) / 1e6
+        for size in args.sizes.split(","):
+            vocab, at = (int(x) for x in size.split(":"))
+            runs: dict[str, list[dict]] = {"plain": [], "superword": []}
+            for _ in range(args.repeats):          # alternating, so both see the same machine
+                runs["plain"].append(train_once(files, vocab, None))
+                runs["superword"].append(train_once(files, vocab, at))
+            plain, sw = (statistics.median(r["seconds"] for r in runs[k]) for k in ("plain", "superword"))
+            cpu_plain, cpu_sw = (statistics.median(r["cpu"] for r in runs[k]) for k in ("plain", "superword"))
+            others = sum(r["other_cpu"] for k in runs for r in runs[k])
+            peaks = "/".join(f"{max(r['peak_mb'] for r in runs[k]):,.0f}" for k in ("plain", "superword"))
+            print(f"| {kind} | {megabytes:.0f} | {vocab:,} | {at:,} | {plain:.2f} | {sw:.2f} | {sw / plain:.2f} | "
+                  f"{cpu_plain:.2f} / {cpu_sw:.2f} ({cpu_sw / cpu_plain:.2f}) | {stage_cells(runs['plain'])} | "
+                  f"{stage_cells(runs['superword'])} | {others:.1f} | {peaks} |",
+                  flush=True)
+    print(f"\nload average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--vocab-sizes", default="8192,16384,32768", help="bytes per token: the sizes")
+    ap.add_argument("--at", type=float, default=0.8, help="bytes per token: the switch, a fraction of each size")
+    ap.add_argument("--cost", action="store_true", help="time superword training against plain training")
+    ap.add_argument("--sizes", default="16384:12000", help="cost: V:T pairs, comma-separated")
+    ap.add_argument("--repeats", type=int, default=3, help="cost: runs of each, alternating")
+    ap.add_argument("--texts", default="long-tail,natural", help="cost: the kinds of text, comma-separated")
+    ap.add_argument("--longtail-size", default="50M", help="cost: the long-tail slice's size (make_corpus.py)")
+    ap.add_argument("--work-dir", default="/tmp/bpe_fast-bench", help="cost: where the long-tail slice is kept")
+    ap.add_argument("--corpus-dir", default=None)
+    args = ap.parse_args()
+    cost(args) if args.cost else quality(args)
 
 
 if __name__ == "__main__":

@@ -52,7 +52,8 @@ def main() -> None:
     tasks = list(file_tasks(args.file, os.path.getsize(args.file), splitter.cut, 1 << 20))
     scanner = splitter.scanner
     if scanner is None:
-        sys.exit(f"--pattern {args.pattern}: the stages time the native scanner; give gpt2, cl100k or o200k")
+        sys.exit(f"--pattern {args.pattern}: the stages time the native scanner; give gpt2, cl100k, o200k or "
+                 f"superword")
     rows: list = []
     timed("read the file (1 MiB blocks)", rows, lambda: sum(len(read_block(t)) for t in tasks))
     timed("scan (native pre-tokenizer, boundaries only)", rows,

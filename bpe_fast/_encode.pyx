@@ -75,7 +75,8 @@ cdef enum:
     CACHE_MAX_BITS = 21        # at most 2^20 cached chunks; then the cache starts afresh
     MAX_CACHES = 64            # caches an encoder keeps between calls (one per thread in use)
     RECENT_SIZE = 1 << 14      # slots of a cache's table of recent whole tokens (256 KB)
-    COMPAT_BITS = 16           # answers of ``compatible`` a thread keeps (512 KB)
+    COMPAT_BITS = 16           # answers of ``compatible`` a thread keeps (512 KB) ...
+    WIDE_COMPAT_BITS = 20      # ... or 8 MB when it encodes a word table's millions of distinct chunks
     AHEAD = 8                  # chunks scanned ahead of their encoding (see encode_piece)
     CACHE_MAX_BYTES = 255      # longer chunks are rare: not cached
     STACK_CHUNK = 256          # chunks up to this long backtrack in stack arrays
@@ -89,6 +90,7 @@ OUTPUT_LIST, OUTPUT_ARRAY, OUTPUT_COUNT = OUT_LIST, OUT_ARRAY, OUT_COUNT
 
 cdef class _Worker
 cdef class _Batch
+cdef class _Ids
 
 
 @cython.final
@@ -144,6 +146,8 @@ cdef class MergeEncoder:
     cdef PairTable pairs                        # (left, right) symbols -> the symbol they make
     cdef vector[int32_t] left, right            # symbol -> its parts (a byte: itself)
     cdef vector[int32_t] length                 # symbol -> its length in bytes
+    cdef vector[uint8_t] first_byte, last_byte  # symbol -> its first and its last byte
+    cdef uint64_t joins[1024]                   # bit (x << 8 | y): some merge puts byte y after x
     cdef vector[int32_t] ext                    # symbol -> token id
     # Backtracking: the reachable symbols, in a trie of their bytes.
     cdef vector[uint8_t] reachable
@@ -176,10 +180,13 @@ cdef class MergeEncoder:
             raise ValueError("MergeEncoder needs one result id per merge and 256 byte ids")
         if pairtable_init(&self.pairs, n) != 0 or pairtable_init(&self.trie, 1024) != 0:
             raise MemoryError()
+        memset(self.joins, 0, sizeof(self.joins))
         for i in range(256):
             self.left.push_back(i)
             self.right.push_back(i)
             self.length.push_back(1)
+            self.first_byte.push_back(<uint8_t>i)
+            self.last_byte.push_back(<uint8_t>i)
             self.ext.push_back(byte_ids[i])
         symbol_of = {byte_ids[i]: i for i in range(256)}
         for m in range(n):
@@ -212,6 +219,10 @@ cdef class MergeEncoder:
         self.left.push_back(left)
         self.right.push_back(right)
         self.length.push_back(self.length[left] + self.length[right])
+        self.first_byte.push_back(self.first_byte[left])
+        self.last_byte.push_back(self.last_byte[right])
+        cdef int join = (self.last_byte[left] << 8) | self.first_byte[right]
+        self.joins[join >> 6] |= <uint64_t>1 << (join & 63)
         self.ext.push_back(token_id)
         return 0
 
@@ -372,12 +383,19 @@ cdef class MergeEncoder:
             else:
                 limit, b = b + 1, self.left[b]
 
-    cdef inline bint compatible(self, int32_t a, int32_t b, uint64_t* known) noexcept nogil:
-        """Does BPE of the bytes of reachable a then b give exactly [a, b]? ``known`` is the
-        calling thread's table of answers already found (see _ChunkCache.compat): the same
-        pairs of tokens meet again and again, and the walk down their merges is cache misses."""
+    cdef inline bint compatible(self, int32_t a, int32_t b, uint64_t* known, int bits) noexcept nogil:
+        """Does BPE of the bytes of reachable a then b give exactly [a, b]? At once yes when no
+        merge joins a's last byte to b's first (``joins``): no merge can then cross the boundary,
+        and each side merges as it does alone, into a and b. Such boundaries are most between
+        words (no token of a cl100k-trained vocabulary has a letter before a space), and the
+        8 KB table stays in the fastest cache. Else ``known``, the calling thread's table of
+        answers already found (see _ChunkCache.compat): the same pairs of tokens meet again
+        and again, and the walk down their merges is cache misses."""
+        cdef int join = (self.last_byte[a] << 8) | self.first_byte[b]
+        if not (self.joins[join >> 6] >> (join & 63)) & 1:
+            return True
         cdef uint64_t key = (<uint64_t>a << 33) | (<uint64_t><uint32_t>b << 1)
-        cdef uint64_t* slot = &known[(key * <uint64_t>0x9E3779B97F4A7C15) >> (64 - COMPAT_BITS)]
+        cdef uint64_t* slot = &known[(key * <uint64_t>0x9E3779B97F4A7C15) >> (64 - bits)]
         if (slot[0] & ~(<uint64_t>1)) == key:
             return slot[0] & 1
         cdef bint answer = self.no_cross_merge(a, b, NO_MERGE)
@@ -407,7 +425,7 @@ cdef class MergeEncoder:
         return best
 
     cdef size_t backtrack(self, const uint8_t* s, size_t n, int32_t* out, uint64_t* alive,
-                          uint64_t* known) noexcept nogil:
+                          uint64_t* known, int known_bits) noexcept nogil:
         """BPE of s (n bytes) by backtracking (module docstring): the symbols into out (room for
         n), their number returned. ``alive`` has room for n + 1 bits: bit p is cleared once no
         encoding of s has a token boundary at p after the symbols that end there."""
@@ -418,7 +436,7 @@ cdef class MergeEncoder:
         t = self.longest_prefix(s, n, 0)
         while True:
             end = pos + <size_t>self.length[t]
-            if (alive[end >> 6] >> (end & 63)) & 1 and (k == 0 or self.compatible(out[k - 1], t, known)):
+            if (alive[end >> 6] >> (end & 63)) & 1 and (k == 0 or self.compatible(out[k - 1], t, known, known_bits)):
                 out[k] = t
                 k += 1
                 pos = end
@@ -482,9 +500,9 @@ cdef class MergeEncoder:
         if w.syms.size() < n:
             w.syms.resize(n)
         if n <= STACK_CHUNK:
-            return self.backtrack(s, n, w.syms.data(), alive, w.cache.compat)
+            return self.backtrack(s, n, w.syms.data(), alive, w.cache.compat, w.cache.compat_bits)
         w.alive.resize((n >> 6) + 1)
-        return self.backtrack(s, n, w.syms.data(), w.alive.data(), w.cache.compat)
+        return self.backtrack(s, n, w.syms.data(), w.alive.data(), w.cache.compat, w.cache.compat_bits)
 
     cdef void encode_piece(self, const uint8_t* s, size_t n, const uint8_t* end, _Worker w) noexcept nogil:
         """Emit the ids of text that holds no special token to encode: split, then each chunk."""
@@ -538,21 +556,43 @@ cdef class MergeEncoder:
         w.release()
         return [w.ids.data[i] for i in range(w.ids.size)]
 
-    def encode_chunks(self, const unsigned char[::1] data, const int64_t[::1] offsets):
-        """The ids of every chunk of a word table (chunk i is data[offsets[i]:offsets[i + 1]]),
-        one after another, as an int32 array: each chunk encoded whole, in one call."""
+    def lay_out_chunks(self, const unsigned char[::1] data, const int64_t[::1] offsets,
+                       const int64_t[::1] positions, int32_t[::1] slots):
+        """Encode chunks of a word table, each whole (chunk i is data[offsets[i]:offsets[i + 1]]),
+        straight into the training kernel's layout from ``slots[positions[i]]``: the id of each
+        token where it starts, its tail mark -(id + 2) where a longer one ends, and -1 between
+        (see _kernel.pyx). Threads may lay out disjoint sets of chunks at once."""
         cdef _Worker w = _Worker(self, False)
         cdef Py_ssize_t i, n = offsets.shape[0] - 1
-        if data.shape[0] == 0:
-            return np.empty(0, np.int32)
-        w.ids.reserve(data.shape[0] // 2 + 16)
+        if positions.shape[0] != n or (n and (offsets[0] < 0 or offsets[n] > data.shape[0])):
+            raise ValueError("lay_out_chunks needs a position for every chunk, and chunks inside data")
+        for i in range(n):
+            if positions[i] < 0 or positions[i] + offsets[i + 1] - offsets[i] > slots.shape[0]:
+                raise ValueError(f"chunk {i} does not fit in the slots at position {positions[i]}")
+        if n == 0:
+            return
+        w.cache.widen_compat(WIDE_COMPAT_BITS)
         with nogil:
             for i in range(n):
                 if offsets[i + 1] > offsets[i]:
+                    w.ids.size = 0
                     self.encode_chunk(&data[0] + offsets[i], offsets[i + 1] - offsets[i],
                                       &data[0] + data.shape[0], w)
+                    self.lay_out(w.ids, &slots[positions[i]])
         w.release()
-        return w.array().view(np.int32)
+
+    cdef inline void lay_out(self, _Ids ids, int32_t* slot) noexcept nogil:
+        """The ids, one token after another from ``slot``: id, -1 inside, tail mark."""
+        cdef size_t k, length
+        cdef int32_t token
+        for k in range(ids.size):
+            token = <int32_t>ids.data[k]
+            length = self.token_bytes[token].size()
+            slot[0] = token
+            if length > 1:
+                memset(slot + 1, 0xFF, (length - 2) * sizeof(int32_t))      # -1, every byte all ones
+                slot[length - 1] = -token - 2
+            slot += length
 
     def encode_text(self, const unsigned char[::1] data):
         """Split UTF-8 text with the scanner and encode every chunk: a list of ids."""
@@ -821,13 +861,29 @@ cdef class _ChunkCache:
     cdef vector[uint32_t] store
     cdef Slot* recent
     cdef uint64_t* compat
+    cdef int compat_bits
 
     def __cinit__(self):
         self.recent = <Slot*>calloc(RECENT_SIZE, sizeof(Slot))
-        self.compat = <uint64_t*>malloc((<size_t>1 << COMPAT_BITS) * sizeof(uint64_t))
-        if self.recent == NULL or self.compat == NULL:
+        if self.recent == NULL:
             raise MemoryError()
-        memset(self.compat, 0xFF, (<size_t>1 << COMPAT_BITS) * sizeof(uint64_t))   # no key is all ones
+        self.widen_compat(COMPAT_BITS)
+
+    cdef int widen_compat(self, int bits) except -1:
+        """Make ``compat`` 2**bits answers if it is smaller (it starts empty: answers found under
+        another size would sit in the wrong slots). Encoding the distinct chunks of a word table,
+        the pairs of tokens that meet are millions: a table of 2**16 forgets them (15% of the
+        time is the walk down the merges again, on a superword table)."""
+        cdef uint64_t* table
+        if self.compat != NULL and bits <= self.compat_bits:
+            return 0
+        table = <uint64_t*>malloc((<size_t>1 << bits) * sizeof(uint64_t))
+        if table == NULL:
+            raise MemoryError()
+        memset(table, 0xFF, (<size_t>1 << bits) * sizeof(uint64_t))   # no key is all ones
+        free(self.compat)
+        self.compat, self.compat_bits = table, bits
+        return 0
 
     def __dealloc__(self):
         free(self.slots)

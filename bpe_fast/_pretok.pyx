@@ -5,16 +5,16 @@
 import numpy as np
 from libc.stdint cimport uint8_t, int64_t
 
-from ._scan cimport scan_next, PAT_GPT2, PAT_CL100K, PAT_O200K, FOLD_LIMIT
+from ._scan cimport scan_next, PAT_GPT2, PAT_CL100K, PAT_O200K, PAT_SUPERWORD, FOLD_LIMIT
 
-PATTERN_IDS = {"gpt2": PAT_GPT2, "cl100k": PAT_CL100K, "o200k": PAT_O200K}
+PATTERN_IDS = {"gpt2": PAT_GPT2, "cl100k": PAT_CL100K, "o200k": PAT_O200K, "superword": PAT_SUPERWORD}
 
 
 cdef class Scanner:
     """Splits UTF-8 text into the chunks of one named pattern (attributes in _pretok.pxd)."""
 
     def __cinit__(self, int pattern, const uint8_t[::1] classes, const uint8_t[::1] fold):
-        if pattern not in (PAT_GPT2, PAT_CL100K, PAT_O200K):
+        if pattern not in (PAT_GPT2, PAT_CL100K, PAT_O200K, PAT_SUPERWORD):
             raise ValueError(f"unknown pattern id {pattern}")
         if classes.shape[0] != 0x110000 or fold.shape[0] != FOLD_LIMIT:
             raise ValueError("character tables have the wrong size")

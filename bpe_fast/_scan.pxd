@@ -3,7 +3,7 @@
 
 Each ``scan_*`` function returns the end of the chunk that starts at byte ``i``: exactly the
 match ``regex.findall`` finds there with the pattern of the same name in patterns.py. For these
-three patterns every position starts a match, so chunks tile the text and the scanners never
+four patterns every position starts a match, so chunks tile the text and the scanners never
 skip. The alternatives are tried in the pattern's order, and where the pattern can backtrack
 (o200k's letter classes overlap; "\\s+(?!\\S)" gives back one character) the scanner computes the
 match the backtracking would settle on; the comments name the alternative each branch is.
@@ -28,6 +28,7 @@ cdef enum:
     PAT_GPT2 = 1
     PAT_CL100K = 2
     PAT_O200K = 3
+    PAT_SUPERWORD = 4
 
 
 cdef inline uint32_t cp_at(const unsigned char* s, size_t i, size_t* width) noexcept nogil:
@@ -266,10 +267,76 @@ cdef inline size_t scan_o200k(const unsigned char* s, size_t n, size_t i, const 
     return e                                            # \s+
 
 
+cdef inline size_t bytes_run_end_of(const unsigned char* s, size_t n, size_t i, unsigned char byte) noexcept nogil:
+    """End of the run of one ASCII byte from i."""
+    while i < n and s[i] == byte:
+        i += 1
+    return i
+
+
+cdef inline size_t punct_pair_end(const unsigned char* s, size_t n, size_t i, const uint8_t* cls) noexcept nogil:
+    """End of " ?[^\\s\\p{L}\\p{N}]{2,}[\\r\\n/]*" from i (SUPERWORD's punctuation splitter), or 0. At a
+    space the run must follow it: without the space the class would have to match the space."""
+    cdef size_t w, w2, j = i + 1 if s[i] == b' ' else i
+    if j < n and is_punct(cls_at(s, j, &w, cls)) and j + w < n and is_punct(cls_at(s, j + w, &w2, cls)):
+        return bytes_run_end(s, n, punct_run_end(s, n, j + w + w2, cls), True)
+    return 0
+
+
+cdef inline bint superword_splits_at(const unsigned char* s, size_t n, size_t j, uint8_t f, size_t w,
+                                     const uint8_t* cls) noexcept nogil:
+    """Does SUPERWORD_SPLIT match at j, whose character has class f and width w? A digit
+    (\\p{N}{1,3}); two punctuation marks, or a space and two (punct_pair_end); a space before a
+    space, another \\s or the end (" +(?!\\S)": a run of two or more gives back its last space,
+    which is followed by a space). It reads the characters at j and at most two after it."""
+    cdef size_t w2, w3
+    cdef uint8_t g
+    if f & C_N:
+        return True
+    if is_punct(f):
+        return j + w < n and is_punct(cls_at(s, j + w, &w2, cls))
+    if s[j] != b' ':
+        return False
+    if j + 1 == n:
+        return True
+    g = cls_at(s, j + 1, &w2, cls)
+    return (g & C_S) != 0 or (is_punct(g) and j + 1 + w2 < n and is_punct(cls_at(s, j + 1 + w2, &w3, cls)))
+
+
+cdef inline size_t scan_superword(const unsigned char* s, size_t n, size_t i, const uint8_t* cls) noexcept nogil:
+    """SUPERWORD: SUPERWORD_SPLIT's match at i, else the run up to the next position where it
+    matches. The regex has no look-behind, so whether the splitter matches at a position does
+    not depend on where the current chunk started."""
+    cdef size_t w, w2, e
+    cdef uint8_t f = cls_at(s, i, &w, cls)
+    if f & C_N:                                         # \p{N}{1,3}
+        return digits_1_to_3(s, n, i + w, cls)
+    e = punct_pair_end(s, n, i, cls)                    # " ?[^\s\p{L}\p{N}]{2,}[\r\n/]*"
+    if e:
+        return e
+    if s[i] == b' ':                                    # " +(?!\S)"
+        e = bytes_run_end_of(s, n, i, b' ')
+        if e == n or cls_at(s, e, &w2, cls) & C_S:
+            return e
+        if e - i >= 2:
+            return e - 1                                # gives back the space before the \S
+    # (?:(?!SPLIT)[\s\S])+: the splitter does not match at i (every branch above failed), so
+    # the run takes i's character and every next one up to where the splitter matches.
+    e = i + w
+    while e < n:
+        f = cls_at(s, e, &w, cls)
+        if superword_splits_at(s, n, e, f, w, cls):
+            return e
+        e += w
+    return n
+
+
 cdef inline size_t scan_next(int pattern, const unsigned char* s, size_t n, size_t i,
                              const uint8_t* cls, const uint8_t* fold) noexcept nogil:
     if pattern == PAT_CL100K:
         return scan_cl100k(s, n, i, cls, fold)
     if pattern == PAT_O200K:
         return scan_o200k(s, n, i, cls, fold)
+    if pattern == PAT_SUPERWORD:
+        return scan_superword(s, n, i, cls)
     return scan_gpt2(s, n, i, cls)

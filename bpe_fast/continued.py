@@ -60,24 +60,40 @@ def huggingface_order(base: Tokenizer) -> np.ndarray:
 
 def tokenized_by(base: Tokenizer, table: WordTable,
                  kernel_ids: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The corpus as the base tokenizer leaves it, in the kernel's layout: each token's id at
-    its first byte, a tail mark -(id + 2) at its last, -1 between; and each id's length in
-    bytes. Each chunk is encoded whole by the base's merges, as the trained tokenizer will
-    encode it, also when the chunks come from another pattern (superword training).
+    """The corpus as the base tokenizer leaves it, in the kernel's layout (its ``start``: each
+    token's id at its first byte, a tail mark -(id + 2) at its last, -1 between, the words in
+    table order); and each id's length in bytes. Each chunk is encoded
+    whole by the base's merges, as the trained tokenizer will encode it, also when the chunks
+    come from another pattern (superword training). The native encoder writes the layout
+    itself, on as many threads as there are CPUs (it runs without the GIL), each taking runs
+    of chunks in turn: no array of ids, no NumPy pass over it. A few runs a thread, so that a thread the machine gives less time takes fewer.
     ``kernel_ids`` (base id -> id in the kernel) numbers the tokens another way: the kernel
-    breaks ties by its ids (``huggingface_order``)."""
-    ids = _encode_chunks(base, table)
+    breaks ties by its ids (``huggingface_order``); then one pass renumbers the layout."""
+    slots = np.empty(table.n_symbols, dtype=np.int32)
+    positions = table.offsets[:-1]                 # each word where the table has it
+    n, threads = len(table), min(default_workers(), max(1, len(table) // 50_000))
+    runs = 4 * threads if threads > 1 else 1
+    bounds = [n * k // runs for k in range(runs + 1)]
+
+    def lay_out(k: int) -> None:
+        a, b = bounds[k], bounds[k + 1]
+        base._native.lay_out_chunks(table.symbols, table.offsets[a:b + 1], positions[a:b], slots)
+
+    with ThreadPoolExecutor(threads) as pool:
+        list(pool.map(lay_out, range(runs)))
     lengths = np.array([len(t) if t is not None else 0 for t in base._vocab], dtype=np.int32)
-    if kernel_ids is not None:
-        ids = kernel_ids[ids].astype(np.int32)
-        lengths = _renumbered(lengths, kernel_ids)
-    size = lengths[ids]
-    starts = np.cumsum(size) - size            # the words lie one after another, as in the table
-    slots = np.full(table.n_symbols, -1, dtype=np.int32)
-    slots[starts] = ids
-    long = size > 1
-    slots[starts[long] + size[long] - 1] = -ids[long] - 2
-    return slots, lengths
+    if kernel_ids is None:
+        return slots, lengths
+    return _renumbered_slots(slots, kernel_ids), _renumbered(lengths, kernel_ids)
+
+
+def _renumbered_slots(slots: np.ndarray, kernel_ids: np.ndarray) -> np.ndarray:
+    """The layout with each token's id (at its first byte) and tail mark -(id + 2) (at its last)
+    given as its kernel id; the -1 between stay."""
+    heads, tails = slots >= 0, slots <= -2
+    slots[heads] = kernel_ids[slots[heads]]
+    slots[tails] = -kernel_ids[-slots[tails] - 2] - 2
+    return slots
 
 
 def _renumbered(lengths: np.ndarray, kernel_ids: np.ndarray) -> np.ndarray:
@@ -86,18 +102,6 @@ def _renumbered(lengths: np.ndarray, kernel_ids: np.ndarray) -> np.ndarray:
     out = np.zeros(int(kernel_ids.max(initial=-1)) + 1, dtype=np.int32)
     out[kernel_ids[used]] = lengths[used]
     return out
-
-
-def _encode_chunks(base: Tokenizer, table: WordTable) -> np.ndarray:
-    """Every chunk of the table encoded whole by the base, on as many threads as there are CPUs
-    (the native encoder runs without the GIL), in table order."""
-    n, threads = len(table), min(default_workers(), max(1, len(table) // 50_000))
-    bounds = [n * k // threads for k in range(threads + 1)]
-    with ThreadPoolExecutor(threads) as pool:
-        parts = pool.map(lambda k: base._native.encode_chunks(table.symbols,
-                                                              table.offsets[bounds[k]:bounds[k + 1] + 1]),
-                         range(threads))
-        return np.concatenate(list(parts))
 
 
 def extended(base: Tokenizer, merges: np.ndarray, pattern: str | None, new_specials: Sequence[str],

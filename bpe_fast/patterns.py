@@ -50,11 +50,11 @@ NAMED = {"gpt2": GPT2, "r50k": GPT2, "r50k_base": GPT2, "p50k": GPT2, "p50k_base
 NO_SPLIT = "none"     # the name for "no pre-tokenization": each document is one chunk
 DEFAULT_PATTERN = "cl100k"   # what `bpe-fast train`, `count` and `profile` split with when not told
 
-# The named patterns for which a file may be cut into blocks after a "\n" (see
-# pretokenize.is_safe_cut): none of their alternatives matches across such a cut, so blocks
-# give the same chunks as the whole file. For any other pattern we cannot know that, so files
-# are read whole.
-BLOCK_SAFE = frozenset({"gpt2", "cl100k", "o200k"})
+# The named patterns for which a file may be cut into blocks (see pretokenize.is_safe_cut): gpt2,
+# cl100k and o200k after a "\n", superword (whose chunks cross lines) after a letter where its
+# splitter matches. No alternative matches across such a cut, so blocks give the same chunks as
+# the whole file. For any other pattern we cannot know that, so files are read whole.
+BLOCK_SAFE = frozenset({"gpt2", "cl100k", "o200k", "superword"})
 
 # A bare word ("gpt4", "cl100", "o200k-base") is almost surely a mistyped name, not a regex
 # meant to match that literal word; as a regex it would find no chunk in most corpora.

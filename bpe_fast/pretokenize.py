@@ -5,16 +5,17 @@ chunks: the Unicode normalization applied first (``normalize``: None, "nfc" or "
 pattern (resolved, with its name known once), the special tokens cut out of the text (never
 part of a chunk, never learned), and whether every line is a document of its own.
 It picks the engine that splits:
-* ``NATIVE`` for the named patterns gpt2, cl100k and o200k: a Cython scanner (_scan.pxd) that
+* ``NATIVE`` for the named patterns gpt2, cl100k, o200k and superword: a Cython scanner (_scan.pxd) that
   returns exactly the regex's chunks from UTF-8 bytes, an order of magnitude faster
   (benchmarks/RESULTS.md); the tests hold it to regex;
 * ``REGEX`` for any other pattern: the ``regex`` module's whole matches;
 * ``WHOLE`` for no pattern: a document (between special tokens) is one chunk.
 ``Splitter.chunks`` is the slow reference of all three, the definition the fast paths must meet.
 
-``find_cut`` only returns positions where the named patterns cannot match across the cut, so
-counting a file block by block gives exactly the chunks of the whole file; with a normalization,
-also where normalizing the blocks one by one gives the normalized whole (``is_safe_cut``).
+``find_cut`` only returns positions where the named patterns cannot match across the cut (after a
+"\n"; for superword, whose chunks cross lines, after a letter or a digit run), so counting a file
+block by block gives exactly the chunks of the whole file; with a normalization, also where
+normalizing the blocks one by one gives the normalized whole (``is_safe_cut``).
 """
 from __future__ import annotations
 
@@ -227,10 +228,13 @@ class Splitter:
     def cut_after(self, data: bytes, start: int) -> int | None:
         """The first cut at or after byte ``start`` of data that keeps the chunks, or None: after
         any "\n" when lines are documents (normalization never reaches across a "\n": see
-        ``is_safe_cut``), else where ``find_cut`` allows."""
+        ``is_safe_cut``), else where ``find_cut`` allows (for superword, also clear of every
+        special token, see ``superword_cut``)."""
         if self.lines:
             i = data.find(b"\n", max(start - 1, 0))
             return None if i < 0 else i + 1
+        if self.name == "superword":
+            return superword_cut(data, start, self.special_bytes, self.normalize)
         return _find_cut(data, start, self.name, self.normalize)
 
 
@@ -262,8 +266,9 @@ def _char_before(data: bytes, end: int) -> str | None:
 
 def is_safe_cut(data: bytes, i: int, pattern: str | None = None, normalize: str | None = None) -> bool:
     r"""True if cutting ``data`` before byte i cannot change the chunks of the named patterns
-    (all three, or ``pattern`` alone when it is one of them), nor, with ``normalize``, the
-    normalized text: ``normalize(data[:i]) + normalize(data[i:]) == normalize(data)``.
+    (gpt2, cl100k and o200k, or ``pattern`` alone when it is one of them; superword, whose
+    chunks cross lines, has a rule of its own: ``_is_superword_cut``), nor, with ``normalize``,
+    the normalized text: ``normalize(data[:i]) + normalize(data[i:]) == normalize(data)``.
 
     The general rule: the cut follows a "\n" that itself follows a non-space character, and
     comes before a character that is neither a space nor "/". Then, for gpt2, cl100k and o200k:
@@ -297,6 +302,8 @@ def is_safe_cut(data: bytes, i: int, pattern: str | None = None, normalize: str 
 
 def _is_safe_cut(data: bytes, i: int, name: str | None, normalize: str | None = None) -> bool:
     """``is_safe_cut`` for the pattern of this name (None: all three named patterns)."""
+    if name == "superword":
+        return _is_superword_cut(data, i, normalize)
     if i < 2 or i >= len(data):
         return False
     if data[i - 1] == 0x0A and data[i - 2] != 0x0D:
@@ -335,7 +342,8 @@ def _solid_after(data: bytes, i: int, normalize: str | None = None) -> bool:
 
 def find_cut(data: bytes, start: int = 0, pattern: str | None = None, normalize: str | None = None) -> int | None:
     """The first safe cut at or after byte ``start`` of ``data``, or None."""
-    return _find_cut(data, start, name_of(pattern) if pattern is not None else None, normalization(normalize))
+    name, form = (name_of(pattern) if pattern is not None else None), normalization(normalize)
+    return superword_cut(data, start, (), form) if name == "superword" else _find_cut(data, start, name, form)
 
 
 def _find_cut(data: bytes, start: int, name: str | None, normalize: str | None = None) -> int | None:
@@ -346,6 +354,107 @@ def _find_cut(data: bytes, start: int, name: str | None, normalize: str | None =
                 return cut
         i = data.find(b"\n", i + 1)
     return None
+
+
+# -- where superword text may be cut ------------------------------------------------------------
+# SUPERWORD's chunks cross lines, so a "\n" is no place to cut; the places are after a letter
+# where its splitter matches, and after a digit run (see _is_superword_cut). _MARK is the
+# splitter's [^\s\p{L}\p{N}] less surrogates: bytes that are no valid UTF-8 decode to those
+# (surrogateescape) and must never count, as the characters around a cut must be valid.
+_MARK = r"[^\s\p{L}\p{N}\p{Cs}]"
+_SPLITTER_AHEAD = regex.compile(rf"\p{{N}}|{_MARK}{{2}}| {_MARK}{{2}}| \s")
+_NO_DIGIT_AHEAD = regex.compile(r"[^\p{N}\p{Cs}]")
+_LETTER, _DIGIT = regex.compile(r"\p{L}"), regex.compile(r"\p{N}")
+_SUPERWORD_CUTS = regex.compile(rf"(?<=\p{{L}})(?={_SPLITTER_AHEAD.pattern})|(?<=\p{{N}})(?={_NO_DIGIT_AHEAD.pattern})")
+_AHEAD_BYTES = 12          # the rule reads three characters at most after the cut (four bytes each)
+_BEHIND_BYTES = 4          # and one before it
+
+
+def _is_superword_cut(data: bytes, i: int, normalize: str | None = None) -> bool:
+    r"""May ``data`` be cut before byte i without changing its SUPERWORD chunks? Yes when
+
+    (a) the character before i is a letter (\p{L}) and SUPERWORD_SPLIT matches at i, which the
+        three characters from i decide: a digit (\p{N}{1,3}), two marks ([^\s\p{L}\p{N}]{2,}),
+        a space and two marks (" ?" before them), a space and any \s (" +(?!\S)"); or
+    (b) the character before i is a digit (\p{N}) and the one at i is not.
+
+    The proof. Call a *reading* any match of an alternative, or test of the splitter (the
+    look-ahead of the last alternative, (?:(?!SPLIT)[\s\S])+), that starts before i.
+    * The whole text has a chunk boundary at i. (a) No alternative of the splitter matches a
+      letter (they match digits, marks, spaces, "\r", "\n"), so the letter before i lies in a
+      chunk of the last alternative, which ends at the first position where the splitter
+      matches: it holds the letter, so no such position lies in it, and i is one. (b) The
+      splitter matches at every digit, so no chunk of the last alternative holds one, nor does a
+      mark or space run: a digit lies in a \p{N}{1,3} chunk, and the one before i ends at i,
+      the end of the digit run.
+    * The text before i splits as in the whole text: every reading has the same outcome when
+      the text ends at i. (a) A reading goes on only while the characters are digits, marks,
+      spaces or newlines: it stops at the latest at the letter before i, and never reads i.
+      (b) Mark and space runs stop at the digits before i; a test of the splitter at a digit
+      succeeds whatever follows; a \p{N}{1,3} match takes three digits or the rest of the run,
+      which ends at i both with the character there and with the end of the text.
+      So the chunk holding the character before i ends at i in both (the splitter matches
+      there, or a digit run ends; the text ends there).
+    * The text from i splits as in the whole text: the pattern has no look-behind, and findall
+      goes on from i, the end of the chunk before.
+    A block between two cuts is the text before the second cut of the text from the first, so
+    cutting at several safe places at once keeps the chunks too. Both characters around the cut
+    are valid UTF-8 (a letter or digit; no surrogate after), so the cut never splits a
+    character nor a run of invalid bytes that ``errors="replace"`` turns into U+FFFD.
+
+    With ``normalize`` (NFC, NFKC) the rule must also hold in the normalized text, and
+    normalizing the blocks one by one must give the normalized whole. A letter can normalize to
+    a mark or a space (NFKC: U+037A -> " \u0345"), and marks at i compose with the letter
+    before, so the cut is taken only where the character before i and the four from i are
+    ASCII: ASCII characters are starters that every normalization leaves as they are and that
+    compose with nothing before them (no composition's second character is ASCII), so each
+    side normalizes alone to what it is in the normalized whole, the five characters unchanged
+    around the cut, and the rule reads the same characters in both texts."""
+    if i < 1 or i >= len(data) or 0x80 <= data[i] < 0xC0:
+        return False
+    if normalize is not None and not (i + 4 <= len(data) and max(data[i - 1:i + 4]) < 0x80):
+        return False
+    before = _char_before(data, i)
+    if before is None:
+        return False
+    after = data[i:i + _AHEAD_BYTES].decode("utf-8", "surrogateescape")
+    if _LETTER.match(before):
+        return _SPLITTER_AHEAD.match(after) is not None
+    return _DIGIT.match(before) is not None and _NO_DIGIT_AHEAD.match(after) is not None
+
+
+def superword_cut(data: bytes, start: int, special_bytes: tuple[bytes, ...] = (),
+                  normalize: str | None = None) -> int | None:
+    """The first cut at or after byte ``start`` where SUPERWORD text may be cut into blocks
+    (``_is_superword_cut``) and that no special token overlaps, nor the characters the rule
+    reads (special tokens are cut out of the text before it is split: one there would change
+    them), or None. The regex finds candidates in the decoded data, the byte rule decides."""
+    low = max(start - _BEHIND_BYTES, 0)              # from the character before start
+    while low > 0 and 0x80 <= data[low] < 0xC0:
+        low -= 1
+    text = data[low:].decode("utf-8", "surrogateescape")     # any bytes: invalid ones become surrogates
+    chars, offset = 0, low
+    for m in _SUPERWORD_CUTS.finditer(text):
+        offset += len(text[chars:m.start()].encode("utf-8", "surrogateescape"))
+        chars = m.start()
+        if (offset >= start and _is_superword_cut(data, offset, normalize)
+                and _clear_of(data, offset, special_bytes)):
+            return offset
+    return None
+
+
+def _clear_of(data: bytes, i: int, special_bytes: tuple[bytes, ...]) -> bool:
+    """No special token's occurrence overlaps the bytes the cut rule reads around i, and data
+    shows enough around them to know (else it is no safe place)."""
+    low, high = i - _BEHIND_BYTES, i + _AHEAD_BYTES
+    for token in special_bytes:
+        first, last = low - len(token) + 1, high + len(token) - 1
+        if first < 0 or last > len(data):
+            return False
+        at = data.find(token, first, last)
+        if at >= 0:
+            return False
+    return True
 
 
 # ---------------------------------------------------------------------------------------------

@@ -36,7 +36,7 @@ def test_stages_refuses_a_pattern_without_a_native_scanner(tmp_path):
     corpus.write_text("some words to split\n")
     done = run_script("stages.py", str(corpus), "--pattern", r"\w+")
     assert done.returncode == 1
-    assert "the stages time the native scanner; give gpt2, cl100k or o200k" in done.stderr, done.stderr
+    assert "the stages time the native scanner; give gpt2, cl100k, o200k or superword" in done.stderr, done.stderr
 
 
 @pytest.mark.slow
@@ -66,3 +66,15 @@ def test_stages_splits_the_kernels_time(tmp_path):
     done = run_script("stages.py", str(corpus), "--pattern", "gpt2", "--vocab-size", "600", "--threads", "2")
     assert done.returncode == 0, done.stderr
     assert "| kernel: first pair count |" in done.stdout and "sequential share of the merging" in done.stdout
+
+
+@needs_data
+@pytest.mark.slow      # three processes started (make_corpus and two trainings): seconds of waiting
+def test_bench_superword_times_superword_against_plain_training(tmp_path):
+    done = run_script("bench_superword.py", "--cost", "--texts", "long-tail", "--longtail-size", "64K",
+                      "--sizes", "600:400", "--repeats", "1", "--work-dir", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    row = re.search(r"^\| long-tail \| 0 \| 600 \| 400 \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| "
+                    r"([\d.]+) / ([\d.]+) \(([\d.]+)\) \|", done.stdout, re.M)
+    assert row and float(row[3]) > 0 and float(row[6]) > 0, done.stdout
+    assert "counting" in done.stdout and (tmp_path / "longtail-64K.txt").is_file()

@@ -12,12 +12,13 @@ import bpe_fast
 from bpe_fast import CL100K, GPT2, O200K
 from bpe_fast.counting import CountConfig, count_tasks
 from bpe_fast.inputs import docs_tasks, file_tasks
+from bpe_fast.patterns import SUPERWORD
 from bpe_fast.pretokenize import Splitter, chunks_of, find_cut, is_safe_cut
 
 from .conftest import SHARED, corpus_files
 
-NAMED = [GPT2, CL100K, O200K]
-IDS = ["gpt2", "cl100k", "o200k"]
+NAMED = [GPT2, CL100K, O200K, SUPERWORD]
+IDS = ["gpt2", "cl100k", "o200k", "superword"]
 LINEY = "ab 1'\n\n\r\n  \t!/\u00a0é😀中\u3000.x"
 documents = st.text(alphabet=LINEY, max_size=300)
 
@@ -66,6 +67,61 @@ def test_cut_rule_refuses_the_dangerous_places():
     assert find_cut(b"abc!\n/def") is None      # o200k: "!\n/" is one chunk
     assert find_cut(b"abc\n\ndef") is None      # gpt2: "\n\n" is two chunks, but one at a block end
     assert find_cut(b"abc\n\ndef\nghi") == 9
+
+
+# Dense in what the superword rule looks at: letters before digits, pairs of marks, spaces.
+superwordy = st.text(alphabet="ab\u00e9\u4e2d 1\u0663!./\n\r\t\u00a0\U0001F600", max_size=200)
+
+
+@given(text=superwordy)
+@settings(max_examples=300, deadline=None)
+def test_every_superword_cut_keeps_the_chunks(text):
+    data = text.encode("utf-8")
+    cuts = [i for i in range(len(data) + 1) if is_safe_cut(data, i, SUPERWORD)]
+    pieces = [data[a:b].decode("utf-8") for a, b in zip([0, *cuts], [*cuts, len(data)])]
+    assert Counter(c.encode() for c in chunks_of(pieces, SUPERWORD)) == whole_counts(text, SUPERWORD)
+    for start in range(len(data) + 1):          # the search finds the first of them from any byte
+        assert find_cut(data, start, SUPERWORD) == next((c for c in cuts if c >= start), None)
+
+
+def test_superword_cut_rule_refuses_the_dangerous_places():
+    assert find_cut(b"said,\" and", 0, SUPERWORD) == 4      # after a letter, before two marks
+    assert find_cut(b"ab\ncd\n", 0, SUPERWORD) is None      # its chunks cross lines: "ab\ncd\n" is one
+    assert find_cut(b"a, b.\n", 0, SUPERWORD) is None        # one mark and a space join the chunk
+    assert find_cut(b"!!!\n12", 0, SUPERWORD) is None        # no letter before the digits, none after them
+    assert find_cut(b"line 12\r\n", 0, SUPERWORD) == 7       # after a digit run: "12" ends there
+    assert find_cut(b"a !!", 0, SUPERWORD) == 1              # before a space and two marks: " !!"
+    assert find_cut(b"ab !x", 0, SUPERWORD) is None          # a space and one mark join the chunk
+    assert find_cut(b"a  b", 0, SUPERWORD) == 1              # before spaces that split: "a", " ", " b"
+    assert find_cut(b"a  b", 2, SUPERWORD) is None           # not between them: a block's "  " at its end
+    assert find_cut(b"x1", 0, SUPERWORD) == 1
+    assert find_cut(b"a!\xff", 0, SUPERWORD) is None         # an invalid byte is no mark
+    assert find_cut(b"a 1234", 0, SUPERWORD) is None         # "123" then "4": inside the digit run
+
+
+@given(parts=st.lists(st.sampled_from(["ab", "c!!", "x1", " ", "  ", "\n", "<|s|>", "é.", "!"]), max_size=40))
+@settings(max_examples=150, deadline=None)
+def test_superword_blocks_keep_the_chunks_around_special_tokens(tmp_path_factory, parts):
+    """Every block cut the superword splitter allows, where special tokens are cut out: no cut
+    inside a token nor beside one (the text the rule reads would change)."""
+    text = "".join(parts)
+    path = tmp_path_factory.mktemp("sw") / "doc.txt"
+    path.write_bytes(text.encode("utf-8"))
+    config = CountConfig(Splitter.of(SUPERWORD, ["<|s|>"]))
+    tasks = list(file_tasks(str(path), path.stat().st_size, config.splitter.cut, 1))
+    got = Counter(count_tasks(tasks, config, workers=1).as_dict())
+    assert got == Counter(c.encode() for c in chunks_of([text], SUPERWORD, ["<|s|>"]))
+
+
+def test_superword_blocks_keep_invalid_bytes_replaced_alike(tmp_path):
+    data = b"word!!\xe4\xb8 x1\xffab\xe4\xb8\xadc!!d" * 200
+    path = tmp_path / "bad.txt"
+    path.write_bytes(data)
+    config = CountConfig(Splitter.of(SUPERWORD), errors="replace")
+    tasks = list(file_tasks(str(path), len(data), config.splitter.cut, 16))
+    assert len(tasks) > 100
+    whole = data.decode("utf-8", "replace")
+    assert Counter(count_tasks(tasks, config, workers=1).as_dict()) == whole_counts(whole, SUPERWORD)
 
 
 @pytest.mark.parametrize("pattern", NAMED, ids=IDS)

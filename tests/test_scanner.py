@@ -1,4 +1,5 @@
-"""The native scanners split text exactly as regex.findall does with the named patterns."""
+"""The native scanners split text exactly as regex.findall does with the named patterns (superword
+included: SuperBPE's stage-two rule)."""
 from __future__ import annotations
 
 import pytest
@@ -7,13 +8,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bpe_fast import CL100K, GPT2, O200K
+from bpe_fast.patterns import SUPERWORD
 from bpe_fast._table import ChunkTable
 from bpe_fast.wordtable import WordTable
 from bpe_fast.pretokenize import native_scanner
 
 from .conftest import SHARED, corpus_params
 
-PATTERNS = {"gpt2": GPT2, "cl100k": CL100K, "o200k": O200K}
+PATTERNS = {"gpt2": GPT2, "cl100k": CL100K, "o200k": O200K, "superword": SUPERWORD}
 
 # One or more characters of every class the patterns tell apart: Lu Ll Lt Lm Lo, marks (Mn Mc
 # Me), Nd Nl No, every kind of \s, \r and \n, quotes before (case-folded) contraction letters
@@ -43,6 +45,34 @@ def test_scanner_equals_regex_on_every_corpus(path):
     text = path.read_bytes().decode("utf-8")
     for pattern in PATTERNS.values():
         assert native_scanner(pattern).chunks(text) == regex.findall(pattern, text)
+
+
+# Superword's corners, each against the regex: a space before two marks joins them (" !!"), not
+# before one; a run of spaces gives back its last before a non-space; the run of other text
+# stops before a digit, a pair of marks or such a space, and crosses newlines and single marks.
+SUPERWORD_CORNERS = ["a !! b", "a ! b", "x  !!y", "a   b", "a \n b", "a b ", "1234567 8", "one, two.\n\nThree",
+                     "end.--\n/next", "a!!\r\n//b", " \t x", "\u00e9\U0001F600\u4e2d ..\r\n/x", "a\u3000 b",
+                     "!", "!a", " !a", " !!", " ", "  ", "\u0663\u0664\u0665\u0666", "\u00b2\u00b3x"]
+
+
+@pytest.mark.parametrize("text", SUPERWORD_CORNERS)
+def test_superword_scanner_corners(text):
+    assert native_scanner(SUPERWORD).chunks(text) == regex.findall(SUPERWORD, text)
+
+
+# Dense in what SUPERWORD tells apart: runs of spaces, digits, marks (with "/"), line ends.
+superwordy = st.text(alphabet="ab \u00e9\u4e2d1\u0663!./-\n\r\t\u00a0", max_size=80)
+
+
+@given(text=superwordy)
+@settings(max_examples=1500, deadline=None)
+def test_superword_scanner_equals_regex_on_dense_text(text):
+    assert native_scanner(SUPERWORD).chunks(text) == regex.findall(SUPERWORD, text)
+
+
+def test_superword_chunks_span_words_and_lines():
+    assert native_scanner(SUPERWORD).chunks("by the way, it's 2024!!\nOK  then") == [
+        "by the way, it's ", "202", "4", "!!\n", "OK", " ", " then"]
 
 
 def test_chunk_counts_count_the_scanned_chunks():

@@ -41,7 +41,7 @@ def plain_chunks(text: str, pattern: str | None, specials: list[str], lines: boo
 @pytest.mark.parametrize("spelling, name, engine", [
     ("gpt2", "gpt2", NATIVE), ("R50K_BASE", "gpt2", NATIVE), (GPT2, "gpt2", NATIVE),
     ("cl100k_base", "cl100k", NATIVE), (CL100K, "cl100k", NATIVE), ("O200K", "o200k", NATIVE),
-    ("superword", "superword", REGEX), (SUPERWORD, "superword", REGEX), (r"\w+|\W+", "custom", REGEX),
+    ("superword", "superword", NATIVE), (SUPERWORD, "superword", NATIVE), (r"\w+|\W+", "custom", REGEX),
     (None, "none", WHOLE), ("NONE", "none", WHOLE),
 ])
 def test_a_pattern_is_named_once_whatever_its_spelling(spelling, name, engine):
@@ -56,7 +56,7 @@ text_with_specials = st.lists(st.sampled_from(["Hello", " world", "\n", "\r\n", 
 
 
 @settings(max_examples=150, deadline=None)
-@given(text=text_with_specials, pattern=st.sampled_from([GPT2, CL100K, O200K, r"\w+|\s+|[^\w\s]+", None]),
+@given(text=text_with_specials, pattern=st.sampled_from([GPT2, CL100K, O200K, SUPERWORD, r"\w+|\s+|[^\w\s]+", None]),
        lines=st.booleans())
 def test_chunks_are_the_pattern_matches_between_special_tokens_and_lines(text, pattern, lines):
     splitter = Splitter.of(pattern, [SPECIAL], lines)
@@ -65,7 +65,7 @@ def test_chunks_are_the_pattern_matches_between_special_tokens_and_lines(text, p
 
 @settings(max_examples=60, deadline=None)
 @given(docs=st.lists(text_with_specials, min_size=1, max_size=6),
-       pattern=st.sampled_from([GPT2, CL100K, O200K, r"\w+|\s+|[^\w\s]+", None]), lines=st.booleans(),
+       pattern=st.sampled_from([GPT2, CL100K, O200K, SUPERWORD, r"\w+|\s+|[^\w\s]+", None]), lines=st.booleans(),
        as_bytes=st.booleans())
 def test_counting_counts_the_splitters_chunks_on_every_engine(docs, pattern, lines, as_bytes):
     splitter = Splitter.of(pattern, [SPECIAL], lines)

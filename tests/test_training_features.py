@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import regex
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpe_fast
-from bpe_fast import Tokenizer, WordTable
-from bpe_fast._kernel import train_merges
+from bpe_fast import Tokenizer, WordTable, continued
+from bpe_fast import _kernel
+from bpe_fast._kernel import Trainer, train_merges
 from bpe_fast.cli import main
-from bpe_fast.pretokenize import chunks_of
+from bpe_fast.pretokenize import Splitter, chunks_of
 from bpe_fast.reference import train_reference
 
 from .conftest import need, needs_data, needs_vocabs, read_corpus, small_text, vocab_dir
@@ -121,6 +123,46 @@ def test_the_reference_continues_the_same_way():
     lengths = {256 + i: len(tok.token_bytes(256 + i)) for i in range(len(first))}
     rest = train_reference(words, 6, start=start, token_lengths=lengths, first_id=256 + len(first))
     assert first + rest == train_reference(words, 10)
+
+
+@pytest.mark.parametrize("track_from", [0, 1, 50, 10**6])
+def test_the_kernel_continues_as_the_reference_for_any_tracking_threshold(track_from):
+    """Continuing from a base, the kernel tracks only the pairs counted at least track_from times
+    (0: its default) and counts again with a lower threshold whenever the best tracked count falls
+    below it (10**6: no pair is that frequent, so it must recount): the reference's merges every time."""
+    rng = np.random.default_rng(2)
+    words = {bytes(rng.choice(list(b"abcdef"), size=rng.integers(2, 30)).astype(np.uint8)): int(rng.integers(1, 300))
+             for _ in range(400)}
+    first = train_reference(words, 40)
+    base = Tokenizer(first, pattern=None)
+    table = WordTable.from_counts(words)
+    start, lengths = continued.tokenized_by(base, table)
+    stats: dict[str, int] = {}
+    merges = Trainer(table.symbols, table.offsets, table.counts, 150, 1, None, track_from, start=start,
+                     token_lengths=lengths, first_id=base.vocab_size).learn(stats=stats)
+    reference = train_reference(words, 150, start=[base.encode_ordinary(w.decode()) for w in words],
+                                token_lengths={i: len(base.token_bytes(i)) for i in range(256, base.vocab_size)},
+                                first_id=base.vocab_size)
+    assert [tuple(m) for m in merges.tolist()] == reference
+    assert stats["recounts"] > 1 if track_from == 10**6 else stats["recounts"] >= 1
+
+
+def test_tokenized_by_lays_each_word_out_as_the_base_encodes_it():
+    """tokenized_by writes each word where the table has it (table order): each token's id at its
+    first byte, its tail mark at its last, -1 between, the tokens the base's encoding of the word."""
+    words = {b"low": 7, b"lower": 5, b"newest": 9, b"wider": 2}
+    table = WordTable.from_counts(words)
+    base = Tokenizer(train_reference(words, 3), pattern=None)
+    start, lengths = continued.tokenized_by(base, table)
+    expected = np.full(table.n_symbols, -1, dtype=np.int32)
+    for i in range(len(table)):
+        p = int(table.offsets[i])
+        for t in bpe_of_chunk(base, table.word(i)):
+            size = len(base.token_bytes(t))
+            expected[p], expected[p + size - 1] = t, t if size == 1 else -t - 2
+            assert lengths[t] == size
+            p += size
+    assert np.array_equal(start, expected)
 
 
 def test_a_base_keeps_its_ids_and_its_special_tokens():
@@ -264,6 +306,53 @@ def test_the_superword_pattern_splits_as_hugging_face_isolated_split(text):
     hf = need("tokenizers")
     split = hf.pre_tokenizers.Split(hf.Regex(bpe_fast.patterns.SUPERWORD_SPLIT), behavior="isolated")
     assert chunks_of([text], "superword") == [piece for piece, _ in split.pre_tokenize_str(text)]
+
+
+def bpe_of_chunk(base: Tokenizer, chunk: bytes) -> list[int]:
+    """A chunk encoded whole by the base, the slow plain way: a chunk that is a token is that
+    token (tiktoken's rule); else the adjacent pair of lowest rank merges, leftmost first."""
+    ids = {base.token_bytes(i): i for i in range(base.n_base)}
+    if chunk in ids:
+        return [ids[chunk]]
+    rank = {tuple(pair): k for k, pair in enumerate(base.merges.tolist())}
+    made = dict(zip(map(tuple, base.merges.tolist()), base.merge_ids.tolist()))
+    tokens = [int(base.byte_ids[b]) for b in chunk]
+    while len(tokens) > 1:
+        pairs = [(rank.get(p, len(rank)), i) for i, p in enumerate(zip(tokens, tokens[1:]))]
+        best, at = min(pairs)
+        if best == len(rank):
+            break
+        tokens[at:at + 2] = [made[(tokens[at], tokens[at + 1])]]
+    return tokens
+
+
+def test_superword_training_equals_the_reference_stage_by_stage():
+    """Stage two from scratch, with nothing of the fast path: the chunks are regex.findall's, each
+    encoded whole by the base in plain Python, and the reference trainer continues from them."""
+    docs = SMALL[:1]
+    sw = bpe_fast.train_from_iterator(docs, 420, superword_at=330, workers=1)
+    base = bpe_fast.train_from_iterator(docs, 330, workers=1)
+    counts: dict[bytes, int] = {}
+    for chunk in regex.findall(bpe_fast.patterns.SUPERWORD, docs[0]):
+        counts[chunk.encode()] = counts.get(chunk.encode(), 0) + 1
+    new = train_reference(counts, 90, start=[bpe_of_chunk(base, c) for c in counts],
+                          token_lengths={i: len(base.token_bytes(i)) for i in range(256, 330)}, first_id=330)
+    assert np.array_equal(sw.merges[:len(base.merges)], base.merges)
+    assert [tuple(m) for m in sw.merges[len(base.merges):].tolist()] == new
+    assert sw.merge_ids[len(base.merges):].tolist() == list(range(330, 420))
+
+
+@needs_data
+def test_superword_training_in_blocks_equals_the_regex_route(corpora, tmp_path):
+    """Files cut into blocks where the superword rule allows, counted by the native scanner on two
+    workers, against the same pattern spelled as a custom regex (files read whole, the regex
+    module's matches): the same merges and ids, hence the same tokenizer."""
+    files = [corpora / "taylorswift.txt", corpora / "multilingual" / "ja.txt", corpora / "multilingual" / "ar.txt"]
+    native = bpe_fast.train(files, 3000, superword_at=2000, workers=2, block_size=4096, progress="none")
+    custom = bpe_fast.train(files, 3000, superword_at=2000, superword_pattern=f"(?:{bpe_fast.patterns.SUPERWORD})",
+                            workers=2, block_size=4096, progress="none")
+    assert Splitter.of(custom.pattern).engine == "regex" and Splitter.of(native.pattern).engine == "native"
+    assert np.array_equal(native.merges, custom.merges) and np.array_equal(native.merge_ids, custom.merge_ids)
 
 
 def test_superword_training_is_stage_one_then_tokens_across_words():
