@@ -37,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 import bpe_fast
+from bpe_fast import continued
 
 SPECIAL = "<|endoftext|>"
 
@@ -103,7 +104,8 @@ def new_merges(tok: bpe_fast.Tokenizer, n_base: int) -> list[tuple[bytes, bytes]
 
 def pair_counts(tok: bpe_fast.Tokenizer, table: bpe_fast.WordTable, pairs: list[tuple[bytes, bytes]]) -> list[int]:
     """How often each pair (of token bytes) occurs in the corpus as ``tok`` encodes it."""
-    ids = tok._native.encode_chunks(table.symbols, table.offsets)
+    start, _ = continued.tokenized_by(tok, table)        # each token's id where it starts, in table order
+    ids = start[start >= 0]
     lengths = np.array([len(t) if t is not None else 0 for t in tok._vocab], dtype=np.int64)
     ends = np.cumsum(lengths[ids])                       # byte offset where each token ends
     word_of = np.searchsorted(table.offsets, ends, side="left") - 1     # the chunk each token ends in

@@ -66,7 +66,8 @@ def tokenized_by(base: Tokenizer, table: WordTable,
     whole by the base's merges, as the trained tokenizer will encode it, also when the chunks
     come from another pattern (superword training). The native encoder writes the layout
     itself, on as many threads as there are CPUs (it runs without the GIL), each taking runs
-    of chunks in turn: no array of ids, no NumPy pass over it. A few runs a thread, so that a thread the machine gives less time takes fewer.
+    of chunks in turn: no array of ids, no NumPy pass over it. A few runs a thread, so that a
+    thread the machine gives less time takes fewer.
     ``kernel_ids`` (base id -> id in the kernel) numbers the tokens another way: the kernel
     breaks ties by its ids (``huggingface_order``); then one pass renumbers the layout."""
     slots = np.empty(table.n_symbols, dtype=np.int32)

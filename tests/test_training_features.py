@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 
 import bpe_fast
 from bpe_fast import Tokenizer, WordTable, continued
-from bpe_fast import _kernel
 from bpe_fast._kernel import Trainer, train_merges
 from bpe_fast.cli import main
 from bpe_fast.pretokenize import Splitter, chunks_of
