@@ -164,7 +164,7 @@ def add_input_options(p) -> None:
                    help="counting processes (default: one per CPU)")
     p.add_argument("--memory-budget", type=parse_bytes, default=None, metavar="SIZE",
                    help="memory each counting process may use before it writes its table to a temporary file "
-                        "(e.g. 512M; default: a third of the free memory, shared)")
+                        "(e.g. 512M; default 64M: spilling costs about nothing)")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="count on this Dask scheduler (tcp://host:8786); the files must be readable there")
     p.add_argument("--block-size", type=whole_number(1, MAX_BLOCK_SIZE, "bytes"), default=None, help=argparse.SUPPRESS)

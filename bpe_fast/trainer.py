@@ -241,7 +241,7 @@ def count(inputs: Inputs, *, pattern: str | None = "cl100k",
     .zst), JSON lines (each record's ``field`` a document), Parquet (each value of ``column`` a
     document) or a directory of such files (see inputs.py). The table is the same for any
     ``workers``, ``block_size`` and ``memory_budget`` (bytes a worker's table may hold before it
-    writes it out to a temporary file; default: a third of the free memory, shared). ``lines``
+    writes it out to a temporary file; default 64 MiB, see counting.default_memory_budget). ``lines``
     makes every line a document. ``client``, a dask.distributed Client, counts on its cluster.
     ``normalize`` ("nfc" or "nfkc") puts the text in that Unicode normal form before special
     tokens are found and it is split; the table records it, and a tokenizer trained from it
