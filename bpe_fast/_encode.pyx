@@ -19,11 +19,17 @@ written afresh here) instead of replaying the merges:
   after that token: mark it dead and pop the token before. Each position dies at most once, so
   the work is linear in the chunk (times the longest token), with no quadratic corner.
 
-Each call keeps a cache of the chunks it merged (most repeat: a text has a few hundred thousand
-distinct words), and chunks that are whole tokens are found in one probe of a byte-keyed table.
-Text arrives as Python str and is read (and turned into UTF-8 when it is not ASCII) without the
-GIL, so batches run on threads in parallel; ids leave as NumPy arrays, or as lists built from
-one shared Python int per id.
+Each thread keeps a table of chunks (most repeat: a text has a few hundred thousand distinct
+words). A chunk of at most 15 bytes is its own key there, packed into two words, with up to four
+ids beside it, and the table starts with every token of the vocabulary, so a chunk that is a
+whole token and a chunk merged before both cost one probe (_ChunkCache). Text is split and
+looked up in batches of chunks: the first pass scans, packs, hashes and prefetches each chunk's
+entry, the second reads the entries, which by then are in the CPU's cache. Longer chunks go to
+the vocabulary's byte-keyed table and a cache of their own.
+
+Text arrives as Python str and is read (and turned into UTF-8, a block at a time, when it is not
+ASCII) without the GIL, so batches run on threads in parallel; ids leave as NumPy arrays, or as
+lists built from one shared Python int per id.
 """
 import gc
 import threading
@@ -41,9 +47,10 @@ from libcpp.string cimport string
 from libcpp.vector cimport vector
 
 from ._encode_hash cimport (Slot, bytes_hash, slot_of, PairSlot, PairTable, pair_of, pairtable_init,
-                            pairtable_free, pairtable_find, pairtable_add)
-from ._encode_text cimport TextRef, bpe_str_view, to_utf8, utf8_capacity
-from ._scan cimport scan_next
+                            pairtable_free, pairtable_find, pairtable_add, Packed, PACKED_KEY_MASK,
+                            PACKED_MAX_BYTES, big_alloc, pack_key, packed_hash, packed_slot)
+from ._encode_text cimport TextRef, bpe_str_view, code_point, to_utf8, utf8_capacity
+from ._scan cimport PAT_CL100K, PAT_GPT2, PAT_O200K, scan_next
 
 cdef extern from *:
     """
@@ -71,14 +78,21 @@ cdef enum:
     NO_MERGE = 0x7FFFFFFF
     SHORT_CHUNK = 128          # bytes; the replayed merges of longer chunks use a heap
     SPLIT_NONE = -1            # pattern: no split, each piece between special tokens is one chunk
-    CACHE_MIN_BITS = 10
+    CACHE_MIN_BITS = 10        # the cache of chunks over 15 bytes (_ChunkCache.slots):
     CACHE_MAX_BITS = 21        # at most 2^20 cached chunks; then the cache starts afresh
+    TABLE_MIN_BITS = 10        # the chunk table of chunks up to 15 bytes (_ChunkCache.table) ...
+    TABLE_MAX_BITS = 20        # ... grows to 2^20 entries (32 MB; more if the vocabulary needs it),
+                               # 3/4 full; then it starts afresh from the vocabulary
     MAX_CACHES = 64            # caches an encoder keeps between calls (one per thread in use)
-    RECENT_SIZE = 1 << 14      # slots of a cache's table of recent whole tokens (256 KB)
     COMPAT_BITS = 16           # answers of ``compatible`` a thread keeps (512 KB) ...
     WIDE_COMPAT_BITS = 20      # ... or 8 MB when it encodes a word table's millions of distinct chunks
-    AHEAD = 8                  # chunks scanned ahead of their encoding (see encode_piece)
+    BATCH = 128                # chunks scanned, hashed and prefetched before they are looked up
+    INLINE_IDS = 4             # ids a chunk table entry holds; a longer result goes to ``spill``
+    SPILLED = 7                # the id count of an entry whose ids are in ``spill``
     CACHE_MAX_BYTES = 255      # longer chunks are rare: not cached
+    BLOCK_CHARS = 1 << 16      # a long non-ASCII str is turned into UTF-8 and encoded this many
+                               # characters at a time (or a little more: see next_cut)
+    KEEP_UTF8 = 16 << 20       # bytes of UTF-8 buffer a thread keeps between calls
     STACK_CHUNK = 256          # chunks up to this long backtrack in stack arrays
     OUT_LIST = 0
     OUT_ARRAY = 1
@@ -101,6 +115,7 @@ cdef class SpecialSet:
     cdef vector[int32_t] ids
     cdef uint8_t starts[256]                    # 1 for a byte some token starts with
     cdef int only_first                         # the byte every token starts with, or -1
+    cdef bint newline                           # some token holds a "\n" (see next_cut)
 
     def __cinit__(self, dict tokens):
         """tokens: {UTF-8 bytes: id}, at least one, none empty."""
@@ -113,6 +128,7 @@ cdef class SpecialSet:
             self.ids.push_back(tokens[token])
             self.starts[token[0]] = 1
             first = token[0] if first in (-1, token[0]) else -2
+            self.newline = self.newline or b"\n" in token
         self.only_first = first if first >= 0 else -1
 
     cdef bint find(self, const uint8_t* s, size_t n, size_t* at, size_t* which) noexcept nogil:
@@ -161,6 +177,13 @@ cdef class MergeEncoder:
     cdef int whole_bits
     cdef vector[uint8_t] arena                  # the bytes of tokens longer than 8 bytes ...
     cdef vector[int64_t] arena_at               # ... at arena_at[id]
+    # ... and for chunks of at most 15 bytes, every thread's chunk table starts as a copy of
+    # ``seed``: those tokens as packed keys (_ChunkCache), made when a first table is.
+    cdef vector[int32_t] short_tokens           # ids of the tokens of at most 15 bytes, ascending
+    cdef Packed* seed
+    cdef int seed_bits
+    cdef size_t seed_used
+    cdef int table_max_bits                     # a chunk table's limit (TABLE_MAX_BITS, or more)
     # Decoding, and one Python int per id for lists of ids.
     cdef vector[string] token_bytes             # id -> bytes (special tokens too)
     cdef vector[uint8_t] defined                # id -> 1 if some token has this id
@@ -200,12 +223,14 @@ cdef class MergeEncoder:
         self.build_decoding(vocab, special_tokens)
         self.pattern = 0
         self.caches = []
+        self.table_max_bits = TABLE_MAX_BITS
 
     def __dealloc__(self):
         cdef Py_ssize_t i
         pairtable_free(&self.pairs)
         pairtable_free(&self.trie)
         free(self.whole)
+        free(self.seed)
         if self.ints != NULL:
             for i in range(self.n_ints):
                 Py_XDECREF(self.ints[i])
@@ -310,6 +335,8 @@ cdef class MergeEncoder:
                 continue
             s = token
             h = bytes_hash(s, len(token), s + len(token))
+            if 0 < len(token) <= PACKED_MAX_BYTES:
+                self.short_tokens.push_back(<int32_t>i)
             if len(token) > 8:
                 self.arena_at[i] = self.arena.size()
                 self.arena.insert(self.arena.end(), s, s + len(token))
@@ -317,6 +344,39 @@ cdef class MergeEncoder:
             while self.whole[k].length and not self.same_whole(k, h, s, len(token)):
                 k = (k + 1) & mask
             self.whole[k].hash, self.whole[k].length, self.whole[k].value = h, len(token), <int32_t>i
+        return 0
+
+    cdef int build_seed(self) except -1:
+        """``seed``: every token of at most 15 bytes -> its id, at most half full (the largest
+        id when two tokens share bytes, as in ``whole``)."""
+        cdef size_t k, j, mask, n = self.short_tokens.size()
+        cdef int32_t token
+        cdef uint64_t k0, k1, h
+        cdef const uint8_t* s
+        cdef Packed* table
+        cdef int bits = TABLE_MIN_BITS
+        while (<size_t>1 << bits) < 2 * n:
+            bits += 1
+        table = <Packed*>big_alloc((<size_t>1 << bits) * sizeof(Packed))
+        if table == NULL:
+            raise MemoryError()
+        memset(table, 0, (<size_t>1 << bits) * sizeof(Packed))
+        mask = (<size_t>1 << bits) - 1
+        self.seed_used = 0
+        for k in range(n):
+            token = self.short_tokens[k]
+            s = <const uint8_t*>self.token_bytes[token].data()
+            pack_key(s, self.token_bytes[token].size(), s + self.token_bytes[token].size(), &k0, &k1)
+            h = packed_hash(k0, k1)
+            j = packed_slot(h, bits)
+            while table[j].k1 != 0 and not (table[j].k0 == k0 and (table[j].k1 & PACKED_KEY_MASK) == k1):
+                j = (j + 1) & mask
+            if table[j].k1 == 0:
+                self.seed_used += 1
+            table[j].k0, table[j].k1 = k0, k1 | (<uint64_t>1 << 60)
+            table[j].ids[0], table[j].ids[1], table[j].ids[2], table[j].ids[3] = <uint32_t>token, 0, 0, 0
+        self.seed, self.seed_bits = table, bits
+        self.table_max_bits = max(<int>TABLE_MAX_BITS, bits + 1)
         return 0
 
     cdef int build_decoding(self, list vocab, dict special_tokens) except -1:
@@ -470,21 +530,31 @@ cdef class MergeEncoder:
 
     cdef void encode_chunk(self, const uint8_t* s, size_t n, const uint8_t* end, _Worker w) noexcept nogil:
         """Emit the ids of one chunk (n >= 1 bytes; the buffer it lies in ends at ``end``)."""
-        self.encode_hashed(s, n, bytes_hash(s, n, end), w)
+        cdef uint64_t k0, k1
+        if n <= PACKED_MAX_BYTES:
+            pack_key(s, n, end, &k0, &k1)
+            self.encode_short(s, n, k0, k1, packed_hash(k0, k1), w)
+        else:
+            self.encode_long(s, n, bytes_hash(s, n, end), w)
 
-    cdef void encode_hashed(self, const uint8_t* s, size_t n, uint64_t h, _Worker w) noexcept nogil:
-        """Emit the ids of one chunk whose bytes_hash is h."""
-        cdef Slot* recent = NULL
-        cdef int32_t found
-        if n <= 8:                              # most chunks: try the small table first
-            recent = &w.cache.recent[h & (RECENT_SIZE - 1)]
-            if recent.hash == h and recent.length == n:
-                w.emit(recent.value)
-                return
-        found = self.find_whole(h, s, n)
+    cdef void encode_short(self, const uint8_t* s, size_t n, uint64_t k0, uint64_t k1, uint64_t h,
+                           _Worker w) noexcept nogil:
+        """Emit the ids of a chunk of at most 15 bytes, whose packed key is (k0, k1) and hash h:
+        from the chunk table, or merged and then put there (the table holds every token, so a
+        chunk it has not seen is no token)."""
+        cdef const Packed* found = w.cache.lookup(k0, k1, h)
+        if found != NULL:
+            w.emit_packed(found)
+            return
+        cdef size_t k = self.merge_chunk(s, n, w)
+        w.emit_symbols(self.ext.data(), k)
+        w.cache.insert(k0, k1, h, w.syms.data(), k, self.ext.data())
+
+    cdef void encode_long(self, const uint8_t* s, size_t n, uint64_t h, _Worker w) noexcept nogil:
+        """Emit the ids of a chunk whose bytes_hash is h (any length; the chunk table is for
+        those up to 15 bytes): a whole token, a chunk cached before, or merged now."""
+        cdef int32_t found = self.find_whole(h, s, n)
         if found >= 0:
-            if recent != NULL:
-                recent.hash, recent.length, recent.value = h, <uint32_t>n, found
             w.emit(found)
             return
         if n <= CACHE_MAX_BYTES and w.cached(h, s, n):
@@ -505,37 +575,67 @@ cdef class MergeEncoder:
         return self.backtrack(s, n, w.syms.data(), w.alive.data(), w.cache.compat, w.cache.compat_bits)
 
     cdef void encode_piece(self, const uint8_t* s, size_t n, const uint8_t* end, _Worker w) noexcept nogil:
-        """Emit the ids of text that holds no special token to encode: split, then each chunk."""
-        cdef size_t i = 0, j
-        if self.pattern == SPLIT_NONE:
+        """Emit the ids of text that holds no special token to encode: split, then each chunk.
+
+        BATCH chunks at a time, in two passes. The first scans them, packs each short one's key,
+        hashes it and asks for its chunk table entry (a long one: its slot of ``whole``); the
+        second looks them up. The entries, which would each be a wait for memory, arrive while
+        the scanner runs. A chunk found in the first entry probed, with its ids inline, is
+        emitted here (four ids stored at once, the count added: room was reserved for the
+        batch); everything else goes through encode_short or encode_long."""
+        cdef size_t start[BATCH]
+        cdef uint32_t length[BATCH]
+        cdef uint64_t key0[BATCH]
+        cdef uint64_t key1[BATCH]
+        cdef uint64_t hashes[BATCH]
+        cdef size_t i = 0, j, m, q, first
+        cdef uint64_t count
+        cdef int pattern = self.pattern, bits
+        cdef const uint8_t* cls
+        cdef const uint8_t* fold
+        cdef const Packed* table
+        cdef const Packed* x
+        cdef bint counting = w.counting, room
+        if pattern == SPLIT_NONE:
             if n:
                 self.encode_chunk(s, n, end, w)
             return
-        cdef size_t start[AHEAD]
-        cdef size_t length[AHEAD]
-        cdef uint64_t hashes[AHEAD]
-        cdef size_t scanned = 0, done = 0, k
-        # Chunks are scanned and hashed AHEAD ahead of their encoding and their table slots
-        # prefetched: the probes, which would each wait for memory, then overlap.
-        while True:
-            while scanned - done < AHEAD and i < n:
-                j = scan_next(self.pattern, s, n, i, &self.cls[0], &self.fold[0])
-                k = scanned % AHEAD
-                start[k], length[k], hashes[k] = i, j - i, bytes_hash(s + i, j - i, end)
-                self.prefetch(hashes[k], j - i, w)
-                scanned += 1
+        cls, fold = &self.cls[0], &self.fold[0]
+        while i < n:
+            table, bits, first, m = w.cache.table, w.cache.table_bits, i, 0
+            while m < BATCH and i < n:
+                j = scan_next(pattern, s, n, i, cls, fold)
+                start[m], length[m] = i, <uint32_t>(j - i)
+                if j - i <= PACKED_MAX_BYTES:
+                    pack_key(s + i, j - i, end, &key0[m], &key1[m])
+                    hashes[m] = packed_hash(key0[m], key1[m])
+                    bpe_prefetch(&table[packed_slot(hashes[m], bits)])
+                else:
+                    key1[m] = 0                 # a long chunk
+                    hashes[m] = bytes_hash(s + i, j - i, end)
+                    bpe_prefetch(&self.whole[slot_of(hashes[m], self.whole_bits)])
+                m += 1
                 i = j
-            if done == scanned:
-                return
-            k = done % AHEAD
-            self.encode_hashed(s + start[k], length[k], hashes[k], w)
-            done += 1
-
-    cdef inline void prefetch(self, uint64_t h, size_t n, _Worker w) noexcept nogil:
-        """Ask for the table slots encode_hashed will read first."""
-        if n <= 8:
-            bpe_prefetch(&w.cache.recent[h & (RECENT_SIZE - 1)])
-        bpe_prefetch(&self.whole[slot_of(h, self.whole_bits)])
+            # At most one id per byte: with room for the batch's bytes and 4, the inline ids
+            # can be stored 4 at a time (from w.ids.size, then advanced by their count).
+            room = not counting and w.ids.reserve(i - first + INLINE_IDS) == 0
+            for q in range(m):
+                if key1[q] == 0:
+                    self.encode_long(s + start[q], length[q], hashes[q], w)
+                    continue
+                x = &table[packed_slot(hashes[q], bits)]
+                count = x.k1 >> 60
+                if x.k0 == key0[q] and (x.k1 & PACKED_KEY_MASK) == key1[q] and count <= INLINE_IDS:
+                    if counting:
+                        w.count += count
+                    elif room:
+                        memcpy(w.ids.data + w.ids.size, x.ids, INLINE_IDS * sizeof(uint32_t))
+                        w.ids.size += count
+                    else:
+                        w.ids.extend(x.ids, count)
+                    continue
+                self.encode_short(s + start[q], length[q], key0[q], key1[q], hashes[q], w)
+                table, bits = w.cache.table, w.cache.table_bits     # (it may have grown)
 
     cdef void encode_utf8(self, const uint8_t* s, size_t n, _Worker w, SpecialSet allowed) noexcept nogil:
         """Emit the ids of UTF-8 text, allowed special tokens as their ids."""
@@ -615,8 +715,8 @@ cdef class MergeEncoder:
         cdef bint bad
         self.check_ready()
         bpe_str_view(text, &ref.data, &ref.length, &ref.kind)
-        if output != OUT_COUNT:
-            w.ids.reserve(utf8_capacity(&ref) + 16)    # at most one id per byte: room, not memory (_Ids)
+        if output != OUT_COUNT:     # about 3-4 bytes a token, 2 characters at most outside ASCII
+            w.ids.reserve(<size_t>ref.length // (3 if ref.kind == 0 else 2) + 64)
         with nogil:
             bad = w.encode_ref(&ref, allowed, disallowed)
         w.release()
@@ -800,12 +900,16 @@ cdef class _Ids:
         free(self.data)
 
     cdef int reserve(self, size_t n) noexcept nogil:
-        """Room for n more ids; -1 if out of memory."""
+        """Room for n more ids; -1 if out of memory. A first reservation of megabytes takes
+        huge pages where there are (big_alloc): faulting in the ids costs less."""
         cdef uint32_t* bigger
         if self.size + n <= self.capacity:
             return 0
         n = max(self.size + n, 2 * self.capacity)
-        bigger = <uint32_t*>realloc(self.data, n * sizeof(uint32_t))
+        if self.data == NULL:
+            bigger = <uint32_t*>big_alloc(n * sizeof(uint32_t))
+        else:
+            bigger = <uint32_t*>realloc(self.data, n * sizeof(uint32_t))
         if bigger == NULL:
             self.failed = True
             return -1
@@ -843,31 +947,144 @@ cdef class _Ids:
 
 @cython.final
 cdef class _ChunkCache:
-    """Chunks merged before -> their ids: bytes (``Slot``, see _encode_hash.pxd) -> an offset in
-    ``store``, where the chunk's token count, its ids and (over 8 bytes) its bytes follow.
+    """What one thread keeps between calls: its chunk table, the cache of longer chunks, the
+    answers of ``compatible`` and a UTF-8 buffer.
 
     A cache is used by one thread at a time; the encoder lends its caches out per call and keeps
     them (``MergeEncoder.caches``), so repeated words are merged once per thread, not per call.
-    Its size is bounded: when full it starts afresh.
 
-    ``recent`` is a small direct-mapped table of chunks of at most 8 bytes that are whole
-    tokens, the last one seen per slot: a text's frequent words stay in it, and it is small
-    enough for the CPU's cache, unlike the vocabulary's table (a probe there is a cache miss).
+    ``table``: chunks of at most 15 bytes -> their ids, as packed keys (``Packed``, see
+    _encode_hash.pxd). It starts as a copy of the encoder's ``seed`` (every token of at most 15
+    bytes -> its id: tiktoken's rule that a chunk that is a token is that token) and the chunks
+    merged are added; up to 4 ids sit in the entry, a longer result in ``spill`` (the entry's
+    count is SPILLED, ids[0] the offset there and ids[1] the count). It doubles when 3/4 full,
+    up to ``max_bits``; full at that size, it starts afresh from the seed (``resets`` counts
+    that). The seed belongs to the encoder that made the cache, which outlives it.
+
+    ``slots``: chunks over 15 bytes merged before: bytes (``Slot``) -> an offset in ``store``,
+    where the chunk's token count, its ids and its bytes follow. When full it starts afresh.
+
     ``compat`` keeps answers of ``MergeEncoder.compatible``, direct-mapped, the last per slot:
     (a << 33 | b << 1 | answer), all ones when empty."""
+    cdef Packed* table
+    cdef int table_bits
+    cdef size_t table_used
+    cdef vector[uint32_t] spill
+    cdef const Packed* seed
+    cdef int seed_bits
+    cdef size_t seed_used
+    cdef int max_bits
+    cdef size_t resets
     cdef Slot* slots
     cdef int bits
     cdef size_t size
     cdef vector[uint32_t] store
-    cdef Slot* recent
     cdef uint64_t* compat
     cdef int compat_bits
+    cdef uint8_t* utf8                          # not zeroed: only what to_utf8 wrote is read
+    cdef size_t utf8_size
 
     def __cinit__(self):
-        self.recent = <Slot*>calloc(RECENT_SIZE, sizeof(Slot))
-        if self.recent == NULL:
-            raise MemoryError()
         self.widen_compat(COMPAT_BITS)
+
+    cdef int start_table(self, MergeEncoder enc) except -1:
+        """The chunk table, a copy of the encoder's seed (made now if it is not yet)."""
+        if enc.seed == NULL:
+            enc.build_seed()
+        self.seed, self.seed_bits, self.seed_used = enc.seed, enc.seed_bits, enc.seed_used
+        self.max_bits = enc.table_max_bits
+        if self.restart_table() != 0:
+            raise MemoryError()
+        return 0
+
+    cdef int restart_table(self) noexcept nogil:
+        """The table as the seed, nothing merged in it. 0 if done (else it is left as it was)."""
+        cdef size_t bytes = (<size_t>1 << self.seed_bits) * sizeof(Packed)
+        cdef Packed* table = <Packed*>big_alloc(bytes)
+        if table == NULL:
+            return -1
+        memcpy(table, self.seed, bytes)
+        free(self.table)
+        self.table, self.table_bits, self.table_used = table, self.seed_bits, self.seed_used
+        self.spill.clear()
+        return 0
+
+    cdef int grow_table(self) noexcept nogil:
+        """Double the table, or start afresh at its limit. 0 if done."""
+        cdef int bits = self.table_bits + 1
+        cdef size_t i, j, mask = (<size_t>1 << bits) - 1, old_size = <size_t>1 << self.table_bits
+        cdef Packed* table
+        if bits > self.max_bits:
+            self.resets += 1
+            return self.restart_table()
+        table = <Packed*>big_alloc((mask + 1) * sizeof(Packed))
+        if table == NULL:
+            return -1
+        memset(table, 0, (mask + 1) * sizeof(Packed))
+        for i in range(old_size):
+            if self.table[i].k1 != 0:
+                j = packed_slot(packed_hash(self.table[i].k0, self.table[i].k1 & PACKED_KEY_MASK), bits)
+                while table[j].k1 != 0:
+                    j = (j + 1) & mask
+                table[j] = self.table[i]
+        free(self.table)
+        self.table, self.table_bits = table, bits
+        return 0
+
+    cdef inline const Packed* lookup(self, uint64_t k0, uint64_t k1, uint64_t h) noexcept nogil:
+        """The entry of the packed key (k0, k1) whose hash is h, or NULL."""
+        cdef size_t mask = (<size_t>1 << self.table_bits) - 1, j = packed_slot(h, self.table_bits)
+        cdef const Packed* x
+        while True:
+            x = &self.table[j]
+            if x.k0 == k0 and (x.k1 & PACKED_KEY_MASK) == k1:
+                return x
+            if x.k1 == 0:
+                return NULL
+            j = (j + 1) & mask
+
+    cdef void insert(self, uint64_t k0, uint64_t k1, uint64_t h, const int32_t* syms, size_t count,
+                     const int32_t* ext) noexcept nogil:
+        """Remember the ids (ext of syms) of a chunk not in the table (none if out of memory)."""
+        cdef size_t j, mask, i
+        cdef Packed* x
+        if 4 * (self.table_used + 1) > 3 * (<size_t>1 << self.table_bits) and self.grow_table() != 0:
+            return
+        mask = (<size_t>1 << self.table_bits) - 1
+        j = packed_slot(h, self.table_bits)
+        while self.table[j].k1 != 0:
+            j = (j + 1) & mask
+        x = &self.table[j]
+        x.k0 = k0
+        x.ids[0], x.ids[1], x.ids[2], x.ids[3] = 0, 0, 0, 0
+        if count <= INLINE_IDS:
+            for i in range(count):
+                x.ids[i] = <uint32_t>ext[syms[i]]
+            x.k1 = k1 | (<uint64_t>count << 60)
+        else:
+            x.ids[0], x.ids[1] = <uint32_t>self.spill.size(), <uint32_t>count
+            for i in range(count):
+                self.spill.push_back(<uint32_t>ext[syms[i]])
+            x.k1 = k1 | (<uint64_t>SPILLED << 60)
+        self.table_used += 1
+
+    cdef int utf8_room(self, size_t n) noexcept nogil:
+        """``utf8`` of at least n bytes (its content is not kept); -1 if out of memory."""
+        if n <= self.utf8_size:
+            return 0
+        free(self.utf8)
+        n = max(n, 2 * self.utf8_size)
+        self.utf8 = <uint8_t*>malloc(n)
+        self.utf8_size = n if self.utf8 != NULL else 0
+        return 0 if self.utf8 != NULL else -1
+
+    cdef void trim(self) noexcept nogil:
+        """Give back a UTF-8 buffer over KEEP_UTF8 bytes (one long str that had no place to be
+        cut into blocks)."""
+        if self.utf8_size > KEEP_UTF8:
+            free(self.utf8)
+            self.utf8 = NULL
+            self.utf8_size = 0
 
     cdef int widen_compat(self, int bits) except -1:
         """Make ``compat`` 2**bits answers if it is smaller (it starts empty: answers found under
@@ -886,12 +1103,13 @@ cdef class _ChunkCache:
         return 0
 
     def __dealloc__(self):
+        free(self.table)
         free(self.slots)
-        free(self.recent)
         free(self.compat)
+        free(self.utf8)
 
     cdef inline const uint32_t* find(self, uint64_t h, const uint8_t* s, size_t n) noexcept nogil:
-        """Where the chunk's count and ids are stored, or NULL."""
+        """Where the count and ids of a chunk over 15 bytes are stored, or NULL."""
         cdef size_t mask, k, at
         if self.slots == NULL:
             return NULL
@@ -950,6 +1168,29 @@ cdef class _ChunkCache:
         return 0
 
 
+cdef size_t next_cut(const TextRef* t, size_t i) noexcept nogil:
+    """The first position from i (or the end of t) where a block of text may end: after a "\n"
+    that follows a printable ASCII character other than the space and comes before an ASCII
+    letter or digit. For gpt2, cl100k and o200k a chunk always ends there, since no alternative
+    of theirs goes on from a "\n" into a letter or digit ("[\r\n/]*" takes a "/"). And the
+    chunks before it are the same whether the text goes on or ends there: that "\n" is a chunk
+    of its own or ends one, because no whitespace comes before it ("\s+(?!\S)" would give a
+    space back before a letter but not at the end of the text). The patterns look nowhere
+    behind, so the chunks after it are the same too."""
+    cdef size_t n = <size_t>t.length
+    cdef uint32_t c
+    if i < 2:
+        i = 2
+    while i < n:
+        c = code_point(t.data, t.kind, i)
+        if (code_point(t.data, t.kind, i - 1) == 10 and c < 128
+                and (48 <= c <= 57 or 65 <= (c & 0xDF) <= 90)        # [0-9A-Za-z]
+                and 33 <= code_point(t.data, t.kind, i - 2) <= 126):
+            return i
+        i += 1
+    return n
+
+
 @cython.final
 cdef class _Worker:
     """What one thread needs to encode: the ids it emits (or their count), a UTF-8 buffer,
@@ -958,7 +1199,6 @@ cdef class _Worker:
     cdef bint counting
     cdef size_t count
     cdef _Ids ids
-    cdef vector[uint8_t] utf8
     cdef vector[int32_t] syms
     cdef vector[uint64_t] alive
     cdef _ChunkCache cache
@@ -968,11 +1208,15 @@ cdef class _Worker:
     def __cinit__(self, MergeEncoder enc, bint counting):
         self.enc, self.counting, self.ids = enc, counting, _Ids()
         self.cache = enc.caches.pop() if enc.caches else _ChunkCache()
+        if self.cache.table == NULL:
+            self.cache.start_table(enc)
 
     def release(self):
         """Give the cache back to the encoder, for the next call; MemoryError if ids were lost."""
-        if self.cache is not None and len(self.enc.caches) < MAX_CACHES:
-            self.enc.caches.append(self.cache)
+        if self.cache is not None:
+            self.cache.trim()
+            if len(self.enc.caches) < MAX_CACHES:
+                self.enc.caches.append(self.cache)
         self.cache = None
         if self.ids.failed:
             raise MemoryError("out of memory for the token ids")
@@ -991,6 +1235,18 @@ cdef class _Worker:
         for i in range(k):
             self.ids.push(<uint32_t>ext[self.syms[i]])
 
+    cdef inline void emit_packed(self, const Packed* x) noexcept nogil:
+        """Emit the ids of a chunk table entry."""
+        cdef size_t count = x.k1 >> 60
+        if count == SPILLED:
+            count = x.ids[1]
+            if not self.counting:
+                self.ids.extend(self.cache.spill.data() + x.ids[0], count)
+        elif not self.counting:
+            self.ids.extend(x.ids, count)
+        if self.counting:
+            self.count += count
+
     cdef inline bint cached(self, uint64_t h, const uint8_t* s, size_t n) noexcept nogil:
         """Emit the ids of a chunk merged before; False if it was not."""
         cdef const uint32_t* found = self.cache.find(h, s, n)
@@ -1007,19 +1263,43 @@ cdef class _Worker:
         self.cache.add(h, s, n, self.syms.data(), count, self.enc.ext.data())
 
     cdef bint encode_ref(self, const TextRef* ref, SpecialSet allowed, SpecialSet disallowed) noexcept nogil:
-        """Encode one str; True (and nothing emitted) if it holds a disallowed special token."""
+        """Encode one str; True (and nothing emitted) if it holds a disallowed special token.
+
+        A str that is not ASCII is turned into UTF-8 in the cache's buffer, in blocks of about
+        BLOCK_CHARS characters cut where a chunk boundary is sure (next_cut) when the pattern
+        allows: the buffer stays small and in the CPU's cache, and is never zero-filled."""
         cdef const uint8_t* s
-        cdef size_t n, at, which
+        cdef size_t n, at, which, start = 0, stop, size = <size_t>ref.length
+        cdef size_t ids_before = self.ids.size, count_before = self.count
+        cdef TextRef part
+        cdef bint blocks
         if ref.kind == 0:
-            s, n = <const uint8_t*>ref.data, <size_t>ref.length
-        else:
-            if self.utf8.size() < utf8_capacity(ref):
-                self.utf8.resize(utf8_capacity(ref))
-            s, n = self.utf8.data(), to_utf8(ref, self.utf8.data())
-        if disallowed is not None and disallowed.find(s, n, &at, &which):
-            return True
-        self.enc.encode_utf8(s, n, self, allowed)
-        return False
+            s, n = <const uint8_t*>ref.data, size
+            if disallowed is not None and disallowed.find(s, n, &at, &which):
+                return True
+            self.enc.encode_utf8(s, n, self, allowed)
+            return False
+        # A cut is safe for these patterns (next_cut); no special token may hold the "\n" there.
+        blocks = ((self.enc.pattern == PAT_CL100K or self.enc.pattern == PAT_O200K
+                   or self.enc.pattern == PAT_GPT2)
+                  and (allowed is None or not allowed.newline)
+                  and (disallowed is None or not disallowed.newline))
+        part.kind = ref.kind
+        while True:
+            stop = next_cut(ref, start + BLOCK_CHARS) if blocks else size
+            part.data = <const uint8_t*>ref.data + start * <size_t>ref.kind
+            part.length = <Py_ssize_t>(stop - start)
+            if self.cache.utf8_room(utf8_capacity(&part)) != 0:
+                self.ids.failed = True          # (MemoryError at release)
+                return False
+            s, n = self.cache.utf8, to_utf8(&part, self.cache.utf8)
+            if disallowed is not None and disallowed.find(s, n, &at, &which):
+                self.ids.size, self.count = ids_before, count_before
+                return True
+            self.enc.encode_utf8(s, n, self, allowed)
+            if stop >= size:
+                return False
+            start = stop
 
     cdef object array(self):
         """The ids as a uint32 array."""
