@@ -50,7 +50,7 @@ from ._encode_hash cimport (Slot, bytes_hash, slot_of, PairSlot, PairTable, pair
                             pairtable_free, pairtable_find, pairtable_add, Packed, PACKED_KEY_MASK,
                             PACKED_MAX_BYTES, big_alloc, pack_key, packed_hash, packed_slot)
 from ._encode_text cimport TextRef, bpe_str_view, code_point, to_utf8, utf8_capacity
-from ._scan cimport PAT_CL100K, PAT_GPT2, PAT_O200K, scan_next
+from ._scan cimport C_S, PAT_CL100K, PAT_GPT2, PAT_O200K, scan_next
 
 cdef extern from *:
     """
@@ -414,6 +414,34 @@ cdef class MergeEncoder:
         """Drop the chunk caches kept between calls (their memory with them)."""
         self.caches.clear()
 
+    def cache_stats(self):
+        """For tests and benchmarks: one dict per chunk cache kept between calls, about its
+        chunk table: ``bits`` (2**bits entries), ``used`` entries (``seeds`` of them tokens),
+        ``spilled`` (entries whose ids are in the spill), ``resets`` (starts afresh at the
+        limit ``max_bits``), ``home`` (entries in their key's home cache line) and ``long``
+        (chunks over 15 bytes in the other cache)."""
+        cdef _ChunkCache c
+        cdef size_t i, home, spilled
+        out = []
+        for c in self.caches:
+            home = spilled = 0
+            for i in range((<size_t>1 << c.table_bits) if c.table != NULL else 0):
+                if c.table[i].k1 != 0:
+                    spilled += (c.table[i].k1 >> 60) == SPILLED
+                    home += packed_slot(packed_hash(c.table[i].k0, c.table[i].k1 & PACKED_KEY_MASK),
+                                        c.table_bits) == (i & ~(<size_t>1))
+            out.append({"bits": c.table_bits, "used": c.table_used, "seeds": c.seed_used,
+                        "spilled": spilled, "resets": c.resets, "max_bits": c.max_bits,
+                        "home": home, "long": c.size})
+        return out
+
+    def set_cache_limit(self, int bits):
+        """For tests: chunk tables made from now on grow to 2**bits entries at most (at least
+        twice the seed), then start afresh."""
+        if self.seed == NULL:
+            self.build_seed()
+        self.table_max_bits = max(bits, self.seed_bits + 1)
+
     def set_no_split(self):
         """No pre-tokenization: each piece of text between special tokens is one chunk."""
         self.pattern = SPLIT_NONE
@@ -580,9 +608,9 @@ cdef class MergeEncoder:
         BATCH chunks at a time, in two passes. The first scans them, packs each short one's key,
         hashes it and asks for its chunk table entry (a long one: its slot of ``whole``); the
         second looks them up. The entries, which would each be a wait for memory, arrive while
-        the scanner runs. A chunk found in the first entry probed, with its ids inline, is
-        emitted here (four ids stored at once, the count added: room was reserved for the
-        batch); everything else goes through encode_short or encode_long."""
+        the scanner runs. A chunk found in its home cache line (two entries), with its ids
+        inline, is emitted here (four ids stored at once, the count added: room was reserved for
+        the batch); everything else goes through encode_short or encode_long."""
         cdef size_t start[BATCH]
         cdef uint32_t length[BATCH]
         cdef uint64_t key0[BATCH]
@@ -614,6 +642,8 @@ cdef class MergeEncoder:
                     key1[m] = 0                 # a long chunk
                     hashes[m] = bytes_hash(s + i, j - i, end)
                     bpe_prefetch(&self.whole[slot_of(hashes[m], self.whole_bits)])
+                    if w.cache.slots != NULL:
+                        bpe_prefetch(&w.cache.slots[slot_of(hashes[m], w.cache.bits)])
                 m += 1
                 i = j
             # At most one id per byte: with room for the batch's bytes and 4, the inline ids
@@ -623,7 +653,9 @@ cdef class MergeEncoder:
                 if key1[q] == 0:
                     self.encode_long(s + start[q], length[q], hashes[q], w)
                     continue
-                x = &table[packed_slot(hashes[q], bits)]
+                x = &table[packed_slot(hashes[q], bits)]     # the key's home line: two entries
+                if x.k0 != key0[q] or (x.k1 & PACKED_KEY_MASK) != key1[q]:
+                    x += 1
                 count = x.k1 >> 60
                 if x.k0 == key0[q] and (x.k1 & PACKED_KEY_MASK) == key1[q] and count <= INLINE_IDS:
                     if counting:
@@ -1032,16 +1064,32 @@ cdef class _ChunkCache:
         return 0
 
     cdef inline const Packed* lookup(self, uint64_t k0, uint64_t k1, uint64_t h) noexcept nogil:
-        """The entry of the packed key (k0, k1) whose hash is h, or NULL."""
-        cdef size_t mask = (<size_t>1 << self.table_bits) - 1, j = packed_slot(h, self.table_bits)
-        cdef const Packed* x
+        """The entry of the packed key (k0, k1) whose hash is h, or NULL. An entry found past
+        its home line is moved into it (move_home), so the chunks that recur get there."""
+        cdef size_t mask = (<size_t>1 << self.table_bits) - 1, home = packed_slot(h, self.table_bits), j = home
+        cdef Packed* x
         while True:
             x = &self.table[j]
             if x.k0 == k0 and (x.k1 & PACKED_KEY_MASK) == k1:
-                return x
+                return x if ((j - home) & mask) < 2 else self.move_home(j, home)
             if x.k1 == 0:
                 return NULL
             j = (j + 1) & mask
+
+    cdef Packed* move_home(self, size_t j, size_t home) noexcept nogil:
+        """Swap entry j with one of its home line (home, home + 1), preferably one that is not
+        at home there either; return where entry j now is. Linear probing still finds both:
+        every entry from the other's home to j is taken (nothing is ever deleted, only the
+        whole table at once), so moving it forward to j leaves its probe unbroken."""
+        cdef size_t v = home + 1
+        cdef Packed moved
+        if packed_slot(packed_hash(self.table[home].k0, self.table[home].k1 & PACKED_KEY_MASK),
+                       self.table_bits) != home:
+            v = home
+        moved = self.table[v]
+        self.table[v] = self.table[j]
+        self.table[j] = moved
+        return &self.table[v]
 
     cdef void insert(self, uint64_t k0, uint64_t k1, uint64_t h, const int32_t* syms, size_t count,
                      const int32_t* ext) noexcept nogil:
@@ -1168,25 +1216,28 @@ cdef class _ChunkCache:
         return 0
 
 
-cdef size_t next_cut(const TextRef* t, size_t i) noexcept nogil:
+cdef size_t next_cut(const TextRef* t, size_t i, const uint8_t* cls) noexcept nogil:
     """The first position from i (or the end of t) where a block of text may end: after a "\n"
-    that follows a printable ASCII character other than the space and comes before an ASCII
-    letter or digit. For gpt2, cl100k and o200k a chunk always ends there, since no alternative
-    of theirs goes on from a "\n" into a letter or digit ("[\r\n/]*" takes a "/"). And the
-    chunks before it are the same whether the text goes on or ends there: that "\n" is a chunk
-    of its own or ends one, because no whitespace comes before it ("\s+(?!\S)" would give a
-    space back before a letter but not at the end of the text). The patterns look nowhere
-    behind, so the chunks after it are the same too."""
+    that follows a character other than whitespace and comes before one other than whitespace
+    and "/" (``cls``: the scanners' class table).
+
+    For gpt2, cl100k and o200k a chunk always ends there: of their alternatives, only runs of
+    whitespace and "[\r\n]*" (o200k: "[\r\n/]*") after punctuation take a "\n", and neither
+    goes on into such a character. The chunks before it are the same whether the text goes on
+    or ends there: the chunk holding the "\n" ends with it either way (cl100k and o200k take a
+    run of whitespace ending in "\n" whole with "\s*[\r\n]+"; with no whitespace before it, the
+    "\n" is a chunk of its own in gpt2, where "\s+(?!\S)" would otherwise keep a space
+    apart before the next character but not at the end of the text). No pattern looks behind,
+    so the chunks after it are the same too."""
     cdef size_t n = <size_t>t.length
     cdef uint32_t c
     if i < 2:
         i = 2
     while i < n:
-        c = code_point(t.data, t.kind, i)
-        if (code_point(t.data, t.kind, i - 1) == 10 and c < 128
-                and (48 <= c <= 57 or 65 <= (c & 0xDF) <= 90)        # [0-9A-Za-z]
-                and 33 <= code_point(t.data, t.kind, i - 2) <= 126):
-            return i
+        if code_point(t.data, t.kind, i - 1) == 10:
+            c = code_point(t.data, t.kind, i)
+            if c != 47 and not (cls[c] & C_S) and not (cls[code_point(t.data, t.kind, i - 2)] & C_S):
+                return i
         i += 1
     return n
 
@@ -1286,7 +1337,7 @@ cdef class _Worker:
                   and (disallowed is None or not disallowed.newline))
         part.kind = ref.kind
         while True:
-            stop = next_cut(ref, start + BLOCK_CHARS) if blocks else size
+            stop = next_cut(ref, start + BLOCK_CHARS, &self.enc.cls[0]) if blocks else size
             part.data = <const uint8_t*>ref.data + start * <size_t>ref.kind
             part.length = <Py_ssize_t>(stop - start)
             if self.cache.utf8_room(utf8_capacity(&part)) != 0:

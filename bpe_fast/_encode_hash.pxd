@@ -266,4 +266,5 @@ cdef inline uint64_t packed_hash(uint64_t k0, uint64_t k1) noexcept nogil:
 
 
 cdef inline size_t packed_slot(uint64_t hash, int bits) noexcept nogil:
-    return <size_t>(hash >> (64 - bits))
+    """The first entry to probe: the first of the pair in the key's home cache line."""
+    return <size_t>(hash >> (64 - bits)) & ~(<size_t>1)
