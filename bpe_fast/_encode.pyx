@@ -55,9 +55,6 @@ from ._scan cimport C_S, PAT_CL100K, PAT_GPT2, PAT_O200K, scan_next
 cdef extern from *:
     """
     #include <stdint.h>
-    #if defined(__linux__)
-    #include <sys/mman.h>
-    #endif
     #if defined(__GNUC__) || defined(__clang__)
     #define bpe_prefetch(p) __builtin_prefetch((p))
     #else
@@ -115,36 +112,9 @@ cdef extern from *:
             free(counts);
         }
     }
-    /* A list of n items, to be filled at once: PyList_New, or for millions of items its
-       own item array asked for as huge pages (PyList_New's calloc faults in tens of MB of
-       fresh pages 4 KB at a time: a fifth of the time of a long encode_ordinary). The items
-       are not zeroed: the caller fills them before any Python code runs. */
-    static PyObject* bpe_new_list(Py_ssize_t n) {
-    #if !defined(Py_GIL_DISABLED) && defined(__linux__) && defined(MADV_HUGEPAGE)
-        if (n >= ((Py_ssize_t)1 << 20) && (size_t)n < PY_SSIZE_T_MAX / sizeof(PyObject*)) {
-            PyObject** items = (PyObject**)PyMem_Malloc((size_t)n * sizeof(PyObject*));
-            PyListObject* list;
-            uintptr_t a, b, huge = (uintptr_t)2 << 20;
-            if (items == NULL) return PyErr_NoMemory();
-            list = (PyListObject*)PyList_New(0);
-            if (list == NULL) {
-                PyMem_Free(items);
-                return NULL;
-            }
-            a = ((uintptr_t)items + huge - 1) & ~(huge - 1);
-            b = ((uintptr_t)(items + n)) & ~(huge - 1);
-            if (b > a) (void)madvise((void*)a, b - a, MADV_HUGEPAGE);
-            list->ob_item = items;
-            list->allocated = n;
-            Py_SET_SIZE(list, n);
-            return (PyObject*)list;
-        }
-    #endif
-        return PyList_New(n);
-    }
     static PyObject* bpe_list_of_ids(const uint32_t* ids, Py_ssize_t n, PyObject* const* ints, Py_ssize_t n_ints) {
         int64_t offsets[2] = {0, (int64_t)n};
-        PyObject* list = bpe_new_list(n);
+        PyObject* list = PyList_New(n);
         if (list == NULL) return NULL;
         bpe_fill_lists(&list, 1, ids, offsets, ints, n_ints);
         return list;
@@ -1324,16 +1294,10 @@ cdef class _ChunkCache:
 cdef size_t next_cut(const TextRef* t, size_t i, const uint8_t* cls) noexcept nogil:
     """The first position from i (or the end of t) where a block of text may end: after a "\n"
     that follows a character other than whitespace and comes before one other than whitespace
-    and "/" (``cls``: the scanners' class table).
-
-    For gpt2, cl100k and o200k a chunk always ends there: of their alternatives, only runs of
-    whitespace and "[\r\n]*" (o200k: "[\r\n/]*") after punctuation take a "\n", and neither
-    goes on into such a character. The chunks before it are the same whether the text goes on
-    or ends there: the chunk holding the "\n" ends with it either way (cl100k and o200k take a
-    run of whitespace ending in "\n" whole with "\s*[\r\n]+"; with no whitespace before it, the
-    "\n" is a chunk of its own in gpt2, where "\s+(?!\S)" would otherwise keep a space
-    apart before the next character but not at the end of the text). No pattern looks behind,
-    so the chunks after it are the same too."""
+    and "/" (``cls``: the scanners' class table). It is the general rule of
+    pretokenize.is_safe_cut, which says why: for gpt2, cl100k and o200k no chunk goes on from
+    such a "\n" into such a character, the "\n" ends its chunk whether the text goes on or
+    ends there, and no pattern looks behind."""
     cdef size_t n = <size_t>t.length
     cdef uint32_t c
     if i < 2:

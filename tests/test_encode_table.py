@@ -68,7 +68,7 @@ def words_of_bytes(sizes: range, count: int, seed: int) -> list[str]:
     bytes, ASCII and not, so that most are no token."""
     rng = random.Random(seed)
     alphabet = "abcdefghijklmnopqrstuvwxyz" + "éüñøß" + "жщы" + "中文字"
-    out = []
+    out: list[str] = []
     while len(out) < count:
         size = rng.choice(list(sizes))
         word = " "
