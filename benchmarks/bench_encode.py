@@ -278,16 +278,19 @@ def cold_child(args) -> None:
 
 
 def run_cold(args, names: list[str], size_mb: float) -> None:
-    times: dict[str, tuple[list[float], list[float], float]] = {name: ([], [], 0.0) for name in names}
+    times: dict[str, list[float]] = {name: [] for name in names}
     for _ in range(max(1, args.repeats // 2)):
         for name in names:
             out = subprocess.run([sys.executable, __file__, "--cold-child", name, *child_args(args)],
                                  capture_output=True, text=True, check=True)
-            seconds = float(out.stdout.split()[-1])
-            times[name][0].append(seconds)
-            times[name][1].append(seconds)
-    report("cold: the first call on the whole text in a fresh process, wall time, median", times, size_mb,
-           "gigatoken array" if "gigatoken array" in times else None)
+            times[name].append(float(out.stdout.split()[-1]))
+    median = {name: statistics.median(t) for name, t in times.items()}
+    base = "gigatoken array" if "gigatoken array" in median else None
+    print(f"\ncold: the first call on the whole text in a fresh process, wall time, median of {len(times[names[0]])}")
+    print(f"| library, form | s | MB/s | vs {base or '-'} |")
+    print("|---|---:|---:|---:|")
+    for name, t in median.items():
+        print(f"| {name} | {t:.3f} | {size_mb / t:.1f} | {f'{median[base] / t:.2f}x' if base else ''} |")
 
 
 def child_args(args) -> list[str]:

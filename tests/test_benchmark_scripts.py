@@ -12,7 +12,7 @@ import pytest
 
 import bpe_fast
 
-from .conftest import ROOT, need, needs_data, small_text
+from .conftest import ROOT, need, needs_data, needs_vocabs, small_text
 
 BENCHMARKS = ROOT / "benchmarks"
 
@@ -78,3 +78,15 @@ def test_bench_superword_times_superword_against_plain_training(tmp_path):
                     r"([\d.]+) / ([\d.]+) \(([\d.]+)\) \|", done.stdout, re.M)
     assert row and float(row[3]) > 0 and float(row[6]) > 0, done.stdout
     assert "counting" in done.stdout and (tmp_path / "longtail-64K.txt").is_file()
+
+
+@needs_vocabs
+def test_bench_encode_times_single_and_batch_in_processes_of_their_own(tmp_path):
+    text = tmp_path / "text.txt"
+    text.write_text(small_text() * 5, encoding="utf-8")
+    done = run_script("bench_encode.py", "--text", str(text), "--only", "single,batch", "--repeats", "1",
+                      "--threads", "2", "--peers", "", "--fresh")
+    assert done.returncode == 0, done.stderr
+    assert "RAYON_NUM_THREADS=1" in done.stdout and "RAYON_NUM_THREADS=2" in done.stdout, done.stdout
+    assert re.search(r"^\| bpe_fast array \| [\d.]+ \| [\d.]+ \|", done.stdout, re.M), done.stdout
+    assert re.search(r"^\| bpe_fast flat \| [\d.]+ \| [\d.]+ \|", done.stdout, re.M), done.stdout
