@@ -35,7 +35,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from . import arguments
-from ._table import ChunkTable
+from ._table import ChunkTable, RunTable
 from .arguments import INT64_MAX
 from .errors import TERMINATING, ArgumentError, InputError, WorkerError, terminating_raises
 from .inputs import DocsTask, decode_utf8
@@ -56,6 +56,20 @@ class CountConfig:
     errors: str = "strict"
     memory_budget: int | None = None     # bytes a worker's table may hold before it spills; None: any
     spill_dir: str | None = None         # where spilled and finished tables go (set by count_tasks)
+    # BoundlessBPE's second pass (boundless.py): count runs of these units, (chunk bytes, token
+    # id) each, instead of chunks. None: count chunks.
+    units: tuple[tuple[bytes, int], ...] | None = None
+
+    @property
+    def cut(self):
+        """Where text may be cut into blocks (``Splitter.cut``). Counting runs, a cut must not
+        split one: the splitter's cuts follow a chunk that holds a "\n" or "\r" (or are line
+        ends with ``lines``, where runs end anyway), so they are safe unless such a chunk is a
+        unit; then the text is not cut."""
+        splitter = self.splitter
+        if self.units is not None and not splitter.lines and any(b"\n" in u or b"\r" in u for u, _ in self.units):
+            return None
+        return splitter.cut
 
 
 def to_utf8(text: str, errors: str, where: str) -> bytes:
@@ -198,9 +212,47 @@ class NormalizingChunkCounter(ChunkCounter):
             self.add_utf8(document, f"document {i}")
 
 
+class RunCounter(ChunkCounter):
+    """Counts BoundlessBPE's runs (``config.units``) instead of chunks, on the same routes: a
+    named pattern's scanner straight into the native ``RunTable``; a custom regex's matches in
+    order here; with no pattern a document is one chunk, so it holds no run."""
+
+    def __init__(self, config: CountConfig):
+        super().__init__(config)
+        units = config.units or ()
+        self.table = RunTable()
+        self.table.set_units([u for u, _ in units], np.array([i for _, i in units], dtype=np.int32))
+
+    def _add_document(self, document: str, where: str) -> None:
+        engine, scanner = self.engine, self.splitter.scanner
+        if scanner is not None:
+            self.table.add_text(scanner, to_utf8(document, self.config.errors, where))
+        elif engine == REGEX:
+            table, errors, run = self.table, self.config.errors, []
+            for batch in match_batches(self.splitter.regex, document):
+                for chunk in batch:
+                    unit = table.is_unit(to_utf8(chunk, errors, where))
+                    if unit >= 0:
+                        run.append(unit)
+                        continue
+                    if len(run) >= 2:
+                        table.add_run(np.array(run, dtype=np.int32))
+                    run = []
+            if len(run) >= 2:
+                table.add_run(np.array(run, dtype=np.int32))
+
+
+class NormalizingRunCounter(NormalizingChunkCounter, RunCounter):
+    """Runs of the normalized text."""
+
+
 def chunk_counter(config: CountConfig) -> ChunkCounter:
-    """The counter for a count's settings: one that normalizes the text first when asked."""
-    return NormalizingChunkCounter(config) if config.splitter.normalize is not None else ChunkCounter(config)
+    """The counter for a count's settings: one that normalizes the text first when asked; one
+    that counts runs when the config has units."""
+    normal = config.splitter.normalize is not None
+    if config.units is not None:
+        return NormalizingRunCounter(config) if normal else RunCounter(config)
+    return NormalizingChunkCounter(config) if normal else ChunkCounter(config)
 
 
 def documents_are_utf8(data: bytes, offsets: np.ndarray) -> bool:
@@ -226,7 +278,8 @@ def merge_parts(paths: list[str], config: CountConfig, input_size: int) -> WordT
 
 
 def make_config(pattern, special_tokens, errors: str = "strict", lines: bool = False,
-                memory_budget: int | None = None, normalize: str | None = None) -> CountConfig:
+                memory_budget: int | None = None, normalize: str | None = None,
+                units: tuple[tuple[bytes, int], ...] | None = None) -> CountConfig:
     """The checked settings of a count: any bad argument fails here, before anything is read."""
     if not isinstance(errors, str) or errors not in ("strict", "replace"):
         raise ArgumentError(f"errors must be 'strict' or 'replace', got {errors!r}")
@@ -235,7 +288,7 @@ def make_config(pattern, special_tokens, errors: str = "strict", lines: bool = F
         if not 1 << 20 <= memory_budget <= INT64_MAX:
             raise ArgumentError(f"memory_budget must be a number of bytes from 1 MiB to 2**63 - 1, got {memory_budget}")
     splitter = Splitter.of(pattern, special_tokens, arguments.flag(lines, "lines"), normalize)
-    return CountConfig(splitter, errors, memory_budget)
+    return CountConfig(splitter, errors, memory_budget, units=units)
 
 
 def default_workers() -> int:

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 
 from ..errors import ArgumentError, TokenizerFileError
 from . import bpe_fast_json, gpt2, huggingface, minbpe, tiktoken
-from ._common import FileKind, Format, Peek, Vocabulary, file_sha256, refuse_normalization
+from ._common import FileKind, Format, Peek, Vocabulary, file_sha256, refuse_normalization, refuse_supermerges
 
 __all__ = ["FORMATS", "DEFAULT", "Format", "FileKind", "Peek", "Vocabulary", "names", "by_name", "sniff", "read",
            "read_folder", "format_of_path", "output_files", "check_writable", "write", "file_sha256"]
@@ -142,9 +142,12 @@ def output_files(path: str | os.PathLike, format: str) -> list[Path]:
 
 
 def check_writable(format: str, pattern: str | None, special_tokens: Sequence[str],
-                   normalize: str | None = None) -> None:
-    """Refuse, before any training, a pattern, special tokens or normalization the format cannot hold."""
+                   normalize: str | None = None, boundless: bool = False) -> None:
+    """Refuse, before any training, a pattern, special tokens, normalization or supermerges
+    (BoundlessBPE) the format cannot hold."""
     fmt = by_name(format)
+    if not fmt.holds_supermerges:
+        refuse_supermerges(fmt.title, boundless)
     fmt.check_writable(pattern, special_tokens)
     if not fmt.holds_normalization:
         refuse_normalization(fmt.title, normalize)
@@ -155,6 +158,8 @@ def write(tok, path: str | os.PathLike, format: str | None = None) -> list[str]:
     returns the files written (a .tiktoken file and its sidecar, minbpe's two, GPT-2's two)."""
     fmt = by_name(format_of_path(path, format))
     files = fmt.output_files(path)
+    if not fmt.holds_supermerges:
+        refuse_supermerges(fmt.title, tok.is_boundless)
     if not fmt.holds_normalization:
         refuse_normalization(fmt.title, tok.normalize)
     fmt.write(tok, path)

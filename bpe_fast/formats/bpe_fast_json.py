@@ -2,7 +2,10 @@
 
 Version 1 has no normalization; a tokenizer that normalizes text writes ``"normalize": "nfc"``
 (or "nfkc") and version 2, so that a bpe_fast that predates normalization refuses the file
-rather than encode unnormalized text with it. Both versions are read; no field means none."""
+rather than encode unnormalized text with it. A BoundlessBPE tokenizer writes its supermerges
+(``"supermerges"``, ``"supermerge_ids"``, and the eligibility regex its runs were made with,
+``"boundless_eligible"``, a record) and version 3, for the same reason: an older reader would
+drop them and encode other ids. Every version is read; no field means none."""
 from __future__ import annotations
 
 import json
@@ -18,6 +21,7 @@ from ._common import FileKind, Format, Peek, Vocabulary, expect, expect_optional
 BPE_FAST_FORMAT = "bpe_fast.tokenizer"
 BPE_FAST_VERSION = 1
 NORMALIZED_VERSION = 2      # a file with "normalize": older readers must refuse it, not ignore the field
+BOUNDLESS_VERSION = 3       # a file with "supermerges" (normalized or not): likewise
 
 KIND = FileKind("bpe_fast's JSON", "Tokenizer.load(path)")
 
@@ -38,6 +42,9 @@ def bpe_fast_dict(tok) -> dict:
         data["byte_ids"] = tok.byte_ids.tolist()
     if not np.array_equal(tok.merge_ids, np.arange(256, 256 + len(tok.merges))):
         data["merge_ids"] = tok.merge_ids.tolist()
+    if tok.is_boundless:
+        data.update(version=BOUNDLESS_VERSION, boundless_eligible=tok.boundless_eligible,
+                    supermerge_ids=tok.supermerge_ids.tolist(), supermerges=tok.supermerges.tolist())
     data["merges"] = tok.merges.tolist()
     return data
 
@@ -46,10 +53,13 @@ def write_bpe_fast(tok, path: str | os.PathLike) -> None:
     """bpe_fast's JSON, one merge per line (diffs of two vocabularies stay readable)."""
     data = bpe_fast_dict(tok)
     merges = data.pop("merges")
+    supermerges = data.pop("supermerges", None)
     head = json.dumps(data, ensure_ascii=False, indent=1)[:-2]
     body = ",\n".join(f"  [{left}, {right}]" for left, right in merges)
+    supers = "" if supermerges is None else (
+        ',\n "supermerges": [\n' + ",\n".join(f"  [{left}, {right}]" for left, right in supermerges) + "\n ]")
     with atomic_open(path, "w", encoding="utf-8") as fh:
-        fh.write(f'{head},\n "merges": [\n{body}\n ]\n}}\n')
+        fh.write(f'{head},\n "merges": [\n{body}\n ]{supers}\n}}\n')
 
 
 def bpe_fast_vocabulary(data: Any, source: str | None = None) -> Vocabulary:
@@ -57,9 +67,9 @@ def bpe_fast_vocabulary(data: Any, source: str | None = None) -> Vocabulary:
     where = source or "tokenizer data"
     if not isinstance(data, dict) or data.get("format") != BPE_FAST_FORMAT:
         raise TokenizerFileError(f"{where}: not a bpe_fast tokenizer file (no \"format\": \"{BPE_FAST_FORMAT}\")")
-    if data.get("version") not in (BPE_FAST_VERSION, NORMALIZED_VERSION):
+    if data.get("version") not in (BPE_FAST_VERSION, NORMALIZED_VERSION, BOUNDLESS_VERSION):
         raise TokenizerFileError(f"{where}: format version {data.get('version')!r} is not supported "
-                                 f"(this bpe_fast reads versions {BPE_FAST_VERSION} and {NORMALIZED_VERSION})")
+                                 f"(this bpe_fast reads versions {BPE_FAST_VERSION} to {BOUNDLESS_VERSION})")
     if "merges" not in data:
         raise TokenizerFileError(f"{where}: missing field 'merges'")
     pattern = data.get("pattern")
@@ -70,7 +80,11 @@ def bpe_fast_vocabulary(data: Any, source: str | None = None) -> Vocabulary:
     return Vocabulary(expect(data["merges"], list, where, "merges"), pattern, specials,
                       expect_optional(data.get("merge_ids"), list, where, "merge_ids"),
                       expect_optional(data.get("byte_ids"), list, where, "byte_ids"), source=where,
-                      normalize=read_normalize(data.get("normalize"), where))
+                      normalize=read_normalize(data.get("normalize"), where),
+                      supermerges=expect_optional(data.get("supermerges"), list, where, "supermerges"),
+                      supermerge_ids=expect_optional(data.get("supermerge_ids"), list, where, "supermerge_ids"),
+                      boundless_eligible=expect_optional(data.get("boundless_eligible"), str, where,
+                                                         "boundless_eligible"))
 
 
 def sniff(peek: Peek) -> FileKind | None:
@@ -84,4 +98,5 @@ def read(peek: Peek) -> Vocabulary:
 
 FORMAT = Format(
     name="bpe_fast", title="bpe_fast's JSON", description="bpe_fast's JSON",
-    sniff=sniff, read=read, write=write_bpe_fast, demo_name="demo-tokenizer.json", is_json=True)
+    sniff=sniff, read=read, write=write_bpe_fast, demo_name="demo-tokenizer.json", is_json=True,
+    holds_supermerges=True)
