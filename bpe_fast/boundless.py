@@ -122,8 +122,9 @@ def learn(phase_one: Tokenizer, runs: WordTable, n_supermerges: int, eligible: s
     if len(runs) and n_supermerges > 0:
         symbols, offsets, start, lengths = run_layout(runs, phase_one, max_token_length is not None)
         with Bar(progress, "runs set-up", 3 * len(symbols), unit="B", unit_scale=True) as bar:
-            kernel = _kernel.Trainer(symbols, offsets, runs.counts, n_supermerges, min(max(1, min_frequency), INT64_MAX),
-                                     None, max_token_length=max_token_length or 0, start=start, token_lengths=lengths,
+            kernel = _kernel.Trainer(symbols, offsets, runs.counts, n_supermerges,
+                                     min(max(1, min_frequency), INT64_MAX), None,
+                                     max_token_length=max_token_length or 0, start=start, token_lengths=lengths,
                                      first_id=first_id, setup_progress=bar.callback(reach=True),
                                      threads=min(threads or default_workers(), default_workers()))
         del symbols, start

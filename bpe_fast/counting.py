@@ -220,15 +220,15 @@ class RunCounter(ChunkCounter):
     def __init__(self, config: CountConfig):
         super().__init__(config)
         units = config.units or ()
-        self.table = RunTable()
-        self.table.set_units([u for u, _ in units], np.array([i for _, i in units], dtype=np.int32))
+        self.table = self.runs = RunTable()
+        self.runs.set_units([u for u, _ in units], np.array([i for _, i in units], dtype=np.int32))
 
     def _add_document(self, document: str, where: str) -> None:
         engine, scanner = self.engine, self.splitter.scanner
         if scanner is not None:
             self.table.add_text(scanner, to_utf8(document, self.config.errors, where))
         elif engine == REGEX:
-            table, errors, run = self.table, self.config.errors, []
+            table, errors, run = self.runs, self.config.errors, []
             for batch in match_batches(self.splitter.regex, document):
                 for chunk in batch:
                     unit = table.is_unit(to_utf8(chunk, errors, where))

@@ -104,7 +104,8 @@ def pretoken_units(doc: str, pattern: str, encode: Callable[[bytes], list[int]],
 
 def runs_of(units: list[int | None]) -> list[list[int]]:
     """The maximal runs of at least two consecutive units (None breaks a run)."""
-    runs, current = [], []
+    runs: list[list[int]] = []
+    current: list[int] = []
     for u in [*units, None]:
         if u is None:
             if len(current) >= 2:

@@ -599,7 +599,7 @@ def train(files: Inputs, vocab_size: int | Sequence[int], *,
     to T (``train(..., T)``), then ``vocab_size - T`` supermerges, each joining two adjacent
     whole pretokens (or superwords) of a run of pretokens that are one token each and eligible
     (``boundless_eligible``, a regex searched in each pretoken; default paper 1's
-    ``patterns.BOUNDLESS_ELIGIBLE``, or ``patterns.BOUNDLESS_ELIGIBLE_V2`` = ``\p{L}``, paper 2's).
+    ``patterns.BOUNDLESS_ELIGIBLE``, or ``patterns.BOUNDLESS_ELIGIBLE_V2``, ``\\p{L}``, paper 2's).
     The text is read twice. The tokenizer keeps the pattern; only bpe_fast's JSON holds it.
 
     ``special_tokens`` is a list (ids follow the learned ones, in its order) or, as tiktoken
@@ -670,7 +670,8 @@ def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int], *,
     Items are consumed lazily and sent to worker processes in batches, so the iterator may be
     far larger than memory. ``base``, a list of sizes, ``max_token_length``, ``special_tokens``,
     ``normalize``, ``superword_at``, ``superword`` and ``boundless_eligible`` as in ``train``
-    (superword training reads the documents twice: give a list). ``show_progress`` is a deprecated alias of ``progress``.
+    (superword training reads the documents twice: give a list). ``show_progress`` is a
+    deprecated alias of ``progress``.
     """
     progress = with_alias(progress, show_progress)
     if superword_at is not None and (not isinstance(docs, Sequence) or isinstance(docs, (str, bytes))):
