@@ -54,7 +54,10 @@ def write_bpe_fast(tok, path: str | os.PathLike) -> None:
     data = bpe_fast_dict(tok)
     merges = data.pop("merges")
     supermerges = data.pop("supermerges", None)
+    ids = data.pop("supermerge_ids", None)
     head = json.dumps(data, ensure_ascii=False, indent=1)[:-2]
+    if ids is not None:                 # one line, not one id per line
+        head += f',\n "supermerge_ids": {json.dumps(ids)}'
     body = ",\n".join(f"  [{left}, {right}]" for left, right in merges)
     supers = "" if supermerges is None else (
         ',\n "supermerges": [\n' + ",\n".join(f"  [{left}, {right}]" for left, right in supermerges) + "\n ]")
