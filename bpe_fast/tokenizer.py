@@ -384,13 +384,24 @@ class Tokenizer:
             out.extend(self._encode_chunk(chunk))
         return out
 
+    def _run_units(self) -> frozenset[int]:
+        """The ids that make runs (BoundlessBPE): the phase-1 tokens some supermerge joins."""
+        if self._units is None:
+            self._units = frozenset(self._native.unit_ids())
+        return self._units
+
+    @property
+    def runs_cross_line_ends(self) -> bool:
+        """Could a run (BoundlessBPE) hold a chunk with a "\n" or "\r"? Text is cut into blocks
+        after line ends (pretokenize.find_cut), where the chunk before always holds one; such a
+        cut must not split a run, so with this, text must not be cut. False for plain tokenizers."""
+        return any(b"\n" in self._vocab[i] or b"\r" in self._vocab[i] for i in self._run_units()) \
+            if self.is_boundless else False
+
     def _regex_encode_runs(self, text: str) -> list[int]:
         """BoundlessBPE with a custom regex: the chunks as always, then each maximal run of
         chunks that are one unit each merged by the supermerges (as the native encoder does)."""
-        native = self._native
-        if self._units is None:
-            self._units = frozenset(native.unit_ids())
-        units = self._units
+        native, units = self._native, self._run_units()
         out: list[int] = []
         run: list[int] = []
         for chunk in whole_matches(self.splitter.regex, text):

@@ -16,8 +16,7 @@ import bpe_fast
 from bpe_fast import Tokenizer, patterns
 from bpe_fast.cli import main
 from bpe_fast.errors import VocabSizeWarning
-from bpe_fast.reference import (encode_boundless_reference, phase_one, pretoken_units, runs_of,
-                                train_boundless_reference)
+from bpe_fast.reference import (encode_boundless_reference, phase_one, pretoken_units, train_boundless_reference)
 
 from .conftest import corpus_params, read_corpus, shared_path, small_text
 
@@ -29,6 +28,12 @@ def boundless(docs, vocab_size, at, **kwargs) -> Tokenizer:
         warnings.simplefilter("ignore", VocabSizeWarning)      # small corpora run out of runs
         return bpe_fast.train_from_iterator(docs, vocab_size, superword="boundless", superword_at=at, workers=1,
                                             progress="none", **kwargs)
+
+
+def boundless_files(files, vocab_size, at, **kwargs) -> Tokenizer:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VocabSizeWarning)
+        return bpe_fast.train(files, vocab_size, superword="boundless", superword_at=at, progress="none", **kwargs)
 
 
 def pairs(array) -> list[tuple[int, int]]:
@@ -300,3 +305,42 @@ def test_the_command_line(tmp_path, capsys):
         warnings.simplefilter("ignore", VocabSizeWarning)
         assert tok == bpe_fast.train([corpus], 650, superword="boundless", superword_at=600,
                                      boundless_eligible=r"\p{L}", progress="none")
+
+
+def test_runs_that_may_hold_a_line_end_keep_files_whole(tmp_path, monkeypatch):
+    """Blocks are cut after line ends, where the chunk before holds the "\n": with an
+    eligibility that takes such chunks (here every chunk), a run may cross the cut, so neither
+    the counting nor encode_files cuts the text; with the default one both do, and agree."""
+    from bpe_fast import counting, encode_corpus, trainer
+    rng = np.random.default_rng(0)
+    words = "the cat sat on a mat and then it ran off to see the big dog".split()
+    text = "".join(" ".join(rng.choice(words, rng.integers(3, 10))) + "\n" for _ in range(800))
+    path = tmp_path / "lines.txt"
+    path.write_text(text, encoding="utf-8")
+    monkeypatch.setattr(encode_corpus, "BLOCK_SIZE", 1000)
+    for eligible, crosses in ((r"[\s\S]", True), (patterns.BOUNDLESS_ELIGIBLE, False)):
+        tok = boundless_files([path], 330, 290, boundless_eligible=eligible, workers=2, block_size=1024)
+        merges, supers, _ = train_boundless_reference([text], "cl100k", 34, 40, eligible=eligible)
+        assert pairs(tok.supermerges) == supers and tok.runs_cross_line_ends == crosses
+        ids = tok.encode(text)
+        assert ids == encode_boundless_reference(text, "cl100k", merges, supers, 256 + len(merges), eligible)
+        encode_corpus.encode_files(tok, [path], tmp_path / "ids.bin", format="bin", progress="none")
+        assert np.fromfile(tmp_path / "ids.bin", "<u2").tolist() == ids
+    units = bpe_fast.boundless.units(tok.without_supermerges(), r"[\s\S]")
+
+    def runs(block_size: int):
+        config = counting.make_config("cl100k", (), units=units)
+        return trainer._count([path], config, 2, "none", "text", "text", block_size, None)
+
+    assert runs(1024) == runs(1 << 30)
+    monkeypatch.setattr(counting.CountConfig, "cut", property(lambda self: self.splitter.cut))
+    assert runs(1024) != runs(1 << 30)         # cut after every line end, runs would be split
+
+
+def test_normalized_training_is_training_on_normalized_text():
+    import unicodedata
+    docs = ["ﬁne naïve café, the ﬁne café" * 20, " Ｔhe ﬁne cafe\u0301 of the town" * 10]
+    normal = [unicodedata.normalize("NFKC", d) for d in docs]
+    tok = boundless(docs, 340, 300, normalize="nfkc")
+    assert pairs(tok.supermerges) == pairs(boundless(normal, 340, 300).supermerges) != []
+    assert tok.encode(docs[0]) == tok.encode(normal[0])
