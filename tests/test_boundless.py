@@ -46,7 +46,8 @@ def training_segmentation(doc: str, pattern: str, merges, segmented: dict, eligi
     encode = phase_one(merges)
     units = pretoken_units(doc, pattern, encode, eligible)
     chunks = regex.findall(bpe_fast.patterns.resolve(pattern), doc)
-    out, run = [], []
+    out: list[int] = []
+    run: list[int] = []
     for chunk, unit in zip([*chunks, None], [*units, None]):
         if unit is not None:
             run.append(unit)
