@@ -558,7 +558,7 @@ def cmd_convert(args) -> int:
         tok = Tokenizer.from_vocabulary(_read_with_pattern(args.input, args.pattern))
     else:
         tok = load(args.input, args.vocabs)
-    formats.check_writable(fmt, tok.pattern, list(tok.special_tokens), tok.normalize)
+    formats.check_writable(fmt, tok.pattern, list(tok.special_tokens), tok.normalize, boundless=tok.is_boundless)
     written = write_tokenizer(tok, args.output, fmt)
     out = sys.stderr if args.output == STDOUT else sys.stdout      # standard output holds the tokenizer
     specials = f", {len(tok.special_tokens)} special" if tok.special_tokens else ""

@@ -32,6 +32,9 @@ def check_base(base, vocab_size: int) -> None:
         return
     if not isinstance(base, Tokenizer):
         raise ArgumentTypeError(f"base must be a Tokenizer (bpe_fast.load(...) opens any), not {type(base).__name__}")
+    if base.is_boundless:
+        raise ArgumentError("base is a BoundlessBPE tokenizer: new merges would rank after its supermerges, which "
+                            "join whole words above the merges; continue base.without_supermerges() instead")
     if vocab_size <= base.vocab_size:
         raise ArgumentError(f"vocab_size={vocab_size} is no larger than the base's {base.vocab_size}: "
                             f"continued training needs room for new tokens")

@@ -345,3 +345,12 @@ def test_normalized_training_is_training_on_normalized_text():
     tok = boundless(docs, 340, 300, normalize="nfkc")
     assert pairs(tok.supermerges) == pairs(boundless(normal, 340, 300).supermerges) != []
     assert tok.encode(docs[0]) == tok.encode(normal[0])
+
+
+def test_a_boundless_base_is_refused_and_convert_says_why(trained, tmp_path, capsys):
+    tok = trained[0]
+    with pytest.raises(bpe_fast.ArgumentError, match="without_supermerges"):
+        bpe_fast.train_from_iterator(SMALL, tok.vocab_size + 10, base=tok)
+    tok.save(tmp_path / "tok.json")
+    assert main(["convert", str(tmp_path / "tok.json"), str(tmp_path / "tokenizer.json")]) == 2
+    assert "cannot hold a BoundlessBPE tokenizer" in capsys.readouterr().err
