@@ -4,9 +4,10 @@ held-out text, and what each training costs (issue 20).
     python benchmarks/bench_boundless.py --vocab-sizes 8192,16384,32768 --at 0.8
     python benchmarks/bench_boundless.py --cost --sizes 16384:13107,32768:26214 --repeats 3
 
-Bytes per token (the default): natural text, big.txt and every multilingual/*.txt of the shared
-corpora; each file's last 10% (cut at a line end) is held out, the rest is written to
-``--work-dir`` and trained on (each file one document). For each vocab size V: plain BPE
+Bytes per token (the default): ``--text natural``, big.txt and every multilingual/*.txt of the
+shared corpora, or ``--text english``, big.txt, tinyshakespeare.txt and the-verdict.txt (English,
+as the papers' MiniPile); each file's last 10% (cut at a line end) is held out, the rest is
+written to ``--work-dir`` and trained on (each file one document). For each vocab size V: plain BPE
 (cl100k), SuperBPE (``superword_at=T``, stage two with patterns.SUPERWORD) and BoundlessBPE
 (``superword="boundless", superword_at=T``), T = ``--at`` x V. Prints bytes per token of all the
 held-out text (higher is better), the gain over plain, the supermerges' share of the vocabulary
@@ -62,6 +63,10 @@ def natural_files(corpora: Path) -> list[Path]:
     return [corpora / "big.txt", *sorted((corpora / "multilingual").glob("*.txt"))]
 
 
+def english_files(corpora: Path) -> list[Path]:
+    return [corpora / "big.txt", corpora / "tinyshakespeare.txt", corpora / "the-verdict.txt"]
+
+
 def split_held_out(files: list[Path], work_dir: Path) -> tuple[list[Path], dict[str, str]]:
     """Each file's first 90% (to a line end) written to work_dir, and its last 10% by name."""
     work_dir.mkdir(parents=True, exist_ok=True)
@@ -89,12 +94,13 @@ def train_kind(files: list[Path], vocab: int, at: int, kind: str) -> tuple[bpe_f
 
 def quality(args) -> None:
     corpora = corpus_dir(args.corpus_dir)
-    train, held = split_held_out(natural_files(corpora), Path(args.work_dir) / "held-out-split")
+    files = natural_files(corpora) if args.text == "natural" else english_files(corpora)
+    train, held = split_held_out(files, Path(args.work_dir) / f"held-out-{args.text}")
     held_bytes = {name: len(text.encode("utf-8")) for name, text in held.items()}
     total = sum(held_bytes.values())
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs")
-    print(f"training text {sum(p.stat().st_size for p in train):,} bytes in {len(train)} files; held out "
-          f"{total:,} bytes (the last 10% of each); T = {args.at:g} x V\n")
+    print(f"{args.text} text: training on {sum(p.stat().st_size for p in train):,} bytes in {len(train)} files; "
+          f"held out {total:,} bytes (the last 10% of each); T = {args.at:g} x V\n")
     print("| V | T | plain B/token | SuperBPE B/token | BoundlessBPE B/token | SuperBPE gain | BoundlessBPE gain | "
           "supermerges (share of V) | train s plain / SuperBPE / Boundless |")
     print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
@@ -187,6 +193,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--vocab-sizes", default="8192,16384,32768", help="bytes per token: the sizes")
     ap.add_argument("--at", type=float, default=0.8, help="bytes per token: T, a fraction of each size")
+    ap.add_argument("--text", choices=("natural", "english"), default="natural", help="bytes per token: the text")
     ap.add_argument("--cost", action="store_true", help="time the three trainings against each other")
     ap.add_argument("--sizes", default="16384:13107", help="cost: V:T pairs, comma-separated")
     ap.add_argument("--repeats", type=int, default=3, help="cost: runs of each, alternating")
