@@ -45,7 +45,7 @@ import regex
 from . import _kernel
 from .arguments import INT64_MAX
 from .counting import default_workers
-from .errors import ArgumentError, VocabSizeWarning
+from .errors import ArgumentError, BpeFastError, VocabSizeWarning
 from .patterns import BOUNDLESS_ELIGIBLE
 from .progress import Bar, ProgressOption, summary
 from .tokenizer import Tokenizer
@@ -112,13 +112,13 @@ def run_layout(runs: WordTable, phase_one: Tokenizer, byte_lengths: bool) -> tup
 
 def learn(phase_one: Tokenizer, runs: WordTable, n_supermerges: int, eligible: str, *, min_frequency: int = 0,
           max_token_length: int | None = None, threads: int | None = None, progress: ProgressOption = "none",
-          seconds: dict | None = None) -> Tokenizer:
+          seconds: dict | None = None, warn: bool = True) -> tuple[Tokenizer, np.ndarray]:
     """Phase 2: up to ``n_supermerges`` supermerges learned from the runs (``runs``, counted with
-    ``units(phase_one, eligible)``), the phase-1 tokenizer with them. Ids follow every phase-1
-    id (special tokens included)."""
+    ``units(phase_one, eligible)``): the phase-1 tokenizer with them, and each supermerge's count
+    when it was chosen. Ids follow every phase-1 id (special tokens included)."""
     t0 = time.perf_counter()
     first_id = phase_one.vocab_size
-    merges = np.empty((0, 2), np.int32)
+    merges, counts = np.empty((0, 2), np.int32), np.empty(0, np.int64)
     if len(runs) and n_supermerges > 0:
         symbols, offsets, start, lengths = run_layout(runs, phase_one, max_token_length is not None)
         with Bar(progress, "runs set-up", 3 * len(symbols), unit="B", unit_scale=True) as bar:
@@ -130,14 +130,52 @@ def learn(phase_one: Tokenizer, runs: WordTable, n_supermerges: int, eligible: s
         del symbols, start
         with Bar(progress, "supermerging", n_supermerges, unit="merge", decaying=True) as bar:
             merges = kernel.learn(bar.callback(reach=True))
+        counts = kernel.counts
     if seconds is not None:
         seconds["supermerging"] = time.perf_counter() - t0
     summary("supermerging", time.perf_counter() - t0, progress, supermerges=len(merges))
-    if len(merges) < n_supermerges:
+    if len(merges) < n_supermerges and warn:
         why = (f"no pair of units occurs {max(1, min_frequency)} or more times" if min_frequency > 1
                else "no two units are adjacent any more" if len(runs) else "the text has no run of two units")
         warnings.warn(f"stopped after {len(merges)} of {n_supermerges} supermerges ({why}): vocab size "
                       f"{first_id + len(merges)} instead of {first_id + n_supermerges}", VocabSizeWarning, stacklevel=5)
     return Tokenizer(phase_one.merges, phase_one.pattern, phase_one.special_tokens, merge_ids=phase_one.merge_ids,
                      byte_ids=phase_one.byte_ids, normalize=phase_one.normalize, supermerges=merges,
-                     supermerge_ids=np.arange(first_id, first_id + len(merges)), boundless_eligible=eligible)
+                     supermerge_ids=np.arange(first_id, first_id + len(merges)), boundless_eligible=eligible), counts
+
+
+def interleaved(full: Tokenizer, merge_counts: np.ndarray, supermerge_counts: np.ndarray,
+                vocab_size: int) -> Tokenizer:
+    """``superword_at="auto"``: paper 2's split of ``vocab_size`` between merges and supermerges.
+    ``full`` has phase 1 trained to ``vocab_size`` or more and its supermerges learned from the
+    runs of that whole phase 1, each with its count when chosen. Walking both lists, the next
+    supermerge is taken when its count is above the next merge's, else the merge (ties go to the
+    merge), until the vocabulary is full; the result keeps that many of each, the supermerges
+    renumbered after the merges kept (and the special tokens). Counts never rise along either
+    list, and a supermerge counts no more than the merge that made a part of it, so with ties to
+    the merge every part is made before the supermerge that needs it: learning the supermerges
+    from the whole phase 1's runs gives those a shorter phase 1 would give (paper 2, §3 of the note)."""
+    phase = full.without_supermerges()
+    n_specials = len(phase.special_tokens)
+    total = vocab_size - 256 - n_specials
+    k = j = 0
+    while k + j < total:
+        if j < len(supermerge_counts) and (k >= len(merge_counts) or supermerge_counts[j] > merge_counts[k]):
+            j += 1
+        elif k < len(merge_counts):
+            k += 1
+        else:
+            break
+    kept = phase.truncated(256 + k + n_specials)
+    old_first, first = phase.vocab_size, kept.vocab_size
+    pairs = full.supermerges[:j].astype(np.int64)
+    missing = (pairs < old_first) & (pairs >= 256 + k)
+    if missing.any():                 # only a token BPE does not make from its own bytes could do this
+        at = int(np.flatnonzero(missing.any(axis=1))[0])
+        raise BpeFastError(f"superword_at=\"auto\": supermerge {at} joins token {int(pairs[missing][0])}, which "
+                            f"the {k} merges kept do not make yet (its count outran the merge that made it); "
+                            f"give superword_at=T instead")
+    pairs = np.where(pairs >= old_first, pairs - old_first + first, pairs)
+    return Tokenizer(kept.merges, kept.pattern, kept.special_tokens, merge_ids=kept.merge_ids, byte_ids=kept.byte_ids,
+                     normalize=kept.normalize, supermerges=pairs, supermerge_ids=np.arange(first, first + j),
+                     boundless_eligible=full.boundless_eligible)

@@ -129,6 +129,16 @@ def parse_bytes(text: str) -> int:
     return size
 
 
+def size_or_auto(text: str) -> int | str:
+    """--superword-at: a vocabulary size, or "auto" (BoundlessBPE finds it)."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a vocabulary size nor auto") from None
+
+
 def whole_number(low: int, high: int, what: str):
     """The type of an integer option from ``low`` to ``high`` (a number of ``what``)."""
     def parse(text: str) -> int:
@@ -198,9 +208,9 @@ def add_train_parser(sub) -> None:
                         "tiktoken's cache, the shared vocabs/; see the README)")
     t.add_argument("--max-token-length", type=whole_number(1, INT64_MAX, "bytes"), default=None, metavar="BYTES",
                    help="learn no token longer than this many bytes")
-    t.add_argument("--superword-at", type=int, default=None, metavar="SIZE",
+    t.add_argument("--superword-at", type=size_or_auto, default=None, metavar="SIZE",
                    help="learn superword tokens: with --pattern up to SIZE, then across words up to --vocab-size, "
-                        "as --superword says")
+                        "as --superword says; auto (boundless): merges and supermerges interleaved by count")
     t.add_argument("--superword", choices=list(SUPERWORDS), default="superbpe",
                    help="what --superword-at learns: " + "; ".join(f"{k}: {v}" for k, v in SUPERWORDS.items()))
     t.add_argument("--superword-pattern", default="superword",

@@ -36,13 +36,14 @@ def merge_word(word: list[int], pair: tuple[int, int], new_id: int) -> list[int]
 
 def train_reference(word_counts: dict[bytes, int], n_merges: int, min_count: int = 1,
                     max_token_length: int | None = None, start: list[list[int]] | None = None,
-                    token_lengths: dict[int, int] | None = None, first_id: int = 256) -> list[tuple[int, int]]:
+                    token_lengths: dict[int, int] | None = None, first_id: int = 256,
+                    chosen: list[int] | None = None) -> list[tuple[int, int]]:
     """The merges learned from ``{chunk bytes: count}``; merge i creates token ``first_id + i``.
 
     A pair whose token would be longer than ``max_token_length`` bytes is never merged (the
     next best is). To continue training, ``start`` gives each word (in word_counts' order) as
     the token ids it already is, ``token_lengths`` the bytes of each id that is not a byte, and
-    ``first_id`` the id of the first new token.
+    ``first_id`` the id of the first new token. ``chosen``, if given, receives each merge's count.
     """
     words = [list(w) for w in word_counts] if start is None else [list(w) for w in start]
     counts = list(word_counts.values())
@@ -58,6 +59,8 @@ def train_reference(word_counts: dict[bytes, int], n_merges: int, min_count: int
         if stats[best] < max(1, min_count):
             break
         merges.append(best)
+        if chosen is not None:
+            chosen.append(stats[best])
         length[first_id + i] = length[best[0]] + length[best[1]]
         words = [merge_word(w, best, first_id + i) for w in words]
     return merges
@@ -163,3 +166,38 @@ def encode_boundless_reference(text: str, pattern: str, merges: list[tuple[int, 
         out.extend(ids)
         run = []
     return out
+
+
+def train_boundless_auto_reference(docs: list[str], pattern: str, n_learned: int, eligible: str = BOUNDLESS_ELIGIBLE,
+                                   min_count: int = 1, max_token_length: int | None = None):
+    """(merges, supermerges) of ``superword_at="auto"``, paper 2's loop as it reads: phase 1 is
+    plain BPE to ``n_learned`` merges, each with its count; the runs are those of that whole
+    phase-1 model; then step by step the best supermerge of the runs (recounted) is taken when
+    its count is above the count of the next phase-1 merge (ties to the merge), else that merge,
+    until ``n_learned`` tokens are learned. Supermerge k makes 256 + (merges kept) + k."""
+    words: Counter = Counter(c.encode("utf-8") for d in docs for c in whole_matches(regex.compile(resolve(pattern)), d))
+    counts: list[int] = []
+    merges = train_reference(dict(words), n_learned, min_count, max_token_length, chosen=counts)
+    encode, top = phase_one(merges), 256 + n_learned + 1          # superwords above every phase-1 id
+    runs = Counter(tuple(r) for d in docs for r in runs_of(pretoken_units(d, pattern, encode, eligible)))
+    length = {b: 1 for b in range(256)}
+    for i, (a, b) in enumerate(merges):
+        length[256 + i] = length[a] + length[b]
+    seqs, weights, k = [list(r) for r in runs], list(runs.values()), 0
+    supermerges: list[tuple[int, int]] = []
+    while k + len(supermerges) < n_learned:
+        stats = {p: n for p, n in count_pairs(seqs, weights).items()
+                 if max_token_length is None or length[p[0]] + length[p[1]] <= max_token_length}
+        best = min(stats, key=lambda pair: (-stats[pair], pair)) if stats else None
+        if best is not None and stats[best] >= max(1, min_count) and (k == len(merges) or stats[best] > counts[k]):
+            assert all(u < 256 + k or u >= top for u in best), "a supermerge's part is not made yet"
+            new = top + len(supermerges)
+            supermerges.append(best)
+            length[new] = length[best[0]] + length[best[1]]
+            seqs = [merge_word(s, best, new) for s in seqs]
+        elif k < len(merges):
+            k += 1
+        else:
+            break
+    renumber = {top + j: 256 + k + j for j in range(len(supermerges))}
+    return merges[:k], [(renumber.get(a, a), renumber.get(b, b)) for a, b in supermerges]

@@ -52,6 +52,7 @@ class TrainReport:
     runs: int = 0                           # BoundlessBPE: runs of units, distinct runs, supermerges
     unique_runs: int = 0
     supermerges: int = 0
+    merge_counts: Any = None                # each merge's count when chosen (superword_at="auto" needs them)
     seconds: dict = field(default_factory=dict)   # stage -> seconds
 
     def summary(self) -> str:
@@ -126,7 +127,7 @@ class TrainOptions:
     tie_break: str = "bytes"
     base: Tokenizer | None = None
     max_token_length: int | None = None
-    superword_at: int | None = None
+    superword_at: int | str | None = None     # a vocab size, or "auto" (BoundlessBPE)
     superword_pattern: str | None = "superword"
     superword: str = "superbpe"       # what superword_at does: SUPERWORDS
     boundless_eligible: str | None = None   # BoundlessBPE's eligibility regex (None: patterns.BOUNDLESS_ELIGIBLE)
@@ -236,6 +237,11 @@ class TrainOptions:
                                 f"token(s) take ids {size - k}..{size - 1} (in any order); give those ids, or a list")
 
     def _check_superword_at(self) -> None:
+        if isinstance(self.superword_at, str) and self.superword_at == "auto":
+            if self.superword != "boundless":
+                raise ArgumentError('superword_at="auto" goes with superword="boundless": SuperBPE\'s T is set by '
+                                    'hand')
+            return
         floor = 256 if self.base is None else self.base.vocab_size + 1
         floor = max(floor, 256 + len(self.special_tokens)) if self.superword == "boundless" else floor
         top = min(self.sizes) + (self.superword == "boundless")     # boundless: T == V is plain training
@@ -264,7 +270,7 @@ class TrainOptions:
         without ``superword_at``: one stage."""
         if self.superword_at is None or self.superword == "boundless":
             return None
-        one = replace(self, vocab_size=self.superword_at, superword_at=None)
+        one = replace(self, vocab_size=int(self.superword_at), superword_at=None)
         return one, lambda stage_one: replace(self, pattern=self.superword_pattern, base=stage_one, superword_at=None)
 
 
@@ -479,6 +485,7 @@ def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainRepo
     del table, start
     with Bar(progress, "merging", n_merges, unit="merge", decaying=True) as bar:
         merges = kernel.learn(bar.callback(reach=True))
+    report.merge_counts = kernel.counts
     if kernel_ids is not None:   # back from the kernel's ids to the tokens' (new tokens' ids are the same)
         token_id = _ids_of_kernel(kernel_ids)
         merges = np.where(merges < first_id, token_id[np.minimum(merges, len(token_id) - 1)], merges).astype(np.int32)
@@ -526,24 +533,34 @@ def _train(count_text: CountText, options: TrainOptions, input_unit: str) -> lis
 def _train_boundless(count_text: CountText, options: TrainOptions, input_unit: str) -> list[Tokenizer]:
     """BoundlessBPE (boundless.py): phase 1 is ``_train`` to ``superword_at``; then the text is
     read again to count the runs of its units, and the kernel learns the supermerges from them,
-    up to the largest size; each size is that tokenizer cut (supermerges are a prefix too)."""
-    at, largest = int(options.superword_at), max(options.sizes)      # type: ignore[arg-type]
+    up to the largest size; each size is that tokenizer cut (supermerges are a prefix too).
+    ``superword_at="auto"``: phase 1 to the largest size, as many supermerges as tokens, then
+    each size takes its prefix of the two interleaved by count (``boundless.interleaved``)."""
+    auto, largest = options.superword_at == "auto", max(options.sizes)
+    at = largest if auto else int(options.superword_at)          # type: ignore[arg-type]
     phase = replace(options, vocab_size=at, superword_at=None, superword="superbpe", boundless_eligible=None)
     [phase_one] = _train(count_text, phase, input_unit)
     report: TrainReport = phase_one.training_report
     eligible = options.boundless_eligible or boundless.eligibility(None)
-    tok = phase_one
-    if largest > at:
+    tok, counts = phase_one, np.empty(0, np.int64)
+    if largest > at or auto:
         t0 = time.perf_counter()
         runs = count_text(phase_one.pattern, options.cut_out, phase_one.normalize, boundless.units(phase_one, eligible))
         report.seconds["runs"] = time.perf_counter() - t0
         report.runs, report.unique_runs = runs.total_chunks, len(runs)
-        tok = boundless.learn(phase_one, runs, largest - at, eligible, min_frequency=options.min_frequency,
-                              max_token_length=options.max_token_length, threads=options.threads,
-                              progress=options.progress, seconds=report.seconds)
+        wanted = largest - 256 - len(options.special_tokens) if auto else largest - at
+        tok, counts = boundless.learn(phase_one, runs, wanted, eligible, min_frequency=options.min_frequency,
+                                      max_token_length=options.max_token_length, threads=options.threads,
+                                      progress=options.progress, seconds=report.seconds, warn=not auto)
         report.supermerges = len(tok.supermerges)
         report.vocab_size = tok.vocab_size
         tok.training_report = report
+    if auto:
+        toks = [boundless.interleaved(tok, report.merge_counts, counts, v) for v in options.sizes]
+        for t in toks:
+            t.training_report = replace(report, supermerges=len(t.supermerges), merges=len(t.merges),
+                                        vocab_size=t.vocab_size)
+        return toks
     return [tok if v == largest else tok.truncated(v) for v in options.sizes]
 
 
@@ -552,7 +569,7 @@ def train(files: Inputs, vocab_size: int, *, pattern: str | None | EllipsisType 
           special_tokens: SpecialTokens = ..., min_frequency: int = ..., workers: int | None = ...,
           progress: ProgressOption = ..., errors: str = ..., block_size: int = ..., tie_break: str = ...,
           lines: bool = ..., field: str = ..., column: str = ..., memory_budget: int | None = ..., client=...,
-          base: Tokenizer | None = ..., max_token_length: int | None = ..., superword_at: int | None = ...,
+          base: Tokenizer | None = ..., max_token_length: int | None = ..., superword_at: int | str | None = ...,
           superword_pattern: str | None = ..., superword: str = ..., boundless_eligible: str | None = ...,
           normalize: str | None | EllipsisType = ...,
           show_progress: bool | None = ...) -> Tokenizer: ...
@@ -561,7 +578,7 @@ def train(files: Inputs, vocab_size: Sequence[int], *, pattern: str | None | Ell
           special_tokens: SpecialTokens = ..., min_frequency: int = ..., workers: int | None = ...,
           progress: ProgressOption = ..., errors: str = ..., block_size: int = ..., tie_break: str = ...,
           lines: bool = ..., field: str = ..., column: str = ..., memory_budget: int | None = ..., client=...,
-          base: Tokenizer | None = ..., max_token_length: int | None = ..., superword_at: int | None = ...,
+          base: Tokenizer | None = ..., max_token_length: int | None = ..., superword_at: int | str | None = ...,
           superword_pattern: str | None = ..., superword: str = ..., boundless_eligible: str | None = ...,
           normalize: str | None | EllipsisType = ...,
           show_progress: bool | None = ...) -> list[Tokenizer]: ...
@@ -570,7 +587,7 @@ def train(files: Inputs, vocab_size: int | Sequence[int], *,
           workers: int | None = None, progress: ProgressOption = "auto", errors: str = "strict",
           block_size: int = DEFAULT_BLOCK_SIZE, tie_break: str = "bytes", lines: bool = False,
           field: str = "text", column: str = "text", memory_budget: int | None = None, client=None,
-          base: Tokenizer | None = None, max_token_length: int | None = None, superword_at: int | None = None,
+          base: Tokenizer | None = None, max_token_length: int | None = None, superword_at: int | str | None = None,
           superword_pattern: str | None = "superword", superword: str = "superbpe",
           boundless_eligible: str | None = None, normalize: str | None | EllipsisType = ...,
           show_progress: bool | None = None) -> Tokenizer | list[Tokenizer]:
@@ -601,6 +618,9 @@ def train(files: Inputs, vocab_size: int | Sequence[int], *,
     (``boundless_eligible``, a regex searched in each pretoken; default paper 1's
     ``patterns.BOUNDLESS_ELIGIBLE``, or ``patterns.BOUNDLESS_ELIGIBLE_V2``, ``\\p{L}``, paper 2's).
     The text is read twice. The tokenizer keeps the pattern; only bpe_fast's JSON holds it.
+    ``superword_at="auto"`` (boundless only) finds T as paper 2 does: phase 1 to ``vocab_size``,
+    supermerges from its runs, and the two interleaved by count (a supermerge when its count is
+    above the next merge's), to ``vocab_size`` tokens in all.
 
     ``special_tokens`` is a list (ids follow the learned ones, in its order) or, as tiktoken
     gives them, a dict of ids, honoured when they are the top of the vocabulary (any order).
@@ -635,7 +655,7 @@ def train_from_iterator(docs: Iterable, vocab_size: int, *, pattern: str | None 
                         progress: ProgressOption = ..., errors: str = ..., batch_chars: int = ...,
                         tie_break: str = ..., lines: bool = ..., memory_budget: int | None = ...,
                         base: Tokenizer | None = ..., max_token_length: int | None = ...,
-                        superword_at: int | None = ..., superword_pattern: str | None = ...,
+                        superword_at: int | str | None = ..., superword_pattern: str | None = ...,
                         superword: str = ..., boundless_eligible: str | None = ...,
                         field: str = ..., length: int | None = ..., normalize: str | None | EllipsisType = ...,
                         show_progress: bool | None = ...) -> Tokenizer: ...
@@ -645,7 +665,7 @@ def train_from_iterator(docs: Iterable, vocab_size: Sequence[int], *,
                         min_frequency: int = ..., workers: int | None = ..., progress: ProgressOption = ...,
                         errors: str = ..., batch_chars: int = ..., tie_break: str = ..., lines: bool = ...,
                         memory_budget: int | None = ..., base: Tokenizer | None = ...,
-                        max_token_length: int | None = ..., superword_at: int | None = ...,
+                        max_token_length: int | None = ..., superword_at: int | str | None = ...,
                         superword_pattern: str | None = ..., superword: str = ...,
                         boundless_eligible: str | None = ..., field: str = ..., length: int | None = ...,
                         normalize: str | None | EllipsisType = ...,
@@ -657,7 +677,7 @@ def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int], *,
                         errors: str = "strict", batch_chars: int = DEFAULT_BATCH_CHARS,
                         tie_break: str = "bytes", lines: bool = False, memory_budget: int | None = None,
                         base: Tokenizer | None = None, max_token_length: int | None = None,
-                        superword_at: int | None = None, superword_pattern: str | None = "superword",
+                        superword_at: int | str | None = None, superword_pattern: str | None = "superword",
                         superword: str = "superbpe", boundless_eligible: str | None = None,
                         field: str = "text", length: int | None = None,
                         normalize: str | None | EllipsisType = ...,

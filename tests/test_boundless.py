@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pickle
 import warnings
+from typing import Any
 
 import numpy as np
 import pytest
@@ -16,14 +17,15 @@ import bpe_fast
 from bpe_fast import Tokenizer, patterns
 from bpe_fast.cli import main
 from bpe_fast.errors import VocabSizeWarning
-from bpe_fast.reference import (encode_boundless_reference, phase_one, pretoken_units, train_boundless_reference)
+from bpe_fast.reference import (encode_boundless_reference, phase_one, pretoken_units, train_boundless_auto_reference,
+                                train_boundless_reference)
 
 from .conftest import corpus_params, read_corpus, shared_path, small_text
 
 SMALL = [small_text()] * 3
 
 
-def boundless(docs, vocab_size, at, **kwargs) -> Tokenizer:
+def boundless(docs, vocab_size, at, **kwargs) -> Any:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", VocabSizeWarning)      # small corpora run out of runs
         return bpe_fast.train_from_iterator(docs, vocab_size, superword="boundless", superword_at=at, workers=1,
@@ -301,6 +303,9 @@ def test_the_command_line(tmp_path, capsys):
                  "--boundless-eligible", r"\p{L}", "-o", str(tmp_path / "tok.json"), "-q"]) == 0
     out = capsys.readouterr().out
     assert "runs " in out and "supermerges -> vocab size 650" in out
+    assert main(["train", str(corpus), "--vocab-size", "650", "--superword-at", "auto", "--superword", "boundless",
+                 "-o", str(tmp_path / "auto.json"), "-q"]) == 0
+    assert bpe_fast.load(tmp_path / "auto.json") == boundless([corpus.read_text(encoding="utf-8")], 650, "auto")
     tok = bpe_fast.load(tmp_path / "tok.json")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", VocabSizeWarning)
@@ -354,3 +359,33 @@ def test_a_boundless_base_is_refused_and_convert_says_why(trained, tmp_path, cap
     tok.save(tmp_path / "tok.json")
     assert main(["convert", str(tmp_path / "tok.json"), str(tmp_path / "tokenizer.json")]) == 2
     assert "cannot hold a BoundlessBPE tokenizer" in capsys.readouterr().err
+
+
+# -- superword_at="auto": paper 2's interleaving ------------------------------------------------
+
+@given(docs=st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=40).map("".join), min_size=1, max_size=6),
+       n=st.integers(0, 120), eligible=st.sampled_from([patterns.BOUNDLESS_ELIGIBLE, patterns.BOUNDLESS_ELIGIBLE_V2]))
+@settings(max_examples=100, deadline=None)
+def test_auto_equals_paper_twos_loop(docs, n, eligible):
+    tok = boundless(docs * 3, 256 + n, "auto", boundless_eligible=eligible)
+    merges, supers = train_boundless_auto_reference(docs * 3, "cl100k", n, eligible)
+    assert pairs(tok.merges) == merges and pairs(tok.supermerges) == supers
+    first = 256 + len(merges)
+    assert tok.supermerge_ids.tolist() == list(range(first, first + len(supers)))
+    for doc in docs:
+        assert tok.encode(doc) == encode_boundless_reference(doc, "cl100k", merges, supers, first, eligible)
+
+
+def test_auto_finds_the_split_and_each_size_is_its_own_prefix():
+    text = read_corpus(shared_path("corpora", "big.txt"))[:300_000]
+    sizes = [1000, 1500, 2000]
+    toks = boundless([text], sizes, "auto", special_tokens=["<|endoftext|>"])
+    for size, tok in zip(sizes, toks):
+        assert tok.vocab_size == size and tok.is_boundless
+        assert tok == boundless([text], size, "auto", special_tokens=["<|endoftext|>"])
+        assert tok.special_tokens["<|endoftext|>"] == 256 + len(tok.merges)        # after the merges kept
+        assert tok.supermerge_ids[0] == 257 + len(tok.merges)
+    shares = [len(t.supermerges) / t.vocab_size for t in toks]
+    assert 0 < shares[0] <= shares[-1] < 0.5
+    with pytest.raises(bpe_fast.ArgumentError, match='goes with superword="boundless"'):
+        bpe_fast.train_from_iterator(SMALL, 600, superword_at="auto")
