@@ -305,7 +305,7 @@ def test_the_command_line(tmp_path, capsys):
     assert "runs " in out and "supermerges -> vocab size 650" in out
     assert main(["train", str(corpus), "--vocab-size", "650", "--superword-at", "auto", "--superword", "boundless",
                  "-o", str(tmp_path / "auto.json"), "-q"]) == 0
-    assert bpe_fast.load(tmp_path / "auto.json") == boundless([corpus.read_text(encoding="utf-8")], 650, "auto")
+    assert bpe_fast.load(tmp_path / "auto.json") == boundless([read_corpus(corpus)], 650, "auto")
     tok = bpe_fast.load(tmp_path / "tok.json")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", VocabSizeWarning)
