@@ -101,7 +101,7 @@ def test_fast_equals_the_reference_with_a_length_limit_and_a_minimum_count(docs,
     """max_token_length lays each unit out over its bytes (lengths in bytes); min_frequency stops both phases."""
     at = 280
     tok = boundless(docs, at + extra, at, max_token_length=limit, min_frequency=min_count)
-    merges, supers, _ = train_boundless_reference(docs, "cl100k", at - 256, extra, first_id=at, min_count=min_count,
+    merges, supers, _ = train_boundless_reference(docs, "cl100k", at - 256, extra, min_count=min_count,
                                                   max_token_length=limit)
     assert pairs(tok.merges) == merges and pairs(tok.supermerges) == supers
     assert all(len(tok.token_bytes(int(i))) <= limit for i in tok.supermerge_ids)
