@@ -9,16 +9,18 @@ shared corpora, or ``--text english``, big.txt, tinyshakespeare.txt and the-verd
 as the papers' MiniPile); each file's last 10% (cut at a line end) is held out, the rest is
 written to ``--work-dir`` and trained on (each file one document). For each vocab size V: plain BPE
 (cl100k), SuperBPE (``superword_at=T``, stage two with patterns.SUPERWORD) and BoundlessBPE
-(``superword="boundless", superword_at=T``), T = ``--at`` x V. Prints bytes per token of all the
+(``superword="boundless", superword_at=T``), T = ``--at`` x V, and BoundlessBPE with
+``superword_at="auto"`` (T found by paper 2's interleaving). Prints bytes per token of all the
 held-out text (higher is better), the gain over plain, the supermerges' share of the vocabulary
 and each training's seconds; then bytes per token per held-out file at the largest V. Every
 tokenizer must round-trip every held-out file.
 
-Cost (``--cost``): ``train(files, V)``, ``train(files, V, superword_at=T)`` and
-``train(files, V, superword="boundless", superword_at=T)``, each in a fresh process
-(proctree.run_sampled: its CPU and that of every other process on the machine meanwhile),
-alternating, ``--repeats`` times, on a long-tail slice made by make_corpus.py (``--longtail-size``,
-written once into ``--work-dir``) and on the natural text (big.txt + multilingual/*.txt, whole).
+Cost (``--cost``): ``train(files, V)``, ``train(files, V, superword_at=T)``,
+``train(files, V, superword="boundless", superword_at=T)`` and the same with
+``superword_at="auto"``, each in a fresh process (proctree.run_sampled: its CPU and that of every
+other process on the machine meanwhile), alternating, ``--repeats`` times, on a long-tail slice
+made by make_corpus.py (``--longtail-size``, written once into ``--work-dir``) and on the natural
+text (big.txt + multilingual/*.txt, whole).
 Prints median wall seconds, their ratios to plain, median CPU seconds of each process tree, the
 stages (bpe_fast's summaries: counting, merging; then runs and supermerging, or SuperBPE's
 second counting and merging), the others' CPU and the peak memory.
@@ -39,7 +41,8 @@ from mix33 import PROJECT_ROOT, corpus_dir  # noqa: E402  (benchmarks/ is on sys
 from proctree import run_sampled
 
 RESULT_MARK = "RESULT "
-KINDS = ("plain", "superbpe", "boundless")
+KINDS = ("plain", "superbpe", "boundless", "auto")
+TITLES = {"plain": "plain", "superbpe": "SuperBPE", "boundless": "BoundlessBPE", "auto": "Boundless auto"}
 
 # One training in a fresh process: its seconds and the stage summaries bpe_fast logs.
 CHILD = r"""
@@ -52,7 +55,8 @@ class Stages(logging.Handler):
 logging.getLogger("bpe_fast").addHandler(Stages())
 logging.getLogger("bpe_fast").setLevel(logging.INFO)
 files, vocab, at, kind = json.loads(sys.argv[1])
-options = {"plain": {}, "superbpe": {"superword_at": at}, "boundless": {"superword_at": at, "superword": "boundless"}}
+options = {"plain": {}, "superbpe": {"superword_at": at}, "boundless": {"superword_at": at, "superword": "boundless"},
+           "auto": {"superword_at": "auto", "superword": "boundless"}}
 t0 = time.perf_counter()
 tok = bpe_fast.train(files, vocab, progress="none", **options[kind])
 print("RESULT " + json.dumps({"seconds": time.perf_counter() - t0, "stages": stages, "vocab": tok.vocab_size}))
@@ -87,8 +91,10 @@ def train_kind(files: list[Path], vocab: int, at: int, kind: str) -> tuple[bpe_f
         tok = bpe_fast.train(files, vocab, progress="none")
     elif kind == "superbpe":
         tok = bpe_fast.train(files, vocab, superword_at=at, progress="none")
-    else:
+    elif kind == "boundless":
         tok = bpe_fast.train(files, vocab, superword="boundless", superword_at=at, progress="none")
+    else:
+        tok = bpe_fast.train(files, vocab, superword="boundless", superword_at="auto", progress="none")
     return tok, time.perf_counter() - t0
 
 
@@ -101,9 +107,10 @@ def quality(args) -> None:
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs")
     print(f"{args.text} text: training on {sum(p.stat().st_size for p in train):,} bytes in {len(train)} files; "
           f"held out {total:,} bytes (the last 10% of each); T = {args.at:g} x V\n")
-    print("| V | T | plain B/token | SuperBPE B/token | BoundlessBPE B/token | SuperBPE gain | BoundlessBPE gain | "
-          "supermerges (share of V) | train s plain / SuperBPE / Boundless |")
-    print("|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+    print("| V | T | plain B/token | SuperBPE B/token | BoundlessBPE B/token | Boundless auto B/token | "
+          "SuperBPE gain | BoundlessBPE gain | Boundless auto gain | supermerges at T (auto: its T) | "
+          "train s plain / SuperBPE / Boundless / auto |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
     per_file: dict[str, dict[str, int]] = {}
     for vocab in [int(v) for v in args.vocab_sizes.split(",")]:
         at = int(vocab * args.at)
@@ -121,18 +128,18 @@ def quality(args) -> None:
                 counts[kind][name] = len(ids)
         per_file = {name: {kind: counts[kind][name] for kind in KINDS} for name in held}
         bpt = {kind: total / sum(counts[kind].values()) for kind in KINDS}
-        supers = len(toks["boundless"].supermerges)
-        print(f"| {vocab:,} | {at:,} | {bpt['plain']:.3f} | {bpt['superbpe']:.3f} | {bpt['boundless']:.3f} | "
-              f"{bpt['superbpe'] / bpt['plain'] - 1:+.1%} | {bpt['boundless'] / bpt['plain'] - 1:+.1%} | "
-              f"{supers:,} ({supers / vocab:.1%}) | "
-              f"{seconds['plain']:.1f} / {seconds['superbpe']:.1f} / {seconds['boundless']:.1f} |", flush=True)
+        supers, auto = len(toks["boundless"].supermerges), len(toks["auto"].supermerges)
+        gains = " | ".join(f"{bpt[k] / bpt['plain'] - 1:+.1%}" for k in KINDS[1:])
+        print(f"| {vocab:,} | {at:,} | {' | '.join(f'{bpt[k]:.3f}' for k in KINDS)} | {gains} | "
+              f"{supers:,} ({supers / vocab:.1%}); auto {auto:,} ({auto / vocab:.1%}, T = {vocab - auto:,}) | "
+              f"{' / '.join(f'{seconds[k]:.1f}' for k in KINDS)} |", flush=True)
     print(f"\nBytes per token per held-out file at V = {vocab:,}:\n")
-    print("| file | bytes | plain | SuperBPE | BoundlessBPE | BoundlessBPE gain |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| file | bytes | plain | SuperBPE | BoundlessBPE | Boundless auto | BoundlessBPE gain | auto gain |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for name, n in per_file.items():
         b = {kind: held_bytes[name] / n[kind] for kind in KINDS}
-        print(f"| {name} | {held_bytes[name]:,} | {b['plain']:.3f} | {b['superbpe']:.3f} | {b['boundless']:.3f} | "
-              f"{b['boundless'] / b['plain'] - 1:+.1%} |")
+        print(f"| {name} | {held_bytes[name]:,} | {' | '.join(f'{b[k]:.3f}' for k in KINDS)} | "
+              f"{b['boundless'] / b['plain'] - 1:+.1%} | {b['auto'] / b['plain'] - 1:+.1%} |")
     print(f"\nload average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
@@ -163,9 +170,10 @@ def cost(args) -> None:
     if not set(wanted) <= set(kinds):
         sys.exit(f"--texts: give some of {', '.join(kinds)}, not {args.texts}")
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs\n")
-    print("| text | MB | V | T | plain s | SuperBPE s (x plain) | Boundless s (x plain) | CPU s plain / SuperBPE / "
-          "Boundless | plain stages | Boundless stages | others' CPU s | peak MB plain / SuperBPE / Boundless |")
-    print("|---|---:|---:|---:|---:|---:|---:|---|---|---|---:|---|")
+    print("| text | MB | V | T | plain s | SuperBPE s (x plain) | Boundless s (x plain) | auto s (x plain) | "
+          "CPU s plain / SuperBPE / Boundless / auto (Boundless x plain) | plain stages | Boundless stages | "
+          "others' CPU s | peak MB plain / SuperBPE / Boundless / auto |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|---|")
     for kind in wanted:
         files = kinds[kind]()
         megabytes = sum(os.path.getsize(f) for f in files) / 1e6
@@ -174,16 +182,15 @@ def cost(args) -> None:
             runs: dict[str, list[dict]] = {k: [] for k in KINDS}
             for _ in range(args.repeats):          # alternating, so all see the same machine
                 for k in KINDS:
-                    if k != "superbpe" or not args.no_superbpe:
+                    if not (k == "superbpe" and args.no_superbpe or k == "auto" and args.no_auto):
                         runs[k].append(train_once(files, vocab, at, k))
             wall = {k: statistics.median(r["seconds"] for r in runs[k]) if runs[k] else float("nan") for k in KINDS}
             cpu = {k: statistics.median(r["cpu"] for r in runs[k]) if runs[k] else float("nan") for k in KINDS}
             others = sum(r["other_cpu"] for k in runs for r in runs[k])
             peaks = " / ".join(f"{max(r['peak_mb'] for r in runs[k]):,.0f}" if runs[k] else "-" for k in KINDS)
-            print(f"| {kind} | {megabytes:.0f} | {vocab:,} | {at:,} | {wall['plain']:.2f} | "
-                  f"{wall['superbpe']:.2f} ({wall['superbpe'] / wall['plain']:.2f}) | "
-                  f"{wall['boundless']:.2f} ({wall['boundless'] / wall['plain']:.2f}) | "
-                  f"{cpu['plain']:.2f} / {cpu['superbpe']:.2f} / {cpu['boundless']:.2f} | "
+            times = " | ".join(f"{wall[k]:.2f} ({wall[k] / wall['plain']:.2f})" for k in KINDS[1:])
+            print(f"| {kind} | {megabytes:.0f} | {vocab:,} | {at:,} | {wall['plain']:.2f} | {times} | "
+                  f"{' / '.join(f'{cpu[k]:.2f}' for k in KINDS)} ({cpu['boundless'] / cpu['plain']:.2f}) | "
                   f"{stage_cells(runs['plain'])} | {stage_cells(runs['boundless'])} | {others:.1f} | {peaks} |",
                   flush=True)
     print(f"\nload average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
@@ -198,7 +205,8 @@ def main() -> None:
     ap.add_argument("--sizes", default="16384:13107", help="cost: V:T pairs, comma-separated")
     ap.add_argument("--repeats", type=int, default=3, help="cost: runs of each, alternating")
     ap.add_argument("--texts", default="long-tail,natural", help="cost: the kinds of text, comma-separated")
-    ap.add_argument("--no-superbpe", action="store_true", help="cost: time plain and BoundlessBPE only")
+    ap.add_argument("--no-superbpe", action="store_true", help="cost: leave SuperBPE out")
+    ap.add_argument("--no-auto", action="store_true", help='cost: leave superword_at="auto" out')
     ap.add_argument("--longtail-size", default="50M", help="cost: the long-tail slice's size (make_corpus.py)")
     ap.add_argument("--work-dir", default="/tmp/bpe_fast-bench", help="where the long-tail slice and the held-out "
                                                                      "split are kept")
