@@ -52,7 +52,8 @@ class TrainReport:
     runs: int = 0                           # BoundlessBPE: runs of units, distinct runs, supermerges
     unique_runs: int = 0
     supermerges: int = 0
-    merge_counts: Any = None                # each merge's count when chosen (superword_at="auto" needs them)
+    # each merge's count when chosen (superword_at="auto" needs them)
+    merge_counts: Any = field(default=None, compare=False, repr=False)
     seconds: dict = field(default_factory=dict)   # stage -> seconds
 
     def summary(self) -> str:
