@@ -171,7 +171,7 @@ cdef class MergeEncoder:
     cdef const uint8_t[::1] cls
     cdef const uint8_t[::1] fold
     cdef list caches                            # chunk caches not lent out (see _ChunkCache)
-    # BoundlessBPE (set_supermerges): supermerges join whole-token chunks in runs (see encode_runs).
+    # BoundlessBPE (set_supermerges): supermerges join whole-token chunks in runs (see run_step).
     cdef PairTable supers                       # (left id, right id) -> (rank, the id it makes)
     cdef vector[uint8_t] unit                   # id -> 1: a phase-1 token some supermerge joins
     cdef readonly bint boundless
@@ -590,30 +590,26 @@ cdef class MergeEncoder:
             p = nxt[p]
         return m
 
-    cdef void encode_runs(self, const uint8_t* s, size_t n, const uint8_t* end, _Worker w) noexcept nogil:
-        """``encode_piece`` of a BoundlessBPE tokenizer: each chunk as always, then each maximal run
-        of chunks that are one unit each is merged by the supermerges (``merge_run``), in place in
-        the worker's ids (which never counts only: set in _Worker)."""
-        cdef size_t i = 0, j, before, after, run_start = 0, run_len = 0, m
-        cdef uint32_t* ids
-        while i < n:
-            j = scan_next(self.pattern, s, n, i, &self.cls[0], &self.fold[0])
-            before = w.ids.size
-            self.encode_chunk(s + i, j - i, end, w)
-            after = w.ids.size
-            i = j
-            if after == before + 1 and self.unit[w.ids.data[before]]:
-                if run_len == 0:
-                    run_start = before
-                run_len += 1
-                continue
-            if run_len >= 2:
-                ids = w.ids.data
-                m = self.merge_run(ids + run_start, run_len)
-                if m < run_len:                 # the chunk that ended the run moves up behind it
-                    memmove(ids + run_start + m, ids + before, (after - before) * sizeof(uint32_t))
-                    w.ids.size = run_start + m + (after - before)
-            run_len = 0
+    cdef size_t run_step(self, _Worker w, size_t before, size_t* run_start, size_t run_len) noexcept nogil:
+        """After a chunk's ids went to ``w.ids[before:]`` (BoundlessBPE): a chunk that is one unit
+        extends the run (returns its new length); any other ends it, and the run, if it has two
+        units or more, is merged by the supermerges in place (``merge_run``), the chunk's ids
+        moving up behind it (returns 0). The worker never only counts here (see _Worker)."""
+        cdef size_t after = w.ids.size, m
+        cdef uint32_t* ids = w.ids.data
+        if after == before + 1 and self.unit[ids[before]]:
+            if run_len == 0:
+                run_start[0] = before
+            return run_len + 1
+        if run_len >= 2:
+            m = self.merge_run(ids + run_start[0], run_len)
+            if m < run_len:
+                memmove(ids + run_start[0] + m, ids + before, (after - before) * sizeof(uint32_t))
+                w.ids.size = run_start[0] + m + (after - before)
+        return 0
+
+    cdef void end_run(self, _Worker w, size_t run_start, size_t run_len) noexcept nogil:
+        """The run at the end of a piece (it ends there, as at a special token)."""
         if run_len >= 2:
             w.ids.size = run_start + self.merge_run(w.ids.data + run_start, run_len)
 
@@ -675,15 +671,15 @@ cdef class MergeEncoder:
             if n:
                 self.encode_chunk(s, n, end, w)
             return
-        if self.boundless:
-            self.encode_runs(s, n, end, w)
-            return
         cdef size_t start[AHEAD]
         cdef size_t length[AHEAD]
         cdef uint64_t hashes[AHEAD]
-        cdef size_t scanned = 0, done = 0, k
+        cdef size_t scanned = 0, done = 0, k, before = 0, run_start = 0, run_len = 0
+        cdef bint runs = self.boundless
         # Chunks are scanned and hashed AHEAD ahead of their encoding and their table slots
-        # prefetched: the probes, which would each wait for memory, then overlap.
+        # prefetched: the probes, which would each wait for memory, then overlap. A BoundlessBPE
+        # tokenizer then merges runs of chunks that are one unit each (run_step): in this loop,
+        # not one of its own, so that the scanner keeps one call site and stays inlined.
         while True:
             while scanned - done < AHEAD and i < n:
                 j = scan_next(self.pattern, s, n, i, &self.cls[0], &self.fold[0])
@@ -693,9 +689,15 @@ cdef class MergeEncoder:
                 scanned += 1
                 i = j
             if done == scanned:
+                if runs:
+                    self.end_run(w, run_start, run_len)
                 return
             k = done % AHEAD
+            if runs:
+                before = w.ids.size
             self.encode_hashed(s + start[k], length[k], hashes[k], w)
+            if runs:
+                run_len = self.run_step(w, before, &run_start, run_len)
             done += 1
 
     cdef inline void prefetch(self, uint64_t h, size_t n, _Worker w) noexcept nogil:
