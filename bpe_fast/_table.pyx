@@ -17,7 +17,7 @@ pass, like merging sorted runs: no Python object per chunk anywhere.
 """
 import numpy as np
 cimport numpy as cnp
-from libc.stdint cimport int32_t, uint8_t, uint32_t, uint64_t, int64_t
+from libc.stdint cimport uint8_t, uint32_t, uint64_t, int64_t
 from libc.string cimport memchr, memcmp, memcpy
 from libcpp.algorithm cimport sort
 from libcpp.utility cimport pair
@@ -149,21 +149,6 @@ cdef class ChunkTable:
         self.used += 1
         if 10 * self.used > 7 * self.slots.size():
             self.grow()
-
-    cdef inline int64_t find(self, const uint8_t* s, size_t n) noexcept nogil:
-        """The count of a chunk (n >= 1 bytes), 0 if it is not in the table."""
-        cdef bint short = n <= SHORT_MAX
-        cdef uint64_t key = pack_short(s, n) if short else hash_bytes(s, n)
-        cdef size_t mask = (<size_t>1 << self.bits) - 1
-        cdef size_t i = <size_t>((mix(key) if short else key) & mask)
-        cdef Slot* slot
-        while True:
-            slot = &self.slots[i]
-            if slot.count == 0:
-                return 0
-            if slot.key == key and (slot.ref == SHORT) == short and (short or self.same_long(slot.ref, s, n)):
-                return slot.count
-            i = (i + 1) & mask
 
     cdef inline bint same_long(self, uint64_t ref, const uint8_t* s, size_t n) noexcept nogil:
         cdef uint64_t length
@@ -384,94 +369,6 @@ cdef class ChunkTable:
         cdef uint8_t buffer[8]
         cdef size_t length = self.chunk_at(&self.slots[slot], &data, buffer)
         return (<const char*>data)[:length]
-
-
-cdef class RunTable(ChunkTable):
-    """Counts the *runs* of BoundlessBPE's phase 2 (boundless.py) instead of chunks: the maximal
-    runs of at least two consecutive chunks that are *units* (eligible chunks the phase-1
-    tokenizer makes one token), within a document (a line with ``lines``). A run is counted as
-    its units' token ids, int32 in the machine's byte order one after another, so the table's "chunks" are
-    those bytes; everything else (sorting, spilling, adding tables) is the ChunkTable's.
-    ``set_units`` gives the units first: the bytes of each and its id."""
-    cdef ChunkTable units               # unit bytes -> id + 1
-    cdef vector[int32_t] run
-
-    def set_units(self, list chunks, const int32_t[::1] ids):
-        if len(chunks) != ids.shape[0]:
-            raise ValueError("set_units needs one id per unit")
-        self.units = ChunkTable()
-        for chunk, i in zip(chunks, ids):
-            if len(chunk) and i >= 0:
-                self.units.insert(<const uint8_t*><const char*>chunk, len(chunk), <int64_t>i + 1)
-
-    def is_unit(self, bytes chunk):
-        """The id of a unit, or -1 (for the regex route, which splits in Python)."""
-        return self.units.find(<const uint8_t*><const char*>chunk, len(chunk)) - 1 if len(chunk) else -1
-
-    def add_run(self, const int32_t[::1] ids):
-        """Count one run given as its ids (the regex route); fewer than two ids are no run."""
-        if ids.shape[0] >= 2:
-            self.insert(<const uint8_t*>&ids[0], 4 * ids.shape[0], 1)
-            self.check_overflow()
-
-    def add_text(self, Scanner scanner, const unsigned char[::1] data, bint lines=False):
-        """Count the runs of UTF-8 ``data`` as split by the scanner of a named pattern."""
-        if self.units is None:
-            raise ValueError("RunTable needs its units first (set_units)")
-        if data.shape[0] == 0:
-            return
-        with nogil:
-            self.add_runs_of_document(scanner, &data[0], data.shape[0], lines)
-
-    def add_documents(self, Scanner scanner, const unsigned char[::1] data, const int64_t[::1] offsets,
-                      bint lines=False):
-        """Count the runs of many documents packed in one UTF-8 buffer (as ``ChunkTable.add_documents``)."""
-        cdef Py_ssize_t i, n = offsets.shape[0] - 1
-        if self.units is None:
-            raise ValueError("RunTable needs its units first (set_units)")
-        if n <= 0 or data.shape[0] == 0:
-            return
-        if offsets[0] < 0 or offsets[n] > data.shape[0]:
-            raise ValueError(f"offsets run from {offsets[0]} to {offsets[n]}, outside the {data.shape[0]} bytes")
-        for i in range(n):
-            if offsets[i + 1] < offsets[i]:
-                raise ValueError(f"offsets must not decrease: offsets[{i + 1}] = {offsets[i + 1]} < {offsets[i]}")
-        with nogil:
-            for i in range(n):
-                self.add_runs_of_document(scanner, &data[0] + offsets[i], <size_t>(offsets[i + 1] - offsets[i]),
-                                          lines)
-
-    cdef void add_runs_of_document(self, Scanner scanner, const unsigned char* s, size_t n, bint lines) noexcept nogil:
-        cdef size_t start = 0, end
-        cdef const void* newline
-        while start < n:
-            end = n
-            if lines:
-                newline = memchr(s + start, 10, n - start)
-                if newline != NULL:
-                    end = <size_t>(<const unsigned char*>newline - s) + 1
-            self.add_runs_of_span(scanner, s + start, end - start)
-            start = end
-
-    cdef void add_runs_of_span(self, Scanner scanner, const unsigned char* s, size_t n) noexcept nogil:
-        """Scan the chunks of one document; each unit extends the run, anything else ends it."""
-        cdef size_t i = 0, j
-        cdef int64_t found
-        self.run.clear()
-        while i < n:
-            j = scan_next(scanner.pattern, s, n, i, &scanner.cls[0], &scanner.fold[0])
-            found = self.units.find(s + i, j - i)
-            if found:
-                self.run.push_back(<int32_t>(found - 1))
-            else:
-                self.end_run()
-            i = j
-        self.end_run()
-
-    cdef inline void end_run(self) noexcept nogil:
-        if self.run.size() >= 2:
-            self.insert(<const uint8_t*>self.run.data(), 4 * self.run.size(), 1)
-        self.run.clear()
 
 
 cdef inline int compare(uint64_t ha, const uint8_t* a, size_t na, uint64_t hb, const uint8_t* b, size_t nb) noexcept nogil:

@@ -35,7 +35,8 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from . import arguments
-from ._table import ChunkTable, RunTable
+from ._runs import RunScanner
+from ._table import ChunkTable
 from .arguments import INT64_MAX
 from .errors import TERMINATING, ArgumentError, InputError, WorkerError, terminating_raises
 from .inputs import DocsTask, decode_utf8
@@ -99,6 +100,10 @@ class ChunkCounter:
         # for many small documents).
         self.whole_texts = not config.splitter.special_tokens and not config.splitter.lines
         self.table = ChunkTable()
+        # What the native scanner's text goes to: the table's own counting of chunks, or
+        # (RunCounter) a RunScanner counting runs into the same table.
+        self.scan_text = self.table.add_text
+        self.scan_documents = self.table.add_documents
         self.spills: list[str] = []
         self.input_size = 0
 
@@ -133,7 +138,7 @@ class ChunkCounter:
             for chunk, n in counts.items():
                 self.table.add(to_utf8(chunk, self.config.errors, where), n)
         elif scanner is not None:
-            self.table.add_text(scanner, to_utf8(document, self.config.errors, where))
+            self.scan_text(scanner, to_utf8(document, self.config.errors, where))
         else:
             self.table.add(to_utf8(document, self.config.errors, where))
 
@@ -147,7 +152,7 @@ class ChunkCounter:
             except UnicodeDecodeError:
                 pass                                    # strict: raise below, naming the offset
             else:
-                self.table.add_text(scanner, data, splitter.lines)
+                self.scan_text(scanner, data, splitter.lines)
                 return
         self.add_text(decode_utf8(data, self.config.errors, where, base_offset), where)
 
@@ -158,7 +163,7 @@ class ChunkCounter:
         scanner = self.splitter.scanner
         if (scanner is not None and not any(token in task.data for token in self.splitter.special_bytes)
                 and (task.utf8_valid or documents_are_utf8(task.data, task.offsets))):
-            self.table.add_documents(scanner, task.data, task.offsets, self.splitter.lines)
+            self.scan_documents(scanner, task.data, task.offsets, self.splitter.lines)
             return
         for i, document in enumerate(task.packed_documents(), task.first_index):
             self.add_utf8(document, f"document {i}")
@@ -202,7 +207,7 @@ class NormalizingChunkCounter(ChunkCounter):
         text = self.splitter.normalized(decode_utf8(data, self.config.errors, where, base_offset))
         scanner = self.splitter.scanner                                # a scanner: the NATIVE engine
         if scanner is not None and not any(token in text for token in self.splitter.special_tokens):
-            self.table.add_text(scanner, text.encode("utf-8"), self.splitter.lines)   # decoded UTF-8: no surrogate
+            self.scan_text(scanner, text.encode("utf-8"), self.splitter.lines)   # decoded UTF-8: no surrogate
         else:
             super().add_text(text, where)
 
@@ -213,20 +218,21 @@ class NormalizingChunkCounter(ChunkCounter):
 
 
 class RunCounter(ChunkCounter):
-    """Counts BoundlessBPE's runs (``config.units``) instead of chunks, on the same routes: a
-    named pattern's scanner straight into the native ``RunTable``; a custom regex's matches in
-    order here; with no pattern a document is one chunk, so it holds no run."""
+    """Counts BoundlessBPE's runs (``config.units``) instead of chunks, into the same table, on
+    the same routes: a named pattern's scanner straight into the native ``RunScanner``; a custom
+    regex's matches in order here; with no pattern a document is one chunk, so it holds no run."""
 
     def __init__(self, config: CountConfig):
         super().__init__(config)
         units = config.units or ()
-        self.table = self.runs = RunTable()
-        self.runs.set_units([u for u, _ in units], np.array([i for _, i in units], dtype=np.int32))
+        self.runs = RunScanner(self.table, [u for u, _ in units], np.array([i for _, i in units], dtype=np.int32))
+        self.scan_text = self.runs.add_text
+        self.scan_documents = self.runs.add_documents
 
     def _add_document(self, document: str, where: str) -> None:
         engine, scanner = self.engine, self.splitter.scanner
         if scanner is not None:
-            self.table.add_text(scanner, to_utf8(document, self.config.errors, where))
+            self.scan_text(scanner, to_utf8(document, self.config.errors, where))
         elif engine == REGEX:
             table, errors, run = self.runs, self.config.errors, []
             for batch in match_batches(self.splitter.regex, document):
