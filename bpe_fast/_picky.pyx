@@ -341,17 +341,23 @@ cdef class _Picky:
 
 def train_picky(const uint8_t[::1] symbols, const int64_t[::1] offsets, const int64_t[::1] counts,
                 int64_t n_learned, double tau, int64_t min_count=1, int64_t max_token_length=0,
-                progress=None, Py_ssize_t progress_every=256, dict stats=None):
+                progress=None, Py_ssize_t progress_every=256, dict stats=None, list segmentation=None):
     """Picky BPE's events on a word table (bytes, offsets, counts), until ``n_learned`` learned
     tokens are present or no pair occurs ``min_count`` times: an int32 array of (a, b) rows (see
-    the module docstring). ``progress(present)`` is called every ``progress_every`` steps."""
-    if not 0 < tau <= 1:
-        raise ValueError(f"tau must be in (0, 1], got {tau}")
+    the module docstring). ``progress(present)`` is called every ``progress_every`` steps. A tau
+    above 1 removes nothing: plain BPE (the tests hold it to ``_kernel``). ``segmentation``, a
+    list, gets each word's tokens (event ids) at the end, the state the replay must reach."""
+    if not tau > 0:
+        raise ValueError(f"tau must be > 0, got {tau}")
     cdef _Picky state = _Picky()
+    cdef Py_ssize_t w
     state.setup(symbols, offsets, counts)
     state.learn(n_learned, tau, max(1, min_count), max_token_length, progress, max(1, progress_every))
     if stats is not None:
         stats.update(steps=state.step, removals=state.n_removals, pairs=state.count.size())
+    if segmentation is not None:
+        for w in range(counts.shape[0]):
+            segmentation.append([state.tokens[i] for i in range(state.start[w], state.start[w] + state.size[w])])
     cdef cnp.ndarray[int32_t, ndim=2] out = np.empty((state.events.size() // 2, 2), dtype=np.int32)
     cdef Py_ssize_t i
     for i in range(<Py_ssize_t>state.events.size() // 2):
