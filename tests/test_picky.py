@@ -27,6 +27,13 @@ SMALL = [small_text()] * 4
 A, B, C, D = b"abcd"
 
 
+def trained(docs: list[str], vocab_size: int, **options) -> PickyTokenizer:
+    """train_from_iterator's PickyTokenizer."""
+    tok = bpe_fast.train_from_iterator(docs, vocab_size, progress="none", **options)
+    assert isinstance(tok, PickyTokenizer)
+    return tok
+
+
 def kernel_events(words: dict[bytes, int], n_learned: int, tau: float, **options) -> list[tuple[int, int]]:
     table = WordTable.from_counts(words)
     events = train_picky(table.symbols, table.offsets, table.counts, n_learned, tau, **options)
@@ -54,7 +61,7 @@ def test_tau_1_still_removes_a_token_that_occurs_only_inside_the_merged_pair():
     assert kernel_events({b"abc": 10}, 5, 1.0) == [(A, B), (256, C), (256, REMOVED)]
     assert kernel_events({b"abc": 10, b"ab": 1}, 5, 1.0) == [(A, B), (256, C)]
     with pytest.warns(VocabSizeWarning, match="stopped with 1 of 2 learned tokens present"):
-        tok = bpe_fast.train_from_iterator(["abc"] * 10, 258, pattern=None, picky=1.0, progress="none")
+        tok = trained(["abc"] * 10, 258, pattern=None, picky=1.0)
     assert tok.events.tolist() == [[A, B], [256, C], [256, REMOVED]]
     assert tok.vocab_size == 257 and tok.token_bytes(256) == b"abc" and tok.encode("ab") == [A, B]
 
@@ -79,7 +86,7 @@ def test_a_removed_token_expands_through_parents_removed_before_it():
 
 def test_removals_make_room_for_more_merges():
     """The vocabulary counts present tokens only: 2 learned tokens present took 3 merges."""
-    tok = bpe_fast.train_from_iterator(["abc " * 10 + "ab"], 256 + 3, pattern=None, picky=0.7, progress="none")
+    tok = trained(["abc " * 10 + "ab"], 256 + 3, pattern=None, picky=0.7)
     merges = tok.events[tok.events[:, 1] != REMOVED]
     assert tok.vocab_size == 259 and len(merges) > 3 and tok.removals == len(merges) - 3
 
@@ -172,7 +179,7 @@ def test_encoding_replays_the_training_and_round_trips_on_every_corpus(path):
 
 
 def test_training_is_the_kernels_and_encodes_as_the_replay():
-    tok = bpe_fast.train_from_iterator(SMALL, 600, picky=0.6, special_tokens=["<|endoftext|>"], progress="none")
+    tok = trained(SMALL, 600, picky=0.6, special_tokens=["<|endoftext|>"])
     table = bpe_fast.count_from_iterator(SMALL, special_tokens=["<|endoftext|>"], progress="none")
     assert np.array_equal(tok.events, train_picky(table.symbols, table.offsets, table.counts, 600 - 257, 0.6))
     assert tok.vocab_size == 600 and tok.special_tokens == {"<|endoftext|>": 599} and tok.removals > 0
@@ -212,7 +219,7 @@ def test_a_list_of_sizes_cuts_the_events_where_a_shorter_training_stops():
     for tok, size in zip(many, (300, 450, 600)):
         alone = bpe_fast.train_from_iterator(SMALL, size, picky=0.6, progress="none")
         assert tok == alone and tok.vocab_size == size
-    assert len(events_for(many[-1].events, 0)) == 0
+    assert len(events_for(trained(SMALL, 600, picky=0.6).events, 0)) == 0
     with pytest.raises(VocabularyError, match="out of range"):
         many[0].truncated(601)
 
@@ -226,15 +233,13 @@ def test_hugging_face_ties_break_by_its_byte_order():
     byte_of = np.array(huggingface_byte_order())
     expected = [tuple(int(byte_of[i]) if 0 <= i < 256 else i for i in e)
                 for e in train_picky_reference(renumbered, 200, 0.6)]
-    tok = bpe_fast.train_from_iterator(SMALL, 456, pattern="gpt2", picky=0.6, tie_break="huggingface",
-                                       progress="none")
+    tok = trained(SMALL, 456, pattern="gpt2", picky=0.6, tie_break="huggingface")
     assert [tuple(e) for e in tok.events.tolist()] == expected
     assert expected != train_picky_reference(words, 200, 0.6)
 
 
 def test_save_and_load_keep_the_events(tmp_path):
-    tok = bpe_fast.train_from_iterator(SMALL, 500, picky=0.7, special_tokens=["<|endoftext|>"], normalize="nfkc",
-                                       progress="none")
+    tok = trained(SMALL, 500, picky=0.7, special_tokens=["<|endoftext|>"], normalize="nfkc")
     tok.save(tmp_path / "tok.json")
     text = (tmp_path / "tok.json").read_text()
     assert '"version": 3' in text and '"picky": 0.7' in text and '"merges"' not in text
