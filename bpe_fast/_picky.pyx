@@ -9,9 +9,10 @@ makes a new id, even when its bytes are those of a removed token (that token com
 new id), so an id is made once and removed at most once.
 
 Training (``train_picky``). Each word of the table is an array of event ids, in place: word w
-owns ``n_bytes(w)`` slots from ``offsets[w]`` and holds ``size[w]`` tokens at their start (no
-token is shorter than a byte, so a removal's expansion always fits). Invariants kept between
-steps:
+owns its bytes' slots of ``tokens`` from ``words[w].start`` and holds ``words[w].size`` tokens
+at their start (no token is shorter than a byte, so a removal's expansion always fits; the rest
+of a word's record, its count and its last visit, sits beside them, one cache line a visit).
+Invariants kept between steps:
 
 * ``count[pid]`` is exactly the number of occurrences of pair ``pid`` over all words, each word
   weighted by its count (overlapping occurrences count: "aaa" holds (a, a) twice);
@@ -28,7 +29,9 @@ steps:
 
 One step: the best pair (a, b) is merged into t in every word listed for it, left to right
 without overlap; each replacement adjusts the counts of the pairs around it (the ones it
-destroys, the ones it makes, all holding t) and m, the weighted number of replacements. Then,
+destroys, the ones it makes, all holding t) and m, the weighted number of replacements; a word
+is read up to its first occurrence before anything is written (a fifth of the visits, on
+natural text, find none: the word lost the pair since it was listed). Then,
 for each parent x in (a, b) (once if a == b) that is not a byte, IoS(x) = m / f(x), f(x) being
 x's frequency just before the merge; both are computed before either parent is removed. From
 the left, a parent with IoS >= tau is removed: in every word listed for it, each occurrence is
@@ -60,15 +63,18 @@ cnp.import_array()
 
 REMOVED = -1            # the second column of a removal event
 
+cdef struct Word:
+    int64_t start           # its first slot in tokens
+    int64_t weight          # its count in the corpus
+    int64_t seen            # the last operation that visited it
+    int32_t size            # its tokens, now
+
 
 cdef class _Picky:
     """The training state (see the module docstring for its invariants)."""
-    # the corpus: word w's tokens are tokens[start[w] : start[w] + size[w]]
+    # the corpus: word w's tokens are tokens[words[w].start : words[w].start + words[w].size]
     cdef vector[int32_t] tokens
-    cdef vector[int64_t] start
-    cdef vector[int32_t] size
-    cdef vector[int64_t] weight
-    cdef vector[int64_t] seen                    # word -> the last operation that visited it
+    cdef vector[Word] words                      # one struct: a visit reads one cache line
     cdef vector[int32_t] scratch                 # a word's tokens, while a removal rewrites it
     # pairs: dense ids through the map
     cdef PairMap ids
@@ -87,6 +93,7 @@ cdef class _Picky:
     cdef vector[int32_t] events                  # flat (a, b) rows
     cdef int64_t step, operation
     cdef int64_t n_removals
+    cdef int64_t n_visits, n_scanned, n_stale, n_replaced   # work counters (stats=)
 
     def __cinit__(self):
         self.ids.keys = NULL
@@ -101,10 +108,7 @@ cdef class _Picky:
         if pairmap_init(&self.ids, 1 << 16) != 0:
             raise MemoryError()
         self.tokens.resize(symbols.shape[0])
-        self.start.resize(n_words)
-        self.size.resize(n_words)
-        self.weight.resize(n_words)
-        self.seen.assign(n_words, -1)
+        self.words.resize(n_words)
         for i in range(256):
             self.left.push_back(i)
             self.right.push_back(-1)
@@ -114,9 +118,7 @@ cdef class _Picky:
         self.token_words.resize(256)
         for w in range(n_words):
             n = counts[w]
-            self.start[w] = offsets[w]
-            self.size[w] = <int32_t>(offsets[w + 1] - offsets[w])
-            self.weight[w] = n
+            self.words[w] = Word(start=offsets[w], weight=n, seen=-1, size=<int32_t>(offsets[w + 1] - offsets[w]))
             for i in range(offsets[w], offsets[w + 1]):
                 self.tokens[i] = symbols[i]
                 self.freq[symbols[i]] += n
@@ -203,16 +205,24 @@ cdef class _Picky:
         words.swap(self.pair_words[pid])       # no word holds (a, b) after this
         self.operation += 1
         for w in words:
-            if self.seen[w] != self.operation:
-                self.seen[w] = self.operation
+            if self.words[w].seen != self.operation:
+                self.words[w].seen = self.operation
                 m += self.merge_in_word(w, a, b, t)
         return m
 
     cdef int64_t merge_in_word(self, int32_t w, int32_t a, int32_t b, int32_t t) except -1:
-        """Rewrite word w in place, left to right (the write index never passes the read index)."""
-        cdef int32_t* p = &self.tokens[self.start[w]]
-        cdef int32_t size = self.size[w], i = 0, j = 0, k = 0
-        cdef int64_t n = self.weight[w]
+        """Rewrite word w in place, left to right, from its first occurrence (the write index never
+        passes the read index); a word that no longer holds (a, b) is only read."""
+        cdef int32_t* p = &self.tokens[self.words[w].start]
+        cdef int32_t size = self.words[w].size, i = 0, j, k = 0
+        cdef int64_t n = self.words[w].weight
+        self.n_visits += 1
+        self.n_scanned += size
+        while i + 1 < size and not (p[i] == a and p[i + 1] == b):
+            i += 1
+        j = i
+        if i + 1 >= size:
+            self.n_stale += 1
         while i < size:
             if i + 1 < size and p[i] == a and p[i + 1] == b:
                 if j > 0:                    # the token before: maybe the t just made
@@ -230,8 +240,9 @@ cdef class _Picky:
                 p[j] = p[i]
                 j += 1
                 i += 1
+        self.n_replaced += k
         if k:
-            self.size[w] = j
+            self.words[w].size = j
             self.freq[a] -= k * n
             self.freq[b] -= k * n
             self.freq[t] += k * n
@@ -263,8 +274,8 @@ cdef class _Picky:
         words.swap(self.token_words[x])
         self.operation += 1
         for w in words:
-            if self.seen[w] != self.operation:
-                self.seen[w] = self.operation
+            if self.words[w].seen != self.operation:
+                self.words[w].seen = self.operation
                 self.split_in_word(w, x, parts)
         self.events.push_back(x)
         self.events.push_back(REMOVED)
@@ -273,10 +284,10 @@ cdef class _Picky:
 
     cdef int split_in_word(self, int32_t w, int32_t x, vector[int32_t]& parts) except -1:
         """Rewrite word w from a copy (it may grow), each x becoming ``parts``."""
-        cdef int32_t* p = &self.tokens[self.start[w]]
-        cdef int32_t size = self.size[w], i, j = 0, k = 0, q, y
+        cdef int32_t* p = &self.tokens[self.words[w].start]
+        cdef int32_t size = self.words[w].size, i, j = 0, k = 0, q, y
         cdef int32_t last = <int32_t>parts.size() - 1
-        cdef int64_t n = self.weight[w]
+        cdef int64_t n = self.words[w].weight
         self.scratch.assign(p, p + size)
         for i in range(size):
             y = self.scratch[i]
@@ -297,7 +308,7 @@ cdef class _Picky:
                 j += 1
             k += 1
         if k:
-            self.size[w] = j
+            self.words[w].size = j
             self.freq[x] -= k * n
             for q in range(last + 1):
                 self.freq[parts[q]] += k * n
@@ -344,7 +355,9 @@ def train_picky(const uint8_t[::1] symbols, const int64_t[::1] offsets, const in
                 progress=None, Py_ssize_t progress_every=256, dict stats=None, list segmentation=None):
     """Picky BPE's events on a word table (bytes, offsets, counts), until ``n_learned`` learned
     tokens are present or no pair occurs ``min_count`` times: an int32 array of (a, b) rows (see
-    the module docstring). ``progress(present)`` is called every ``progress_every`` steps. A tau
+    the module docstring). ``progress(present)`` is called every ``progress_every`` steps;
+    ``stats`` gets the work done (merge steps, removals, pairs seen, word visits of the merges,
+    how many of those found no occurrence, tokens scanned, occurrences replaced). A tau
     above 1 removes nothing: plain BPE (the tests hold it to ``_kernel``). ``segmentation``, a
     list, gets each word's tokens (event ids) at the end, the state the replay must reach."""
     if not tau > 0:
@@ -354,10 +367,12 @@ def train_picky(const uint8_t[::1] symbols, const int64_t[::1] offsets, const in
     state.setup(symbols, offsets, counts)
     state.learn(n_learned, tau, max(1, min_count), max_token_length, progress, max(1, progress_every))
     if stats is not None:
-        stats.update(steps=state.step, removals=state.n_removals, pairs=state.count.size())
+        stats.update(steps=state.step, removals=state.n_removals, pairs=state.count.size(), word_visits=state.n_visits,
+                     tokens_scanned=state.n_scanned, stale_visits=state.n_stale, replaced=state.n_replaced)
     if segmentation is not None:
         for w in range(counts.shape[0]):
-            segmentation.append([state.tokens[i] for i in range(state.start[w], state.start[w] + state.size[w])])
+            segmentation.append([state.tokens[i] for i in range(state.words[w].start,
+                                                                   state.words[w].start + state.words[w].size)])
     cdef cnp.ndarray[int32_t, ndim=2] out = np.empty((state.events.size() // 2, 2), dtype=np.int32)
     cdef Py_ssize_t i
     for i in range(<Py_ssize_t>state.events.size() // 2):
