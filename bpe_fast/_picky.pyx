@@ -20,8 +20,8 @@ Invariants kept between steps:
 * ``pair_words[pid]`` lists every word that holds pair ``pid`` (maybe more than once, maybe
   words that no longer do); ``token_words[t]`` lists every word that holds learned token t
   (likewise). A word is added where it gains a pair or a learned token, and the lists are read
-  through ``seen`` (a word visited once per operation) and a check of the word itself, so
-  stale entries cost a look and nothing else.
+  through ``words[w].seen`` (a word visited once per operation) and a check of the word itself,
+  so stale entries cost a look and nothing else.
 * Every pair with a positive count has an entry in the heap whose count is >= its true count.
   A step pushes each pair whose count grew past what it was when the step began; popping an
   entry whose count is out of date re-pushes it with the true count (lazy re-check), so the
@@ -31,13 +31,15 @@ One step: the best pair (a, b) is merged into t in every word listed for it, lef
 without overlap; each replacement adjusts the counts of the pairs around it (the ones it
 destroys, the ones it makes, all holding t) and m, the weighted number of replacements; a word
 is read up to its first occurrence before anything is written (a fifth of the visits, on
-natural text, find none: the word lost the pair since it was listed). Then,
-for each parent x in (a, b) (once if a == b) that is not a byte, IoS(x) = m / f(x), f(x) being
-x's frequency just before the merge; both are computed before either parent is removed. From
-the left, a parent with IoS >= tau is removed: in every word listed for it, each occurrence is
-replaced by its expansion (its parents, each expanded again while itself removed), adjusting
-the counts of the pairs around it. Only the words that hold the pair or the removed token are
-touched, and each costs its length.
+natural text, find none: the word lost the pair since it was listed). Then, for each parent x
+in (a, b) (once if a == b) that is not a byte, IoS(x) = m / f(x), f(x) being x's frequency just
+before the merge; both are computed before either parent is removed. From the left, a parent
+with IoS >= tau is removed: in every word listed for it, each occurrence is replaced by its
+expansion (its parents, each expanded again while itself removed), adjusting the counts of the
+pairs around it. Only the words that hold the pair or the removed token are touched, and each
+costs its length. Training stops when ``n_learned`` learned tokens are present or no pair is
+left; as in the paper's code, nothing else bounds the steps (a removal can bring back pairs
+already merged): on natural text the merges exceed the tokens kept by the removals, 2-10%.
 
 The replay encoder (``PickyEncoder``) applies the events to one chunk in event order without
 visiting the events that do not apply: a min-heap of (event, position) candidates, one for each
