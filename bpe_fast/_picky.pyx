@@ -63,6 +63,16 @@ from ._pairmap cimport PairMap, pair_key, key_left, key_right, pairmap_init, pai
 
 cnp.import_array()
 
+cdef extern from *:
+    """
+    #if defined(__GNUC__) || defined(__clang__)
+    #define picky_prefetch(p) __builtin_prefetch((p))
+    #else
+    #define picky_prefetch(p) ((void)(p))
+    #endif
+    """
+    void prefetch "picky_prefetch"(const void*) noexcept nogil
+
 REMOVED = -1            # the second column of a removal event
 
 cdef struct Word:
@@ -204,9 +214,19 @@ cdef class _Picky:
         cdef vector[int32_t] words
         cdef int32_t w
         cdef int64_t m = 0
+        cdef size_t i, n
         words.swap(self.pair_words[pid])       # no word holds (a, b) after this
         self.operation += 1
-        for w in words:
+        n = words.size()
+        for i in range(n):
+            # Words are scattered in memory: ask for the records 16 words ahead in the list and for
+            # the tokens 8 ahead, so they are in the cache when the visit comes (written out here:
+            # as a method it lost most of the gain). Half a merge's time went to waiting for them.
+            if i + 16 < n:
+                prefetch(&self.words[words[i + 16]])
+            if i + 8 < n:
+                prefetch(&self.tokens[self.words[words[i + 8]].start])
+            w = words[i]
             if self.words[w].seen != self.operation:
                 self.words[w].seen = self.operation
                 m += self.merge_in_word(w, a, b, t)
@@ -271,11 +291,17 @@ cdef class _Picky:
         """Replace every occurrence of x by its expansion; x is never present again."""
         cdef vector[int32_t] words, parts
         cdef int32_t w
+        cdef size_t i
         self.removed[x] = 1
         parts = self.expansion(x)
         words.swap(self.token_words[x])
         self.operation += 1
-        for w in words:
+        for i in range(words.size()):
+            if i + 16 < words.size():           # as in merge
+                prefetch(&self.words[words[i + 16]])
+            if i + 8 < words.size():
+                prefetch(&self.tokens[self.words[words[i + 8]].start])
+            w = words[i]
             if self.words[w].seen != self.operation:
                 self.words[w].seen = self.operation
                 self.split_in_word(w, x, parts)
