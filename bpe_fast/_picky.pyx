@@ -29,7 +29,9 @@ Invariants kept between steps:
 
 One step: the best pair (a, b) is merged into t in every word listed for it, left to right
 without overlap; each replacement adjusts the counts of the pairs around it (the ones it
-destroys, the ones it makes, all holding t) and m, the weighted number of replacements; a word
+destroys, the ones it makes, all holding t; found by the neighbour's symbol in four small arrays,
+so the pair map is probed once per merge and neighbour) and m, the weighted number of
+replacements; a word
 is read up to its first occurrence before anything is written (a fifth of the visits, on
 natural text, find none: the word lost the pair since it was listed). Then, for each parent x
 in (a, b) (once if a == b) that is not a byte, IoS(x) = m / f(x), f(x) being x's frequency just
@@ -97,6 +99,11 @@ cdef class _Picky:
     cdef vector[int64_t] count_before            # ... and its count before that step
     cdef vector[int32_t] changed                 # the pairs changed in this step
     cdef priority_queue[pair[int64_t, uint64_t]] heap    # (count, ~key): max count, then min key
+    # The merge of (a, b) into t in progress: the ids of the pairs around an occurrence, by the
+    # neighbour's symbol (x before it: (x, a), (x, t); y after it: (b, y), (t, y)), -1 until
+    # looked up, so the pair map is probed once per merge and neighbour, not per occurrence.
+    cdef vector[int32_t] with_a, with_t_left, with_b, with_t_right
+    cdef vector[int32_t] near                    # the neighbours looked up (to reset)
     # tokens, by event id
     cdef vector[int32_t] left, right, length
     cdef vector[int64_t] freq
@@ -128,6 +135,10 @@ cdef class _Picky:
             self.freq.push_back(0)
             self.removed.push_back(0)
         self.token_words.resize(256)
+        self.with_a.assign(256, -1)
+        self.with_t_left.assign(256, -1)
+        self.with_b.assign(256, -1)
+        self.with_t_right.assign(256, -1)
         for w in range(n_words):
             n = counts[w]
             self.words[w] = Word(start=offsets[w], weight=n, seen=-1, size=<int32_t>(offsets[w + 1] - offsets[w]))
@@ -154,7 +165,9 @@ cdef class _Picky:
 
     cdef int add(self, int32_t x, int32_t y, int64_t delta, int32_t w) except -1:
         """Pair (x, y) gains ``delta`` occurrences (loses, if negative) in word w."""
-        cdef int32_t pid = self.pair_id(x, y)
+        return self.add_pid(self.pair_id(x, y), delta, w)
+
+    cdef int add_pid(self, int32_t pid, int64_t delta, int32_t w) except -1:
         if self.step_of[pid] != self.step:
             self.step_of[pid] = self.step
             self.count_before[pid] = self.count[pid]
@@ -206,13 +219,17 @@ cdef class _Picky:
         self.freq.push_back(0)
         self.removed.push_back(0)
         self.token_words.push_back(vector[int32_t]())
+        self.with_a.push_back(-1)
+        self.with_t_left.push_back(-1)
+        self.with_b.push_back(-1)
+        self.with_t_right.push_back(-1)
         return t
 
     cdef int64_t merge(self, int32_t pid, int32_t a, int32_t b, int32_t t) except -1:
         """Merge (a, b) into t in every word that holds it; returns m, the weighted number of
         replacements."""
         cdef vector[int32_t] words
-        cdef int32_t w
+        cdef int32_t w, x
         cdef int64_t m = 0
         cdef size_t i, n
         words.swap(self.pair_words[pid])       # no word holds (a, b) after this
@@ -229,14 +246,17 @@ cdef class _Picky:
             w = words[i]
             if self.words[w].seen != self.operation:
                 self.words[w].seen = self.operation
-                m += self.merge_in_word(w, a, b, t)
+                m += self.merge_in_word(w, pid, a, b, t)
+        for x in self.near:
+            self.with_a[x] = self.with_t_left[x] = self.with_b[x] = self.with_t_right[x] = -1
+        self.near.clear()
         return m
 
-    cdef int64_t merge_in_word(self, int32_t w, int32_t a, int32_t b, int32_t t) except -1:
+    cdef int64_t merge_in_word(self, int32_t w, int32_t pid, int32_t a, int32_t b, int32_t t) except -1:
         """Rewrite word w in place, left to right, from its first occurrence (the write index never
         passes the read index); a word that no longer holds (a, b) is only read."""
         cdef int32_t* p = &self.tokens[self.words[w].start]
-        cdef int32_t size = self.words[w].size, i = 0, j, k = 0
+        cdef int32_t size = self.words[w].size, i = 0, j, k = 0, x, y
         cdef int64_t n = self.words[w].weight
         self.n_visits += 1
         self.n_scanned += size
@@ -248,12 +268,22 @@ cdef class _Picky:
         while i < size:
             if i + 1 < size and p[i] == a and p[i + 1] == b:
                 if j > 0:                    # the token before: maybe the t just made
-                    self.add(p[j - 1], a, -n, w)
-                    self.add(p[j - 1], t, n, w)
-                self.add(a, b, -n, w)
+                    x = p[j - 1]
+                    if self.with_a[x] < 0:
+                        self.with_a[x] = self.pair_id(x, a)
+                        self.with_t_left[x] = self.pair_id(x, t)
+                        self.near.push_back(x)
+                    self.add_pid(self.with_a[x], -n, w)
+                    self.add_pid(self.with_t_left[x], n, w)
+                self.add_pid(pid, -n, w)
                 if i + 2 < size:
-                    self.add(b, p[i + 2], -n, w)
-                    self.add(t, p[i + 2], n, w)
+                    y = p[i + 2]
+                    if self.with_b[y] < 0:
+                        self.with_b[y] = self.pair_id(b, y)
+                        self.with_t_right[y] = self.pair_id(t, y)
+                        self.near.push_back(y)
+                    self.add_pid(self.with_b[y], -n, w)
+                    self.add_pid(self.with_t_right[y], n, w)
                 p[j] = t
                 j += 1
                 i += 2
