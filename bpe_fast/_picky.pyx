@@ -41,7 +41,7 @@ expansion (its parents, each expanded again while itself removed), adjusting the
 pairs around it. Only the words that hold the pair or the removed token are touched, and each
 costs its length. Training stops when ``n_learned`` learned tokens are present or no pair is
 left; as in the paper's code, nothing else bounds the steps (a removal can bring back pairs
-already merged): on natural text the merges exceed the tokens kept by the removals, 2-10%.
+already merged): on natural text the removals are 1.5-10% of the merges (benchmarks/RESULTS.md).
 
 The replay encoder (``PickyEncoder``) applies the events to one chunk in event order without
 visiting the events that do not apply: a min-heap of (event, position) candidates, one for each
