@@ -1,8 +1,10 @@
-"""The plain-Python trainer: the oracle the kernel is tested against.
+"""The plain-Python trainers: the oracles the kernels are tested against.
 
-Same semantics as ``_kernel.train_merges``, written to be obviously right rather than fast:
-every step recounts all pairs from scratch (overlapping pairs count), picks the highest count
-with ties to the smallest (left, right), and replaces it left to right without overlap.
+Same semantics as ``_kernel.train_merges`` (``train_reference``) and ``_picky.train_picky``
+(``train_picky_reference``, with ``encode_picky_reference`` for ``_picky.PickyEncoder``),
+written to be obviously right rather than fast: every step recounts all pairs from scratch
+(overlapping pairs count), picks the highest count with ties to the smallest (left, right), and
+replaces it left to right without overlap.
 """
 from __future__ import annotations
 
@@ -89,7 +91,8 @@ def train_picky_reference(word_counts: dict[bytes, int], n_learned: int, tau: fl
     smallest pair, left to right without overlap: m replacements, weighted); then each parent x
     of the pair that is not a byte (once if both are x) has IoS(x) = m / (x's frequency just
     before the merge), both computed before either is removed; from the left, every x with
-    IoS >= tau is removed: each occurrence becomes ``expand(x)``.
+    IoS >= tau is removed: each occurrence becomes ``expand(x)``. A tau above 1 removes nothing:
+    the merges are ``train_reference``'s.
     """
     words = [list(w) for w in word_counts]
     counts = list(word_counts.values())
