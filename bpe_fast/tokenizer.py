@@ -27,11 +27,11 @@ import regex
 from . import arguments, formats
 from ._encode import OUTPUT_ARRAY as OUT_ARRAY, OUTPUT_COUNT as OUT_COUNT, OUTPUT_LIST as OUT_LIST
 from ._encode import MergeEncoder, SpecialSet
+from ._picky import PickyEncoder
 from .bytelevel import str_to_token, token_to_str
 from .errors import ArgumentError, ArgumentTypeError, EncodingError, TokenizerFileError, VocabularyError, naming_file
 from .formats import Vocabulary
 from .formats.huggingface import huggingface_ids, to_transformers
-from ._picky import PickyEncoder
 from .patterns import whole_matches
 from .picky import REMOVED, check_events, check_tau, events_for, removals, token_bytes, token_ids
 from .pretokenize import (NORMALIZATIONS, REGEX, WHOLE, Splitter, char_classes, check_encodable,
