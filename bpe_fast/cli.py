@@ -141,6 +141,17 @@ def whole_number(low: int, high: int, what: str):
     return parse
 
 
+def threshold(text: str) -> float:
+    """The type of --picky: a number with 0 < tau <= 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text} is out of range: 0 < TAU <= 1")
+    return value
+
+
 def add_input_options(p) -> None:
     """Where the text comes from and how it is split: shared by ``count`` and ``train``."""
     p.add_argument("inputs", nargs="*", metavar="INPUT",
@@ -202,6 +213,9 @@ def add_train_parser(sub) -> None:
                         "with --superword-pattern up to --vocab-size")
     t.add_argument("--superword-pattern", default="superword",
                    help="the stage-two pattern of --superword-at (default superword: SuperBPE's rule)")
+    t.add_argument("--picky", type=threshold, default=None, metavar="TAU",
+                   help="Picky BPE (arXiv 2409.04599): after each merge, remove a parent token whose IoS (the share "
+                        "of its occurrences the merge took) is >= TAU (0 < TAU <= 1); only bpe_fast's JSON holds it")
     t.add_argument("--eval", nargs="+", default=[], metavar="FILE",
                    help="held-out text files: print bytes per token of each trained size on them")
     t.add_argument("--plot", default=None, metavar="PNG", help="with --eval: draw bytes per token against vocab size")
@@ -266,7 +280,7 @@ def _show_learned(tok, path: str, out) -> None:
         text = tok.token_bytes(i).decode("utf-8", "replace")
         return f"{len(text)} spaces" if len(text) > 3 and text == " " * len(text) else repr(text)
 
-    learned = tok.merge_ids.tolist()
+    learned = [i for i in tok.merge_ids.tolist() if i >= 0]       # (-1: a token Picky BPE removed)
     longest = sorted(learned, key=lambda i: (-len(tok.token_bytes(i)), i))[:10]
     print(f"\nfirst merges:   {', '.join(shown(i) for i in learned[:10])}", file=out)
     print(f"longest tokens: {', '.join(shown(i) for i in longest)}", file=out)
@@ -393,9 +407,11 @@ def train_normalize(args, base) -> str | None:
 
 def check_result_writable(args, fmt: str, base, pattern, specials, normalize: str | None) -> None:
     """Refuse, before training, a result the format of -o cannot hold: its pattern (the superword
-    pattern, with --superword-at), its special tokens (the base's too), its normalization and its ids."""
+    pattern, with --superword-at), its special tokens (the base's too), its normalization, its ids
+    and Picky BPE's events (--picky)."""
     final = resolve(args.superword_pattern) if args.superword_at is not None else pattern
-    formats.check_writable(fmt, final, [*specials, *base_special_tokens(base, specials)], normalize)
+    formats.check_writable(fmt, final, [*specials, *base_special_tokens(base, specials)], normalize,
+                           picky=args.picky is not None)
     why = _why_other_ids(base, specials, args.superword_at is not None)
     if why and formats.by_name(fmt).needs_default_ids:
         raise ArgumentError(f"-o {args.output}: {formats.by_name(fmt).title} numbers bytes 0..255 and merge m as "
@@ -513,7 +529,7 @@ def cmd_train(args) -> int:
         check_output(args.plot, [*args.inputs, *args.counts, *args.eval], "--plot")
     for path in args.eval:
         sources([path])
-    options = dict(base=base, max_token_length=args.max_token_length)
+    options = dict(base=base, max_token_length=args.max_token_length, picky=args.picky)
     if args.superword_at is not None:
         if args.counts:
             raise ArgumentError("--superword-at counts the text twice, with two patterns: give INPUTs, not --counts")
@@ -546,7 +562,7 @@ def cmd_convert(args) -> int:
         tok = Tokenizer.from_vocabulary(_read_with_pattern(args.input, args.pattern))
     else:
         tok = load(args.input, args.vocabs)
-    formats.check_writable(fmt, tok.pattern, list(tok.special_tokens), tok.normalize)
+    formats.check_writable(fmt, tok.pattern, list(tok.special_tokens), tok.normalize, picky=tok.events is not None)
     written = write_tokenizer(tok, args.output, fmt)
     out = sys.stderr if args.output == STDOUT else sys.stdout      # standard output holds the tokenizer
     specials = f", {len(tok.special_tokens)} special" if tok.special_tokens else ""
@@ -583,7 +599,8 @@ def _summary(args, tok, outputs: list[str], fmt: str, seconds: float) -> None:
     print(f"read       {report.input_size:,} bytes from {read}", file=out)
     print(f"chunks     {report.total_chunks:,} ({report.unique_chunks:,} unique, pattern {tok.pattern_name}"
           f"{_normalized(tok.normalize)})", file=out)
-    print(f"merges     {report.merges:,} -> vocab size {tok.vocab_size:,}"
+    removed = f" ({report.removals:,} tokens removed: Picky BPE)" if report.removals else ""
+    print(f"merges     {report.merges:,}{removed} -> vocab size {tok.vocab_size:,}"
           + (f" ({len(tok.special_tokens)} special)" if tok.special_tokens else ""), file=out)
     print("time       " + ", ".join(f"{k} {v:.2f}s" for k, v in report.seconds.items()) + f", total {seconds:.2f}s",
           file=out)

@@ -32,6 +32,10 @@ def check_base(base, vocab_size: int) -> None:
         return
     if not isinstance(base, Tokenizer):
         raise ArgumentTypeError(f"base must be a Tokenizer (bpe_fast.load(...) opens any), not {type(base).__name__}")
+    if base.events is not None:
+        raise ArgumentError("base= is a Picky BPE tokenizer: continued training extends a list of merges, and its "
+                            "vocabulary is a list of events (merges and removals); train it again with a larger "
+                            "vocab_size instead")
     if vocab_size <= base.vocab_size:
         raise ArgumentError(f"vocab_size={vocab_size} is no larger than the base's {base.vocab_size}: "
                             f"continued training needs room for new tokens")

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from . import _kernel, arguments, continued
+from . import _kernel, _picky, arguments, continued
 from .arguments import INT64_MAX
 from .bytelevel import huggingface_byte_order
 from .continued import base_special_tokens, check_base
@@ -22,10 +22,11 @@ from .distributed import count_on_cluster
 from .errors import ArgumentError, ArgumentTypeError, EmptyCorpusError, VocabSizeWarning
 from .inputs import DocsTask, docs_tasks, sources, total_size
 from .patterns import DEFAULT_PATTERN, name_of, resolve
+from .picky import REMOVED, check_tau
 from .pretokenize import check_normal_specials, normalization, special_token_list
 from .progress import Bar, ProgressOption, summary, with_alias
 from .progress import check as check_progress
-from .tokenizer import Tokenizer
+from .tokenizer import PickyTokenizer, Tokenizer
 from .wordtable import WordTable
 
 if TYPE_CHECKING:       # for annotations only (types.EllipsisType is Python 3.10+)
@@ -49,11 +50,13 @@ class TrainReport:
     merges_requested: int = 0
     vocab_size: int = 0
     seconds: dict = field(default_factory=dict)   # stage -> seconds
+    removals: int = 0                       # Picky BPE: tokens removed (merges then counts merge events)
 
     def summary(self) -> str:
         stages = ", ".join(f"{k} {v:.2f}s" for k, v in self.seconds.items())
+        removed = f", {self.removals:,} removed" if self.removals else ""
         return (f"read {self.input_size:,} {self.input_unit}; {self.total_chunks:,} chunks, "
-                f"{self.unique_chunks:,} unique; {self.merges:,} merges -> vocab size "
+                f"{self.unique_chunks:,} unique; {self.merges:,} merges{removed} -> vocab size "
                 f"{self.vocab_size:,}; {stages}")
 
 
@@ -117,6 +120,7 @@ class TrainOptions:
     progress: ProgressOption = "auto"
     special_ids: Mapping[str, int] | None = None   # ids given with the special tokens (a dict), to honour
     threads: int | None = None     # the kernel's threads (train's workers, at most one per CPU available)
+    picky: float | None = None     # Picky BPE's threshold tau (None: plain BPE); see _learn_picky
 
     @classmethod
     def checked(cls, vocab_size, **settings) -> TrainOptions:
@@ -177,7 +181,16 @@ class TrainOptions:
             self._check_superword_at()
         if self.special_ids is not None:
             self._check_special_ids()
+        if self.picky is not None:
+            self._check_picky()
         check_normal_specials(self.cut_out, self.resolved_normalize, ArgumentError)
+
+    def _check_picky(self) -> None:
+        object.__setattr__(self, "picky", check_tau(self.picky, ArgumentError))
+        for name, value in (("base=", self.base), ("superword_at=", self.superword_at)):
+            if value is not None:
+                raise ArgumentError(f"picky= cannot be combined with {name}: Picky BPE trains from bytes in one stage "
+                                    f"(a base's or stage one's merges could not remove tokens)")
 
     def _check_size(self, size) -> None:
         if not _is_int(size):
@@ -325,18 +338,18 @@ def train_from_table(table: WordTable, vocab_size: int, *, pattern: str | None |
                      special_tokens: SpecialTokens | EllipsisType = ..., min_frequency: int = ...,
                      progress: ProgressOption = ..., report: TrainReport | None = ..., tie_break: str = ...,
                      base: Tokenizer | None = ..., max_token_length: int | None = ...,
-                     show_progress: bool | None = ...) -> Tokenizer: ...
+                     picky: float | None = ..., show_progress: bool | None = ...) -> Tokenizer: ...
 @overload
 def train_from_table(table: WordTable, vocab_size: Sequence[int], *, pattern: str | None | EllipsisType = ...,
                      special_tokens: SpecialTokens | EllipsisType = ..., min_frequency: int = ...,
                      progress: ProgressOption = ..., report: TrainReport | None = ..., tie_break: str = ...,
                      base: Tokenizer | None = ..., max_token_length: int | None = ...,
-                     show_progress: bool | None = ...) -> list[Tokenizer]: ...
+                     picky: float | None = ..., show_progress: bool | None = ...) -> list[Tokenizer]: ...
 def train_from_table(table: WordTable, vocab_size: int | Sequence[int], *, pattern: str | None | EllipsisType = ...,
                      special_tokens: SpecialTokens | EllipsisType = ..., min_frequency: int = 0,
                      progress: ProgressOption = "auto", report: TrainReport | None = None, tie_break: str = "bytes",
                      base: Tokenizer | None = None, max_token_length: int | None = None,
-                     show_progress: bool | None = None) -> Tokenizer | list[Tokenizer]:
+                     picky: float | None = None, show_progress: bool | None = None) -> Tokenizer | list[Tokenizer]:
     """Learn merges from a word table (the kernel stage alone): count once, train many times.
 
     The tokenizer splits text with the pattern the table was counted with (a different
@@ -347,7 +360,7 @@ def train_from_table(table: WordTable, vocab_size: int | Sequence[int], *, patte
     0..255 (``tie_break="bytes"``, as rustbpe and bpeasy), or with Hugging Face's ids for the
     bytes (``"huggingface"``, as tokenizers' BpeTrainer with the ByteLevel pre-tokenizer).
     The kernel shares the merges that touch many words among one thread per CPU available; any
-    number of threads learns the same merges."""
+    number of threads learns the same merges. ``picky=tau`` trains Picky BPE, as in ``train``."""
     if not isinstance(table, WordTable):
         raise ArgumentTypeError(f"train_from_table takes a WordTable (bpe_fast.count, WordTable.load), "
                                 f"not {type(table).__name__}")
@@ -361,7 +374,7 @@ def train_from_table(table: WordTable, vocab_size: int | Sequence[int], *, patte
         vocab_size, pattern=table.pattern, normalize=table.normalize,
         special_tokens=table.special_tokens if special_tokens is ... else special_tokens,
         min_frequency=min_frequency, tie_break=tie_break, base=base, max_token_length=max_token_length,
-        progress=with_alias(progress, show_progress))
+        progress=with_alias(progress, show_progress), picky=picky)
     return _as_asked(_learn_sizes([table], options, report or TrainReport()), options)
 
 
@@ -403,6 +416,8 @@ def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainRepo
     base, progress = options.base, options.progress
     if len(table) == 0:
         raise EmptyCorpusError("the corpus is empty: no text to learn merges from")
+    if options.picky is not None:
+        return _learn_picky(table, vocab_size, options.picky, options, report)
     new_specials = [s for s in options.special_tokens if base is None or s not in base.special_tokens]
     first_id = continued.first_new_id(base)
     n_merges = vocab_size - first_id - len(new_specials)
@@ -440,6 +455,43 @@ def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainRepo
     return tok
 
 
+def _learn_picky(table: WordTable, vocab_size: int, tau: float, options: TrainOptions,
+                 report: TrainReport) -> PickyTokenizer:
+    """_learn with ``picky=tau``: Picky BPE's events (_picky.train_picky, single-threaded) until
+    256 + the learned tokens present + the special tokens make ``vocab_size``: removed tokens
+    make room for more merges. Ties break as ``tie_break`` says, by the bytes' ids as the
+    kernel numbers them; learned tokens' event ids are the same either way."""
+    specials = dict(options.special_ids) if options.special_ids is not None else list(options.special_tokens)
+    n_learned = vocab_size - 256 - len(options.special_tokens)
+    kernel_ids = _kernel_ids(options.tie_break, None)
+    symbols = table.symbols if kernel_ids is None else kernel_ids.astype(np.uint8)[table.symbols]
+    report.unique_chunks, report.total_chunks, report.table_symbols = len(table), table.total_chunks, table.n_symbols
+    _check_pair_counts(table)
+    t0 = time.perf_counter()
+    stats: dict = {}
+    with Bar(options.progress, "merging", n_learned, unit="token", decaying=True) as bar:
+        events = _picky.train_picky(symbols, table.offsets, table.counts, n_learned, tau,
+                                    max(1, options.min_frequency), options.max_token_length or 0,
+                                    bar.callback(reach=True), stats=stats)
+    if kernel_ids is not None:       # back from the kernel's byte ids to the bytes (-1 and learned ids stay)
+        byte_of = np.argsort(kernel_ids).astype(np.int32)
+        events = np.where((events >= 0) & (events < 256), byte_of[np.clip(events, 0, 255)], events).astype(np.int32)
+    report.seconds["merging"] = time.perf_counter() - t0
+    summary("merging", report.seconds["merging"], options.progress, merges=int(np.sum(events[:, 1] != REMOVED)),
+            removed=int(stats["removals"]))
+    tok = PickyTokenizer(events, options.resolved_pattern, specials, normalize=options.resolved_normalize,
+                         picky=tau)
+    report.merges, report.removals = len(tok.merges), tok.removals
+    report.merges_requested, report.vocab_size = n_learned, tok.vocab_size
+    if tok.n_base - 256 < n_learned:
+        why = (f"no pair occurs {max(1, options.min_frequency)} or more times" if options.min_frequency > 1
+               else "every chunk is a single token")
+        warnings.warn(f"stopped with {tok.n_base - 256} of {n_learned} learned tokens present ({why}): vocab size "
+                      f"{tok.vocab_size} instead of {vocab_size}", VocabSizeWarning, stacklevel=5)
+    tok.training_report = report
+    return tok
+
+
 # (pattern, special tokens, normalization) -> the corpus's table
 CountText = Callable[[Any, Sequence[str], "str | None"], WordTable]
 
@@ -469,7 +521,7 @@ def train(files: Inputs, vocab_size: int, *, pattern: str | None | EllipsisType 
           lines: bool = ..., field: str = ..., column: str = ..., memory_budget: int | None = ..., client=...,
           base: Tokenizer | None = ..., max_token_length: int | None = ..., superword_at: int | None = ...,
           superword_pattern: str | None = ..., normalize: str | None | EllipsisType = ...,
-          show_progress: bool | None = ...) -> Tokenizer: ...
+          picky: float | None = ..., show_progress: bool | None = ...) -> Tokenizer: ...
 @overload
 def train(files: Inputs, vocab_size: Sequence[int], *, pattern: str | None | EllipsisType = ...,
           special_tokens: SpecialTokens = ..., min_frequency: int = ..., workers: int | None = ...,
@@ -477,7 +529,7 @@ def train(files: Inputs, vocab_size: Sequence[int], *, pattern: str | None | Ell
           lines: bool = ..., field: str = ..., column: str = ..., memory_budget: int | None = ..., client=...,
           base: Tokenizer | None = ..., max_token_length: int | None = ..., superword_at: int | None = ...,
           superword_pattern: str | None = ..., normalize: str | None | EllipsisType = ...,
-          show_progress: bool | None = ...) -> list[Tokenizer]: ...
+          picky: float | None = ..., show_progress: bool | None = ...) -> list[Tokenizer]: ...
 def train(files: Inputs, vocab_size: int | Sequence[int], *,
           pattern: str | None | EllipsisType = ..., special_tokens: SpecialTokens = (), min_frequency: int = 0,
           workers: int | None = None, progress: ProgressOption = "auto", errors: str = "strict",
@@ -485,7 +537,7 @@ def train(files: Inputs, vocab_size: int | Sequence[int], *,
           field: str = "text", column: str = "text", memory_budget: int | None = None, client=None,
           base: Tokenizer | None = None, max_token_length: int | None = None, superword_at: int | None = None,
           superword_pattern: str | None = "superword", normalize: str | None | EllipsisType = ...,
-          show_progress: bool | None = None) -> Tokenizer | list[Tokenizer]:
+          picky: float | None = None, show_progress: bool | None = None) -> Tokenizer | list[Tokenizer]:
     """Train on files: ``count`` (any input: text, stdin, compressed, JSON lines, Parquet,
     directories; ``workers`` processes, default one per CPU), then ``train_from_table`` (whose
     kernel then runs on ``workers`` threads, at most one per CPU).
@@ -512,6 +564,14 @@ def train(files: Inputs, vocab_size: int | Sequence[int], *,
     ``normalize`` ("nfc" or "nfkc"; default: the base's, else none) puts the text in that Unicode
     normal form before special tokens are found and it is split, and the tokenizer normalizes
     what it encodes the same way (its decode gives the normalized text).
+
+    ``picky=tau`` (0 < tau <= 1) trains Picky BPE (Chizhov et al. 2024, arXiv 2409.04599): after
+    each merge of (a, b) done m times, a parent x (not a byte) whose IoS = m / (x's frequency just
+    before the merge) is >= tau is removed, each occurrence split back into its parents; removed
+    tokens do not count towards ``vocab_size``, so more merges fill their place. The result is a
+    ``PickyTokenizer`` (ids: bytes, then the tokens present at the end in the order of the merges
+    that made them, then special tokens), which only bpe_fast's JSON can hold. Not with ``base``
+    or ``superword_at``.
     ``show_progress`` is a deprecated alias of ``progress`` (True: "bar", False: "none").
     """
     progress = with_alias(progress, show_progress)
@@ -519,7 +579,7 @@ def train(files: Inputs, vocab_size: int | Sequence[int], *,
                                    min_frequency=min_frequency, tie_break=tie_break, base=base,
                                    max_token_length=max_token_length, superword_at=superword_at,
                                    superword_pattern=superword_pattern, progress=progress, normalize=normalize,
-                                   threads=workers)
+                                   threads=workers, picky=picky)
 
     def count_files(pattern, specials: Sequence[str], normalize: str | None) -> WordTable:
         table = count(files, pattern=pattern, special_tokens=specials, workers=workers, progress=progress,
@@ -541,7 +601,7 @@ def train_from_iterator(docs: Iterable, vocab_size: int, *, pattern: str | None 
                         base: Tokenizer | None = ..., max_token_length: int | None = ...,
                         superword_at: int | None = ..., superword_pattern: str | None = ...,
                         field: str = ..., length: int | None = ..., normalize: str | None | EllipsisType = ...,
-                        show_progress: bool | None = ...) -> Tokenizer: ...
+                        picky: float | None = ..., show_progress: bool | None = ...) -> Tokenizer: ...
 @overload
 def train_from_iterator(docs: Iterable, vocab_size: Sequence[int], *,
                         pattern: str | None | EllipsisType = ..., special_tokens: SpecialTokens = ...,
@@ -550,7 +610,7 @@ def train_from_iterator(docs: Iterable, vocab_size: Sequence[int], *,
                         memory_budget: int | None = ..., base: Tokenizer | None = ...,
                         max_token_length: int | None = ..., superword_at: int | None = ...,
                         superword_pattern: str | None = ..., field: str = ..., length: int | None = ...,
-                        normalize: str | None | EllipsisType = ...,
+                        normalize: str | None | EllipsisType = ..., picky: float | None = ...,
                         show_progress: bool | None = ...) -> list[Tokenizer]: ...
 def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int], *,
                         pattern: str | None | EllipsisType = ..., special_tokens: SpecialTokens = (),
@@ -561,7 +621,7 @@ def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int], *,
                         base: Tokenizer | None = None, max_token_length: int | None = None,
                         superword_at: int | None = None, superword_pattern: str | None = "superword",
                         field: str = "text", length: int | None = None,
-                        normalize: str | None | EllipsisType = ...,
+                        normalize: str | None | EllipsisType = ..., picky: float | None = None,
                         show_progress: bool | None = None) -> Tokenizer | list[Tokenizer]:
     """Train on documents from an iterator: each item is a document (str or bytes), a batch of
     them (a list, as Hugging Face ``datasets`` batches come), or a record (a dict) whose
@@ -570,7 +630,7 @@ def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int], *,
 
     Items are consumed lazily and sent to worker processes in batches, so the iterator may be
     far larger than memory. ``base``, a list of sizes, ``max_token_length``, ``special_tokens``,
-    ``normalize`` and ``superword_at`` as in ``train`` (superword training reads the documents
+    ``normalize``, ``picky`` and ``superword_at`` as in ``train`` (superword training reads the documents
     twice: give a list). ``show_progress`` is a deprecated alias of ``progress``.
     """
     progress = with_alias(progress, show_progress)
@@ -581,7 +641,7 @@ def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int], *,
                                    min_frequency=min_frequency, tie_break=tie_break, base=base,
                                    max_token_length=max_token_length, superword_at=superword_at,
                                    superword_pattern=superword_pattern, progress=progress, normalize=normalize,
-                                   threads=workers)
+                                   threads=workers, picky=picky)
 
     def count_docs(pattern, specials: Sequence[str], normalize: str | None) -> WordTable:
         return count_from_iterator(docs, pattern=pattern, special_tokens=specials, workers=workers,
