@@ -10,7 +10,8 @@ REMOVED: int
 def train_picky(symbols: npt.NDArray[np.uint8], offsets: npt.NDArray[np.int64], counts: npt.NDArray[np.int64],
                 n_learned: int, tau: float, min_count: int = 1, max_token_length: int = 0,
                 progress: Callable[[int], None] | None = None, progress_every: int = 256,
-                stats: dict | None = None, segmentation: list[list[int]] | None = None) -> npt.NDArray[np.int32]: ...
+                stats: dict | None = None, segmentation: list[list[int]] | None = None,
+                max_steps: int = -1) -> npt.NDArray[np.int32]: ...
 
 
 @final

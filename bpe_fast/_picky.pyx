@@ -374,11 +374,11 @@ cdef class _Picky:
         return 0
 
     cdef int learn(self, int64_t n_learned, double tau, int64_t min_count, int64_t max_token_length,
-                   progress, Py_ssize_t progress_every) except -1:
+                   int64_t max_steps, progress, Py_ssize_t progress_every) except -1:
         cdef int64_t present = 0, m, f_a, f_b
         cdef int32_t pid, a, b, t
         cdef double ios_a, ios_b
-        while present < n_learned:
+        while present < n_learned and self.step < max_steps:
             pid = self.pop_best(min_count, max_token_length)
             if pid < 0:
                 break
@@ -410,20 +410,26 @@ cdef class _Picky:
 
 def train_picky(const uint8_t[::1] symbols, const int64_t[::1] offsets, const int64_t[::1] counts,
                 int64_t n_learned, double tau, int64_t min_count=1, int64_t max_token_length=0,
-                progress=None, Py_ssize_t progress_every=256, dict stats=None, list segmentation=None):
+                progress=None, Py_ssize_t progress_every=256, dict stats=None, list segmentation=None,
+                int64_t max_steps=-1):
     """Picky BPE's events on a word table (bytes, offsets, counts), until ``n_learned`` learned
     tokens are present or no pair occurs ``min_count`` times: an int32 array of (a, b) rows (see
     the module docstring). ``progress(present)`` is called every ``progress_every`` steps;
     ``stats`` gets the work done (merge steps, removals, pairs seen, word visits of the merges,
     how many of those found no occurrence, tokens scanned, occurrences replaced). A tau
     above 1 removes nothing: plain BPE (the tests hold it to ``_kernel``). ``segmentation``, a
-    list, gets each word's tokens (event ids) at the end, the state the replay must reach."""
+    list, gets each word's tokens (event ids) at the end, the state the replay must reach.
+    ``max_steps`` (default 4 * n_learned + 1024) bounds the merge steps: no proof is known that
+    merges and removals cannot alternate for ever, and on real text the steps stay within 1.2
+    times the tokens asked for (tau = 0.6 removes about 10% of the merges); ``stats["steps"]``
+    says whether the bound stopped the training."""
     if not tau > 0:
         raise ValueError(f"tau must be > 0, got {tau}")
     cdef _Picky state = _Picky()
     cdef Py_ssize_t w
     state.setup(symbols, offsets, counts)
-    state.learn(n_learned, tau, max(1, min_count), max_token_length, progress, max(1, progress_every))
+    state.learn(n_learned, tau, max(1, min_count), max_token_length,
+                max_steps if max_steps >= 0 else 4 * n_learned + 1024, progress, max(1, progress_every))
     if stats is not None:
         stats.update(steps=state.step, removals=state.n_removals, pairs=state.count.size(), word_visits=state.n_visits,
                      tokens_scanned=state.n_scanned, stale_visits=state.n_stale, replaced=state.n_replaced)

@@ -486,6 +486,8 @@ def _learn_picky(table: WordTable, vocab_size: int, tau: float, options: TrainOp
     if tok.n_base - 256 < n_learned:
         why = (f"no pair occurs {max(1, options.min_frequency)} or more times" if options.min_frequency > 1
                else "every chunk is a single token")
+        if stats["steps"] >= 4 * n_learned + 1024:
+            why = f"{stats['steps']:,} merge steps, the bound, with removals undoing merges"
         warnings.warn(f"stopped with {tok.n_base - 256} of {n_learned} learned tokens present ({why}): vocab size "
                       f"{tok.vocab_size} instead of {vocab_size}", VocabSizeWarning, stacklevel=5)
     tok.training_report = report

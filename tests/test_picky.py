@@ -318,3 +318,15 @@ def test_train_from_table_and_the_cli(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main([*train, "1.5", "-o", str(tmp_path / "u.json")])
     assert "0 < TAU <= 1" in capsys.readouterr().err
+
+
+def test_the_merge_steps_are_bounded():
+    """No proof says merges and removals cannot alternate for ever, so the steps are bounded: a
+    bound of 40 steps stops after exactly 40 (each step one merge event), the events a prefix of
+    the unbounded training's."""
+    table = bpe_fast.count_from_iterator(SMALL, progress="none")
+    stats: dict = {}
+    bounded = train_picky(table.symbols, table.offsets, table.counts, 300, 0.6, stats=stats, max_steps=40)
+    free = train_picky(table.symbols, table.offsets, table.counts, 300, 0.6)
+    assert stats["steps"] == 40 and int(np.sum(bounded[:, 1] != REMOVED)) == 40
+    assert np.array_equal(bounded, free[:len(bounded)]) and len(free) > len(bounded)
