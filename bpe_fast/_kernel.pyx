@@ -326,6 +326,16 @@ def check_word_table(symbols, const int64_t[::1] offsets, const int64_t[::1] cou
         raise ValueError("symbols must be byte ids 0..255")
 
 
+def kernel_positions(const int64_t[::1] offsets, counts):
+    """Where each word of a table starts in the kernel's layout (words by falling count, as
+    by_falling_count orders them), an int64 array: for a ``start`` in kernel order (Trainer)."""
+    order, _ = by_falling_count(np.asarray(counts))
+    lengths = np.diff(np.asarray(offsets))[order]
+    positions = np.empty(len(order), dtype=np.int64)
+    positions[order] = np.cumsum(lengths) - lengths
+    return positions
+
+
 def by_falling_count(counts):
     """The words in order of falling count, as int32 indices, and how many are heavy (counted
     at least HEAVY times, first). Few words are heavy: they are sorted; the rest are grouped by
@@ -794,6 +804,7 @@ cdef struct LayoutJob:
     const int64_t* counts
     const uint8_t* source
     const int32_t* slots           # continuing: the base's slots (NULL: the bytes, by rank)
+    bint taken                     # continuing: sym is the base's slots already (nothing to copy)
     const int32_t* rank
     int32_t* sym
     uint8_t* word_starts
@@ -826,7 +837,9 @@ cdef void place_words(const LayoutJob* job, LayoutPart* P) noexcept nogil:
             P.head |= 1 << (p & 7)
         elif length:
             job.word_starts[p >> 3] |= 1 << (p & 7)
-        if job.slots != NULL:
+        if job.taken:
+            pass
+        elif job.slots != NULL:
             for b in range(length):
                 job.sym[p + b] = job.slots[src + b]
         else:
@@ -914,7 +927,7 @@ cdef class _Merger:
 
     def __cinit__(self, symbols, const int64_t[::1] offsets, const int64_t[::1] counts, Py_ssize_t n_merges,
                   int64_t track_from, byte_ranks, start, token_lengths, int32_t first_id, setup_progress=None,
-                  int threads=1, Py_ssize_t parallel_from=PARALLEL_FROM):
+                  int threads=1, Py_ssize_t parallel_from=PARALLEL_FROM, bint kernel_order=False):
         cdef Py_ssize_t n_ids = first_id + n_merges
         cdef double t0 = now()
         lengths = np.zeros(n_ids, dtype=np.int32)
@@ -933,7 +946,7 @@ cdef class _Merger:
         self.n_merges = n_merges
         self.report = setup_progress
         self.start_threads(threads, parallel_from, n_ids)
-        self.lay_out(np.asarray(symbols), offsets, counts, byte_ranks, start)
+        self.lay_out(np.asarray(symbols), offsets, counts, byte_ranks, start, kernel_order)
         self.point_corpus()
         self.reported = self.sym.shape[0]
         self.seconds_layout = now() - t0
@@ -946,12 +959,13 @@ cdef class _Merger:
 
     # -- set-up ------------------------------------------------------------------------------
     cdef int lay_out(self, symbols, const int64_t[::1] offsets, const int64_t[::1] counts, byte_ranks,
-                     start) except -1:
+                     start, bint kernel_order) except -1:
         """Copy the words into ``sym`` by falling count (heavy words first, with a word index):
         every byte a one-byte token, or, to continue training, the slots of ``start`` (the same
-        layout as ``sym``, word by word in table order); mark where words start; note the runs
-        of equal weight. Each thread places a range of the words: a first pass sums the slots
-        of each range, so that each knows where its words go."""
+        layout as ``sym``, word by word in table order); or take ``start`` over as ``sym`` when
+        its words are in this order already (``kernel_order``). Mark where words start; note the
+        runs of equal weight. Each thread places a range of the words: a first pass sums the
+        slots of each range, so that each knows where its words go."""
         cdef Py_ssize_t n_words = counts.shape[0], n_sym = offsets[n_words] if n_words else 0
         order, n_heavy = by_falling_count(np.asarray(counts))
         cdef const int32_t[::1] by_count = order
@@ -963,7 +977,7 @@ cdef class _Merger:
         cdef vector[LayoutPart] parts
         cdef LayoutJob job
         cdef int64_t p = 0
-        self.sym = np.empty(n_sym, dtype=np.int32)
+        self.sym = start if kernel_order else np.empty(n_sym, dtype=np.int32)
         self.word_starts = np.zeros((n_sym >> 3) + 1, dtype=np.uint8)
         self.heavy_count = np.asarray(counts)[order[:n_heavy]]
         parts.resize(n_parts)
@@ -971,6 +985,7 @@ cdef class _Merger:
         job.offsets, job.counts, job.rank = &offsets[0], &counts[0] if n_words else NULL, &rank[0]
         job.source = &source[0] if source.shape[0] else NULL
         job.slots = &slots[0] if start is not None and slots.shape[0] else NULL
+        job.taken = kernel_order
         job.sym = &self.sym[0] if n_sym else NULL
         job.word_starts, job.n_heavy, job.step, job.parts = &self.word_starts[0], n_heavy, 1 << 18, parts.data()
         for k in range(n_parts):
@@ -1493,9 +1508,15 @@ cdef class Trainer:
     constructor lays the table out (after it, the kernel keeps no reference to the arrays),
     ``learn`` merges. ``train_merges`` does both at once. ``threads`` (default 1) share the
     set-up and every merge whose occurrence list holds at least ``parallel_from`` bytes; any
-    number learns the same merges. Continuing from ``start`` (a base's layout), the first count
-    raises ``track_from`` to the 4 x n_merges-th best pair's count (see plan_lists): the same
-    merges, from far fewer listed positions."""
+    number learns the same merges.
+
+    To continue training, ``start`` is the corpus as a base tokenizer leaves it, in the
+    kernel's layout (module docstring), the words where the table has them, and
+    ``token_lengths`` gives the bytes of each id below ``first_id``. With ``kernel_order`` its
+    words are in the kernel's order instead (``kernel_positions`` says where each goes): then
+    the kernel takes the array over as its corpus and changes it, no copy (it is the largest
+    array of the set-up). The first count raises ``track_from`` to the 4 x n_merges-th best
+    pair's count (see plan_lists): the same merges, from far fewer listed positions."""
     cdef _Merger run
     cdef readonly Py_ssize_t max_merges
     cdef readonly int64_t min_count
@@ -1506,10 +1527,18 @@ cdef class Trainer:
     def __init__(self, symbols, const int64_t[::1] offsets, const int64_t[::1] counts, Py_ssize_t n_merges,
                  int64_t min_count=1, byte_ranks=None, int64_t track_from=0, int64_t max_token_length=0,
                  start=None, token_lengths=None, int32_t first_id=256, setup_progress=None, int threads=1,
-                 Py_ssize_t parallel_from=PARALLEL_FROM):
+                 Py_ssize_t parallel_from=PARALLEL_FROM, bint kernel_order=False):
         check_word_table(symbols, offsets, counts)
-        if start is not None:
+        if start is not None and kernel_order:
+            if not (isinstance(start, np.ndarray) and start.dtype == np.int32 and start.flags.c_contiguous
+                    and start.flags.writeable):
+                raise ValueError("start in kernel order must be a writable, contiguous int32 array (the kernel "
+                                 "takes it over)")
+        elif start is not None:
             start = np.ascontiguousarray(start, dtype=np.int32)
+        elif kernel_order:
+            raise ValueError("kernel_order says how start's words lie: give start")
+        if start is not None:
             if len(start) != len(symbols) or token_lengths is None or len(token_lengths) > first_id:
                 raise ValueError("start needs a slot per byte, token_lengths for its ids, and first_id above them")
         # Each merge removes at least one token, so the corpus cannot give more merges than
@@ -1524,7 +1553,7 @@ cdef class Trainer:
         if threads < 1:
             raise ValueError(f"threads must be at least 1, got {threads}")
         self.run = _Merger(symbols, offsets, counts, self.max_merges, track_from or 8 * self.min_count, byte_ranks,
-                           start, token_lengths, first_id, setup_progress, threads, parallel_from)
+                           start, token_lengths, first_id, setup_progress, threads, parallel_from, kernel_order)
         if setup_progress is not None:
             setup_progress(3 * self.n_symbols)
 

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpe_fast
-from bpe_fast import Tokenizer, WordTable, continued
+from bpe_fast import Tokenizer, WordTable, _kernel, continued
 from bpe_fast._kernel import Trainer, train_merges
 from bpe_fast.cli import main
 from bpe_fast.pretokenize import Splitter, chunks_of
@@ -203,6 +203,39 @@ def test_tokenized_by_lays_each_word_out_as_the_base_encodes_it():
             assert lengths[t] == size
             p += size
     assert np.array_equal(start, expected)
+
+
+def test_in_kernel_order_tokenized_by_lays_each_word_where_the_kernel_puts_it():
+    """With kernel_order, each word's slots are the same, moved to where the kernel's order
+    (falling count) puts it; the kernel takes that array over (training changes it), with the
+    same merges as from the layout in table order."""
+    words = random_words(7, 300)
+    base, table, start, lengths = continuing(words, 25)
+    in_order, same_lengths = continued.tokenized_by(base, table, kernel_order=True)
+    assert np.array_equal(lengths, same_lengths)
+    positions = _kernel.kernel_positions(table.offsets, table.counts)
+    for i in range(len(table)):
+        a, b = int(table.offsets[i]), int(table.offsets[i + 1])
+        assert np.array_equal(in_order[positions[i]:positions[i] + b - a], start[a:b])
+    taken = in_order.copy()
+    options = dict(token_lengths=lengths, first_id=base.vocab_size)
+    merges = Trainer(table.symbols, table.offsets, table.counts, 80, start=start, **options).learn()
+    assert np.array_equal(Trainer(table.symbols, table.offsets, table.counts, 80, start=taken, kernel_order=True,
+                                  **options).learn(), merges)
+    assert not np.array_equal(taken, in_order)      # merged in place: it was the kernel's corpus
+
+
+def test_a_start_in_kernel_order_is_taken_over_or_refused():
+    words = random_words(8, 50)
+    base, table, start, lengths = continuing(words, 10)
+    options = dict(token_lengths=lengths, first_id=base.vocab_size, kernel_order=True)
+    read_only = start.copy()
+    read_only.flags.writeable = False
+    for bad in (read_only, start.astype(np.int64), np.repeat(start, 2)[::2], start[:-1].copy(), list(start)):
+        with pytest.raises(ValueError, match="start"):
+            Trainer(table.symbols, table.offsets, table.counts, 10, start=bad, **options)
+    with pytest.raises(ValueError, match="start"):
+        Trainer(table.symbols, table.offsets, table.counts, 10, **options)
 
 
 def test_a_base_keeps_its_ids_and_its_special_tokens():
