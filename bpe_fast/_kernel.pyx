@@ -290,9 +290,9 @@ cdef enum:
     LOOK_AHEAD = 16        # entries of a list whose slots are fetched before they are visited
     # A recount's pipelines (count_slots, list_slots): a ring of AHEAD positions (a power of 2,
     # more than PROBE_LAG + TALLY_LAG).
-    AHEAD = 16
-    PROBE_LAG = 8
-    TALLY_LAG = 4
+    AHEAD = 32
+    PROBE_LAG = 16
+    TALLY_LAG = 8
     TRACK_PER_MERGE = 4    # continuing, the first count tracks about this many pairs per merge asked for
     LOWER_BY = 16          # a recount lowers track_from this many times (to min_count at least)
 
