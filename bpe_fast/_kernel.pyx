@@ -1087,9 +1087,11 @@ cdef class _Merger:
         cdef PairMap tracked
         cdef CountJob job
         tracked.keys, tracked.values = <uint64_t*>NULL, <int32_t*>NULL
-        # Continuing, each map starts at about a pair every 32 slots (stage two of superword
-        # training has one every 20-40), not small: growing to millions of pairs rehashes them.
-        cdef size_t expected = max(1 << 16, n // n_parts // 32) if self.many_pairs else 1 << 16
+        # Continuing, each map starts sized for a pair every 32 slots of the whole corpus, not
+        # small: growing to millions of pairs rehashes them all, and each range holds most of the
+        # corpus's distinct pairs (stage two of superword training has one every 20-25 slots in
+        # all, 15-18 in each half). At most one every 8 slots of its range, when there are many.
+        cdef size_t expected = max(1 << 16, min(n // 32, n // n_parts // 8)) if self.many_pairs else 1 << 16
         parts.resize(n_parts)
         job.corpus, job.parts, job.step, job.tracked = &self.c, parts.data(), SIGNAL_CHECK_EVERY, &tracked
         try:
