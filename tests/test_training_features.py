@@ -3,6 +3,7 @@ one run, a maximum token length. Each held to the plain-Python reference and to 
 from __future__ import annotations
 
 from collections import Counter
+from typing import Any
 
 import numpy as np
 import pytest
@@ -231,7 +232,8 @@ def test_a_start_in_kernel_order_is_taken_over_or_refused():
     options = dict(token_lengths=lengths, first_id=base.vocab_size, kernel_order=True)
     read_only = start.copy()
     read_only.flags.writeable = False
-    for bad in (read_only, start.astype(np.int64), np.repeat(start, 2)[::2], start[:-1].copy(), list(start)):
+    wrong: list[Any] = [read_only, start.astype(np.int64), np.repeat(start, 2)[::2], start[:-1].copy(), list(start)]
+    for bad in wrong:
         with pytest.raises(ValueError, match="start"):
             Trainer(table.symbols, table.offsets, table.counts, 10, start=bad, **options)
     with pytest.raises(ValueError, match="start"):
