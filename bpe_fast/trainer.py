@@ -424,7 +424,8 @@ def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainRepo
     t0 = time.perf_counter()
     kernel_ids = _kernel_ids(options.tie_break, base)
     byte_ranks = kernel_ids if base is None else None      # from bytes, the kernel numbers them itself
-    start, lengths = (None, None) if base is None else continued.tokenized_by(base, table, kernel_ids)
+    start, lengths = (None, None) if base is None else continued.tokenized_by(base, table, kernel_ids,
+                                                                              kernel_order=True)
     report.unique_chunks, report.total_chunks, report.table_symbols = len(table), table.total_chunks, table.n_symbols
     _check_pair_counts(table)
     with Bar(progress, "pairs", 3 * table.n_symbols, unit="B", unit_scale=True) as bar:
@@ -432,7 +433,8 @@ def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainRepo
                                  min(max(1, options.min_frequency), INT64_MAX), byte_ranks,
                                  max_token_length=options.max_token_length or 0, start=start, token_lengths=lengths,
                                  first_id=first_id, setup_progress=bar.callback(reach=True),
-                                 threads=min(options.threads or default_workers(), default_workers()))
+                                 threads=min(options.threads or default_workers(), default_workers()),
+                                 kernel_order=start is not None)      # (start becomes the kernel's corpus)
     del table, start
     with Bar(progress, "merging", n_merges, unit="merge", decaying=True) as bar:
         merges = kernel.learn(bar.callback(reach=True))
