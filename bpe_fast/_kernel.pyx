@@ -950,8 +950,13 @@ cdef class _Merger:
         self.point_corpus()
         self.reported = self.sym.shape[0]
         self.seconds_layout = now() - t0
+        self.initial_pairs = -1                 # the pairs are counted by count_first (Trainer)
+
+    cdef int count_first(self) except -1:
+        """The first pair count, from the corpus alone: the word table may be gone by now."""
+        cdef double t0 = now()
         self.recount()
-        self.seconds_count = now() - t0 - self.seconds_layout
+        self.seconds_count = now() - t0
         self.initial_pairs = self.keys.size()
 
     def __dealloc__(self):
@@ -1506,9 +1511,12 @@ cdef class _Merger:
 
 
 cdef class Trainer:
-    """Training in two steps, so that the caller can let go of the word table in between: the
+    """Training in steps, so that the caller can let go of the word table in between: the
     constructor lays the table out (after it, the kernel keeps no reference to the arrays),
-    ``learn`` merges. ``train_merges`` does both at once. ``threads`` (default 1) share the
+    ``count_pairs`` counts every pair from that layout alone, ``learn`` merges (counting first
+    if ``count_pairs`` was not called). A caller that lets go of the table before
+    ``count_pairs`` has the table's memory back before the pair lists take theirs: the set-up's
+    peak is then the larger of the two, not their sum. ``train_merges`` does it all at once. ``threads`` (default 1) share the
     set-up and every merge whose occurrence list holds at least ``parallel_from`` bytes; any
     number learns the same merges.
 
@@ -1556,8 +1564,15 @@ cdef class Trainer:
             raise ValueError(f"threads must be at least 1, got {threads}")
         self.run = _Merger(symbols, offsets, counts, self.max_merges, track_from or 8 * self.min_count, byte_ranks,
                            start, token_lengths, first_id, setup_progress, threads, parallel_from, kernel_order)
-        if setup_progress is not None:
-            setup_progress(3 * self.n_symbols)
+
+    def count_pairs(self):
+        """Count every pair of the laid-out corpus (once; ``learn`` calls it if need be)."""
+        if self.run.initial_pairs >= 0:
+            return
+        self.run.check_pool()                   # in a forked child: on one thread
+        self.run.count_first()
+        if self.run.report is not None:
+            self.run.report(3 * self.n_symbols)
 
     def learn(self, progress=None, Py_ssize_t progress_every=256, dict stats=None):
         """The merges, an int32 array (n, 2): up to ``max_merges``, stopping early when no pair is
@@ -1570,6 +1585,7 @@ cdef class Trainer:
         occurrences and CPU seconds in them), ``cpu_longest`` (their longest parts' CPU, summed),
         ``cpu_merging`` (the calling thread's CPU), and wall seconds: ``seconds_layout`` and
         ``seconds_count`` (the set-up), ``seconds_merging``, ``seconds_shared``, ``seconds_fold``."""
+        self.count_pairs()
         cdef _Merger run = self.run
         cdef int32_t[:, ::1] merges = np.empty((self.max_merges, 2), dtype=np.int32)
         run.check_pool()

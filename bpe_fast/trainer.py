@@ -435,7 +435,8 @@ def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainRepo
                                  first_id=first_id, setup_progress=bar.callback(reach=True),
                                  threads=min(options.threads or default_workers(), default_workers()),
                                  kernel_order=start is not None)      # (start becomes the kernel's corpus)
-    del table, start
+        del table, start        # laid out: the table's memory is free before the pair lists take theirs
+        kernel.count_pairs()
     with Bar(progress, "merging", n_merges, unit="merge", decaying=True) as bar:
         merges = kernel.learn(bar.callback(reach=True))
     if kernel_ids is not None:   # back from the kernel's ids to the tokens' (new tokens' ids are the same)
