@@ -127,7 +127,8 @@ def learn(phase_one: Tokenizer, runs: WordTable, n_supermerges: int, eligible: s
                                      max_token_length=max_token_length or 0, start=start, token_lengths=lengths,
                                      first_id=first_id, setup_progress=bar.callback(reach=True),
                                      threads=min(threads or default_workers(), default_workers()))
-        del symbols, start
+            del symbols, start
+            kernel.count_pairs()
         with Bar(progress, "supermerging", n_supermerges, unit="merge", decaying=True) as bar:
             merges = kernel.learn(bar.callback(reach=True))
         counts = kernel.counts

@@ -152,6 +152,17 @@ def whole_number(low: int, high: int, what: str):
     return parse
 
 
+def threshold(text: str) -> float:
+    """The type of --picky: a number with 0 < tau <= 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text} is out of range: 0 < TAU <= 1")
+    return value
+
+
 def add_input_options(p) -> None:
     """Where the text comes from and how it is split: shared by ``count`` and ``train``."""
     p.add_argument("inputs", nargs="*", metavar="INPUT",
@@ -175,7 +186,7 @@ def add_input_options(p) -> None:
                    help="counting processes (default: one per CPU)")
     p.add_argument("--memory-budget", type=parse_bytes, default=None, metavar="SIZE",
                    help="memory each counting process may use before it writes its table to a temporary file "
-                        "(e.g. 512M; default: a third of the free memory, shared)")
+                        "(e.g. 512M; default 64M: spilling costs about nothing)")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="count on this Dask scheduler (tcp://host:8786); the files must be readable there")
     p.add_argument("--block-size", type=whole_number(1, MAX_BLOCK_SIZE, "bytes"), default=None, help=argparse.SUPPRESS)
@@ -218,6 +229,9 @@ def add_train_parser(sub) -> None:
     t.add_argument("--boundless-eligible", default=None, metavar="REGEX",
                    help="boundless: the pretokens that may join a supermerge, a regex searched in each (default: "
                         "paper 1's IMPROVED pattern, letters, marks, spaces, _ and apostrophes; paper 2 used \\p{L})")
+    t.add_argument("--picky", type=threshold, default=None, metavar="TAU",
+                   help="Picky BPE (arXiv 2409.04599): after each merge, remove a parent token whose IoS (the share "
+                        "of its occurrences the merge took) is >= TAU (0 < TAU <= 1); only bpe_fast's JSON holds it")
     t.add_argument("--eval", nargs="+", default=[], metavar="FILE",
                    help="held-out text files: print bytes per token of each trained size on them")
     t.add_argument("--plot", default=None, metavar="PNG", help="with --eval: draw bytes per token against vocab size")
@@ -282,7 +296,7 @@ def _show_learned(tok, path: str, out) -> None:
         text = tok.token_bytes(i).decode("utf-8", "replace")
         return f"{len(text)} spaces" if len(text) > 3 and text == " " * len(text) else repr(text)
 
-    learned = tok.merge_ids.tolist()
+    learned = [i for i in tok.merge_ids.tolist() if i >= 0]       # (-1: a token Picky BPE removed)
     longest = sorted(learned, key=lambda i: (-len(tok.token_bytes(i)), i))[:10]
     print(f"\nfirst merges:   {', '.join(shown(i) for i in learned[:10])}", file=out)
     print(f"longest tokens: {', '.join(shown(i) for i in longest)}", file=out)
@@ -409,11 +423,12 @@ def train_normalize(args, base) -> str | None:
 
 def check_result_writable(args, fmt: str, base, pattern, specials, normalize: str | None) -> None:
     """Refuse, before training, a result the format of -o cannot hold: its pattern (the superword
-    pattern, with --superword-at), its special tokens (the base's too), its normalization and its ids."""
+    pattern, with --superword-at), its special tokens (the base's too), its normalization, its ids,
+    Picky BPE's events (--picky) and BoundlessBPE's supermerges (--superword boundless)."""
     boundless = args.superword == "boundless"
     final = resolve(args.superword_pattern) if args.superword_at is not None and not boundless else pattern
     formats.check_writable(fmt, final, [*specials, *base_special_tokens(base, specials)], normalize,
-                           boundless=boundless)
+                           picky=args.picky is not None, boundless=boundless)
     why = _why_other_ids(base, specials, args.superword_at is not None)
     if why and formats.by_name(fmt).needs_default_ids:
         raise ArgumentError(f"-o {args.output}: {formats.by_name(fmt).title} numbers bytes 0..255 and merge m as "
@@ -531,7 +546,7 @@ def cmd_train(args) -> int:
         check_output(args.plot, [*args.inputs, *args.counts, *args.eval], "--plot")
     for path in args.eval:
         sources([path])
-    options = dict(base=base, max_token_length=args.max_token_length)
+    options = dict(base=base, max_token_length=args.max_token_length, picky=args.picky)
     if args.superword != "superbpe" or args.boundless_eligible is not None:
         if args.counts:
             raise ArgumentError("--superword boundless reads the text twice: give INPUTs, not --counts")
@@ -568,7 +583,8 @@ def cmd_convert(args) -> int:
         tok = Tokenizer.from_vocabulary(_read_with_pattern(args.input, args.pattern))
     else:
         tok = load(args.input, args.vocabs)
-    formats.check_writable(fmt, tok.pattern, list(tok.special_tokens), tok.normalize, boundless=tok.is_boundless)
+    formats.check_writable(fmt, tok.pattern, list(tok.special_tokens), tok.normalize, picky=tok.events is not None,
+                           boundless=tok.is_boundless)
     written = write_tokenizer(tok, args.output, fmt)
     out = sys.stderr if args.output == STDOUT else sys.stdout      # standard output holds the tokenizer
     specials = f", {len(tok.special_tokens)} special" if tok.special_tokens else ""
@@ -605,11 +621,12 @@ def _summary(args, tok, outputs: list[str], fmt: str, seconds: float) -> None:
     print(f"read       {report.input_size:,} bytes from {read}", file=out)
     print(f"chunks     {report.total_chunks:,} ({report.unique_chunks:,} unique, pattern {tok.pattern_name}"
           f"{_normalized(tok.normalize)})", file=out)
+    removed = f" ({report.removals:,} tokens removed: Picky BPE)" if report.removals else ""
     if report.runs:
         print(f"runs       {report.runs:,} ({report.unique_runs:,} unique, of pretokens that are one token and "
               f"eligible)", file=out)
     supermerges = f" + {report.supermerges:,} supermerges" if report.runs else ""
-    print(f"merges     {report.merges:,}{supermerges} -> vocab size {tok.vocab_size:,}"
+    print(f"merges     {report.merges:,}{supermerges}{removed} -> vocab size {tok.vocab_size:,}"
           + (f" ({len(tok.special_tokens)} special)" if tok.special_tokens else ""), file=out)
     print("time       " + ", ".join(f"{k} {v:.2f}s" for k, v in report.seconds.items()) + f", total {seconds:.2f}s",
           file=out)

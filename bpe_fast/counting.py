@@ -350,14 +350,20 @@ def _out_of_memory(config: CountConfig, in_workers: bool) -> WorkerError:
 
 
 def default_memory_budget(workers: int) -> int:
-    """Bytes each worker's table may hold before it spills: a third of the memory available
-    now, shared by the workers, between 64 MiB and 2 GiB each."""
+    """Bytes each worker's table may hold before it spills: 64 MiB, or less when a third of the
+    memory available now, shared by the workers, is less (16 MiB at least).
+
+    Why so little: a spilled table is a sorted part file, and the parts add up in one linear
+    pass (WordTable.from_parts), so spilling costs about nothing (counting 1 GB of long-tailed
+    text: the same CPU time within 10%), while a big table in each worker made the workers the
+    peak of the whole training (their tables doubling, then sorted: 640 MB against 380 MB for
+    the process tree on benchmarks/make_corpus.py's 1 GB, RESULTS.md)."""
     try:
         with open("/proc/meminfo") as fh:
             available = next(int(line.split()[1]) * 1024 for line in fh if line.startswith("MemAvailable:"))
     except (OSError, StopIteration, ValueError):
         available = 4 << 30
-    return int(min(max(available // 3 // max(workers, 1), 64 << 20), 2 << 30))
+    return int(min(max(available // 3 // max(workers, 1), 16 << 20), 64 << 20))
 
 
 def _chain(head: list, rest: Iterator) -> Iterator:

@@ -27,11 +27,13 @@ import regex
 from . import arguments, formats
 from ._encode import OUTPUT_ARRAY as OUT_ARRAY, OUTPUT_COUNT as OUT_COUNT, OUTPUT_LIST as OUT_LIST
 from ._encode import MergeEncoder, SpecialSet
+from ._picky import PickyEncoder
 from .bytelevel import str_to_token, token_to_str
 from .errors import ArgumentError, ArgumentTypeError, EncodingError, TokenizerFileError, VocabularyError, naming_file
 from .formats import Vocabulary
 from .formats.huggingface import huggingface_ids, to_transformers
 from .patterns import whole_matches
+from .picky import REMOVED, check_events, check_tau, events_for, removals, token_bytes, token_ids
 from .pretokenize import (NORMALIZATIONS, REGEX, WHOLE, Splitter, char_classes, check_encodable,
                           check_normal_specials, special_splitter, special_token_list)
 
@@ -182,7 +184,14 @@ class Tokenizer:
 
     Tokenizers compare equal when their vocabularies, patterns, normalizations and special tokens are equal,
     pickle (the native encoder is rebuilt on first use), and are safe to share between threads.
+    A Picky BPE tokenizer (``train(..., picky=tau)``) is a ``PickyTokenizer``, below.
     """
+    events: np.ndarray | None = None        # Picky BPE's events (PickyTokenizer); a plain tokenizer has none
+    # BoundlessBPE's supermerges (set in __init__); none for plain BPE, nor for a PickyTokenizer
+    supermerges: np.ndarray = np.empty((0, 2), np.int32)
+    supermerge_ids: np.ndarray = np.empty(0, np.int32)
+    boundless_eligible: str | None = None
+    _units: frozenset[int] | None = None
 
     def __init__(self, merges, pattern: str | None = None,
                  special_tokens: Mapping[str, int] | Iterable[str] | None = None, *,
@@ -209,6 +218,10 @@ class Tokenizer:
         self.supermerges = supermerges.astype(np.int32)
         self.supermerge_ids = supermerge_ids.astype(np.int32)
         self.boundless_eligible = boundless_eligible if len(supermerges) else None   # what made the runs (a record)
+        self._set_up(pattern, special_tokens, normalize)
+
+    def _set_up(self, pattern: str | None, special_tokens, normalize: str | None) -> None:
+        """Everything but the vocabulary (``_vocab``, which the special tokens' ids follow)."""
         # Special tokens are matched per call (allowed_special=), so the splitter holds none.
         self.splitter = Splitter.of(pattern, normalize=normalize)
         self._as_text = _text_taker(self.splitter.normalize)
@@ -220,7 +233,7 @@ class Tokenizer:
         self._special_sets: dict[frozenset, SpecialSet] = {}
         self._cache: dict[str, list[int]] = {}
         self._ids_by_bytes: dict[bytes, int] | None = None     # token_to_id's map, made on first use
-        self._units: frozenset[int] | None = None      # the ids that make runs (BoundlessBPE), on first use
+        self._units = None                             # the ids that make runs (BoundlessBPE), on first use
         # The trainer's TrainReport (trainer.py, which imports this module: Any), else None.
         self.training_report: Any = None
 
@@ -283,6 +296,9 @@ class Tokenizer:
     def from_vocabulary(cls, vocab: Vocabulary) -> Tokenizer:
         """From what a format reader returns; a bad vocabulary read from a file names the file."""
         with naming_file(vocab.source):
+            if vocab.events is not None:
+                return PickyTokenizer(vocab.events, vocab.pattern, vocab.special_tokens, normalize=vocab.normalize,
+                                      picky=vocab.picky)
             return cls(vocab.merges, vocab.pattern, vocab.special_tokens,
                        merge_ids=vocab.merge_ids, byte_ids=vocab.byte_ids, normalize=vocab.normalize,
                        supermerges=vocab.supermerges, supermerge_ids=vocab.supermerge_ids,
@@ -796,3 +812,142 @@ class Tokenizer:
         supermerges = f", supermerges={len(self.supermerges)}" if len(self.supermerges) else ""
         return (f"Tokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)}{supermerges}, "
                 f"pattern={self.pattern_name}, special_tokens={len(self.special_tokens)}{normalize})")
+
+
+class PickyTokenizer(Tokenizer):
+    """A Picky BPE tokenizer (Chizhov et al., arXiv 2409.04599; ``train(..., picky=tau)``): its
+    vocabulary is the list of events training made, merges and removals (bpe_fast/picky.py says
+    what they mean), and it encodes each chunk by replaying them in order: a merge joins its pair
+    left to right, a removal splits its token. That is the training's own segmentation of every
+    chunk it trained on.
+
+    ``PickyTokenizer(events, pattern, special_tokens, normalize=, picky=tau)``. Token ids: bytes
+    0..255, then the learned tokens present after the last event, numbered 256, 257, ... in the
+    order of the merges that made them, then the special tokens (a list: after those; or a dict).
+    ``events`` are in event ids (a merge makes 256 + the merges before it); ``event_ids`` maps
+    each event id to its token id (-1: removed). ``merges`` are the merge events' pairs, in event
+    ids, and ``merge_ids`` the token id each made (-1: removed later); ``removals`` counts the
+    removal events; ``picky`` is the tau it was trained with (None if not known).
+
+    Text is split as a plain tokenizer splits it; each distinct chunk is replayed once
+    (``_picky.PickyEncoder``, O(n log n) in its bytes) and cached. The replay holds the GIL, so
+    batches gain little from ``workers``. Only bpe_fast's JSON holds the events: the other formats
+    hold merges between tokens of the vocabulary, which cannot build a token whose parent was
+    removed, and they are refused, as are ``to_tiktoken``, ``to_transformers`` and continued
+    training from one (``base=``).
+    """
+    events: np.ndarray
+
+    def __init__(self, events, pattern: str | None = None,
+                 special_tokens: Mapping[str, int] | Iterable[str] | None = None, *,
+                 normalize: str | None = None, picky: float | None = None):
+        self.events = check_events(events)
+        self.picky = None if picky is None else check_tau(picky, VocabularyError)
+        self.event_ids = token_ids(self.events)
+        spelled = token_bytes(self.events)
+        self._vocab = [None] * (int(self.event_ids.max()) + 1)
+        for event_id, token_id in enumerate(self.event_ids.tolist()):
+            if token_id >= 0:
+                self._vocab[token_id] = spelled[event_id]
+        self.merges = self.events[self.events[:, 1] != REMOVED]
+        self.merge_ids = self.event_ids[256:]
+        self.byte_ids = np.arange(256, dtype=np.int32)
+        self._replay: PickyEncoder | None = None           # built on first use (see _replayer)
+        self._set_up(pattern, special_tokens, normalize)
+
+    @property
+    def removals(self) -> int:
+        return removals(self.events)
+
+    @property
+    def _native(self) -> MergeEncoder:
+        """A native encoder without merges: it decodes (encoding replays the events instead)."""
+        if self._encoder is None:
+            with self._encoder_lock:
+                if self._encoder is None:
+                    self._encoder = MergeEncoder(np.empty((0, 2), np.int32), np.empty(0, np.int32), self.byte_ids,
+                                                 self._vocab,
+                                                 {s.encode("utf-8"): i for s, i in self.special_tokens.items()})
+        return self._encoder
+
+    def _replayer(self) -> PickyEncoder:
+        if self._replay is None:
+            with self._encoder_lock:
+                if self._replay is None:
+                    self._replay = PickyEncoder(self.events, self.event_ids)
+        return self._replay
+
+    # Every encoding path goes through the chunks: the plain tokenizer's route for a custom regex
+    # (special tokens found here, chunk by chunk through the cache), with the chunks made by the
+    # native scanner where the pattern has one.
+    @property
+    def _native_text(self) -> bool:
+        return False
+
+    def _chunks(self, text: str) -> list[str]:
+        if self.splitter.engine == WHOLE:
+            return [text] if text else []
+        scanner = self.splitter.scanner
+        if scanner is not None:
+            try:
+                return scanner.chunks(text)
+            except UnicodeEncodeError:       # lone surrogates become U+FFFD first, as the native encoder does
+                return scanner.chunks(self._utf8(text).decode("utf-8"))
+        return list(whole_matches(self.splitter.regex, text))
+
+    def _encode_chunk(self, chunk: str) -> list[int]:
+        ids = self._cache.get(chunk)
+        if ids is None:
+            ids = self._replayer().encode(self._utf8(chunk))
+            if len(self._cache) < 1_000_000:
+                self._cache[chunk] = ids
+        return ids
+
+    def _regex_encode_ordinary(self, text: str) -> list[int]:
+        out: list[int] = []
+        for chunk in self._chunks(text):
+            out.extend(self._encode_chunk(chunk))
+        return out
+
+    def __getstate__(self) -> dict:
+        return dict(super().__getstate__(), _replay=None)
+
+    def truncated(self, vocab_size: int) -> PickyTokenizer:
+        """The tokenizer a shorter training would have given: the events up to the end of the first
+        step at which that many tokens (special tokens included) were present."""
+        vocab_size = arguments.integer(vocab_size, "vocab_size")
+        specials = sorted(self.special_tokens, key=self.special_tokens.__getitem__)
+        n = vocab_size - 256 - len(specials)
+        if not 0 <= n <= self.n_base - 256:
+            raise VocabularyError(f"vocab_size={vocab_size!r} is out of range: this tokenizer can be cut to "
+                                  f"{256 + len(specials)}..{self.vocab_size} tokens")
+        return PickyTokenizer(events_for(self.events, n), self.pattern, specials, normalize=self.normalize,
+                              picky=self.picky)
+
+    def _not_here(self, what: str) -> VocabularyError:
+        return VocabularyError(f"{what}: a Picky BPE tokenizer removes tokens during training, and its "
+                               f"vocabulary is a list of events (merges and removals) that only bpe_fast's JSON "
+                               f"holds; save it with tok.save('tok.json')")
+
+    def _extended(self, merges, merge_ids, special_tokens) -> Tokenizer:
+        raise self._not_here("continued training (base=) cannot start from it")
+
+    def with_huggingface_ids(self) -> Tokenizer:
+        raise self._not_here("Hugging Face's numbering has no place for it")
+
+    def to_tiktoken(self, name: str = "bpe_fast"):
+        raise self._not_here("a tiktoken.Encoding cannot replay it (tiktoken applies merges by rank)")
+
+    def to_transformers(self, **kwargs):
+        raise self._not_here("a tokenizer.json cannot hold it (Hugging Face applies merges by rank)")
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, PickyTokenizer) and np.array_equal(self.events, other.events)
+                and self.pattern == other.pattern and self.special_tokens == other.special_tokens
+                and self.normalize == other.normalize)
+
+    def __repr__(self) -> str:
+        normalize = f", normalize={self.normalize}" if self.normalize else ""
+        return (f"PickyTokenizer(vocab_size={self.vocab_size}, events={len(self.events)}, removals={self.removals}, "
+                f"picky={self.picky}, pattern={self.pattern_name}, special_tokens={len(self.special_tokens)}"
+                f"{normalize})")

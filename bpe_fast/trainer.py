@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from . import _kernel, arguments, boundless, continued
+from . import _kernel, _picky, arguments, boundless, continued
 from .arguments import INT64_MAX
 from .bytelevel import huggingface_byte_order
 from .continued import base_special_tokens, check_base
@@ -23,10 +23,11 @@ from .distributed import count_on_cluster
 from .errors import ArgumentError, ArgumentTypeError, EmptyCorpusError, VocabSizeWarning
 from .inputs import DocsTask, docs_tasks, sources, total_size
 from .patterns import DEFAULT_PATTERN, name_of, resolve
+from .picky import REMOVED, check_tau
 from .pretokenize import check_normal_specials, normalization, special_token_list
 from .progress import Bar, ProgressOption, summary, with_alias
 from .progress import check as check_progress
-from .tokenizer import Tokenizer
+from .tokenizer import PickyTokenizer, Tokenizer
 from .wordtable import WordTable
 
 if TYPE_CHECKING:       # for annotations only (types.EllipsisType is Python 3.10+)
@@ -55,13 +56,15 @@ class TrainReport:
     # each merge's count when chosen (superword_at="auto" needs them)
     merge_counts: Any = field(default=None, compare=False, repr=False)
     seconds: dict = field(default_factory=dict)   # stage -> seconds
+    removals: int = 0                       # Picky BPE: tokens removed (merges then counts merge events)
 
     def summary(self) -> str:
         stages = ", ".join(f"{k} {v:.2f}s" for k, v in self.seconds.items())
+        removed = f", {self.removals:,} removed" if self.removals else ""
         runs = (f"; {self.runs:,} runs, {self.unique_runs:,} unique; {self.supermerges:,} supermerges"
                 if self.runs else "")
         return (f"read {self.input_size:,} {self.input_unit}; {self.total_chunks:,} chunks, "
-                f"{self.unique_chunks:,} unique; {self.merges:,} merges{runs} -> vocab size "
+                f"{self.unique_chunks:,} unique; {self.merges:,} merges{removed}{runs} -> vocab size "
                 f"{self.vocab_size:,}; {stages}")
 
 
@@ -135,6 +138,7 @@ class TrainOptions:
     progress: ProgressOption = "auto"
     special_ids: Mapping[str, int] | None = None   # ids given with the special tokens (a dict), to honour
     threads: int | None = None     # the kernel's threads (train's workers, at most one per CPU available)
+    picky: float | None = None     # Picky BPE's threshold tau (None: plain BPE); see _learn_picky
 
     @classmethod
     def checked(cls, vocab_size, **settings) -> TrainOptions:
@@ -201,7 +205,16 @@ class TrainOptions:
             self._check_superword_at()
         if self.special_ids is not None:
             self._check_special_ids()
+        if self.picky is not None:
+            self._check_picky()
         check_normal_specials(self.cut_out, self.resolved_normalize, ArgumentError)
+
+    def _check_picky(self) -> None:
+        object.__setattr__(self, "picky", check_tau(self.picky, ArgumentError))
+        for name, value in (("base=", self.base), ("superword_at=", self.superword_at)):
+            if value is not None:
+                raise ArgumentError(f"picky= cannot be combined with {name}: Picky BPE trains from bytes in one stage "
+                                    f"(a base's or stage one's merges could not remove tokens)")
 
     def _check_size(self, size) -> None:
         if not _is_int(size):
@@ -287,7 +300,7 @@ def count(inputs: Inputs, *, pattern: str | None = "cl100k",
     .zst), JSON lines (each record's ``field`` a document), Parquet (each value of ``column`` a
     document) or a directory of such files (see inputs.py). The table is the same for any
     ``workers``, ``block_size`` and ``memory_budget`` (bytes a worker's table may hold before it
-    writes it out to a temporary file; default: a third of the free memory, shared). ``lines``
+    writes it out to a temporary file; default 64 MiB, see counting.default_memory_budget). ``lines``
     makes every line a document. ``client``, a dask.distributed Client, counts on its cluster.
     ``normalize`` ("nfc" or "nfkc") puts the text in that Unicode normal form before special
     tokens are found and it is split; the table records it, and a tokenizer trained from it
@@ -390,18 +403,18 @@ def train_from_table(table: WordTable, vocab_size: int, *, pattern: str | None |
                      special_tokens: SpecialTokens | EllipsisType = ..., min_frequency: int = ...,
                      progress: ProgressOption = ..., report: TrainReport | None = ..., tie_break: str = ...,
                      base: Tokenizer | None = ..., max_token_length: int | None = ...,
-                     show_progress: bool | None = ...) -> Tokenizer: ...
+                     picky: float | None = ..., show_progress: bool | None = ...) -> Tokenizer: ...
 @overload
 def train_from_table(table: WordTable, vocab_size: Sequence[int], *, pattern: str | None | EllipsisType = ...,
                      special_tokens: SpecialTokens | EllipsisType = ..., min_frequency: int = ...,
                      progress: ProgressOption = ..., report: TrainReport | None = ..., tie_break: str = ...,
                      base: Tokenizer | None = ..., max_token_length: int | None = ...,
-                     show_progress: bool | None = ...) -> list[Tokenizer]: ...
+                     picky: float | None = ..., show_progress: bool | None = ...) -> list[Tokenizer]: ...
 def train_from_table(table: WordTable, vocab_size: int | Sequence[int], *, pattern: str | None | EllipsisType = ...,
                      special_tokens: SpecialTokens | EllipsisType = ..., min_frequency: int = 0,
                      progress: ProgressOption = "auto", report: TrainReport | None = None, tie_break: str = "bytes",
                      base: Tokenizer | None = None, max_token_length: int | None = None,
-                     show_progress: bool | None = None) -> Tokenizer | list[Tokenizer]:
+                     picky: float | None = None, show_progress: bool | None = None) -> Tokenizer | list[Tokenizer]:
     """Learn merges from a word table (the kernel stage alone): count once, train many times.
 
     The tokenizer splits text with the pattern the table was counted with (a different
@@ -412,7 +425,7 @@ def train_from_table(table: WordTable, vocab_size: int | Sequence[int], *, patte
     0..255 (``tie_break="bytes"``, as rustbpe and bpeasy), or with Hugging Face's ids for the
     bytes (``"huggingface"``, as tokenizers' BpeTrainer with the ByteLevel pre-tokenizer).
     The kernel shares the merges that touch many words among one thread per CPU available; any
-    number of threads learns the same merges."""
+    number of threads learns the same merges. ``picky=tau`` trains Picky BPE, as in ``train``."""
     if not isinstance(table, WordTable):
         raise ArgumentTypeError(f"train_from_table takes a WordTable (bpe_fast.count, WordTable.load), "
                                 f"not {type(table).__name__}")
@@ -426,7 +439,7 @@ def train_from_table(table: WordTable, vocab_size: int | Sequence[int], *, patte
         vocab_size, pattern=table.pattern, normalize=table.normalize,
         special_tokens=table.special_tokens if special_tokens is ... else special_tokens,
         min_frequency=min_frequency, tie_break=tie_break, base=base, max_token_length=max_token_length,
-        progress=with_alias(progress, show_progress))
+        progress=with_alias(progress, show_progress), picky=picky)
     return _as_asked(_learn_sizes([table], options, report or TrainReport()), options)
 
 
@@ -468,13 +481,16 @@ def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainRepo
     base, progress = options.base, options.progress
     if len(table) == 0:
         raise EmptyCorpusError("the corpus is empty: no text to learn merges from")
+    if options.picky is not None:
+        return _learn_picky(table, vocab_size, options.picky, options, report)
     new_specials = [s for s in options.special_tokens if base is None or s not in base.special_tokens]
     first_id = continued.first_new_id(base)
     n_merges = vocab_size - first_id - len(new_specials)
     t0 = time.perf_counter()
     kernel_ids = _kernel_ids(options.tie_break, base)
     byte_ranks = kernel_ids if base is None else None      # from bytes, the kernel numbers them itself
-    start, lengths = (None, None) if base is None else continued.tokenized_by(base, table, kernel_ids)
+    start, lengths = (None, None) if base is None else continued.tokenized_by(base, table, kernel_ids,
+                                                                              kernel_order=True)
     report.unique_chunks, report.total_chunks, report.table_symbols = len(table), table.total_chunks, table.n_symbols
     _check_pair_counts(table)
     with Bar(progress, "pairs", 3 * table.n_symbols, unit="B", unit_scale=True) as bar:
@@ -482,8 +498,10 @@ def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainRepo
                                  min(max(1, options.min_frequency), INT64_MAX), byte_ranks,
                                  max_token_length=options.max_token_length or 0, start=start, token_lengths=lengths,
                                  first_id=first_id, setup_progress=bar.callback(reach=True),
-                                 threads=min(options.threads or default_workers(), default_workers()))
-    del table, start
+                                 threads=min(options.threads or default_workers(), default_workers()),
+                                 kernel_order=start is not None)      # (start becomes the kernel's corpus)
+        del table, start        # laid out: the table's memory is free before the pair lists take theirs
+        kernel.count_pairs()
     with Bar(progress, "merging", n_merges, unit="merge", decaying=True) as bar:
         merges = kernel.learn(bar.callback(reach=True))
     report.merge_counts = kernel.counts
@@ -502,6 +520,45 @@ def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainRepo
                else "every chunk is a single token")
         warnings.warn(f"stopped after {len(merges)} of {n_merges} merges ({why}): vocab size "
                       f"{tok.vocab_size} instead of {vocab_size}", VocabSizeWarning, stacklevel=4)
+    tok.training_report = report
+    return tok
+
+
+def _learn_picky(table: WordTable, vocab_size: int, tau: float, options: TrainOptions,
+                 report: TrainReport) -> PickyTokenizer:
+    """_learn with ``picky=tau``: Picky BPE's events (_picky.train_picky, single-threaded) until
+    256 + the learned tokens present + the special tokens make ``vocab_size``: removed tokens
+    make room for more merges. Ties break as ``tie_break`` says, by the bytes' ids as the
+    kernel numbers them; learned tokens' event ids are the same either way."""
+    specials = dict(options.special_ids) if options.special_ids is not None else list(options.special_tokens)
+    n_learned = vocab_size - 256 - len(options.special_tokens)
+    kernel_ids = _kernel_ids(options.tie_break, None)
+    symbols = table.symbols if kernel_ids is None else kernel_ids.astype(np.uint8)[table.symbols]
+    report.unique_chunks, report.total_chunks, report.table_symbols = len(table), table.total_chunks, table.n_symbols
+    _check_pair_counts(table)
+    t0 = time.perf_counter()
+    stats: dict = {}
+    with Bar(options.progress, "merging", n_learned, unit="token", decaying=True) as bar:
+        events = _picky.train_picky(symbols, table.offsets, table.counts, n_learned, tau,
+                                    max(1, options.min_frequency), options.max_token_length or 0,
+                                    bar.callback(reach=True), stats=stats)
+    if kernel_ids is not None:       # back from the kernel's byte ids to the bytes (-1 and learned ids stay)
+        byte_of = np.argsort(kernel_ids).astype(np.int32)
+        events = np.where((events >= 0) & (events < 256), byte_of[np.clip(events, 0, 255)], events).astype(np.int32)
+    report.seconds["merging"] = time.perf_counter() - t0
+    summary("merging", report.seconds["merging"], options.progress, merges=int(np.sum(events[:, 1] != REMOVED)),
+            removed=int(stats["removals"]))
+    tok = PickyTokenizer(events, options.resolved_pattern, specials, normalize=options.resolved_normalize,
+                         picky=tau)
+    report.merges, report.removals = len(tok.merges), tok.removals
+    report.merges_requested, report.vocab_size = n_learned, tok.vocab_size
+    if tok.n_base - 256 < n_learned:
+        why = (f"no pair occurs {max(1, options.min_frequency)} or more times" if options.min_frequency > 1
+               else "every chunk is a single token")
+        if stats["steps"] >= 4 * n_learned + 1024:
+            why = f"{stats['steps']:,} merge steps, the bound, with removals undoing merges"
+        warnings.warn(f"stopped with {tok.n_base - 256} of {n_learned} learned tokens present ({why}): vocab size "
+                      f"{tok.vocab_size} instead of {vocab_size}", VocabSizeWarning, stacklevel=5)
     tok.training_report = report
     return tok
 
@@ -572,7 +629,7 @@ def train(files: Inputs, vocab_size: int, *, pattern: str | None | EllipsisType 
           lines: bool = ..., field: str = ..., column: str = ..., memory_budget: int | None = ..., client=...,
           base: Tokenizer | None = ..., max_token_length: int | None = ..., superword_at: int | str | None = ...,
           superword_pattern: str | None = ..., superword: str = ..., boundless_eligible: str | None = ...,
-          normalize: str | None | EllipsisType = ...,
+          normalize: str | None | EllipsisType = ..., picky: float | None = ...,
           show_progress: bool | None = ...) -> Tokenizer: ...
 @overload
 def train(files: Inputs, vocab_size: Sequence[int], *, pattern: str | None | EllipsisType = ...,
@@ -581,7 +638,7 @@ def train(files: Inputs, vocab_size: Sequence[int], *, pattern: str | None | Ell
           lines: bool = ..., field: str = ..., column: str = ..., memory_budget: int | None = ..., client=...,
           base: Tokenizer | None = ..., max_token_length: int | None = ..., superword_at: int | str | None = ...,
           superword_pattern: str | None = ..., superword: str = ..., boundless_eligible: str | None = ...,
-          normalize: str | None | EllipsisType = ...,
+          normalize: str | None | EllipsisType = ..., picky: float | None = ...,
           show_progress: bool | None = ...) -> list[Tokenizer]: ...
 def train(files: Inputs, vocab_size: int | Sequence[int], *,
           pattern: str | None | EllipsisType = ..., special_tokens: SpecialTokens = (), min_frequency: int = 0,
@@ -591,7 +648,7 @@ def train(files: Inputs, vocab_size: int | Sequence[int], *,
           base: Tokenizer | None = None, max_token_length: int | None = None, superword_at: int | str | None = None,
           superword_pattern: str | None = "superword", superword: str = "superbpe",
           boundless_eligible: str | None = None, normalize: str | None | EllipsisType = ...,
-          show_progress: bool | None = None) -> Tokenizer | list[Tokenizer]:
+          picky: float | None = None, show_progress: bool | None = None) -> Tokenizer | list[Tokenizer]:
     """Train on files: ``count`` (any input: text, stdin, compressed, JSON lines, Parquet,
     directories; ``workers`` processes, default one per CPU), then ``train_from_table`` (whose
     kernel then runs on ``workers`` threads, at most one per CPU).
@@ -629,6 +686,14 @@ def train(files: Inputs, vocab_size: int | Sequence[int], *,
     ``normalize`` ("nfc" or "nfkc"; default: the base's, else none) puts the text in that Unicode
     normal form before special tokens are found and it is split, and the tokenizer normalizes
     what it encodes the same way (its decode gives the normalized text).
+
+    ``picky=tau`` (0 < tau <= 1) trains Picky BPE (Chizhov et al. 2024, arXiv 2409.04599): after
+    each merge of (a, b) done m times, a parent x (not a byte) whose IoS = m / (x's frequency just
+    before the merge) is >= tau is removed, each occurrence split back into its parents; removed
+    tokens do not count towards ``vocab_size``, so more merges fill their place. The result is a
+    ``PickyTokenizer`` (ids: bytes, then the tokens present at the end in the order of the merges
+    that made them, then special tokens), which only bpe_fast's JSON can hold. Not with ``base``
+    or ``superword_at``.
     ``show_progress`` is a deprecated alias of ``progress`` (True: "bar", False: "none").
     """
     progress = with_alias(progress, show_progress)
@@ -637,12 +702,16 @@ def train(files: Inputs, vocab_size: int | Sequence[int], *,
                                    max_token_length=max_token_length, superword_at=superword_at,
                                    superword_pattern=superword_pattern, superword=superword,
                                    boundless_eligible=boundless_eligible, progress=progress, normalize=normalize,
-                                   threads=workers)
+                                   threads=workers, picky=picky)
 
     def count_files(pattern, specials: Sequence[str], normalize: str | None, units) -> WordTable:
-        config = make_config(pattern, specials, errors, lines, memory_budget, normalize, units)
-        table = _count(files, config, workers, progress, field, column, block_size, client)
-        if len(table) == 0 and units is None:
+        if units is not None:          # BoundlessBPE's runs
+            config = make_config(pattern, specials, errors, lines, memory_budget, normalize, units)
+            return _count(files, config, workers, progress, field, column, block_size, client)
+        table = count(files, pattern=pattern, special_tokens=specials, workers=workers, progress=progress,
+                      errors=errors, lines=lines, field=field, column=column, block_size=block_size,
+                      memory_budget=memory_budget, client=client, normalize=normalize)
+        if len(table) == 0:
             names = [files] if isinstance(files, (str, os.PathLike)) else list(files)
             raise EmptyCorpusError(f"the corpus is empty: {', '.join(map(str, names))} hold no text")
         return table
@@ -659,7 +728,7 @@ def train_from_iterator(docs: Iterable, vocab_size: int, *, pattern: str | None 
                         superword_at: int | str | None = ..., superword_pattern: str | None = ...,
                         superword: str = ..., boundless_eligible: str | None = ...,
                         field: str = ..., length: int | None = ..., normalize: str | None | EllipsisType = ...,
-                        show_progress: bool | None = ...) -> Tokenizer: ...
+                        picky: float | None = ..., show_progress: bool | None = ...) -> Tokenizer: ...
 @overload
 def train_from_iterator(docs: Iterable, vocab_size: Sequence[int], *,
                         pattern: str | None | EllipsisType = ..., special_tokens: SpecialTokens = ...,
@@ -669,7 +738,7 @@ def train_from_iterator(docs: Iterable, vocab_size: Sequence[int], *,
                         max_token_length: int | None = ..., superword_at: int | str | None = ...,
                         superword_pattern: str | None = ..., superword: str = ...,
                         boundless_eligible: str | None = ..., field: str = ..., length: int | None = ...,
-                        normalize: str | None | EllipsisType = ...,
+                        normalize: str | None | EllipsisType = ..., picky: float | None = ...,
                         show_progress: bool | None = ...) -> list[Tokenizer]: ...
 def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int], *,
                         pattern: str | None | EllipsisType = ..., special_tokens: SpecialTokens = (),
@@ -681,7 +750,7 @@ def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int], *,
                         superword_at: int | str | None = None, superword_pattern: str | None = "superword",
                         superword: str = "superbpe", boundless_eligible: str | None = None,
                         field: str = "text", length: int | None = None,
-                        normalize: str | None | EllipsisType = ...,
+                        normalize: str | None | EllipsisType = ..., picky: float | None = None,
                         show_progress: bool | None = None) -> Tokenizer | list[Tokenizer]:
     """Train on documents from an iterator: each item is a document (str or bytes), a batch of
     them (a list, as Hugging Face ``datasets`` batches come), or a record (a dict) whose
@@ -690,8 +759,8 @@ def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int], *,
 
     Items are consumed lazily and sent to worker processes in batches, so the iterator may be
     far larger than memory. ``base``, a list of sizes, ``max_token_length``, ``special_tokens``,
-    ``normalize``, ``superword_at``, ``superword`` and ``boundless_eligible`` as in ``train``
-    (superword training reads the documents twice: give a list). ``show_progress`` is a
+    ``normalize``, ``picky``, ``superword_at``, ``superword`` and ``boundless_eligible`` as in
+    ``train`` (superword training reads the documents twice: give a list). ``show_progress`` is a
     deprecated alias of ``progress``.
     """
     progress = with_alias(progress, show_progress)
@@ -703,11 +772,15 @@ def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int], *,
                                    max_token_length=max_token_length, superword_at=superword_at,
                                    superword_pattern=superword_pattern, superword=superword,
                                    boundless_eligible=boundless_eligible, progress=progress, normalize=normalize,
-                                   threads=workers)
+                                   threads=workers, picky=picky)
 
     def count_docs(pattern, specials: Sequence[str], normalize: str | None, units) -> WordTable:
-        _check_docs(docs, length)
-        config = make_config(pattern, specials, errors, lines, memory_budget, normalize, units)
-        return _count_iterator(docs, config, workers, progress, batch_chars, field, length)
+        if units is not None:          # BoundlessBPE's runs
+            _check_docs(docs, length)
+            config = make_config(pattern, specials, errors, lines, memory_budget, normalize, units)
+            return _count_iterator(docs, config, workers, progress, batch_chars, field, length)
+        return count_from_iterator(docs, pattern=pattern, special_tokens=specials, workers=workers,
+                                   progress=progress, errors=errors, lines=lines, batch_chars=batch_chars,
+                                   memory_budget=memory_budget, field=field, length=length, normalize=normalize)
 
     return _as_asked(_train(count_docs, options, "chars"), options)

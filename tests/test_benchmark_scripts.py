@@ -90,3 +90,17 @@ def test_bench_boundless_times_boundless_against_plain_and_superbpe(tmp_path):
                     r"([\d.]+) \(([\d.]+)\) \|", done.stdout, re.M)
     assert row and float(row[5]) > 0, done.stdout
     assert "runs" in done.stdout and "supermerging" in done.stdout
+
+
+def test_bench_picky_compares_picky_with_plain_training(tmp_path):
+    (tmp_path / "multilingual").mkdir()
+    text = small_text() * 3
+    (tmp_path / "big.txt").write_text(text, encoding="utf-8")
+    (tmp_path / "multilingual" / "xx.txt").write_text(text[::-1], encoding="utf-8")
+    done = run_script("bench_picky.py", "--corpus-dir", str(tmp_path), "--vocab-sizes", "400", "--taus", "0.6",
+                      "--repeats", "1")
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"^\| 400 \| plain \| [\d.]+ \([\d.]+\) \| 144 \| - \| - \| [\d.]+ \| \+0\.00% \|", done.stdout,
+                     re.M), done.stdout
+    assert re.search(r"^\| 400 \| 0\.6 \| [\d.]+ \([\d.]+\) \| [\d,]+ \| [\d,]+ \([\d.]+%\) \| [\d,]+ \|",
+                     done.stdout, re.M), done.stdout

@@ -11,7 +11,7 @@ from ..errors import ArgumentError, TokenizerFileError, require
 from ..outputs import atomic_open
 from ..patterns import CL100K, GPT2, O200K
 from ._common import (FileKind, Format, Peek, Vocabulary, check_every_token_made, expect, lookup_merge,
-                      maps_tokens_to_ids, read_json, refuse_supermerges)
+                      is_picky, maps_tokens_to_ids, read_json, refuse_picky, refuse_supermerges)
 
 KIND = FileKind("a Hugging Face tokenizer.json", "Tokenizer.from_huggingface(path)")
 
@@ -136,6 +136,7 @@ def _hf_pattern(pre, source: str) -> str | None:
 
 
 def huggingface_json(tok) -> dict:
+    refuse_picky(FORMAT.title, is_picky(tok))
     vocab = {token_to_str(t): i for t, i in tok.mergeable_ranks().items()}
     # Special tokens are in the model's vocab too, as BpeTrainer writes them: without them there,
     # Hugging Face numbers added tokens after the last vocab id, ignoring theirs when ids have
@@ -167,6 +168,7 @@ def huggingface_json(tok) -> dict:
 
 def write_huggingface(tok, path: str | os.PathLike) -> None:
     refuse_supermerges(FORMAT.title, tok.is_boundless)
+    refuse_picky(FORMAT.title, is_picky(tok))                   # before the file is opened
     with atomic_open(path, "w", encoding="utf-8") as fh:
         json.dump(huggingface_json(tok), fh, ensure_ascii=False)
 
