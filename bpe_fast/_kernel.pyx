@@ -1533,6 +1533,7 @@ cdef class Trainer:
     cdef readonly int32_t first_id
     cdef int64_t max_length
     cdef Py_ssize_t n_symbols, n_words, too_long
+    cdef object chosen                          # each merge's count when it was chosen (``counts``)
 
     def __init__(self, symbols, const int64_t[::1] offsets, const int64_t[::1] counts, Py_ssize_t n_merges,
                  int64_t min_count=1, byte_ranks=None, int64_t track_from=0, int64_t max_token_length=0,
@@ -1588,6 +1589,8 @@ cdef class Trainer:
         self.count_pairs()
         cdef _Merger run = self.run
         cdef int32_t[:, ::1] merges = np.empty((self.max_merges, 2), dtype=np.int32)
+        self.chosen = np.empty(self.max_merges, dtype=np.int64)
+        cdef int64_t[::1] chosen = self.chosen
         run.check_pool()
         cdef Py_ssize_t m = 0
         cdef int32_t pid
@@ -1609,6 +1612,7 @@ cdef class Trainer:
                 continue
             merges[m, 0] = key_left(run.keys[pid])
             merges[m, 1] = key_right(run.keys[pid])
+            chosen[m] = run.count[pid]
             run.merge(pid, <int32_t>(self.first_id + m))
             m += 1
             PyErr_CheckSignals()                     # Ctrl-C: stop here, not when training ends
@@ -1627,7 +1631,15 @@ cdef class Trainer:
                          seconds_shared=run.seconds_shared, seconds_fold=run.seconds_fold,
                          cpu_merging=thread_cpu() - cpu0, thread_cpu=list(run.thread_cpu), cpu_longest=run.cpu_longest)
         self.run = None                              # the corpus state is spent: free it now
+        self.chosen = self.chosen[:m]
         return np.asarray(merges[:m]).copy()
+
+    @property
+    def counts(self):
+        """After ``learn``: each merge's count when it was chosen (int64), in merge order."""
+        if self.chosen is None:
+            raise ValueError("counts are known once learn() has run")
+        return self.chosen
 
 
 def train_merges(symbols, const int64_t[::1] offsets, const int64_t[::1] counts,

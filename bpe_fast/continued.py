@@ -37,6 +37,9 @@ def check_base(base, vocab_size: int) -> None:
         raise ArgumentError("base= is a Picky BPE tokenizer: continued training extends a list of merges, and its "
                             "vocabulary is a list of events (merges and removals); train it again with a larger "
                             "vocab_size instead")
+    if base.is_boundless:
+        raise ArgumentError("base= is a BoundlessBPE tokenizer: new merges would rank after its supermerges, which "
+                            "join whole words above the merges; continue base.without_supermerges() instead")
     if vocab_size <= base.vocab_size:
         raise ArgumentError(f"vocab_size={vocab_size} is no larger than the base's {base.vocab_size}: "
                             f"continued training needs room for new tokens")

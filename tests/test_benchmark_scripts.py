@@ -80,6 +80,18 @@ def test_bench_superword_times_superword_against_plain_training(tmp_path):
     assert "counting" in done.stdout and (tmp_path / "longtail-64K.txt").is_file()
 
 
+@needs_data
+@pytest.mark.slow      # four processes started (make_corpus and three trainings)
+def test_bench_boundless_times_boundless_against_plain_and_superbpe(tmp_path):
+    done = run_script("bench_boundless.py", "--cost", "--texts", "long-tail", "--longtail-size", "64K",
+                      "--sizes", "700:500", "--repeats", "1", "--work-dir", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    row = re.search(r"^\| long-tail \| 0 \| 700 \| 500 \| ([\d.]+) \| ([\d.]+) \(([\d.]+)\) \| "
+                    r"([\d.]+) \(([\d.]+)\) \|", done.stdout, re.M)
+    assert row and float(row[5]) > 0, done.stdout
+    assert "runs" in done.stdout and "supermerging" in done.stdout
+
+
 def test_bench_picky_compares_picky_with_plain_training(tmp_path):
     (tmp_path / "multilingual").mkdir()
     text = small_text() * 3

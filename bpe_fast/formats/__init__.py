@@ -27,7 +27,8 @@ from collections.abc import Sequence
 
 from ..errors import ArgumentError, TokenizerFileError
 from . import bpe_fast_json, gpt2, huggingface, minbpe, tiktoken
-from ._common import FileKind, Format, Peek, Vocabulary, file_sha256, is_picky, refuse_normalization, refuse_picky
+from ._common import (FileKind, Format, Peek, Vocabulary, file_sha256, is_picky, refuse_normalization, refuse_picky,
+                      refuse_supermerges)
 
 __all__ = ["FORMATS", "DEFAULT", "Format", "FileKind", "Peek", "Vocabulary", "names", "by_name", "sniff", "read",
            "read_folder", "format_of_path", "output_files", "check_writable", "write", "file_sha256"]
@@ -143,10 +144,12 @@ def output_files(path: str | os.PathLike, format: str) -> list[Path]:
 
 
 def check_writable(format: str, pattern: str | None, special_tokens: Sequence[str],
-                   normalize: str | None = None, picky: bool = False) -> None:
-    """Refuse, before any training, a pattern, special tokens, normalization or Picky BPE
-    (``picky``: training with picky=) the format cannot hold."""
+                   normalize: str | None = None, picky: bool = False, boundless: bool = False) -> None:
+    """Refuse, before any training, a pattern, special tokens, normalization, Picky BPE (``picky``:
+    training with picky=) or supermerges (``boundless``: BoundlessBPE) the format cannot hold."""
     fmt = by_name(format)
+    if not fmt.holds_supermerges:
+        refuse_supermerges(fmt.title, boundless)
     fmt.check_writable(pattern, special_tokens)
     if not fmt.holds_normalization:
         refuse_normalization(fmt.title, normalize)
@@ -159,6 +162,8 @@ def write(tok, path: str | os.PathLike, format: str | None = None) -> list[str]:
     returns the files written (a .tiktoken file and its sidecar, minbpe's two, GPT-2's two)."""
     fmt = by_name(format_of_path(path, format))
     files = fmt.output_files(path)
+    if not fmt.holds_supermerges:
+        refuse_supermerges(fmt.title, tok.is_boundless)
     if not fmt.holds_normalization:
         refuse_normalization(fmt.title, tok.normalize)
     if not fmt.holds_picky:

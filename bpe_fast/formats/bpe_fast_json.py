@@ -9,7 +9,12 @@ A Picky BPE tokenizer (``PickyTokenizer``) writes version 3: ``"events"`` instea
 ``[x, -1]`` for the removal of x, in event ids (bytes 0..255, then 256 + k for the k-th merge;
 bpe_fast/picky.py), and ``"picky"``, the tau it was trained with (null if not known). Its token
 ids follow from the events. An older bpe_fast refuses the file rather than read merges that are
-not there. Every version is read."""
+not there.
+
+A BoundlessBPE tokenizer writes version 4: the merges as ever, then its supermerges
+(``"supermerges"``, one per line, ``"supermerge_ids"``, and the eligibility regex its runs were
+made with, ``"boundless_eligible"``, a record), so that an older reader refuses the file rather
+than drop them and encode other ids. Every version is read."""
 from __future__ import annotations
 
 import json
@@ -26,7 +31,8 @@ BPE_FAST_FORMAT = "bpe_fast.tokenizer"
 BPE_FAST_VERSION = 1
 NORMALIZED_VERSION = 2      # a file with "normalize": older readers must refuse it, not ignore the field
 PICKY_VERSION = 3           # a file with "events" (Picky BPE): older readers must refuse it
-VERSIONS = (BPE_FAST_VERSION, NORMALIZED_VERSION, PICKY_VERSION)
+BOUNDLESS_VERSION = 4       # a file with "supermerges" (BoundlessBPE, normalized or not): likewise
+VERSIONS = (BPE_FAST_VERSION, NORMALIZED_VERSION, PICKY_VERSION, BOUNDLESS_VERSION)
 
 KIND = FileKind("bpe_fast's JSON", "Tokenizer.load(path)")
 
@@ -50,6 +56,9 @@ def bpe_fast_dict(tok) -> dict:
         data["byte_ids"] = tok.byte_ids.tolist()
     if not np.array_equal(tok.merge_ids, np.arange(256, 256 + len(tok.merges))):
         data["merge_ids"] = tok.merge_ids.tolist()
+    if tok.is_boundless:
+        data.update(version=BOUNDLESS_VERSION, boundless_eligible=tok.boundless_eligible,
+                    supermerge_ids=tok.supermerge_ids.tolist(), supermerges=tok.supermerges.tolist())
     data["merges"] = tok.merges.tolist()
     return data
 
@@ -59,10 +68,16 @@ def write_bpe_fast(tok, path: str | os.PathLike) -> None:
     data = bpe_fast_dict(tok)
     field = "events" if "events" in data else "merges"
     rows = data.pop(field)
+    supermerges = data.pop("supermerges", None)
+    ids = data.pop("supermerge_ids", None)
     head = json.dumps(data, ensure_ascii=False, indent=1)[:-2]
+    if ids is not None:                 # one line, not one id per line
+        head += f',\n "supermerge_ids": {json.dumps(ids)}'
     body = ",\n".join(f"  [{left}, {right}]" for left, right in rows)
+    supers = "" if supermerges is None else (
+        ',\n "supermerges": [\n' + ",\n".join(f"  [{left}, {right}]" for left, right in supermerges) + "\n ]")
     with atomic_open(path, "w", encoding="utf-8") as fh:
-        fh.write(f'{head},\n "{field}": [\n{body}\n ]\n}}\n')
+        fh.write(f'{head},\n "{field}": [\n{body}\n ]{supers}\n}}\n')
 
 
 def bpe_fast_vocabulary(data: Any, source: str | None = None) -> Vocabulary:
@@ -89,7 +104,11 @@ def bpe_fast_vocabulary(data: Any, source: str | None = None) -> Vocabulary:
     return Vocabulary(expect(data["merges"], list, where, "merges"), pattern, specials,
                       expect_optional(data.get("merge_ids"), list, where, "merge_ids"),
                       expect_optional(data.get("byte_ids"), list, where, "byte_ids"), source=where,
-                      normalize=normalize)
+                      normalize=normalize,
+                      supermerges=expect_optional(data.get("supermerges"), list, where, "supermerges"),
+                      supermerge_ids=expect_optional(data.get("supermerge_ids"), list, where, "supermerge_ids"),
+                      boundless_eligible=expect_optional(data.get("boundless_eligible"), str, where,
+                                                         "boundless_eligible"))
 
 
 def _read_tau(data: dict, where: str) -> float | None:
@@ -111,4 +130,5 @@ def read(peek: Peek) -> Vocabulary:
 
 FORMAT = Format(
     name="bpe_fast", title="bpe_fast's JSON", description="bpe_fast's JSON",
-    sniff=sniff, read=read, write=write_bpe_fast, demo_name="demo-tokenizer.json", is_json=True, holds_picky=True)
+    sniff=sniff, read=read, write=write_bpe_fast, demo_name="demo-tokenizer.json", is_json=True, holds_picky=True,
+    holds_supermerges=True)
