@@ -1,7 +1,7 @@
 """Quality, measured (issue 20): bytes per token on held-out text, per language, for plain BPE,
 SuperBPE, BoundlessBPE and Picky BPE at the same vocabulary sizes; a CSV and a chart.
 
-    python benchmarks/quality.py                       # V = 8192,16384,32768,65536: a few CPU minutes
+    python benchmarks/quality.py                       # V = 8192,16384,32768,65536: about a minute
     python benchmarks/quality.py --chart-only          # redraw quality.png from quality.csv
 
 Text: big.txt and multilingual/*.txt of the shared corpora (``--files``, relative to the corpora
@@ -196,9 +196,10 @@ def markdown_table(rows: list[dict]) -> str:
     for r in rows:
         at = f"{int(r['T']):,}" if r["T"] else "-"
         worst = f"{r['worst_language']} ({pct(r, 'worst_gain')})" if r["worst_language"] else "-"
+        english = f"{float(r['bpt_en']):.3f}" if r["bpt_en"] else "-"
         lines.append(f"| {int(r['vocab']):,} | {title(r['method'])} | {at} | "
                      f"{float(r['bpt_all']):.3f} ({pct(r, 'gain_all')}) | "
-                     f"{float(r['bpt_en']):.3f} ({pct(r, 'gain_en')}) | {pct(r, 'mean_gain_other')} | "
+                     f"{english} ({pct(r, 'gain_en')}) | {pct(r, 'mean_gain_other')} | "
                      f"{worst} |")
     return "\n".join(lines)
 
