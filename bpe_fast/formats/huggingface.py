@@ -86,7 +86,7 @@ def _hf_normalize(normalizer: Any, source: str) -> str | None:
     steps = normalizer.get("normalizers") if kind == "Sequence" else [normalizer]
     kinds = [step.get("type") if isinstance(step, dict) else step for step in steps] \
         if isinstance(steps, list) else [kind]
-    odd = [k for k in kinds if k not in HF_NORMALIZERS]
+    odd = [k for k in kinds if not isinstance(k, str) or k not in HF_NORMALIZERS]
     if odd:
         raise TokenizerFileError(f"{source}: normalizer {odd[0]!r} is not supported: bpe_fast applies only NFC or "
                                  f"NFKC, so with it its ids would differ from Hugging Face's; \"normalizer\": null, "
