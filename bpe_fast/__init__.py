@@ -23,13 +23,14 @@ from .errors import (ArgumentError, ArgumentTypeError, BpeFastError, BpeFastWarn
                      TokenizerFileError, VocabSizeWarning, VocabularyError, VocabularyNotFoundError, WorkerError)
 from .patterns import CL100K, GPT2, O200K
 from .registry import ENCODINGS, load
-from .tokenizer import Tokenizer
+from .tokenizer import PickyTokenizer, Tokenizer
 from .trainer import TrainReport, count, count_from_iterator, train, train_from_iterator, train_from_table
 from .wordtable import WordTable
 
 
 __all__ = [
     "train", "train_from_iterator", "train_from_table", "count", "count_from_iterator", "load", "Tokenizer",
+    "PickyTokenizer",
     "encode_files", "load_bin", "TrainReport", "WordTable",
     "ENCODINGS", "GPT2", "CL100K", "O200K",
     "BpeFastError", "ArgumentError", "ArgumentTypeError", "PatternError", "InputError", "EmptyCorpusError",

@@ -40,7 +40,7 @@ from cpython.number cimport PyNumber_Index
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
-from libc.string cimport memchr, memcmp, memcpy, memset
+from libc.string cimport memchr, memcmp, memcpy, memmove, memset
 from libcpp.atomic cimport atomic
 from libcpp.queue cimport priority_queue
 from libcpp.string cimport string
@@ -263,6 +263,10 @@ cdef class MergeEncoder:
     cdef const uint8_t[::1] cls
     cdef const uint8_t[::1] fold
     cdef list caches                            # chunk caches not lent out (see _ChunkCache)
+    # BoundlessBPE (set_supermerges): supermerges join whole-token chunks in runs (see run_step).
+    cdef PairTable supers                       # (left id, right id) -> (rank, the id it makes)
+    cdef vector[uint8_t] unit                   # id -> 1: a phase-1 token some supermerge joins
+    cdef readonly bint boundless
 
     def __cinit__(self, const int32_t[:, ::1] merges, const int32_t[::1] result_ids,
                   const int32_t[::1] byte_ids, list vocab, dict special_tokens):
@@ -298,6 +302,7 @@ cdef class MergeEncoder:
         cdef Py_ssize_t i
         pairtable_free(&self.pairs)
         pairtable_free(&self.trie)
+        pairtable_free(&self.supers)
         free(self.whole)
         free(self.seed)
         if self.ints != NULL:
@@ -519,6 +524,50 @@ cdef class MergeEncoder:
         """No pre-tokenization: each piece of text between special tokens is one chunk."""
         self.pattern = SPLIT_NONE
 
+    def set_supermerges(self, const int32_t[:, ::1] pairs, const int32_t[::1] ids, list superwords):
+        """BoundlessBPE: supermerge k joins the tokens ``pairs[k]`` (whole chunks, or superwords
+        made earlier) into ``ids[k]``, whose bytes are ``superwords[k]``. Once set, the chunks of
+        each piece of text are encoded as before, then every maximal run of chunks that are each
+        one *unit* (a token that is not a superword and that some supermerge joins) is merged by
+        the supermerges, lowest rank first (``merge_run``). Call it once, before encoding."""
+        cdef Py_ssize_t n = pairs.shape[0], k, size
+        if ids.shape[0] != n or len(superwords) != n:
+            raise ValueError("set_supermerges needs one id and one token per supermerge")
+        if self.boundless or self.ints != NULL:
+            raise ValueError("set_supermerges is called once, before any encoding")
+        if n == 0:
+            return
+        if pairtable_init(&self.supers, n) != 0:
+            raise MemoryError()
+        size = max(<Py_ssize_t>self.token_bytes.size(), max(ids) + 1)
+        self.token_bytes.resize(size)
+        self.defined.resize(size, 0)
+        self.unit.assign(size, 0)
+        for k in range(n):
+            if pairs[k, 0] < 0 or pairs[k, 1] < 0 or pairs[k, 0] >= size or pairs[k, 1] >= size:
+                raise ValueError(f"supermerge {k} joins ids out of range")
+            if pairtable_add(&self.supers, pair_of(pairs[k, 0], pairs[k, 1]), <int32_t>k, ids[k]) == NULL:
+                raise MemoryError()
+            self.token_bytes[ids[k]] = <string>superwords[k]
+            self.defined[ids[k]] = 1
+            self.unit[pairs[k, 0]] = self.unit[pairs[k, 1]] = 1
+        for k in range(n):
+            self.unit[ids[k]] = 0               # a superword is made in a run, never scanned as a chunk
+        self.boundless = True
+
+    def merge_run_list(self, list ids):
+        """The supermerges applied to one run of unit ids (a list), as the encoder does it."""
+        cdef vector[uint32_t] run
+        cdef size_t m
+        for i in ids:
+            run.push_back(<uint32_t>i)
+        m = self.merge_run(run.data(), run.size()) if self.boundless else run.size()
+        return [run[i] for i in range(m)]
+
+    def unit_ids(self):
+        """The ids that make runs (see set_supermerges), as a set."""
+        return {i for i in range(self.unit.size()) if self.unit[i]}
+
     # -- the merges --------------------------------------------------------------------------
     cdef inline int32_t merged(self, int32_t left, int32_t right) noexcept nogil:
         """The symbol the pair merges into (smaller is earlier), or NO_MERGE."""
@@ -614,6 +663,117 @@ cdef class MergeEncoder:
                 t = out[k]                      # retried, but it now ends at a dead position
                 pos -= <size_t>self.length[t]
 
+    # -- runs (BoundlessBPE) -------------------------------------------------------------------
+    cdef inline int32_t super_rank(self, uint32_t a, uint32_t b, int32_t* made) noexcept nogil:
+        """The rank of the supermerge of (a, b) and the id it makes, or NO_MERGE."""
+        cdef const PairSlot* slot = pairtable_find(&self.supers, pair_of(<int32_t>a, <int32_t>b))
+        if slot == NULL:
+            return NO_MERGE
+        made[0] = slot.extra
+        return slot.value
+
+    cdef size_t merge_run(self, uint32_t* ids, size_t n) noexcept nogil:
+        """Apply the supermerges to a run of n ids in place, BPE-style: the adjacent pair of the
+        lowest rank, leftmost on ties, until no pair has one; returns the ids left. Merging one
+        pair at a time, lowest first, makes what training's merge-by-merge passes make (a merge
+        never makes a pair that ranks before it)."""
+        cdef int32_t rank[SHORT_CHUNK]
+        cdef int32_t made[SHORT_CHUNK]
+        cdef size_t m = n, i, best
+        cdef int32_t best_rank
+        if n < 2:
+            return n
+        if n > SHORT_CHUNK:
+            return self.merge_long_run(ids, n)
+        for i in range(n - 1):
+            rank[i] = self.super_rank(ids[i], ids[i + 1], &made[i])
+        while m > 1:
+            best_rank, best = NO_MERGE, 0
+            for i in range(m - 1):
+                if rank[i] < best_rank:
+                    best_rank, best = rank[i], i
+            if best_rank == NO_MERGE:
+                break
+            ids[best] = <uint32_t>made[best]
+            for i in range(best + 1, m - 1):    # close the gap left by ids[best + 1]
+                ids[i] = ids[i + 1]
+                rank[i] = rank[i + 1]
+                made[i] = made[i + 1]
+            m -= 1
+            if best + 1 < m:
+                rank[best] = self.super_rank(ids[best], ids[best + 1], &made[best])
+            if best > 0:
+                rank[best - 1] = self.super_rank(ids[best - 1], ids[best], &made[best - 1])
+        return m
+
+    cdef size_t merge_long_run(self, uint32_t* ids, size_t n) noexcept nogil:
+        """``merge_run`` for long runs: a linked list and a min-heap of (rank, position); an entry
+        is used only if the pair at its position still has that rank (as ``replay_long``)."""
+        cdef vector[int64_t] nxt = vector[int64_t](n)
+        cdef vector[int64_t] prv = vector[int64_t](n)
+        cdef vector[uint8_t] gone = vector[uint8_t](n, 0)
+        cdef priority_queue[uint64_t] heap     # max-heap of ~(rank << 32 | pos): min rank, leftmost
+        cdef size_t i, m = 0
+        cdef int32_t r, made
+        cdef int64_t p, q
+        cdef uint64_t top
+        for i in range(n):
+            nxt[i] = <int64_t>i + 1 if i + 1 < n else -1
+            prv[i] = <int64_t>i - 1
+        for i in range(n - 1):
+            r = self.super_rank(ids[i], ids[i + 1], &made)
+            if r != NO_MERGE:
+                heap.push(~((<uint64_t>r << 32) | i))
+        while not heap.empty():
+            top = ~heap.top()
+            heap.pop()
+            r = <int32_t>(top >> 32)
+            p = <int64_t>(top & 0xFFFFFFFFull)
+            q = nxt[p]
+            if gone[p] or q < 0 or self.super_rank(ids[p], ids[q], &made) != r:
+                continue                         # stale: this position changed since the push
+            ids[p] = <uint32_t>made
+            gone[q] = 1
+            nxt[p] = nxt[q]
+            if nxt[p] >= 0:
+                prv[nxt[p]] = p
+                r = self.super_rank(ids[p], ids[nxt[p]], &made)
+                if r != NO_MERGE:
+                    heap.push(~((<uint64_t>r << 32) | <uint64_t>p))
+            if prv[p] >= 0:
+                r = self.super_rank(ids[prv[p]], ids[p], &made)
+                if r != NO_MERGE:
+                    heap.push(~((<uint64_t>r << 32) | <uint64_t>prv[p]))
+        p = 0
+        while p >= 0:
+            ids[m] = ids[p]
+            m += 1
+            p = nxt[p]
+        return m
+
+    cdef size_t run_step(self, _Worker w, size_t before, size_t* run_start, size_t run_len) noexcept nogil:
+        """After a chunk's ids went to ``w.ids[before:]`` (BoundlessBPE): a chunk that is one unit
+        extends the run (returns its new length); any other ends it, and the run, if it has two
+        units or more, is merged by the supermerges in place (``merge_run``), the chunk's ids
+        moving up behind it (returns 0). The worker never only counts here (see _Worker)."""
+        cdef size_t after = w.ids.size, m
+        cdef uint32_t* ids = w.ids.data
+        if after == before + 1 and self.unit[ids[before]]:
+            if run_len == 0:
+                run_start[0] = before
+            return run_len + 1
+        if run_len >= 2:
+            m = self.merge_run(ids + run_start[0], run_len)
+            if m < run_len:
+                memmove(ids + run_start[0] + m, ids + before, (after - before) * sizeof(uint32_t))
+                w.ids.size = run_start[0] + m + (after - before)
+        return 0
+
+    cdef void end_run(self, _Worker w, size_t run_start, size_t run_len) noexcept nogil:
+        """The run at the end of a piece (it ends there, as at a special token)."""
+        if run_len >= 2:
+            w.ids.size = run_start + self.merge_run(w.ids.data + run_start, run_len)
+
     # -- chunks ------------------------------------------------------------------------------
     cdef inline bint same_whole(self, size_t k, uint64_t h, const uint8_t* s, size_t n) noexcept nogil:
         cdef const Slot* slot = &self.whole[k]
@@ -683,7 +843,9 @@ cdef class MergeEncoder:
         second looks them up. The entries, which would each be a wait for memory, arrive while
         the scanner runs. A chunk found in its home cache line (two entries), with its ids
         inline, is emitted here (four ids stored at once, the count added: room was reserved for
-        the batch); everything else goes through encode_short or encode_long."""
+        the batch); everything else goes through encode_short or encode_long. A BoundlessBPE
+        tokenizer then merges runs of chunks that are one unit each (run_step), chunk by chunk
+        in the second pass, so that the scanner keeps one call site and stays inlined."""
         cdef size_t start[BATCH]
         cdef uint32_t length[BATCH]
         cdef uint64_t key0[BATCH]
@@ -696,7 +858,8 @@ cdef class MergeEncoder:
         cdef const uint8_t* fold
         cdef const Packed* table
         cdef const Packed* x
-        cdef bint counting = w.counting, room
+        cdef bint counting = w.counting, room, runs = self.boundless
+        cdef size_t before, run_start = 0, run_len = 0
         if pattern == SPLIT_NONE:
             if n:
                 self.encode_chunk(s, n, end, w)
@@ -720,27 +883,33 @@ cdef class MergeEncoder:
                 m += 1
                 i = j
             # At most one id per byte: with room for the batch's bytes and 4, the inline ids
-            # can be stored 4 at a time (from w.ids.size, then advanced by their count).
+            # can be stored 4 at a time (from w.ids.size, then advanced by their count). Merging
+            # runs only takes ids away.
             room = not counting and w.ids.reserve(i - first + INLINE_IDS) == 0
             for q in range(m):
+                before = w.ids.size
                 if key1[q] == 0:
                     self.encode_long(s + start[q], length[q], hashes[q], w)
-                    continue
-                x = &table[packed_slot(hashes[q], bits)]     # the key's home line: two entries
-                if x.k0 != key0[q] or (x.k1 & PACKED_KEY_MASK) != key1[q]:
-                    x += 1
-                count = x.k1 >> 60
-                if x.k0 == key0[q] and (x.k1 & PACKED_KEY_MASK) == key1[q] and count <= INLINE_IDS:
-                    if counting:
-                        w.count += count
-                    elif room:
-                        memcpy(w.ids.data + w.ids.size, x.ids, INLINE_IDS * sizeof(uint32_t))
-                        w.ids.size += count
+                else:
+                    x = &table[packed_slot(hashes[q], bits)]     # the key's home line: two entries
+                    if x.k0 != key0[q] or (x.k1 & PACKED_KEY_MASK) != key1[q]:
+                        x += 1
+                    count = x.k1 >> 60
+                    if x.k0 == key0[q] and (x.k1 & PACKED_KEY_MASK) == key1[q] and count <= INLINE_IDS:
+                        if counting:
+                            w.count += count
+                        elif room:
+                            memcpy(w.ids.data + w.ids.size, x.ids, INLINE_IDS * sizeof(uint32_t))
+                            w.ids.size += count
+                        else:
+                            w.ids.extend(x.ids, count)
                     else:
-                        w.ids.extend(x.ids, count)
-                    continue
-                self.encode_short(s + start[q], length[q], key0[q], key1[q], hashes[q], w)
-                table, bits = w.cache.table, w.cache.table_bits     # (it may have grown)
+                        self.encode_short(s + start[q], length[q], key0[q], key1[q], hashes[q], w)
+                        table, bits = w.cache.table, w.cache.table_bits     # (it may have grown)
+                if runs:        # BoundlessBPE: runs of chunks that are one unit each (run_step)
+                    run_len = self.run_step(w, before, &run_start, run_len)
+        if runs:
+            self.end_run(w, run_start, run_len)
 
     cdef void encode_utf8(self, const uint8_t* s, size_t n, _Worker w, SpecialSet allowed) noexcept nogil:
         """Emit the ids of UTF-8 text, allowed special tokens as their ids."""
@@ -828,7 +997,7 @@ cdef class MergeEncoder:
         if bad:
             return None, 1
         if output == OUT_COUNT:
-            return w.count, 0
+            return (w.count if w.counting else w.ids.size), 0
         return (w.as_list() if output == OUT_LIST else w.array()), 0
 
     def encode_strs(self, texts, int workers, int output, SpecialSet allowed, SpecialSet disallowed):
@@ -1326,7 +1495,7 @@ cdef class _Worker:
     cdef vector[size_t] block_at                # ... and where each one's ids start in ids
 
     def __cinit__(self, MergeEncoder enc, bint counting):
-        self.enc, self.counting, self.ids = enc, counting, _Ids()
+        self.enc, self.counting, self.ids = enc, counting and not enc.boundless, _Ids()   # runs need the ids
         self.cache = enc.caches.pop() if enc.caches else _ChunkCache()
         if self.cache.table == NULL:
             self.cache.start_table(enc)

@@ -209,7 +209,7 @@ cdef extern from *:
        has them (a table of tens of MB on 4 KB pages misses the TLB on nearly every probe, and
        prefetches that miss the TLB may be dropped), before any page is touched; plain malloc
        elsewhere and for small sizes. Either way free() gives it back. Not zeroed. */
-    static void* bpe_big_alloc(size_t bytes) {
+    static inline void* bpe_big_alloc(size_t bytes) {
     #if defined(__linux__) && defined(MADV_HUGEPAGE)
         if (bytes >= ((size_t)4 << 20)) {
             void* p = NULL;

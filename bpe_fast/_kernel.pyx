@@ -26,9 +26,12 @@ Invariants kept between merges:
   counted, was at least ``track_from``. A pair's count never grows after the merge that creates
   its newest symbol, so an untracked pair stays below ``track_from``: while the best tracked
   count is at least ``track_from`` it is the true best. When it falls below, every pair is
-  counted again from the corpus with a lower ``track_from`` ("recount"). Most pairs of a big
-  corpus occur in one rare word only; not tracking them saves most of the memory and time.
-  Tracked ids are given in the order of each pair's first occurrence in slot order.
+  counted again from the corpus with ``track_from`` 16 times lower, down to ``min_count``
+  ("recount"). Most pairs of a big corpus occur in one rare word only; not tracking them saves
+  most of the memory and time. Continuing from a base (millions of distinct pairs of its
+  tokens), the first count raises ``track_from`` to the count of the 4 x n_merges-th best pair:
+  the merges come from far fewer pairs than that, and a recount, should one be needed, finds
+  the rest. Tracked ids are given in the order of each pair's first occurrence in slot order.
 * Every tracked pair with a positive count has an entry in the heap whose count is >= its true
   count, or waits outside it (``waiting``) with a true count below ``heap_from``. Counts of
   existing pairs only fall, because a merge creates only pairs that hold the new symbol; those
@@ -89,10 +92,11 @@ counting workers later). A merge goes to the pool only when its list holds at le
 ``parallel_from`` bytes: most merges are small, and one thread does them with the same ledger
 and fold, as one range. The set-up runs on the pool too, with the same result as one thread:
 the layout (each thread places a range of the words; a first pass sums their lengths) and every
-pair count (each thread counts a range of slots in a map of its own; the ranges' pairs are then
-numbered in range order, which is first appearance in slot order, and each thread writes its
-positions straight into the lists, sized beforehand, its first gap counted from the range
-before). Work that stays on one thread: the heap, the fold and settle of every merge, and the
+pair count (each thread counts a range of slots, cut at a token's start, in a map of its own; the
+ranges' pairs are then numbered in range order, which is first appearance in slot order, and
+each thread writes the positions of the tracked ones, found in a small map of their own,
+straight into the lists, sized beforehand, its first gap counted from the range before). Work
+that stays on one thread: the heap, the fold and settle of every merge, and the
 rewrite of the small merges; ``Trainer.learn``'s stats measure it (see benchmarks/stages.py).
 """
 cimport cython
@@ -103,12 +107,13 @@ cimport numpy as cnp
 from cpython.exc cimport PyErr_CheckSignals
 from libc.stdint cimport INT64_MAX, int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memcpy
+from libcpp.algorithm cimport nth_element
 from libcpp.vector cimport vector
 from libcpp.queue cimport priority_queue
 from libcpp.utility cimport pair
 
 from ._pairmap cimport PairMap, pair_key, key_left, key_right, pairmap_init, pairmap_free, pairmap_get, \
-    pairmap_get_or_add
+    pairmap_get_or_add, pairmap_prefetch
 
 cnp.import_array()
 
@@ -283,6 +288,13 @@ cdef enum:
     HEAVY = 256            # words counted at least this often get a per-slot word index
     PARALLEL_FROM = 1 << 13   # bytes of a merge's list from which the threads share it (tuned)
     LOOK_AHEAD = 16        # entries of a list whose slots are fetched before they are visited
+    # A recount's pipelines (count_slots, list_slots): a ring of AHEAD positions (a power of 2,
+    # more than PROBE_LAG + TALLY_LAG).
+    AHEAD = 32
+    PROBE_LAG = 16
+    TALLY_LAG = 8
+    TRACK_PER_MERGE = 4    # continuing, the first count tracks about this many pairs per merge asked for
+    LOWER_BY = 16          # a recount lowers track_from this many times (to min_count at least)
 
 # (id of a pair, its other symbol): see _Merger.ends_with
 ctypedef pair[int32_t, int32_t] Neighbour
@@ -312,6 +324,16 @@ def check_word_table(symbols, const int64_t[::1] offsets, const int64_t[::1] cou
         raise ValueError("word table is inconsistent: every word count must be positive")
     if n_sym and (np.min(symbols) < 0 or np.max(symbols) > 255):
         raise ValueError("symbols must be byte ids 0..255")
+
+
+def kernel_positions(const int64_t[::1] offsets, counts):
+    """Where each word of a table starts in the kernel's layout (words by falling count, as
+    by_falling_count orders them), an int64 array: for a ``start`` in kernel order (Trainer)."""
+    order, _ = by_falling_count(np.asarray(counts))
+    lengths = np.diff(np.asarray(offsets))[order]
+    positions = np.empty(len(order), dtype=np.int64)
+    positions[order] = np.cumsum(lengths) - lengths
+    return positions
 
 
 def by_falling_count(counts):
@@ -582,17 +604,33 @@ cdef inline size_t entry_at_or_after(const uint8_t* data, size_t i, size_t n) no
 
 
 # -- one thread's part of counting the pairs (recount) ------------------------------------------
+# Both passes of a recount go from token to token (a token's length leads to the next start) and
+# run as pipelines: the pairs of a base's tokens are many (millions, against thousands of byte
+# pairs), so the maps and tallies miss the CPU's caches, and each stage asks for the memory the
+# next one reads. A position's key is hashed and its map slot asked for; PROBE_LAG positions
+# later the map gives its number (and, in the first pass, its tally is asked for); TALLY_LAG
+# after that its tally takes the weight. So the waits overlap instead of following each other.
+cdef struct Tally:
+    # One pair in one thread's range: its weighted count, its first and last position, and the
+    # bytes of its list there (varint gaps, the first counted from 0). 32 bytes: one cache line
+    # holds two, and a tally costs one wait, not four.
+    int64_t total
+    int64_t first
+    int64_t last
+    int64_t nbytes
+
+
 cdef cppclass CountPart:
-    # Pass 1 over a range of slots: every pair that starts there, by local id in the order of
-    # first appearance: its key, weighted count, first and last position, and the bytes of its
-    # list. Pass 2 writes the list where the plan says (``cursor``), from ``prev``.
+    # Pass 1 over a range of slots (lo..hi, each a token's start): every pair that starts there,
+    # numbered locally in order of first appearance, with its key and its tally. Pass 2 writes
+    # the positions of the tracked pairs, by tracked id, at ``cursor`` (bytes into the pair's
+    # list) from ``written`` (the position listed last), as the plan set them.
     PairMap seen
     vector[uint64_t] keys
-    vector[int64_t] totals
-    vector[int64_t] first          # pass 2: the cursor (bytes into the pair's list)
-    vector[int64_t] last           # pass 2: the position written last
-    vector[int64_t] nbytes
-    vector[int32_t] pid            # pass 2: local id -> tracked id, or -1
+    vector[Tally] tally
+    vector[int32_t] number         # the plan: local id -> number among all ranges' pairs
+    vector[int64_t] cursor
+    vector[int64_t] written
     Py_ssize_t lo, hi, at, run
     bint failed
 
@@ -601,8 +639,7 @@ cdef struct CountJob:
     const Corpus* corpus
     CountPart* parts
     bint listing                   # pass 2
-    bint remember                  # pair_at holds each slot's local pair id
-    int32_t* pair_at
+    const PairMap* tracked         # pass 2: key -> tracked id, for the tracked pairs only
     Py_ssize_t step                # slots a thread does per call (then Ctrl-C is looked for)
     vector[uint8_t]* occ           # the tracked pairs' lists, sized by the plan
 
@@ -624,67 +661,120 @@ cdef inline int64_t walk_weight(const Corpus* c, Py_ssize_t p, Py_ssize_t* run) 
     return c.run_count[run[0]]
 
 
+cdef inline bint number_one(CountPart* P, const Py_ssize_t* ring_p, const uint64_t* ring_key, int32_t* ring_u,
+                            Py_ssize_t i) noexcept nogil:
+    """Pass 1's probe stage for the i-th position queued: its pair's local number (a new pair
+    gets the next one, its key and an empty tally); its tally asked for. False if out of memory."""
+    cdef Py_ssize_t k = i & (AHEAD - 1)
+    cdef Tally empty
+    cdef int32_t u = pairmap_get_or_add(&P.seen, ring_key[k], <int32_t>P.keys.size())
+    if u < 0:
+        return False
+    if u == <int32_t>P.keys.size():
+        P.keys.push_back(ring_key[k])
+        empty.total, empty.first, empty.last, empty.nbytes = 0, ring_p[k], 0, 0
+        P.tally.push_back(empty)
+    ring_u[k] = u
+    prefetch(&P.tally[u])
+    return True
+
+
+cdef inline void tally_one(const Corpus* c, CountPart* P, const Py_ssize_t* ring_p, const int32_t* ring_u,
+                           Py_ssize_t i) noexcept nogil:
+    """Pass 1's tally stage for the i-th position queued (in order of position)."""
+    cdef Py_ssize_t k = i & (AHEAD - 1), p = ring_p[k]
+    cdef Tally* t = &P.tally[ring_u[k]]
+    t.total += walk_weight(c, p, &P.run)
+    t.nbytes += varint_len(<uint64_t>(p - t.last))
+    t.last = p
+
+
 cdef void count_slots(const CountJob* job, CountPart* P) noexcept nogil:
     cdef const Corpus* c = job.corpus
-    cdef Py_ssize_t p, q, end = min(P.at + job.step, P.hi)
-    cdef uint64_t key
-    cdef int32_t u
-    for p in range(P.at, end):
-        if c.sym[p] < 0:
-            continue
-        q = next_token(c, p)
-        if q < 0:
-            continue
-        key = pair_key(c.sym[p], c.sym[q])
-        u = pairmap_get_or_add(&P.seen, key, <int32_t>P.keys.size())
-        if u < 0:                               # out of memory
+    cdef Py_ssize_t p = P.at, q, end = min(P.at + job.step, P.hi), queued = 0, probed = 0, tallied = 0, k
+    cdef Py_ssize_t ring_p[AHEAD]
+    cdef uint64_t ring_key[AHEAD]
+    cdef int32_t ring_u[AHEAD]
+    while p < end:
+        q = p + c.token_len[c.sym[p]]
+        if q < c.n and not starts_a_word(c, q):
+            k = queued & (AHEAD - 1)
+            ring_p[k], ring_key[k] = p, pair_key(c.sym[p], c.sym[q])
+            pairmap_prefetch(&P.seen, ring_key[k])
+            queued += 1
+            if queued - probed > PROBE_LAG:
+                if not number_one(P, ring_p, ring_key, ring_u, probed):
+                    P.failed, P.at = True, P.hi
+                    return
+                probed += 1
+            if probed - tallied > TALLY_LAG:
+                tally_one(c, P, ring_p, ring_u, tallied)
+                tallied += 1
+        p = q
+    while probed < queued:
+        if not number_one(P, ring_p, ring_key, ring_u, probed):
             P.failed, P.at = True, P.hi
             return
-        if u == <int32_t>P.keys.size():
-            P.keys.push_back(key)
-            P.totals.push_back(0)
-            P.first.push_back(p)
-            P.last.push_back(0)
-            P.nbytes.push_back(0)
-        if job.remember:
-            job.pair_at[p] = u
-        P.totals[u] += walk_weight(c, p, &P.run)
-        P.nbytes[u] += varint_len(<uint64_t>(p - P.last[u]))
-        P.last[u] = p
-    P.at = end
+        probed += 1
+    while tallied < queued:
+        tally_one(c, P, ring_p, ring_u, tallied)
+        tallied += 1
+    P.at = p
+
+
+cdef inline void list_one(const CountJob* job, CountPart* P, const Py_ssize_t* ring_p, const uint64_t* ring_key,
+                          Py_ssize_t i) noexcept nogil:
+    """Pass 2's write stage for the i-th position queued: listed if its pair is tracked."""
+    cdef Py_ssize_t k = i & (AHEAD - 1), p = ring_p[k]
+    cdef int32_t pid = pairmap_get(job.tracked, ring_key[k])
+    cdef uint64_t gap
+    cdef uint8_t* out
+    if pid < 0:
+        return
+    out = job.occ[pid].data() + P.cursor[pid]
+    gap = <uint64_t>(p - P.written[pid])
+    while gap >= 128:
+        out[0] = <uint8_t>(gap & 127) | 128
+        out += 1
+        gap >>= 7
+    out[0] = <uint8_t>gap
+    P.cursor[pid] = out + 1 - job.occ[pid].data()
+    P.written[pid] = p
 
 
 cdef void list_slots(const CountJob* job, CountPart* P) noexcept nogil:
     cdef const Corpus* c = job.corpus
-    cdef Py_ssize_t p, q, end = min(P.at + job.step, P.hi)
-    cdef int32_t u, pid
-    cdef uint64_t gap
-    cdef uint8_t* out
-    for p in range(P.at, end):
-        if job.remember:
-            u = job.pair_at[p]
-            if u < 0:
-                continue
-        else:
-            if c.sym[p] < 0:
-                continue
-            q = next_token(c, p)
-            if q < 0:
-                continue
-            u = pairmap_get(&P.seen, pair_key(c.sym[p], c.sym[q]))
-        pid = P.pid[u]
-        if pid < 0:
-            continue
-        out = job.occ[pid].data() + P.first[u]
-        gap = <uint64_t>(p - P.last[u])
-        while gap >= 128:
-            out[0] = <uint8_t>(gap & 127) | 128
-            out += 1
-            gap >>= 7
-        out[0] = <uint8_t>gap
-        P.first[u] = out + 1 - job.occ[pid].data()
-        P.last[u] = p
-    P.at = end
+    cdef Py_ssize_t p = P.at, q, end = min(P.at + job.step, P.hi), queued = 0, listed = 0, k
+    cdef Py_ssize_t ring_p[AHEAD]
+    cdef uint64_t ring_key[AHEAD]
+    while p < end:
+        q = p + c.token_len[c.sym[p]]
+        if q < c.n and not starts_a_word(c, q):
+            k = queued & (AHEAD - 1)
+            ring_p[k], ring_key[k] = p, pair_key(c.sym[p], c.sym[q])
+            pairmap_prefetch(job.tracked, ring_key[k])
+            queued += 1
+            if queued - listed > PROBE_LAG:
+                list_one(job, P, ring_p, ring_key, listed)
+                listed += 1
+        p = q
+    while listed < queued:
+        list_one(job, P, ring_p, ring_key, listed)
+        listed += 1
+    P.at = p
+
+
+cdef int64_t best_total(const vector[int64_t]& totals, Py_ssize_t rank) noexcept:
+    """The rank-th highest of the totals (1 if there are fewer)."""
+    cdef vector[int64_t] falling
+    cdef size_t u
+    if rank < 1 or <size_t>rank > totals.size():
+        return 1
+    falling.reserve(totals.size())
+    for u in range(totals.size()):
+        falling.push_back(-totals[u])
+    nth_element(falling.begin(), falling.begin() + (rank - 1), falling.end())
+    return -falling[rank - 1]
 
 
 cdef void count_part(void* arg, int tid) noexcept nogil:
@@ -714,6 +804,7 @@ cdef struct LayoutJob:
     const int64_t* counts
     const uint8_t* source
     const int32_t* slots           # continuing: the base's slots (NULL: the bytes, by rank)
+    bint taken                     # continuing: sym is the base's slots already (nothing to copy)
     const int32_t* rank
     int32_t* sym
     uint8_t* word_starts
@@ -746,7 +837,9 @@ cdef void place_words(const LayoutJob* job, LayoutPart* P) noexcept nogil:
             P.head |= 1 << (p & 7)
         elif length:
             job.word_starts[p >> 3] |= 1 << (p & 7)
-        if job.slots != NULL:
+        if job.taken:
+            pass
+        elif job.slots != NULL:
             for b in range(length):
                 job.sym[p + b] = job.slots[src + b]
         else:
@@ -807,7 +900,8 @@ cdef class _Merger:
     cdef vector[int32_t] waiting   # tracked pairs counted below heap_from, out of the heap
     cdef int64_t heap_from
     cdef int64_t track_from
-    cdef bint many_pairs           # continuing from a base: see recount
+    cdef bint many_pairs           # continuing from a base: see plan_lists
+    cdef Py_ssize_t n_merges       # merges asked for (continuing, the first count tracks in proportion)
     # the merge in progress
     cdef int32_t[::1] with_left    # s -> id of (s, z) made by this merge, or -1
     cdef int32_t[::1] with_right   # t -> id of (z, t) made by this merge, or -1
@@ -833,7 +927,7 @@ cdef class _Merger:
 
     def __cinit__(self, symbols, const int64_t[::1] offsets, const int64_t[::1] counts, Py_ssize_t n_merges,
                   int64_t track_from, byte_ranks, start, token_lengths, int32_t first_id, setup_progress=None,
-                  int threads=1, Py_ssize_t parallel_from=PARALLEL_FROM):
+                  int threads=1, Py_ssize_t parallel_from=PARALLEL_FROM, bint kernel_order=False):
         cdef Py_ssize_t n_ids = first_id + n_merges
         cdef double t0 = now()
         lengths = np.zeros(n_ids, dtype=np.int32)
@@ -849,14 +943,20 @@ cdef class _Merger:
         self.starts_with.resize(n_ids)
         self.track_from = max(track_from, 1)
         self.many_pairs = start is not None
+        self.n_merges = n_merges
         self.report = setup_progress
         self.start_threads(threads, parallel_from, n_ids)
-        self.lay_out(np.asarray(symbols), offsets, counts, byte_ranks, start)
+        self.lay_out(np.asarray(symbols), offsets, counts, byte_ranks, start, kernel_order)
         self.point_corpus()
         self.reported = self.sym.shape[0]
         self.seconds_layout = now() - t0
+        self.initial_pairs = -1                 # the pairs are counted by count_first (Trainer)
+
+    cdef int count_first(self) except -1:
+        """The first pair count, from the corpus alone: the word table may be gone by now."""
+        cdef double t0 = now()
         self.recount()
-        self.seconds_count = now() - t0 - self.seconds_layout
+        self.seconds_count = now() - t0
         self.initial_pairs = self.keys.size()
 
     def __dealloc__(self):
@@ -864,12 +964,13 @@ cdef class _Merger:
 
     # -- set-up ------------------------------------------------------------------------------
     cdef int lay_out(self, symbols, const int64_t[::1] offsets, const int64_t[::1] counts, byte_ranks,
-                     start) except -1:
+                     start, bint kernel_order) except -1:
         """Copy the words into ``sym`` by falling count (heavy words first, with a word index):
         every byte a one-byte token, or, to continue training, the slots of ``start`` (the same
-        layout as ``sym``, word by word in table order); mark where words start; note the runs
-        of equal weight. Each thread places a range of the words: a first pass sums the slots
-        of each range, so that each knows where its words go."""
+        layout as ``sym``, word by word in table order); or take ``start`` over as ``sym`` when
+        its words are in this order already (``kernel_order``). Mark where words start; note the
+        runs of equal weight. Each thread places a range of the words: a first pass sums the
+        slots of each range, so that each knows where its words go."""
         cdef Py_ssize_t n_words = counts.shape[0], n_sym = offsets[n_words] if n_words else 0
         order, n_heavy = by_falling_count(np.asarray(counts))
         cdef const int32_t[::1] by_count = order
@@ -881,7 +982,7 @@ cdef class _Merger:
         cdef vector[LayoutPart] parts
         cdef LayoutJob job
         cdef int64_t p = 0
-        self.sym = np.empty(n_sym, dtype=np.int32)
+        self.sym = start if kernel_order else np.empty(n_sym, dtype=np.int32)
         self.word_starts = np.zeros((n_sym >> 3) + 1, dtype=np.uint8)
         self.heavy_count = np.asarray(counts)[order[:n_heavy]]
         parts.resize(n_parts)
@@ -889,6 +990,7 @@ cdef class _Merger:
         job.offsets, job.counts, job.rank = &offsets[0], &counts[0] if n_words else NULL, &rank[0]
         job.source = &source[0] if source.shape[0] else NULL
         job.slots = &slots[0] if start is not None and slots.shape[0] else NULL
+        job.taken = kernel_order
         job.sym = &self.sym[0] if n_sym else NULL
         job.word_starts, job.n_heavy, job.step, job.parts = &self.word_starts[0], n_heavy, 1 << 18, parts.data()
         for k in range(n_parts):
@@ -978,40 +1080,51 @@ cdef class _Merger:
 
     cdef int recount(self) except -1:
         """(Re)build every tracked pair from the corpus as it is now: counts, occurrence lists,
-        heap. Two passes over the slots, cut into one range per thread: count every pair (each
-        thread in a map of its own), then write the positions of the tracked ones straight into
-        their lists, sized beforehand (plan_lists). Ids follow first appearance in slot order, as
-        one thread gives them: range 0's pairs in its order, then range 1's new ones, and so on."""
+        heap. Two passes over the slots, cut into one range per thread at tokens' starts: count
+        every pair (each thread in a map of its own), then write the positions of the tracked
+        ones straight into their lists, sized beforehand (plan_lists). Ids follow first
+        appearance in slot order, as one thread gives them: range 0's pairs in its order, then
+        range 1's new ones, and so on."""
         self.clear_pairs()
         cdef int k, n_parts = self.n_threads
-        cdef Py_ssize_t n = self.sym.shape[0]
+        cdef Py_ssize_t n = self.sym.shape[0], cut
         cdef vector[CountPart] parts
-        cdef vector[int32_t] pair_at
+        cdef PairMap tracked
         cdef CountJob job
-        # Continuing from a base, the pairs of its tokens are many (millions, against thousands of
-        # byte pairs), so the maps miss the CPU's caches: the first pass notes each position's
-        # pair (4 bytes a slot, for the set-up only) and the second reads it back.
-        if self.many_pairs:
-            pair_at.assign(n, -1)
+        tracked.keys, tracked.values = <uint64_t*>NULL, <int32_t*>NULL
+        # Continuing, each map starts sized for a pair every 32 slots of the whole corpus, not
+        # small: growing to millions of pairs rehashes them all, and each range holds most of the
+        # corpus's distinct pairs (stage two of superword training has one every 20-25 slots in
+        # all, 15-18 in each half). At most one every 8 slots of its range, when there are many.
+        cdef size_t expected = max(1 << 16, min(n // 32, n // n_parts // 8)) if self.many_pairs else 1 << 16
         parts.resize(n_parts)
-        job.corpus, job.parts, job.remember, job.step = &self.c, parts.data(), self.many_pairs, SIGNAL_CHECK_EVERY
-        job.pair_at = pair_at.data() if self.many_pairs else NULL
+        job.corpus, job.parts, job.step, job.tracked = &self.c, parts.data(), SIGNAL_CHECK_EVERY, &tracked
         try:
             for k in range(n_parts):
-                parts[k].lo = parts[k].at = n * k // n_parts
-                parts[k].hi = n * (k + 1) // n_parts
-                if pairmap_init(&parts[k].seen, 1 << 16) != 0:
+                cut = n * k // n_parts
+                while cut < n and self.c.sym[cut] < 0:      # inside a token: its pair is the range before's
+                    cut += 1
+                parts[k].lo = parts[k].at = cut
+                if k > 0:
+                    parts[k - 1].hi = cut
+                if pairmap_init(&parts[k].seen, expected) != 0:
                     raise MemoryError()
+            parts[n_parts - 1].hi = n
             job.listing = False
             self.pass_over(&job, n_parts)
-            self.plan_lists(parts.data(), n_parts)
-            for k in range(n_parts):
+            self.plan_lists(parts.data(), n_parts, &tracked)
+            for k in range(n_parts):                # the ranges' maps and tallies are done with
+                pairmap_free(&parts[k].seen)
+                vector[uint64_t]().swap(parts[k].keys)
+                vector[Tally]().swap(parts[k].tally)
+                vector[int32_t]().swap(parts[k].number)
                 parts[k].at = parts[k].lo
             job.occ, job.listing = self.occ.data(), True
             self.pass_over(&job, n_parts)
         finally:
             for k in range(n_parts):
                 pairmap_free(&parts[k].seen)
+            pairmap_free(&tracked)
         for k in range(<int>self.keys.size()):
             self.track(k)
         self.created.clear()
@@ -1036,57 +1149,76 @@ cdef class _Merger:
                 if job.parts[k].failed:
                     raise MemoryError()
                 done += job.parts[k].at - job.parts[k].lo
-                finished = finished and job.parts[k].at == job.parts[k].hi
+                finished = finished and job.parts[k].at >= job.parts[k].hi
             self.advance(done)
         self.reported += self.sym.shape[0]
         return 0
 
-    cdef int plan_lists(self, CountPart* parts, int n_parts) except -1:
+    cdef int plan_lists(self, CountPart* parts, int n_parts, PairMap* tracked) except -1:
         """Between the passes of a recount: number the pairs of all ranges as one pass would, track
         those counted at least track_from times, and size their lists: range k's part of a list
-        starts where range k - 1's ends, its first gap counted from the position listed last."""
-        cdef vector[uint64_t] keys = parts[0].keys
-        cdef vector[int64_t] totals = parts[0].totals
-        cdef vector[int32_t] tracked
+        starts where range k - 1's ends, its first gap counted from the position listed last. The
+        tracked pairs get a map of their own (``tracked``, key -> id) for the second pass: a few
+        thousand pairs whose map stays in the caches, where the ranges' maps hold millions.
+
+        Continuing from a base, the first count raises track_from to the TRACK_PER_MERGE x
+        n_merges-th best count: a few merges' worth of the most frequent pairs hold every merge
+        but a few, and tracking only them keeps the second pass, the lists and the heap short.
+        Should the best tracked count fall below it, ``learn`` recounts with a lower threshold."""
+        cdef CountPart* P = &parts[0]
+        cdef vector[uint64_t] keys = P.keys
+        cdef vector[int64_t] totals
+        cdef vector[int32_t] pid_of
         cdef vector[int64_t] size_of, last_of
-        cdef CountPart* P
-        cdef size_t u
+        cdef Tally* t
+        cdef size_t u, n_tracked
         cdef int k
         cdef int32_t g, pid
-        cdef int64_t first, local_last
+        totals.resize(P.tally.size())
+        for u in range(P.tally.size()):
+            totals[u] = P.tally[u].total
         for k in range(1, n_parts):                # range 0's map numbers every pair from here on
             P = &parts[k]
-            P.pid.resize(P.keys.size())
+            P.number.resize(P.keys.size())
             for u in range(P.keys.size()):
+                if u + AHEAD < P.keys.size():      # (a map of millions of pairs misses the caches)
+                    pairmap_prefetch(&parts[0].seen, P.keys[u + AHEAD])
                 g = pairmap_get_or_add(&parts[0].seen, P.keys[u], <int32_t>keys.size())
                 if g == -2:
                     raise MemoryError()
                 if g == <int32_t>keys.size():
                     keys.push_back(P.keys[u])
                     totals.push_back(0)
-                totals[g] += P.totals[u]
-                P.pid[u] = g
-        tracked.assign(keys.size(), -1)
+                totals[g] += P.tally[u].total
+                P.number[u] = g
+        if self.many_pairs and self.recounts == 0:
+            self.track_from = max(self.track_from, best_total(totals, TRACK_PER_MERGE * self.n_merges))
+        pid_of.assign(keys.size(), -1)
         for u in range(keys.size()):
             if totals[u] >= self.track_from:
-                tracked[u] = self.new_pair(keys[u])
-                self.count[tracked[u]] = totals[u]
-        size_of.assign(self.keys.size(), 0)
-        last_of.assign(self.keys.size(), 0)
-        parts[0].pid.resize(parts[0].keys.size())
+                pid_of[u] = self.new_pair(keys[u])
+                self.count[pid_of[u]] = totals[u]
+        n_tracked = self.keys.size()
+        if pairmap_init(tracked, n_tracked) != 0:
+            raise MemoryError()
+        for pid in range(<int32_t>n_tracked):      # (sized for them all: it never grows)
+            pairmap_get_or_add(tracked, self.keys[pid], pid)
+        size_of.assign(n_tracked, 0)
+        last_of.assign(n_tracked, 0)
         for k in range(n_parts):
             P = &parts[k]
+            P.cursor.resize(n_tracked)
+            P.written.resize(n_tracked)
             for u in range(P.keys.size()):
-                pid = tracked[u if k == 0 else P.pid[u]]
-                P.pid[u] = pid
+                pid = pid_of[u if k == 0 else P.number[u]]
                 if pid < 0:
                     continue
-                first, local_last = P.first[u], P.last[u]
-                P.first[u], P.last[u] = size_of[pid], last_of[pid]     # pass 2's cursor and gap base
-                size_of[pid] += P.nbytes[u] - varint_len(<uint64_t>first) + \
-                    varint_len(<uint64_t>(first - last_of[pid]))
-                last_of[pid] = local_last
-        for u in range(self.keys.size()):
+                t = &P.tally[u]
+                P.cursor[pid], P.written[pid] = size_of[pid], last_of[pid]     # pass 2's cursor and gap base
+                size_of[pid] += t.nbytes - varint_len(<uint64_t>t.first) + \
+                    varint_len(<uint64_t>(t.first - last_of[pid]))
+                last_of[pid] = t.last
+        for u in range(n_tracked):
             self.occ[u].resize(size_of[u])
             self.occ_last[u] = last_of[u]
         return 0
@@ -1379,25 +1511,45 @@ cdef class _Merger:
 
 
 cdef class Trainer:
-    """Training in two steps, so that the caller can let go of the word table in between: the
+    """Training in steps, so that the caller can let go of the word table in between: the
     constructor lays the table out (after it, the kernel keeps no reference to the arrays),
-    ``learn`` merges. ``train_merges`` does both at once. ``threads`` (default 1) share the
+    ``count_pairs`` counts every pair from that layout alone, ``learn`` merges (counting first
+    if ``count_pairs`` was not called). A caller that lets go of the table before
+    ``count_pairs`` has the table's memory back before the pair lists take theirs: the set-up's
+    peak is then the larger of the two, not their sum. ``train_merges`` does it all at once. ``threads`` (default 1) share the
     set-up and every merge whose occurrence list holds at least ``parallel_from`` bytes; any
-    number learns the same merges."""
+    number learns the same merges.
+
+    To continue training, ``start`` is the corpus as a base tokenizer leaves it, in the
+    kernel's layout (module docstring), the words where the table has them, and
+    ``token_lengths`` gives the bytes of each id below ``first_id``. With ``kernel_order`` its
+    words are in the kernel's order instead (``kernel_positions`` says where each goes): then
+    the kernel takes the array over as its corpus and changes it, no copy (it is the largest
+    array of the set-up). The first count raises ``track_from`` to the 4 x n_merges-th best
+    pair's count (see plan_lists): the same merges, from far fewer listed positions."""
     cdef _Merger run
     cdef readonly Py_ssize_t max_merges
     cdef readonly int64_t min_count
     cdef readonly int32_t first_id
     cdef int64_t max_length
     cdef Py_ssize_t n_symbols, n_words, too_long
+    cdef object chosen                          # each merge's count when it was chosen (``counts``)
 
     def __init__(self, symbols, const int64_t[::1] offsets, const int64_t[::1] counts, Py_ssize_t n_merges,
                  int64_t min_count=1, byte_ranks=None, int64_t track_from=0, int64_t max_token_length=0,
                  start=None, token_lengths=None, int32_t first_id=256, setup_progress=None, int threads=1,
-                 Py_ssize_t parallel_from=PARALLEL_FROM):
+                 Py_ssize_t parallel_from=PARALLEL_FROM, bint kernel_order=False):
         check_word_table(symbols, offsets, counts)
-        if start is not None:
+        if start is not None and kernel_order:
+            if not (isinstance(start, np.ndarray) and start.dtype == np.int32 and start.flags.c_contiguous
+                    and start.flags.writeable):
+                raise ValueError("start in kernel order must be a writable, contiguous int32 array (the kernel "
+                                 "takes it over)")
+        elif start is not None:
             start = np.ascontiguousarray(start, dtype=np.int32)
+        elif kernel_order:
+            raise ValueError("kernel_order says how start's words lie: give start")
+        if start is not None:
             if len(start) != len(symbols) or token_lengths is None or len(token_lengths) > first_id:
                 raise ValueError("start needs a slot per byte, token_lengths for its ids, and first_id above them")
         # Each merge removes at least one token, so the corpus cannot give more merges than
@@ -1412,9 +1564,16 @@ cdef class Trainer:
         if threads < 1:
             raise ValueError(f"threads must be at least 1, got {threads}")
         self.run = _Merger(symbols, offsets, counts, self.max_merges, track_from or 8 * self.min_count, byte_ranks,
-                           start, token_lengths, first_id, setup_progress, threads, parallel_from)
-        if setup_progress is not None:
-            setup_progress(3 * self.n_symbols)
+                           start, token_lengths, first_id, setup_progress, threads, parallel_from, kernel_order)
+
+    def count_pairs(self):
+        """Count every pair of the laid-out corpus (once; ``learn`` calls it if need be)."""
+        if self.run.initial_pairs >= 0:
+            return
+        self.run.check_pool()                   # in a forked child: on one thread
+        self.run.count_first()
+        if self.run.report is not None:
+            self.run.report(3 * self.n_symbols)
 
     def learn(self, progress=None, Py_ssize_t progress_every=256, dict stats=None):
         """The merges, an int32 array (n, 2): up to ``max_merges``, stopping early when no pair is
@@ -1427,8 +1586,11 @@ cdef class Trainer:
         occurrences and CPU seconds in them), ``cpu_longest`` (their longest parts' CPU, summed),
         ``cpu_merging`` (the calling thread's CPU), and wall seconds: ``seconds_layout`` and
         ``seconds_count`` (the set-up), ``seconds_merging``, ``seconds_shared``, ``seconds_fold``."""
+        self.count_pairs()
         cdef _Merger run = self.run
         cdef int32_t[:, ::1] merges = np.empty((self.max_merges, 2), dtype=np.int32)
+        self.chosen = np.empty(self.max_merges, dtype=np.int64)
+        cdef int64_t[::1] chosen = self.chosen
         run.check_pool()
         cdef Py_ssize_t m = 0
         cdef int32_t pid
@@ -1437,7 +1599,7 @@ cdef class Trainer:
             pid = run.pop_best()
             if pid < 0 or run.count[pid] < run.track_from:
                 if run.track_from > self.min_count:    # an untracked pair may be the best now
-                    run.track_from = self.min_count
+                    run.track_from = max(self.min_count, run.track_from // LOWER_BY)
                     run.recount()
                     continue
                 if pid < 0:
@@ -1450,6 +1612,7 @@ cdef class Trainer:
                 continue
             merges[m, 0] = key_left(run.keys[pid])
             merges[m, 1] = key_right(run.keys[pid])
+            chosen[m] = run.count[pid]
             run.merge(pid, <int32_t>(self.first_id + m))
             m += 1
             PyErr_CheckSignals()                     # Ctrl-C: stop here, not when training ends
@@ -1468,7 +1631,15 @@ cdef class Trainer:
                          seconds_shared=run.seconds_shared, seconds_fold=run.seconds_fold,
                          cpu_merging=thread_cpu() - cpu0, thread_cpu=list(run.thread_cpu), cpu_longest=run.cpu_longest)
         self.run = None                              # the corpus state is spent: free it now
+        self.chosen = self.chosen[:m]
         return np.asarray(merges[:m]).copy()
+
+    @property
+    def counts(self):
+        """After ``learn``: each merge's count when it was chosen (int64), in merge order."""
+        if self.chosen is None:
+            raise ValueError("counts are known once learn() has run")
+        return self.chosen
 
 
 def train_merges(symbols, const int64_t[::1] offsets, const int64_t[::1] counts,

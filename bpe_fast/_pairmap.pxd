@@ -16,8 +16,14 @@ cdef enum:
 cdef extern from *:
     """
     #define BPE_EMPTY_KEY 0xFFFFFFFFFFFFFFFFULL
+    #if defined(__GNUC__) || defined(__clang__)
+    #define bpe_pairmap_prefetch(p) __builtin_prefetch((p))
+    #else
+    #define bpe_pairmap_prefetch(p) ((void)(p))
+    #endif
     """
     const uint64_t EMPTY "BPE_EMPTY_KEY"
+    void _prefetch "bpe_pairmap_prefetch"(const void* p) nogil
 
 cdef struct PairMap:
     uint64_t* keys
@@ -63,6 +69,14 @@ cdef inline void pairmap_free(PairMap* m) noexcept nogil:
     free(m.values)
     m.keys = NULL
     m.values = NULL
+
+
+cdef inline void pairmap_prefetch(const PairMap* m, uint64_t key) noexcept nogil:
+    """Ask for the slot where a probe for key starts: a probe that would wait for memory overlaps
+    other work when asked for well before (a hint only: the map may grow meanwhile)."""
+    cdef size_t i = _slot(key, m.bits)
+    _prefetch(&m.keys[i])
+    _prefetch(&m.values[i])
 
 
 cdef inline int32_t pairmap_get(const PairMap* m, uint64_t key) noexcept nogil:

@@ -31,7 +31,8 @@ from .pretokenize import NORMALIZATIONS
 from .tokenizer import Tokenizer
 from .counting import MAX_BLOCK_SIZE
 from .progress import MODES, mode_of
-from .trainer import MAX_VOCAB_SIZE, TIE_BREAKS, TrainOptions, TrainReport, count, train, train_from_table
+from .trainer import (MAX_VOCAB_SIZE, SUPERWORDS, TIE_BREAKS, TrainOptions, TrainReport, count, train,
+                      train_from_table)
 from .wordtable import WordTable
 
 DEMO_VOCAB_SIZE = 4096
@@ -128,6 +129,16 @@ def parse_bytes(text: str) -> int:
     return size
 
 
+def size_or_auto(text: str) -> int | str:
+    """--superword-at: a vocabulary size, or "auto" (BoundlessBPE finds it)."""
+    if text.strip().lower() == "auto":
+        return "auto"
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is neither a vocabulary size nor auto") from None
+
+
 def whole_number(low: int, high: int, what: str):
     """The type of an integer option from ``low`` to ``high`` (a number of ``what``)."""
     def parse(text: str) -> int:
@@ -139,6 +150,17 @@ def whole_number(low: int, high: int, what: str):
             raise argparse.ArgumentTypeError(f"{value} is out of range: {low:,} to {high:,} {what}")
         return value
     return parse
+
+
+def threshold(text: str) -> float:
+    """The type of --picky: a number with 0 < tau <= 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text} is out of range: 0 < TAU <= 1")
+    return value
 
 
 def add_input_options(p) -> None:
@@ -197,11 +219,19 @@ def add_train_parser(sub) -> None:
                         "tiktoken's cache, the shared vocabs/; see the README)")
     t.add_argument("--max-token-length", type=whole_number(1, INT64_MAX, "bytes"), default=None, metavar="BYTES",
                    help="learn no token longer than this many bytes")
-    t.add_argument("--superword-at", type=int, default=None, metavar="SIZE",
-                   help="learn superword tokens (SuperBPE): with --pattern up to SIZE, then across words "
-                        "with --superword-pattern up to --vocab-size")
+    t.add_argument("--superword-at", type=size_or_auto, default=None, metavar="SIZE",
+                   help="learn superword tokens: with --pattern up to SIZE, then across words up to --vocab-size, "
+                        "as --superword says; auto (boundless): merges and supermerges interleaved by count")
+    t.add_argument("--superword", choices=list(SUPERWORDS), default="superbpe",
+                   help="what --superword-at learns: " + "; ".join(f"{k}: {v}" for k, v in SUPERWORDS.items()))
     t.add_argument("--superword-pattern", default="superword",
-                   help="the stage-two pattern of --superword-at (default superword: SuperBPE's rule)")
+                   help="superbpe: the stage-two pattern of --superword-at (default superword: SuperBPE's rule)")
+    t.add_argument("--boundless-eligible", default=None, metavar="REGEX",
+                   help="boundless: the pretokens that may join a supermerge, a regex searched in each (default: "
+                        "paper 1's IMPROVED pattern, letters, marks, spaces, _ and apostrophes; paper 2 used \\p{L})")
+    t.add_argument("--picky", type=threshold, default=None, metavar="TAU",
+                   help="Picky BPE (arXiv 2409.04599): after each merge, remove a parent token whose IoS (the share "
+                        "of its occurrences the merge took) is >= TAU (0 < TAU <= 1); only bpe_fast's JSON holds it")
     t.add_argument("--eval", nargs="+", default=[], metavar="FILE",
                    help="held-out text files: print bytes per token of each trained size on them")
     t.add_argument("--plot", default=None, metavar="PNG", help="with --eval: draw bytes per token against vocab size")
@@ -266,7 +296,7 @@ def _show_learned(tok, path: str, out) -> None:
         text = tok.token_bytes(i).decode("utf-8", "replace")
         return f"{len(text)} spaces" if len(text) > 3 and text == " " * len(text) else repr(text)
 
-    learned = tok.merge_ids.tolist()
+    learned = [i for i in tok.merge_ids.tolist() if i >= 0]       # (-1: a token Picky BPE removed)
     longest = sorted(learned, key=lambda i: (-len(tok.token_bytes(i)), i))[:10]
     print(f"\nfirst merges:   {', '.join(shown(i) for i in learned[:10])}", file=out)
     print(f"longest tokens: {', '.join(shown(i) for i in longest)}", file=out)
@@ -393,9 +423,12 @@ def train_normalize(args, base) -> str | None:
 
 def check_result_writable(args, fmt: str, base, pattern, specials, normalize: str | None) -> None:
     """Refuse, before training, a result the format of -o cannot hold: its pattern (the superword
-    pattern, with --superword-at), its special tokens (the base's too), its normalization and its ids."""
-    final = resolve(args.superword_pattern) if args.superword_at is not None else pattern
-    formats.check_writable(fmt, final, [*specials, *base_special_tokens(base, specials)], normalize)
+    pattern, with --superword-at), its special tokens (the base's too), its normalization, its ids,
+    Picky BPE's events (--picky) and BoundlessBPE's supermerges (--superword boundless)."""
+    boundless = args.superword == "boundless"
+    final = resolve(args.superword_pattern) if args.superword_at is not None and not boundless else pattern
+    formats.check_writable(fmt, final, [*specials, *base_special_tokens(base, specials)], normalize,
+                           picky=args.picky is not None, boundless=boundless)
     why = _why_other_ids(base, specials, args.superword_at is not None)
     if why and formats.by_name(fmt).needs_default_ids:
         raise ArgumentError(f"-o {args.output}: {formats.by_name(fmt).title} numbers bytes 0..255 and merge m as "
@@ -513,10 +546,14 @@ def cmd_train(args) -> int:
         check_output(args.plot, [*args.inputs, *args.counts, *args.eval], "--plot")
     for path in args.eval:
         sources([path])
-    options = dict(base=base, max_token_length=args.max_token_length)
+    options = dict(base=base, max_token_length=args.max_token_length, picky=args.picky)
+    if args.superword != "superbpe" or args.boundless_eligible is not None:
+        if args.counts:
+            raise ArgumentError("--superword boundless reads the text twice: give INPUTs, not --counts")
+        options.update(superword=args.superword, boundless_eligible=args.boundless_eligible)
     if args.superword_at is not None:
         if args.counts:
-            raise ArgumentError("--superword-at counts the text twice, with two patterns: give INPUTs, not --counts")
+            raise ArgumentError("--superword-at reads the text twice: give INPUTs, not --counts")
         options.update(superword_at=args.superword_at, superword_pattern=args.superword_pattern)
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -546,7 +583,8 @@ def cmd_convert(args) -> int:
         tok = Tokenizer.from_vocabulary(_read_with_pattern(args.input, args.pattern))
     else:
         tok = load(args.input, args.vocabs)
-    formats.check_writable(fmt, tok.pattern, list(tok.special_tokens), tok.normalize)
+    formats.check_writable(fmt, tok.pattern, list(tok.special_tokens), tok.normalize, picky=tok.events is not None,
+                           boundless=tok.is_boundless)
     written = write_tokenizer(tok, args.output, fmt)
     out = sys.stderr if args.output == STDOUT else sys.stdout      # standard output holds the tokenizer
     specials = f", {len(tok.special_tokens)} special" if tok.special_tokens else ""
@@ -583,7 +621,12 @@ def _summary(args, tok, outputs: list[str], fmt: str, seconds: float) -> None:
     print(f"read       {report.input_size:,} bytes from {read}", file=out)
     print(f"chunks     {report.total_chunks:,} ({report.unique_chunks:,} unique, pattern {tok.pattern_name}"
           f"{_normalized(tok.normalize)})", file=out)
-    print(f"merges     {report.merges:,} -> vocab size {tok.vocab_size:,}"
+    removed = f" ({report.removals:,} tokens removed: Picky BPE)" if report.removals else ""
+    if report.runs:
+        print(f"runs       {report.runs:,} ({report.unique_runs:,} unique, of pretokens that are one token and "
+              f"eligible)", file=out)
+    supermerges = f" + {report.supermerges:,} supermerges" if report.runs else ""
+    print(f"merges     {report.merges:,}{supermerges}{removed} -> vocab size {tok.vocab_size:,}"
           + (f" ({len(tok.special_tokens)} special)" if tok.special_tokens else ""), file=out)
     print("time       " + ", ".join(f"{k} {v:.2f}s" for k, v in report.seconds.items()) + f", total {seconds:.2f}s",
           file=out)

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from . import _kernel
 from .counting import default_workers
 from .errors import ArgumentError, ArgumentTypeError
 from .formats.huggingface import huggingface_ids
@@ -32,6 +33,13 @@ def check_base(base, vocab_size: int) -> None:
         return
     if not isinstance(base, Tokenizer):
         raise ArgumentTypeError(f"base must be a Tokenizer (bpe_fast.load(...) opens any), not {type(base).__name__}")
+    if base.events is not None:
+        raise ArgumentError("base= is a Picky BPE tokenizer: continued training extends a list of merges, and its "
+                            "vocabulary is a list of events (merges and removals); train it again with a larger "
+                            "vocab_size instead")
+    if base.is_boundless:
+        raise ArgumentError("base= is a BoundlessBPE tokenizer: new merges would rank after its supermerges, which "
+                            "join whole words above the merges; continue base.without_supermerges() instead")
     if vocab_size <= base.vocab_size:
         raise ArgumentError(f"vocab_size={vocab_size} is no larger than the base's {base.vocab_size}: "
                             f"continued training needs room for new tokens")
@@ -58,20 +66,22 @@ def huggingface_order(base: Tokenizer) -> np.ndarray:
     return order
 
 
-def tokenized_by(base: Tokenizer, table: WordTable,
-                 kernel_ids: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def tokenized_by(base: Tokenizer, table: WordTable, kernel_ids: np.ndarray | None = None,
+                 kernel_order: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """The corpus as the base tokenizer leaves it, in the kernel's layout (its ``start``: each
     token's id at its first byte, a tail mark -(id + 2) at its last, -1 between, the words in
-    table order); and each id's length in bytes. Each chunk is encoded
-    whole by the base's merges, as the trained tokenizer will encode it, also when the chunks
-    come from another pattern (superword training). The native encoder writes the layout
-    itself, on as many threads as there are CPUs (it runs without the GIL), each taking runs
-    of chunks in turn: no array of ids, no NumPy pass over it. A few runs a thread, so that a
-    thread the machine gives less time takes fewer.
+    table order, or with ``kernel_order`` in the kernel's order, by falling count, so that the
+    kernel takes the array over instead of copying it); and each id's length in bytes. Each
+    chunk is encoded whole by the base's merges, as the trained tokenizer will encode it, also
+    when the chunks come from another pattern (superword training). The native encoder writes
+    the layout itself, on as many threads as there are CPUs (it runs without the GIL), each
+    taking runs of chunks in turn: no array of ids, no NumPy pass over it. A few runs a thread,
+    so that a thread the machine gives less time takes fewer.
     ``kernel_ids`` (base id -> id in the kernel) numbers the tokens another way: the kernel
     breaks ties by its ids (``huggingface_order``); then one pass renumbers the layout."""
     slots = np.empty(table.n_symbols, dtype=np.int32)
-    positions = table.offsets[:-1]                 # each word where the table has it
+    # where each word goes: where the kernel's order puts it, or where the table has it
+    positions = _kernel.kernel_positions(table.offsets, table.counts) if kernel_order else table.offsets[:-1]
     n, threads = len(table), min(default_workers(), max(1, len(table) // 50_000))
     runs = 4 * threads if threads > 1 else 1
     bounds = [n * k // runs for k in range(runs + 1)]

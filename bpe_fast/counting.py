@@ -35,6 +35,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 
 from . import arguments
+from ._runs import RunScanner
 from ._table import ChunkTable
 from .arguments import INT64_MAX
 from .errors import TERMINATING, ArgumentError, InputError, WorkerError, terminating_raises
@@ -56,6 +57,20 @@ class CountConfig:
     errors: str = "strict"
     memory_budget: int | None = None     # bytes a worker's table may hold before it spills; None: any
     spill_dir: str | None = None         # where spilled and finished tables go (set by count_tasks)
+    # BoundlessBPE's second pass (boundless.py): count runs of these units, (chunk bytes, token
+    # id) each, instead of chunks. None: count chunks.
+    units: tuple[tuple[bytes, int], ...] | None = None
+
+    @property
+    def cut(self):
+        """Where text may be cut into blocks (``Splitter.cut``). Counting runs, a cut must not
+        split one: the splitter's cuts follow a chunk that holds a "\n" or "\r" (or are line
+        ends with ``lines``, where runs end anyway), so they are safe unless such a chunk is a
+        unit; then the text is not cut."""
+        splitter = self.splitter
+        if self.units is not None and not splitter.lines and any(b"\n" in u or b"\r" in u for u, _ in self.units):
+            return None
+        return splitter.cut
 
 
 def to_utf8(text: str, errors: str, where: str) -> bytes:
@@ -85,6 +100,10 @@ class ChunkCounter:
         # for many small documents).
         self.whole_texts = not config.splitter.special_tokens and not config.splitter.lines
         self.table = ChunkTable()
+        # What the native scanner's text goes to: the table's own counting of chunks, or
+        # (RunCounter) a RunScanner counting runs into the same table.
+        self.scan_text = self.table.add_text
+        self.scan_documents = self.table.add_documents
         self.spills: list[str] = []
         self.input_size = 0
 
@@ -119,7 +138,7 @@ class ChunkCounter:
             for chunk, n in counts.items():
                 self.table.add(to_utf8(chunk, self.config.errors, where), n)
         elif scanner is not None:
-            self.table.add_text(scanner, to_utf8(document, self.config.errors, where))
+            self.scan_text(scanner, to_utf8(document, self.config.errors, where))
         else:
             self.table.add(to_utf8(document, self.config.errors, where))
 
@@ -133,7 +152,7 @@ class ChunkCounter:
             except UnicodeDecodeError:
                 pass                                    # strict: raise below, naming the offset
             else:
-                self.table.add_text(scanner, data, splitter.lines)
+                self.scan_text(scanner, data, splitter.lines)
                 return
         self.add_text(decode_utf8(data, self.config.errors, where, base_offset), where)
 
@@ -144,7 +163,7 @@ class ChunkCounter:
         scanner = self.splitter.scanner
         if (scanner is not None and not any(token in task.data for token in self.splitter.special_bytes)
                 and (task.utf8_valid or documents_are_utf8(task.data, task.offsets))):
-            self.table.add_documents(scanner, task.data, task.offsets, self.splitter.lines)
+            self.scan_documents(scanner, task.data, task.offsets, self.splitter.lines)
             return
         for i, document in enumerate(task.packed_documents(), task.first_index):
             self.add_utf8(document, f"document {i}")
@@ -188,7 +207,7 @@ class NormalizingChunkCounter(ChunkCounter):
         text = self.splitter.normalized(decode_utf8(data, self.config.errors, where, base_offset))
         scanner = self.splitter.scanner                                # a scanner: the NATIVE engine
         if scanner is not None and not any(token in text for token in self.splitter.special_tokens):
-            self.table.add_text(scanner, text.encode("utf-8"), self.splitter.lines)   # decoded UTF-8: no surrogate
+            self.scan_text(scanner, text.encode("utf-8"), self.splitter.lines)   # decoded UTF-8: no surrogate
         else:
             super().add_text(text, where)
 
@@ -198,9 +217,48 @@ class NormalizingChunkCounter(ChunkCounter):
             self.add_utf8(document, f"document {i}")
 
 
+class RunCounter(ChunkCounter):
+    """Counts BoundlessBPE's runs (``config.units``) instead of chunks, into the same table, on
+    the same routes: a named pattern's scanner straight into the native ``RunScanner``; a custom
+    regex's matches in order here; with no pattern a document is one chunk, so it holds no run."""
+
+    def __init__(self, config: CountConfig):
+        super().__init__(config)
+        units = config.units or ()
+        self.runs = RunScanner(self.table, [u for u, _ in units], np.array([i for _, i in units], dtype=np.int32))
+        self.scan_text = self.runs.add_text
+        self.scan_documents = self.runs.add_documents
+
+    def _add_document(self, document: str, where: str) -> None:
+        engine, scanner = self.engine, self.splitter.scanner
+        if scanner is not None:
+            self.scan_text(scanner, to_utf8(document, self.config.errors, where))
+        elif engine == REGEX:
+            table, errors, run = self.runs, self.config.errors, []
+            for batch in match_batches(self.splitter.regex, document):
+                for chunk in batch:
+                    unit = table.is_unit(to_utf8(chunk, errors, where))
+                    if unit >= 0:
+                        run.append(unit)
+                        continue
+                    if len(run) >= 2:
+                        table.add_run(np.array(run, dtype=np.int32))
+                    run = []
+            if len(run) >= 2:
+                table.add_run(np.array(run, dtype=np.int32))
+
+
+class NormalizingRunCounter(NormalizingChunkCounter, RunCounter):
+    """Runs of the normalized text."""
+
+
 def chunk_counter(config: CountConfig) -> ChunkCounter:
-    """The counter for a count's settings: one that normalizes the text first when asked."""
-    return NormalizingChunkCounter(config) if config.splitter.normalize is not None else ChunkCounter(config)
+    """The counter for a count's settings: one that normalizes the text first when asked; one
+    that counts runs when the config has units."""
+    normal = config.splitter.normalize is not None
+    if config.units is not None:
+        return NormalizingRunCounter(config) if normal else RunCounter(config)
+    return NormalizingChunkCounter(config) if normal else ChunkCounter(config)
 
 
 def documents_are_utf8(data: bytes, offsets: np.ndarray) -> bool:
@@ -226,7 +284,8 @@ def merge_parts(paths: list[str], config: CountConfig, input_size: int) -> WordT
 
 
 def make_config(pattern, special_tokens, errors: str = "strict", lines: bool = False,
-                memory_budget: int | None = None, normalize: str | None = None) -> CountConfig:
+                memory_budget: int | None = None, normalize: str | None = None,
+                units: tuple[tuple[bytes, int], ...] | None = None) -> CountConfig:
     """The checked settings of a count: any bad argument fails here, before anything is read."""
     if not isinstance(errors, str) or errors not in ("strict", "replace"):
         raise ArgumentError(f"errors must be 'strict' or 'replace', got {errors!r}")
@@ -235,7 +294,7 @@ def make_config(pattern, special_tokens, errors: str = "strict", lines: bool = F
         if not 1 << 20 <= memory_budget <= INT64_MAX:
             raise ArgumentError(f"memory_budget must be a number of bytes from 1 MiB to 2**63 - 1, got {memory_budget}")
     splitter = Splitter.of(pattern, special_tokens, arguments.flag(lines, "lines"), normalize)
-    return CountConfig(splitter, errors, memory_budget)
+    return CountConfig(splitter, errors, memory_budget, units=units)
 
 
 def default_workers() -> int:

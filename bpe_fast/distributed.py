@@ -36,10 +36,10 @@ def count_on_cluster(client, found: list[Source], config: CountConfig, block_siz
     """Count every source on the cluster; add the tables there, ``fan_in`` at a time."""
     require("dask.distributed", "dask", "counting on a Dask cluster")
     splitter = config.splitter
-    tasks = [t for source in found for t in source.cluster_tasks(splitter.cut, block_size)]
+    tasks = [t for source in found for t in source.cluster_tasks(config.cut, block_size)]
     if not tasks:
         return WordTable.from_counts({}, splitter.pattern, splitter.special_tokens, normalize=splitter.normalize)
-    config = CountConfig(splitter, config.errors)          # no spilling there
+    config = CountConfig(splitter, config.errors, units=config.units)          # no spilling there
     futures = client.map(count_task, tasks, config=config, pure=False)
     while len(futures) > 1:
         futures = [client.submit(add_tables, *futures[i:i + fan_in], pure=False)

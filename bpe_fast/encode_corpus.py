@@ -92,13 +92,16 @@ def load_bin(path: str | os.PathLike) -> tuple[np.ndarray, np.ndarray]:
 # -- documents -------------------------------------------------------------------------------------
 
 def pieces(paths: Iterable[str | os.PathLike], splitter: Splitter, errors: str = "strict", field: str = "text",
-           column: str = "text") -> Iterator[tuple[str, bool, int]]:
+           column: str = "text", cut=...) -> Iterator[tuple[str, bool, int]]:
     """(text, starts a document, bytes read from disk for it) for every input, in order. A
     document may come in several pieces; each piece ends where the splitter allows a cut.
-    With ``splitter.lines`` every line of a text container is a document of its own."""
+    With ``splitter.lines`` every line of a text container is a document of its own. ``cut``
+    overrides the splitter's cuts (None: no cut; a BoundlessBPE tokenizer whose runs may cross a
+    line end)."""
+    cut = splitter.cut if cut is ... else cut
     for source in inp.sources(paths, field, column):
         by_line = splitter.lines and source.is_text
-        for task in source.tasks(splitter.cut, BLOCK_SIZE):
+        for task in source.tasks(cut, BLOCK_SIZE):
             read = task.size                 # counted once, with the task's first piece
             for where, data, offset, starts in task.pieces(keep_null=True):
                 text = data if isinstance(data, str) else inp.decode_utf8(data, errors, where, offset)
@@ -199,7 +202,8 @@ def encode_files(tokenizer, paths: Iterable[str | os.PathLike], output: str | os
     with _opened(output, format, tokenizer.vocab_size) as writer, \
             Bar(progress, "encoding", total, unit="B", unit_scale=True) as bar, ThreadPoolExecutor(1) as pool:
         pending = None                        # the batch being encoded while the next is read
-        for texts, starts, read in batches(pieces(paths, splitter, errors, field, column)):
+        cut = None if tokenizer.runs_cross_line_ends and not splitter.lines else splitter.cut
+        for texts, starts, read in batches(pieces(paths, splitter, errors, field, column, cut)):
             job = pool.submit(tokenizer.encode_batch_to_numpy, texts, workers=workers, **options)
             if pending is not None:
                 writer.write(*pending[0].result(), pending[1])

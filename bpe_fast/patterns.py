@@ -44,6 +44,15 @@ O200K = "|".join(
 SUPERWORD_SPLIT = r"""\p{N}{1,3}| ?[^\s\p{L}\p{N}]{2,}[\r\n/]*| +(?!\S)"""
 SUPERWORD = rf"""{SUPERWORD_SPLIT}|(?:(?!(?:{SUPERWORD_SPLIT}))[\s\S])+"""
 
+# BoundlessBPE's eligibility predicates (boundless.py): a pretoken may join a supermerge when the
+# predicate is found in it (regex's search, as both papers' code applies them). Paper 1's
+# IMPROVED_MERGE_PATTERN (kensho-technologies/boundlessbpe, regexconstants.py), the default: only
+# letters (with their marks), spaces, "_" and apostrophes, a letter somewhere after the first
+# character (so "a" and "I" alone are not eligible, " a" is). Paper 2's default,
+# SIMPLE_MERGE_PATTERN (kensho-technologies/fastboundlessbpe): any letter anywhere ("(hello").
+BOUNDLESS_ELIGIBLE = r"^(?=.+\p{L})(?:\p{L}\p{M}*|[ _'\u2019])+$"
+BOUNDLESS_ELIGIBLE_V2 = r"\p{L}"
+
 # Names a pattern may be given by, in any case: the short names and tiktoken's encoding names.
 NAMED = {"gpt2": GPT2, "r50k": GPT2, "r50k_base": GPT2, "p50k": GPT2, "p50k_base": GPT2,
          "cl100k": CL100K, "cl100k_base": CL100K, "o200k": O200K, "o200k_base": O200K, "superword": SUPERWORD}

@@ -27,11 +27,13 @@ import regex
 from . import arguments, formats
 from ._encode import OUTPUT_ARRAY as OUT_ARRAY, OUTPUT_COUNT as OUT_COUNT, OUTPUT_LIST as OUT_LIST
 from ._encode import MergeEncoder, SpecialSet
+from ._picky import PickyEncoder
 from .bytelevel import str_to_token, token_to_str
 from .errors import ArgumentError, ArgumentTypeError, EncodingError, TokenizerFileError, VocabularyError, naming_file
 from .formats import Vocabulary
 from .formats.huggingface import huggingface_ids, to_transformers
 from .patterns import whole_matches
+from .picky import REMOVED, check_events, check_tau, events_for, removals, token_bytes, token_ids
 from .pretokenize import (NORMALIZATIONS, REGEX, WHOLE, Splitter, char_classes, check_encodable,
                           check_normal_specials, special_splitter, special_token_list)
 
@@ -50,6 +52,14 @@ def _as_ids(values, what: str) -> np.ndarray:
     return np.ascontiguousarray(ids, dtype=np.int64)
 
 
+def _as_pairs(values, what: str) -> np.ndarray:
+    """values as an (n, 2) int64 array of id pairs."""
+    pairs = _as_ids(values, what)
+    if pairs.size % 2 or (pairs.ndim != 2 and pairs.size):
+        raise VocabularyError(f"{what} must be pairs of ids, got an array of shape {pairs.shape}")
+    return pairs.reshape(-1, 2)
+
+
 # Ids index arrays (int32 in the native encoder), so they must be dense enough: at most this
 # many ids may go unused. A file whose ids run to 10**9 is corrupt, not a vocabulary to allocate.
 MAX_UNUSED_IDS = 1 << 20
@@ -61,8 +71,12 @@ def _check_id_range(largest: int, defined: int, what: str) -> None:
                               f"{defined + MAX_UNUSED_IDS:,} (at most {MAX_UNUSED_IDS:,} unused ids)")
 
 
-def _build_vocab(merges: np.ndarray, merge_ids: np.ndarray, byte_ids: np.ndarray) -> list:
-    """id -> token bytes (None where no token has the id), checking that ids are consistent."""
+def _build_vocab(merges: np.ndarray, merge_ids: np.ndarray, byte_ids: np.ndarray,
+                 supermerges: np.ndarray | None = None, supermerge_ids: np.ndarray | None = None) -> list:
+    """id -> token bytes (None where no token has the id), checking that ids are consistent.
+    Supermerges (BoundlessBPE) come after the merges and join any two tokens made before."""
+    if supermerges is not None and len(supermerges):
+        merges, merge_ids = np.concatenate([merges, supermerges]), np.concatenate([merge_ids, supermerge_ids])
     all_ids = np.concatenate([byte_ids, merge_ids])
     if len(all_ids) and all_ids.min() < 0:
         raise VocabularyError(f"token ids must be >= 0, got {int(all_ids.min())}")
@@ -170,23 +184,44 @@ class Tokenizer:
 
     Tokenizers compare equal when their vocabularies, patterns, normalizations and special tokens are equal,
     pickle (the native encoder is rebuilt on first use), and are safe to share between threads.
+    A Picky BPE tokenizer (``train(..., picky=tau)``) is a ``PickyTokenizer``, below.
     """
+    events: np.ndarray | None = None        # Picky BPE's events (PickyTokenizer); a plain tokenizer has none
+    # BoundlessBPE's supermerges (set in __init__); none for plain BPE, nor for a PickyTokenizer
+    supermerges: np.ndarray = np.empty((0, 2), np.int32)
+    supermerge_ids: np.ndarray = np.empty(0, np.int32)
+    boundless_eligible: str | None = None
+    _units: frozenset[int] | None = None
 
     def __init__(self, merges, pattern: str | None = None,
                  special_tokens: Mapping[str, int] | Iterable[str] | None = None, *,
-                 merge_ids=None, byte_ids=None, normalize: str | None = None):
-        merges = _as_ids(merges, "merges")
-        if merges.size % 2 or (merges.ndim != 2 and merges.size):
-            raise VocabularyError(f"merges must be pairs of ids, got an array of shape {merges.shape}")
-        merges = merges.reshape(-1, 2)
+                 merge_ids=None, byte_ids=None, normalize: str | None = None, supermerges=None,
+                 supermerge_ids=None, boundless_eligible: str | None = None):
+        merges = _as_pairs(merges, "merges")
         merge_ids = np.arange(256, 256 + len(merges)) if merge_ids is None else _as_ids(merge_ids, "merge_ids")
         byte_ids = np.arange(256) if byte_ids is None else _as_ids(byte_ids, "byte_ids")
         if merge_ids.shape != (len(merges),) or byte_ids.shape != (256,):
             raise VocabularyError("merge_ids needs one id per merge and byte_ids 256 ids")
-        self._vocab = _build_vocab(merges, merge_ids, byte_ids)
+        supermerges = _as_pairs([] if supermerges is None else supermerges, "supermerges")
+        supermerge_ids = (np.arange(256 + len(merges), 256 + len(merges) + len(supermerges)) if supermerge_ids is None
+                          else _as_ids(supermerge_ids, "supermerge_ids"))
+        if supermerge_ids.shape != (len(supermerges),):
+            raise VocabularyError("supermerge_ids needs one id per supermerge")
+        if boundless_eligible is not None and not isinstance(boundless_eligible, str):
+            raise VocabularyError(f"boundless_eligible must be a regex (str), got {boundless_eligible!r}")
+        self._vocab = _build_vocab(merges, merge_ids, byte_ids, supermerges, supermerge_ids)
         self.merges = merges.astype(np.int32)
         self.merge_ids = merge_ids.astype(np.int32)
         self.byte_ids = byte_ids.astype(np.int32)
+        # BoundlessBPE (boundless.py): supermerge k joins two whole-word tokens (or superwords)
+        # into supermerge_ids[k], applied in runs of whole-token chunks; none for plain BPE.
+        self.supermerges = supermerges.astype(np.int32)
+        self.supermerge_ids = supermerge_ids.astype(np.int32)
+        self.boundless_eligible = boundless_eligible if len(supermerges) else None   # what made the runs (a record)
+        self._set_up(pattern, special_tokens, normalize)
+
+    def _set_up(self, pattern: str | None, special_tokens, normalize: str | None) -> None:
+        """Everything but the vocabulary (``_vocab``, which the special tokens' ids follow)."""
         # Special tokens are matched per call (allowed_special=), so the splitter holds none.
         self.splitter = Splitter.of(pattern, normalize=normalize)
         self._as_text = _text_taker(self.splitter.normalize)
@@ -198,6 +233,7 @@ class Tokenizer:
         self._special_sets: dict[frozenset, SpecialSet] = {}
         self._cache: dict[str, list[int]] = {}
         self._ids_by_bytes: dict[bytes, int] | None = None     # token_to_id's map, made on first use
+        self._units = None                             # the ids that make runs (BoundlessBPE), on first use
         # The trainer's TrainReport (trainer.py, which imports this module: Any), else None.
         self.training_report: Any = None
 
@@ -208,8 +244,16 @@ class Tokenizer:
         if self._encoder is None:
             with self._encoder_lock:
                 if self._encoder is None:
-                    encoder = MergeEncoder(self.merges, self.merge_ids, self.byte_ids, self._vocab,
+                    vocab = self._vocab
+                    if len(self.supermerges):           # superwords are never a chunk's tokens
+                        vocab = list(vocab)
+                        for i in self.supermerge_ids.tolist():
+                            vocab[i] = None
+                    encoder = MergeEncoder(self.merges, self.merge_ids, self.byte_ids, vocab,
                                            {s.encode("utf-8"): i for s, i in self.special_tokens.items()})
+                    if len(self.supermerges):
+                        encoder.set_supermerges(self.supermerges, self.supermerge_ids,
+                                                [self._vocab[i] for i in self.supermerge_ids.tolist()])
                     native_id = self.splitter.native_id         # None unless the engine is NATIVE
                     if native_id is not None:
                         encoder.set_scanner(native_id, *char_classes())
@@ -239,7 +283,7 @@ class Tokenizer:
     def __getstate__(self) -> dict:
         """Pickling (multiprocessing, ``datasets.map(num_proc=...)``) sends the vocabulary; the
         receiving process builds its own native encoder when it first encodes."""
-        state = dict(self.__dict__, _encoder=None, _special_sets={}, _ids_by_bytes=None)
+        state = dict(self.__dict__, _encoder=None, _special_sets={}, _ids_by_bytes=None, _units=None)
         del state["_encoder_lock"], state["_as_text"]
         return state
 
@@ -252,8 +296,13 @@ class Tokenizer:
     def from_vocabulary(cls, vocab: Vocabulary) -> Tokenizer:
         """From what a format reader returns; a bad vocabulary read from a file names the file."""
         with naming_file(vocab.source):
+            if vocab.events is not None:
+                return PickyTokenizer(vocab.events, vocab.pattern, vocab.special_tokens, normalize=vocab.normalize,
+                                      picky=vocab.picky)
             return cls(vocab.merges, vocab.pattern, vocab.special_tokens,
-                       merge_ids=vocab.merge_ids, byte_ids=vocab.byte_ids, normalize=vocab.normalize)
+                       merge_ids=vocab.merge_ids, byte_ids=vocab.byte_ids, normalize=vocab.normalize,
+                       supermerges=vocab.supermerges, supermerge_ids=vocab.supermerge_ids,
+                       boundless_eligible=vocab.boundless_eligible)
 
     @classmethod
     def from_ranks(cls, ranks: Mapping[bytes, int], pattern: str | None = None,
@@ -344,9 +393,43 @@ class Tokenizer:
         return ids
 
     def _regex_encode_ordinary(self, text: str) -> list[int]:
+        if len(self.supermerges):
+            return self._regex_encode_runs(text)
         out: list[int] = []
         for chunk in whole_matches(self.splitter.regex, text):
             out.extend(self._encode_chunk(chunk))
+        return out
+
+    def _run_units(self) -> frozenset[int]:
+        """The ids that make runs (BoundlessBPE): the phase-1 tokens some supermerge joins."""
+        if self._units is None:
+            self._units = frozenset(self._native.unit_ids())
+        return self._units
+
+    @property
+    def runs_cross_line_ends(self) -> bool:
+        """Could a run (BoundlessBPE) hold a chunk with a "\n" or "\r"? Text is cut into blocks
+        after line ends (pretokenize.find_cut), where the chunk before always holds one; such a
+        cut must not split a run, so with this, text must not be cut. False for plain tokenizers."""
+        return any(b"\n" in self._vocab[i] or b"\r" in self._vocab[i] for i in self._run_units()) \
+            if self.is_boundless else False
+
+    def _regex_encode_runs(self, text: str) -> list[int]:
+        """BoundlessBPE with a custom regex: the chunks as always, then each maximal run of
+        chunks that are one unit each merged by the supermerges (as the native encoder does)."""
+        native, units = self._native, self._run_units()
+        out: list[int] = []
+        run: list[int] = []
+        for chunk in whole_matches(self.splitter.regex, text):
+            ids = self._encode_chunk(chunk)
+            if len(ids) == 1 and ids[0] in units:
+                run.append(ids[0])
+                continue
+            if run:
+                out.extend(native.merge_run_list(run))
+                run = []
+            out.extend(ids)
+        out.extend(native.merge_run_list(run))
         return out
 
     def encode_ordinary(self, text: str) -> list[int]:
@@ -579,6 +662,9 @@ class Tokenizer:
         their GPT-2 characters, then the merges in order. After training with
         ``tie_break="huggingface"`` on the same documents, its tokenizer.json equals BpeTrainer's,
         id for id. Any tokenizer can be renumbered; ids then differ from the original's."""
+        if self.is_boundless:
+            raise VocabularyError("a BoundlessBPE tokenizer cannot be numbered as Hugging Face's BpeTrainer numbers "
+                                  "tokens: BpeTrainer has no supermerges (merges across whole words, in runs)")
         renumber, specials = huggingface_ids(self.byte_ids, self.merge_ids, self.special_tokens)
         merges = np.vectorize(renumber.__getitem__, otypes=[np.int64])(self.merges) if len(self.merges) else self.merges
         return Tokenizer(merges, self.pattern, specials,
@@ -671,6 +757,8 @@ class Tokenizer:
         prefix of each other), as many as make ``vocab_size`` tokens with the special tokens,
         which keep their order and follow the learned ids, as a fresh training numbers them."""
         vocab_size = arguments.integer(vocab_size, "vocab_size")
+        if len(self.supermerges):
+            return self._truncated_boundless(vocab_size)
         specials = sorted(self.special_tokens, key=self.special_tokens.__getitem__)
         n = vocab_size - 256 - len(specials)
         if n < 0 or n > len(self.merges):
@@ -681,13 +769,185 @@ class Tokenizer:
         return Tokenizer(self.merges[:n], self.pattern, {s: top + 1 + k for k, s in enumerate(specials)},
                          merge_ids=merge_ids, byte_ids=self.byte_ids, normalize=self.normalize)
 
+    @property
+    def is_boundless(self) -> bool:
+        """Does it have supermerges (BoundlessBPE, ``train(..., superword="boundless")``)?"""
+        return bool(len(self.supermerges))
+
+    def without_supermerges(self) -> Tokenizer:
+        """The tokenizer without its supermerges: for a BoundlessBPE one, its phase 1 (the special
+        tokens keep their ids)."""
+        return Tokenizer(self.merges, self.pattern, self.special_tokens, merge_ids=self.merge_ids,
+                         byte_ids=self.byte_ids, normalize=self.normalize)
+
+    def _truncated_boundless(self, vocab_size: int) -> Tokenizer:
+        """``truncated`` of a BoundlessBPE tokenizer: its first supermerges, as many as the size
+        allows after phase 1 whole; at phase 1's size or below, phase 1 truncated."""
+        phase_one = self.without_supermerges()
+        keep = vocab_size - phase_one.vocab_size
+        if keep <= 0:
+            return phase_one.truncated(vocab_size)
+        if keep > len(self.supermerges):
+            raise VocabularyError(f"vocab_size={vocab_size!r} is out of range: this tokenizer can be cut to "
+                                  f"{256 + len(self.special_tokens)}..{self.vocab_size} tokens")
+        tok = Tokenizer(self.merges, self.pattern, self.special_tokens, merge_ids=self.merge_ids,
+                        byte_ids=self.byte_ids, normalize=self.normalize, supermerges=self.supermerges[:keep],
+                        supermerge_ids=self.supermerge_ids[:keep], boundless_eligible=self.boundless_eligible)
+        if tok.vocab_size != vocab_size:
+            raise VocabularyError(f"vocab_size={vocab_size!r}: this tokenizer's supermerge ids do not follow its "
+                                  f"phase-1 ids, so it cannot be cut to that size")
+        return tok
+
     def __eq__(self, other) -> bool:
+        """Equal vocabularies, patterns, normalizations and special tokens (and supermerges):
+        tokenizers that encode alike. ``boundless_eligible`` is a record of the training only."""
         return (isinstance(other, Tokenizer) and np.array_equal(self.merges, other.merges)
                 and np.array_equal(self.merge_ids, other.merge_ids) and np.array_equal(self.byte_ids, other.byte_ids)
+                and self.pattern == other.pattern and self.special_tokens == other.special_tokens
+                and self.normalize == other.normalize and np.array_equal(self.supermerges, other.supermerges)
+                and np.array_equal(self.supermerge_ids, other.supermerge_ids))
+
+    def __repr__(self) -> str:
+        normalize = f", normalize={self.normalize}" if self.normalize else ""
+        supermerges = f", supermerges={len(self.supermerges)}" if len(self.supermerges) else ""
+        return (f"Tokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)}{supermerges}, "
+                f"pattern={self.pattern_name}, special_tokens={len(self.special_tokens)}{normalize})")
+
+
+class PickyTokenizer(Tokenizer):
+    """A Picky BPE tokenizer (Chizhov et al., arXiv 2409.04599; ``train(..., picky=tau)``): its
+    vocabulary is the list of events training made, merges and removals (bpe_fast/picky.py says
+    what they mean), and it encodes each chunk by replaying them in order: a merge joins its pair
+    left to right, a removal splits its token. That is the training's own segmentation of every
+    chunk it trained on.
+
+    ``PickyTokenizer(events, pattern, special_tokens, normalize=, picky=tau)``. Token ids: bytes
+    0..255, then the learned tokens present after the last event, numbered 256, 257, ... in the
+    order of the merges that made them, then the special tokens (a list: after those; or a dict).
+    ``events`` are in event ids (a merge makes 256 + the merges before it); ``event_ids`` maps
+    each event id to its token id (-1: removed). ``merges`` are the merge events' pairs, in event
+    ids, and ``merge_ids`` the token id each made (-1: removed later); ``removals`` counts the
+    removal events; ``picky`` is the tau it was trained with (None if not known).
+
+    Text is split as a plain tokenizer splits it; each distinct chunk is replayed once
+    (``_picky.PickyEncoder``, O(n log n) in its bytes) and cached. The replay holds the GIL, so
+    batches gain little from ``workers``. Only bpe_fast's JSON holds the events: the other formats
+    hold merges between tokens of the vocabulary, which cannot build a token whose parent was
+    removed, and they are refused, as are ``to_tiktoken``, ``to_transformers`` and continued
+    training from one (``base=``).
+    """
+    events: np.ndarray
+
+    def __init__(self, events, pattern: str | None = None,
+                 special_tokens: Mapping[str, int] | Iterable[str] | None = None, *,
+                 normalize: str | None = None, picky: float | None = None):
+        self.events = check_events(events)
+        self.picky = None if picky is None else check_tau(picky, VocabularyError)
+        self.event_ids = token_ids(self.events)
+        spelled = token_bytes(self.events)
+        self._vocab = [None] * (int(self.event_ids.max()) + 1)
+        for event_id, token_id in enumerate(self.event_ids.tolist()):
+            if token_id >= 0:
+                self._vocab[token_id] = spelled[event_id]
+        self.merges = self.events[self.events[:, 1] != REMOVED]
+        self.merge_ids = self.event_ids[256:]
+        self.byte_ids = np.arange(256, dtype=np.int32)
+        self._replay: PickyEncoder | None = None           # built on first use (see _replayer)
+        self._set_up(pattern, special_tokens, normalize)
+
+    @property
+    def removals(self) -> int:
+        return removals(self.events)
+
+    @property
+    def _native(self) -> MergeEncoder:
+        """A native encoder without merges: it decodes (encoding replays the events instead)."""
+        if self._encoder is None:
+            with self._encoder_lock:
+                if self._encoder is None:
+                    self._encoder = MergeEncoder(np.empty((0, 2), np.int32), np.empty(0, np.int32), self.byte_ids,
+                                                 self._vocab,
+                                                 {s.encode("utf-8"): i for s, i in self.special_tokens.items()})
+        return self._encoder
+
+    def _replayer(self) -> PickyEncoder:
+        if self._replay is None:
+            with self._encoder_lock:
+                if self._replay is None:
+                    self._replay = PickyEncoder(self.events, self.event_ids)
+        return self._replay
+
+    # Every encoding path goes through the chunks: the plain tokenizer's route for a custom regex
+    # (special tokens found here, chunk by chunk through the cache), with the chunks made by the
+    # native scanner where the pattern has one.
+    @property
+    def _native_text(self) -> bool:
+        return False
+
+    def _chunks(self, text: str) -> list[str]:
+        if self.splitter.engine == WHOLE:
+            return [text] if text else []
+        scanner = self.splitter.scanner
+        if scanner is not None:
+            try:
+                return scanner.chunks(text)
+            except UnicodeEncodeError:       # lone surrogates become U+FFFD first, as the native encoder does
+                return scanner.chunks(self._utf8(text).decode("utf-8"))
+        return list(whole_matches(self.splitter.regex, text))
+
+    def _encode_chunk(self, chunk: str) -> list[int]:
+        ids = self._cache.get(chunk)
+        if ids is None:
+            ids = self._replayer().encode(self._utf8(chunk))
+            if len(self._cache) < 1_000_000:
+                self._cache[chunk] = ids
+        return ids
+
+    def _regex_encode_ordinary(self, text: str) -> list[int]:
+        out: list[int] = []
+        for chunk in self._chunks(text):
+            out.extend(self._encode_chunk(chunk))
+        return out
+
+    def __getstate__(self) -> dict:
+        return dict(super().__getstate__(), _replay=None)
+
+    def truncated(self, vocab_size: int) -> PickyTokenizer:
+        """The tokenizer a shorter training would have given: the events up to the end of the first
+        step at which that many tokens (special tokens included) were present."""
+        vocab_size = arguments.integer(vocab_size, "vocab_size")
+        specials = sorted(self.special_tokens, key=self.special_tokens.__getitem__)
+        n = vocab_size - 256 - len(specials)
+        if not 0 <= n <= self.n_base - 256:
+            raise VocabularyError(f"vocab_size={vocab_size!r} is out of range: this tokenizer can be cut to "
+                                  f"{256 + len(specials)}..{self.vocab_size} tokens")
+        return PickyTokenizer(events_for(self.events, n), self.pattern, specials, normalize=self.normalize,
+                              picky=self.picky)
+
+    def _not_here(self, what: str) -> VocabularyError:
+        return VocabularyError(f"{what}: a Picky BPE tokenizer removes tokens during training, and its "
+                               f"vocabulary is a list of events (merges and removals) that only bpe_fast's JSON "
+                               f"holds; save it with tok.save('tok.json')")
+
+    def _extended(self, merges, merge_ids, special_tokens) -> Tokenizer:
+        raise self._not_here("continued training (base=) cannot start from it")
+
+    def with_huggingface_ids(self) -> Tokenizer:
+        raise self._not_here("Hugging Face's numbering has no place for it")
+
+    def to_tiktoken(self, name: str = "bpe_fast"):
+        raise self._not_here("a tiktoken.Encoding cannot replay it (tiktoken applies merges by rank)")
+
+    def to_transformers(self, **kwargs):
+        raise self._not_here("a tokenizer.json cannot hold it (Hugging Face applies merges by rank)")
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, PickyTokenizer) and np.array_equal(self.events, other.events)
                 and self.pattern == other.pattern and self.special_tokens == other.special_tokens
                 and self.normalize == other.normalize)
 
     def __repr__(self) -> str:
         normalize = f", normalize={self.normalize}" if self.normalize else ""
-        return (f"Tokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)}, "
-                f"pattern={self.pattern_name}, special_tokens={len(self.special_tokens)}{normalize})")
+        return (f"PickyTokenizer(vocab_size={self.vocab_size}, events={len(self.events)}, removals={self.removals}, "
+                f"picky={self.picky}, pattern={self.pattern_name}, special_tokens={len(self.special_tokens)}"
+                f"{normalize})")

@@ -13,19 +13,21 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 import numpy as np
 
-from . import _kernel, arguments, continued
+from . import _kernel, _picky, arguments, boundless, continued
 from .arguments import INT64_MAX
 from .bytelevel import huggingface_byte_order
 from .continued import base_special_tokens, check_base
-from .counting import DEFAULT_BATCH_CHARS, DEFAULT_BLOCK_SIZE, MAX_BLOCK_SIZE, count_tasks, default_workers, make_config
+from .counting import (DEFAULT_BATCH_CHARS, DEFAULT_BLOCK_SIZE, MAX_BLOCK_SIZE, CountConfig, count_tasks,
+                       default_workers, make_config)
 from .distributed import count_on_cluster
 from .errors import ArgumentError, ArgumentTypeError, EmptyCorpusError, VocabSizeWarning
 from .inputs import DocsTask, docs_tasks, sources, total_size
 from .patterns import DEFAULT_PATTERN, name_of, resolve
+from .picky import REMOVED, check_tau
 from .pretokenize import check_normal_specials, normalization, special_token_list
 from .progress import Bar, ProgressOption, summary, with_alias
 from .progress import check as check_progress
-from .tokenizer import Tokenizer
+from .tokenizer import PickyTokenizer, Tokenizer
 from .wordtable import WordTable
 
 if TYPE_CHECKING:       # for annotations only (types.EllipsisType is Python 3.10+)
@@ -48,12 +50,21 @@ class TrainReport:
     merges: int = 0
     merges_requested: int = 0
     vocab_size: int = 0
+    runs: int = 0                           # BoundlessBPE: runs of units, distinct runs, supermerges
+    unique_runs: int = 0
+    supermerges: int = 0
+    # each merge's count when chosen (superword_at="auto" needs them)
+    merge_counts: Any = field(default=None, compare=False, repr=False)
     seconds: dict = field(default_factory=dict)   # stage -> seconds
+    removals: int = 0                       # Picky BPE: tokens removed (merges then counts merge events)
 
     def summary(self) -> str:
         stages = ", ".join(f"{k} {v:.2f}s" for k, v in self.seconds.items())
+        removed = f", {self.removals:,} removed" if self.removals else ""
+        runs = (f"; {self.runs:,} runs, {self.unique_runs:,} unique; {self.supermerges:,} supermerges"
+                if self.runs else "")
         return (f"read {self.input_size:,} {self.input_unit}; {self.total_chunks:,} chunks, "
-                f"{self.unique_chunks:,} unique; {self.merges:,} merges -> vocab size "
+                f"{self.unique_chunks:,} unique; {self.merges:,} merges{removed}{runs} -> vocab size "
                 f"{self.vocab_size:,}; {stages}")
 
 
@@ -63,6 +74,14 @@ def _is_int(value) -> TypeGuard[int | np.integer]:
 
 # Token ids are int32 in the kernel and the encoder: ids 0 .. 2**31 - 2, special tokens included.
 MAX_VOCAB_SIZE = 2**31 - 1
+
+
+# What superword_at= trains, by the name ``superword=`` and ``--superword`` take.
+SUPERWORDS = {
+    "superbpe": "SuperBPE (Liu et al. 2025): stage two continues BPE with superword_pattern, whose chunks span words",
+    "boundless": "BoundlessBPE (Schmidt et al. 2025, two-phase): stage two learns supermerges of whole adjacent "
+                 "pretokens that are one token each (boundless.py)",
+}
 
 
 # The tie-break rules, by the name ``tie_break=`` and ``--tie-break`` take, with what each means.
@@ -112,11 +131,14 @@ class TrainOptions:
     tie_break: str = "bytes"
     base: Tokenizer | None = None
     max_token_length: int | None = None
-    superword_at: int | None = None
+    superword_at: int | str | None = None     # a vocab size, or "auto" (BoundlessBPE)
     superword_pattern: str | None = "superword"
+    superword: str = "superbpe"       # what superword_at does: SUPERWORDS
+    boundless_eligible: str | None = None   # BoundlessBPE's eligibility regex (None: patterns.BOUNDLESS_ELIGIBLE)
     progress: ProgressOption = "auto"
     special_ids: Mapping[str, int] | None = None   # ids given with the special tokens (a dict), to honour
     threads: int | None = None     # the kernel's threads (train's workers, at most one per CPU available)
+    picky: float | None = None     # Picky BPE's threshold tau (None: plain BPE); see _learn_picky
 
     @classmethod
     def checked(cls, vocab_size, **settings) -> TrainOptions:
@@ -173,11 +195,26 @@ class TrainOptions:
                                 f"got {self.max_token_length!r}")
         for size in self.sizes:
             check_base(self.base, size)
+        if not isinstance(self.superword, str) or self.superword not in SUPERWORDS:
+            raise ArgumentError(f"superword must be one of {tuple(SUPERWORDS)}, got {self.superword!r}")
+        if self.superword == "boundless":
+            self._check_boundless()
+        elif self.boundless_eligible is not None:
+            raise ArgumentError('boundless_eligible= goes with superword="boundless"')
         if self.superword_at is not None:
             self._check_superword_at()
         if self.special_ids is not None:
             self._check_special_ids()
+        if self.picky is not None:
+            self._check_picky()
         check_normal_specials(self.cut_out, self.resolved_normalize, ArgumentError)
+
+    def _check_picky(self) -> None:
+        object.__setattr__(self, "picky", check_tau(self.picky, ArgumentError))
+        for name, value in (("base=", self.base), ("superword_at=", self.superword_at)):
+            if value is not None:
+                raise ArgumentError(f"picky= cannot be combined with {name}: Picky BPE trains from bytes in one stage "
+                                    f"(a base's or stage one's merges could not remove tokens)")
 
     def _check_size(self, size) -> None:
         if not _is_int(size):
@@ -214,18 +251,40 @@ class TrainOptions:
                                 f"token(s) take ids {size - k}..{size - 1} (in any order); give those ids, or a list")
 
     def _check_superword_at(self) -> None:
+        if isinstance(self.superword_at, str) and self.superword_at == "auto":
+            if self.superword != "boundless":
+                raise ArgumentError('superword_at="auto" goes with superword="boundless": SuperBPE\'s T is set by '
+                                    'hand')
+            return
         floor = 256 if self.base is None else self.base.vocab_size + 1
-        if not _is_int(self.superword_at) or not floor <= self.superword_at < min(self.sizes):
+        floor = max(floor, 256 + len(self.special_tokens)) if self.superword == "boundless" else floor
+        top = min(self.sizes) + (self.superword == "boundless")     # boundless: T == V is plain training
+        if not _is_int(self.superword_at) or not floor <= self.superword_at < top:
+            below = "at most" if self.superword == "boundless" else "below"
             raise ArgumentError(f"superword_at={self.superword_at!r} must be a vocabulary size of at least {floor} "
-                                f"and below vocab_size: stage one learns up to it, stage two the rest")
+                                f"and {below} vocab_size: stage one learns up to it, stage two the rest")
+
+    def _check_boundless(self) -> None:
+        """BoundlessBPE's limits, before any text is read."""
+        if self.superword_at is None:
+            raise ArgumentError('superword="boundless" needs superword_at=T: plain BPE learns up to vocab size T, '
+                                'supermerges the rest')
+        if self.base is not None:
+            raise ArgumentError('superword="boundless" trains from bytes: it does not continue a base= tokenizer')
+        if self.tie_break != "bytes":
+            raise ArgumentError('superword="boundless" breaks ties by ids (tie_break="bytes"): Hugging Face has no '
+                                'supermerges to follow')
+        if self.special_ids is not None:
+            raise ArgumentError('superword="boundless" takes special tokens as a list (their ids follow phase 1)')
+        object.__setattr__(self, "boundless_eligible", boundless.eligibility(self.boundless_eligible))
 
     def superword_stages(self) -> tuple[TrainOptions, Callable[[Tokenizer], TrainOptions]] | None:
         """SuperBPE's two stages: up to ``superword_at`` with the pattern, then on to
         ``vocab_size`` with the superword pattern, continuing from stage one's tokenizer. None
         without ``superword_at``: one stage."""
-        if self.superword_at is None:
+        if self.superword_at is None or self.superword == "boundless":
             return None
-        one = replace(self, vocab_size=self.superword_at, superword_at=None)
+        one = replace(self, vocab_size=int(self.superword_at), superword_at=None)
         return one, lambda stage_one: replace(self, pattern=self.superword_pattern, base=stage_one, superword_at=None)
 
 
@@ -250,6 +309,13 @@ def count(inputs: Inputs, *, pattern: str | None = "cl100k",
     """
     progress = with_alias(progress, show_progress)
     config = make_config(pattern, special_tokens, errors, lines, memory_budget, normalize)
+    return _count(inputs, config, workers, progress, field, column, block_size, client)
+
+
+def _count(inputs: Inputs, config: CountConfig, workers: int | None, progress: ProgressOption, field: str,
+           column: str, block_size: int, client) -> WordTable:
+    """``count`` with its settings made (``make_config``): chunks, or BoundlessBPE's runs when
+    the config has units (boundless.py)."""
     paths = arguments.paths(inputs, "inputs")
     if not paths:
         raise EmptyCorpusError("no input files given")
@@ -263,14 +329,15 @@ def count(inputs: Inputs, *, pattern: str | None = "cl100k",
     found = sources(paths, field, column)                   # every input checked before any is read
     if client is not None:
         return count_on_cluster(client, found, config, block_size)
-    cut = config.splitter.cut
+    cut = config.cut
     tasks = (t for source in found for t in source.tasks(cut, block_size))
     total = total_size(found)                               # streams have no size to show progress against
+    stage = "counting" if config.units is None else "runs"
     start = time.perf_counter()
-    with Bar(check_progress(progress), "counting", total, unit="B", unit_scale=True) as bar:
+    with Bar(check_progress(progress), stage, total, unit="B", unit_scale=True) as bar:
         table = count_tasks(tasks, config, workers, bar.callback())
-    summary("counting", time.perf_counter() - start, progress, bytes=table.input_bytes, chunks=table.total_chunks,
-            distinct=len(table))
+    summary(stage, time.perf_counter() - start, progress, bytes=table.input_bytes,
+            **{"chunks" if config.units is None else "runs": table.total_chunks}, distinct=len(table))
     return table
 
 
@@ -286,6 +353,13 @@ def count_from_iterator(docs: Iterable, *, pattern: str | None = "cl100k",
     the workers in batches, so the iterator may be far larger than memory. ``length``, the
     number of documents if known, makes the progress count documents against it (with an ETA).
     ``normalize`` as in ``count``."""
+    _check_docs(docs, length)
+    progress = with_alias(progress, show_progress)
+    config = make_config(pattern, special_tokens, errors, lines, memory_budget, normalize)
+    return _count_iterator(docs, config, workers, progress, batch_chars, field, length)
+
+
+def _check_docs(docs, length) -> None:
     if isinstance(docs, (str, bytes)):
         raise ArgumentTypeError("docs must be an iterable of documents, not a single str/bytes "
                                 "(wrap it in a list: [text])")
@@ -293,21 +367,25 @@ def count_from_iterator(docs: Iterable, *, pattern: str | None = "cl100k",
         raise ArgumentTypeError(f"docs must be an iterable of documents (str or bytes), got {type(docs).__name__}")
     if length is not None and (not _is_int(length) or length < 0):
         raise ArgumentError(f"length must be the number of documents (an integer >= 0), got {length!r}")
-    progress = with_alias(progress, show_progress)
-    config = make_config(pattern, special_tokens, errors, lines, memory_budget, normalize)
+
+
+def _count_iterator(docs: Iterable, config: CountConfig, workers: int | None, progress: ProgressOption,
+                    batch_chars: int, field: str, length: int | None) -> WordTable:
+    """``count_from_iterator`` with its settings made: chunks, or runs (as ``_count``)."""
     batch_chars = arguments.integer(batch_chars, "batch_chars", 1)
     workers = None if workers is None else arguments.workers(workers)
+    stage = "counting" if config.units is None else "runs"
     start = time.perf_counter()
     tasks = docs_tasks(docs, batch_chars, field)
     unit = ("doc", False) if length is not None else ("char", True)
     total = None if length is None else int(length)
-    with Bar(check_progress(progress), "counting", total, unit=unit[0], unit_scale=unit[1]) as bar:
+    with Bar(check_progress(progress), stage, total, unit=unit[0], unit_scale=unit[1]) as bar:
         if length is None:
             table = count_tasks(tasks, config, workers, bar.callback())
         else:                       # documents sent, as bytes sent are for files
             table = count_tasks(_counting_documents(tasks, bar.callback()), config, workers)
-    summary("counting", time.perf_counter() - start, progress, characters=table.input_bytes,
-            chunks=table.total_chunks, distinct=len(table))
+    summary(stage, time.perf_counter() - start, progress, characters=table.input_bytes,
+            **{"chunks" if config.units is None else "runs": table.total_chunks}, distinct=len(table))
     return table
 
 
@@ -325,18 +403,18 @@ def train_from_table(table: WordTable, vocab_size: int, *, pattern: str | None |
                      special_tokens: SpecialTokens | EllipsisType = ..., min_frequency: int = ...,
                      progress: ProgressOption = ..., report: TrainReport | None = ..., tie_break: str = ...,
                      base: Tokenizer | None = ..., max_token_length: int | None = ...,
-                     show_progress: bool | None = ...) -> Tokenizer: ...
+                     picky: float | None = ..., show_progress: bool | None = ...) -> Tokenizer: ...
 @overload
 def train_from_table(table: WordTable, vocab_size: Sequence[int], *, pattern: str | None | EllipsisType = ...,
                      special_tokens: SpecialTokens | EllipsisType = ..., min_frequency: int = ...,
                      progress: ProgressOption = ..., report: TrainReport | None = ..., tie_break: str = ...,
                      base: Tokenizer | None = ..., max_token_length: int | None = ...,
-                     show_progress: bool | None = ...) -> list[Tokenizer]: ...
+                     picky: float | None = ..., show_progress: bool | None = ...) -> list[Tokenizer]: ...
 def train_from_table(table: WordTable, vocab_size: int | Sequence[int], *, pattern: str | None | EllipsisType = ...,
                      special_tokens: SpecialTokens | EllipsisType = ..., min_frequency: int = 0,
                      progress: ProgressOption = "auto", report: TrainReport | None = None, tie_break: str = "bytes",
                      base: Tokenizer | None = None, max_token_length: int | None = None,
-                     show_progress: bool | None = None) -> Tokenizer | list[Tokenizer]:
+                     picky: float | None = None, show_progress: bool | None = None) -> Tokenizer | list[Tokenizer]:
     """Learn merges from a word table (the kernel stage alone): count once, train many times.
 
     The tokenizer splits text with the pattern the table was counted with (a different
@@ -347,7 +425,7 @@ def train_from_table(table: WordTable, vocab_size: int | Sequence[int], *, patte
     0..255 (``tie_break="bytes"``, as rustbpe and bpeasy), or with Hugging Face's ids for the
     bytes (``"huggingface"``, as tokenizers' BpeTrainer with the ByteLevel pre-tokenizer).
     The kernel shares the merges that touch many words among one thread per CPU available; any
-    number of threads learns the same merges."""
+    number of threads learns the same merges. ``picky=tau`` trains Picky BPE, as in ``train``."""
     if not isinstance(table, WordTable):
         raise ArgumentTypeError(f"train_from_table takes a WordTable (bpe_fast.count, WordTable.load), "
                                 f"not {type(table).__name__}")
@@ -361,7 +439,7 @@ def train_from_table(table: WordTable, vocab_size: int | Sequence[int], *, patte
         vocab_size, pattern=table.pattern, normalize=table.normalize,
         special_tokens=table.special_tokens if special_tokens is ... else special_tokens,
         min_frequency=min_frequency, tie_break=tie_break, base=base, max_token_length=max_token_length,
-        progress=with_alias(progress, show_progress))
+        progress=with_alias(progress, show_progress), picky=picky)
     return _as_asked(_learn_sizes([table], options, report or TrainReport()), options)
 
 
@@ -403,13 +481,16 @@ def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainRepo
     base, progress = options.base, options.progress
     if len(table) == 0:
         raise EmptyCorpusError("the corpus is empty: no text to learn merges from")
+    if options.picky is not None:
+        return _learn_picky(table, vocab_size, options.picky, options, report)
     new_specials = [s for s in options.special_tokens if base is None or s not in base.special_tokens]
     first_id = continued.first_new_id(base)
     n_merges = vocab_size - first_id - len(new_specials)
     t0 = time.perf_counter()
     kernel_ids = _kernel_ids(options.tie_break, base)
     byte_ranks = kernel_ids if base is None else None      # from bytes, the kernel numbers them itself
-    start, lengths = (None, None) if base is None else continued.tokenized_by(base, table, kernel_ids)
+    start, lengths = (None, None) if base is None else continued.tokenized_by(base, table, kernel_ids,
+                                                                              kernel_order=True)
     report.unique_chunks, report.total_chunks, report.table_symbols = len(table), table.total_chunks, table.n_symbols
     _check_pair_counts(table)
     with Bar(progress, "pairs", 3 * table.n_symbols, unit="B", unit_scale=True) as bar:
@@ -417,10 +498,13 @@ def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainRepo
                                  min(max(1, options.min_frequency), INT64_MAX), byte_ranks,
                                  max_token_length=options.max_token_length or 0, start=start, token_lengths=lengths,
                                  first_id=first_id, setup_progress=bar.callback(reach=True),
-                                 threads=min(options.threads or default_workers(), default_workers()))
-    del table, start
+                                 threads=min(options.threads or default_workers(), default_workers()),
+                                 kernel_order=start is not None)      # (start becomes the kernel's corpus)
+        del table, start        # laid out: the table's memory is free before the pair lists take theirs
+        kernel.count_pairs()
     with Bar(progress, "merging", n_merges, unit="merge", decaying=True) as bar:
         merges = kernel.learn(bar.callback(reach=True))
+    report.merge_counts = kernel.counts
     if kernel_ids is not None:   # back from the kernel's ids to the tokens' (new tokens' ids are the same)
         token_id = _ids_of_kernel(kernel_ids)
         merges = np.where(merges < first_id, token_id[np.minimum(merges, len(token_id) - 1)], merges).astype(np.int32)
@@ -440,14 +524,56 @@ def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainRepo
     return tok
 
 
-# (pattern, special tokens, normalization) -> the corpus's table
-CountText = Callable[[Any, Sequence[str], "str | None"], WordTable]
+def _learn_picky(table: WordTable, vocab_size: int, tau: float, options: TrainOptions,
+                 report: TrainReport) -> PickyTokenizer:
+    """_learn with ``picky=tau``: Picky BPE's events (_picky.train_picky, single-threaded) until
+    256 + the learned tokens present + the special tokens make ``vocab_size``: removed tokens
+    make room for more merges. Ties break as ``tie_break`` says, by the bytes' ids as the
+    kernel numbers them; learned tokens' event ids are the same either way."""
+    specials = dict(options.special_ids) if options.special_ids is not None else list(options.special_tokens)
+    n_learned = vocab_size - 256 - len(options.special_tokens)
+    kernel_ids = _kernel_ids(options.tie_break, None)
+    symbols = table.symbols if kernel_ids is None else kernel_ids.astype(np.uint8)[table.symbols]
+    report.unique_chunks, report.total_chunks, report.table_symbols = len(table), table.total_chunks, table.n_symbols
+    _check_pair_counts(table)
+    t0 = time.perf_counter()
+    stats: dict = {}
+    with Bar(options.progress, "merging", n_learned, unit="token", decaying=True) as bar:
+        events = _picky.train_picky(symbols, table.offsets, table.counts, n_learned, tau,
+                                    max(1, options.min_frequency), options.max_token_length or 0,
+                                    bar.callback(reach=True), stats=stats)
+    if kernel_ids is not None:       # back from the kernel's byte ids to the bytes (-1 and learned ids stay)
+        byte_of = np.argsort(kernel_ids).astype(np.int32)
+        events = np.where((events >= 0) & (events < 256), byte_of[np.clip(events, 0, 255)], events).astype(np.int32)
+    report.seconds["merging"] = time.perf_counter() - t0
+    summary("merging", report.seconds["merging"], options.progress, merges=int(np.sum(events[:, 1] != REMOVED)),
+            removed=int(stats["removals"]))
+    tok = PickyTokenizer(events, options.resolved_pattern, specials, normalize=options.resolved_normalize,
+                         picky=tau)
+    report.merges, report.removals = len(tok.merges), tok.removals
+    report.merges_requested, report.vocab_size = n_learned, tok.vocab_size
+    if tok.n_base - 256 < n_learned:
+        why = (f"no pair occurs {max(1, options.min_frequency)} or more times" if options.min_frequency > 1
+               else "every chunk is a single token")
+        if stats["steps"] >= 4 * n_learned + 1024:
+            why = f"{stats['steps']:,} merge steps, the bound, with removals undoing merges"
+        warnings.warn(f"stopped with {tok.n_base - 256} of {n_learned} learned tokens present ({why}): vocab size "
+                      f"{tok.vocab_size} instead of {vocab_size}", VocabSizeWarning, stacklevel=5)
+    tok.training_report = report
+    return tok
+
+
+# (pattern, special tokens, normalization, BoundlessBPE's units or None) -> the corpus's table:
+# of chunks, or of runs of units (boundless.py)
+CountText = Callable[[Any, Sequence[str], "str | None", "tuple[tuple[bytes, int], ...] | None"], WordTable]
 
 
 def _train(count_text: CountText, options: TrainOptions, input_unit: str) -> list[Tokenizer]:
     """What train and train_from_iterator share: count the text (with the pattern and every
     special token to cut out), then learn a tokenizer per size; superword training runs this
     twice (stage one to a single size)."""
+    if options.superword == "boundless" and options.superword_at is not None:
+        return _train_boundless(count_text, options, input_unit)
     stages = options.superword_stages()
     if stages is not None:
         first, second = stages
@@ -455,11 +581,45 @@ def _train(count_text: CountText, options: TrainOptions, input_unit: str) -> lis
         return _train(count_text, second(stage_one), input_unit)
     report = TrainReport(input_unit=input_unit)
     t0 = time.perf_counter()
-    held = [count_text(options.resolved_pattern, options.cut_out, options.resolved_normalize)]  # see _learn
+    held = [count_text(options.resolved_pattern, options.cut_out, options.resolved_normalize, None)]  # see _learn
     report.seconds["counting"] = time.perf_counter() - t0
     report.input_size = held[0].input_bytes
     options = replace(options, pattern=held[0].pattern, normalize=held[0].normalize)
     return _learn_sizes(held, options, report)
+
+
+def _train_boundless(count_text: CountText, options: TrainOptions, input_unit: str) -> list[Tokenizer]:
+    """BoundlessBPE (boundless.py): phase 1 is ``_train`` to ``superword_at``; then the text is
+    read again to count the runs of its units, and the kernel learns the supermerges from them,
+    up to the largest size; each size is that tokenizer cut (supermerges are a prefix too).
+    ``superword_at="auto"``: phase 1 to the largest size, as many supermerges as tokens, then
+    each size takes its prefix of the two interleaved by count (``boundless.interleaved``)."""
+    auto, largest = options.superword_at == "auto", max(options.sizes)
+    at = largest if auto else int(options.superword_at)          # type: ignore[arg-type]
+    phase = replace(options, vocab_size=at, superword_at=None, superword="superbpe", boundless_eligible=None)
+    [phase_one] = _train(count_text, phase, input_unit)
+    report: TrainReport = phase_one.training_report
+    eligible = options.boundless_eligible or boundless.eligibility(None)
+    tok, counts = phase_one, np.empty(0, np.int64)
+    if largest > at or auto:
+        t0 = time.perf_counter()
+        runs = count_text(phase_one.pattern, options.cut_out, phase_one.normalize, boundless.units(phase_one, eligible))
+        report.seconds["runs"] = time.perf_counter() - t0
+        report.runs, report.unique_runs = runs.total_chunks, len(runs)
+        wanted = largest - 256 - len(options.special_tokens) if auto else largest - at
+        tok, counts = boundless.learn(phase_one, runs, wanted, eligible, min_frequency=options.min_frequency,
+                                      max_token_length=options.max_token_length, threads=options.threads,
+                                      progress=options.progress, seconds=report.seconds, warn=not auto)
+        report.supermerges = len(tok.supermerges)
+        report.vocab_size = tok.vocab_size
+        tok.training_report = report
+    if auto:
+        toks = [boundless.interleaved(tok, report.merge_counts, counts, v) for v in options.sizes]
+        for t in toks:
+            t.training_report = replace(report, supermerges=len(t.supermerges), merges=len(t.merges),
+                                        vocab_size=t.vocab_size)
+        return toks
+    return [tok if v == largest else tok.truncated(v) for v in options.sizes]
 
 
 @overload
@@ -467,25 +627,28 @@ def train(files: Inputs, vocab_size: int, *, pattern: str | None | EllipsisType 
           special_tokens: SpecialTokens = ..., min_frequency: int = ..., workers: int | None = ...,
           progress: ProgressOption = ..., errors: str = ..., block_size: int = ..., tie_break: str = ...,
           lines: bool = ..., field: str = ..., column: str = ..., memory_budget: int | None = ..., client=...,
-          base: Tokenizer | None = ..., max_token_length: int | None = ..., superword_at: int | None = ...,
-          superword_pattern: str | None = ..., normalize: str | None | EllipsisType = ...,
+          base: Tokenizer | None = ..., max_token_length: int | None = ..., superword_at: int | str | None = ...,
+          superword_pattern: str | None = ..., superword: str = ..., boundless_eligible: str | None = ...,
+          normalize: str | None | EllipsisType = ..., picky: float | None = ...,
           show_progress: bool | None = ...) -> Tokenizer: ...
 @overload
 def train(files: Inputs, vocab_size: Sequence[int], *, pattern: str | None | EllipsisType = ...,
           special_tokens: SpecialTokens = ..., min_frequency: int = ..., workers: int | None = ...,
           progress: ProgressOption = ..., errors: str = ..., block_size: int = ..., tie_break: str = ...,
           lines: bool = ..., field: str = ..., column: str = ..., memory_budget: int | None = ..., client=...,
-          base: Tokenizer | None = ..., max_token_length: int | None = ..., superword_at: int | None = ...,
-          superword_pattern: str | None = ..., normalize: str | None | EllipsisType = ...,
+          base: Tokenizer | None = ..., max_token_length: int | None = ..., superword_at: int | str | None = ...,
+          superword_pattern: str | None = ..., superword: str = ..., boundless_eligible: str | None = ...,
+          normalize: str | None | EllipsisType = ..., picky: float | None = ...,
           show_progress: bool | None = ...) -> list[Tokenizer]: ...
 def train(files: Inputs, vocab_size: int | Sequence[int], *,
           pattern: str | None | EllipsisType = ..., special_tokens: SpecialTokens = (), min_frequency: int = 0,
           workers: int | None = None, progress: ProgressOption = "auto", errors: str = "strict",
           block_size: int = DEFAULT_BLOCK_SIZE, tie_break: str = "bytes", lines: bool = False,
           field: str = "text", column: str = "text", memory_budget: int | None = None, client=None,
-          base: Tokenizer | None = None, max_token_length: int | None = None, superword_at: int | None = None,
-          superword_pattern: str | None = "superword", normalize: str | None | EllipsisType = ...,
-          show_progress: bool | None = None) -> Tokenizer | list[Tokenizer]:
+          base: Tokenizer | None = None, max_token_length: int | None = None, superword_at: int | str | None = None,
+          superword_pattern: str | None = "superword", superword: str = "superbpe",
+          boundless_eligible: str | None = None, normalize: str | None | EllipsisType = ...,
+          picky: float | None = None, show_progress: bool | None = None) -> Tokenizer | list[Tokenizer]:
     """Train on files: ``count`` (any input: text, stdin, compressed, JSON lines, Parquet,
     directories; ``workers`` processes, default one per CPU), then ``train_from_table`` (whose
     kernel then runs on ``workers`` threads, at most one per CPU).
@@ -506,22 +669,45 @@ def train(files: Inputs, vocab_size: int | Sequence[int], *,
     SuperBPE's stage-two rule, patterns.SUPERWORD), whose chunks span words: continued training
     with another pattern. The tokenizer splits text with the superword pattern.
 
+    ``superword="boundless"`` makes ``superword_at=T`` train BoundlessBPE instead (Schmidt et
+    al., arXiv 2504.00178, in the two-phase form of arXiv 2604.05192; boundless.py): plain BPE up
+    to T (``train(..., T)``), then ``vocab_size - T`` supermerges, each joining two adjacent
+    whole pretokens (or superwords) of a run of pretokens that are one token each and eligible
+    (``boundless_eligible``, a regex searched in each pretoken; default paper 1's
+    ``patterns.BOUNDLESS_ELIGIBLE``, or ``patterns.BOUNDLESS_ELIGIBLE_V2``, ``\\p{L}``, paper 2's).
+    The text is read twice. The tokenizer keeps the pattern; only bpe_fast's JSON holds it.
+    ``superword_at="auto"`` (boundless only) finds T as paper 2 does: phase 1 to ``vocab_size``,
+    supermerges from its runs, and the two interleaved by count (a supermerge when its count is
+    above the next merge's), to ``vocab_size`` tokens in all.
+
     ``special_tokens`` is a list (ids follow the learned ones, in its order) or, as tiktoken
     gives them, a dict of ids, honoured when they are the top of the vocabulary (any order).
 
     ``normalize`` ("nfc" or "nfkc"; default: the base's, else none) puts the text in that Unicode
     normal form before special tokens are found and it is split, and the tokenizer normalizes
     what it encodes the same way (its decode gives the normalized text).
+
+    ``picky=tau`` (0 < tau <= 1) trains Picky BPE (Chizhov et al. 2024, arXiv 2409.04599): after
+    each merge of (a, b) done m times, a parent x (not a byte) whose IoS = m / (x's frequency just
+    before the merge) is >= tau is removed, each occurrence split back into its parents; removed
+    tokens do not count towards ``vocab_size``, so more merges fill their place. The result is a
+    ``PickyTokenizer`` (ids: bytes, then the tokens present at the end in the order of the merges
+    that made them, then special tokens), which only bpe_fast's JSON can hold. Not with ``base``
+    or ``superword_at``.
     ``show_progress`` is a deprecated alias of ``progress`` (True: "bar", False: "none").
     """
     progress = with_alias(progress, show_progress)
     options = TrainOptions.checked(vocab_size, pattern=pattern, special_tokens=special_tokens,
                                    min_frequency=min_frequency, tie_break=tie_break, base=base,
                                    max_token_length=max_token_length, superword_at=superword_at,
-                                   superword_pattern=superword_pattern, progress=progress, normalize=normalize,
-                                   threads=workers)
+                                   superword_pattern=superword_pattern, superword=superword,
+                                   boundless_eligible=boundless_eligible, progress=progress, normalize=normalize,
+                                   threads=workers, picky=picky)
 
-    def count_files(pattern, specials: Sequence[str], normalize: str | None) -> WordTable:
+    def count_files(pattern, specials: Sequence[str], normalize: str | None, units) -> WordTable:
+        if units is not None:          # BoundlessBPE's runs
+            config = make_config(pattern, specials, errors, lines, memory_budget, normalize, units)
+            return _count(files, config, workers, progress, field, column, block_size, client)
         table = count(files, pattern=pattern, special_tokens=specials, workers=workers, progress=progress,
                       errors=errors, lines=lines, field=field, column=column, block_size=block_size,
                       memory_budget=memory_budget, client=client, normalize=normalize)
@@ -539,18 +725,20 @@ def train_from_iterator(docs: Iterable, vocab_size: int, *, pattern: str | None 
                         progress: ProgressOption = ..., errors: str = ..., batch_chars: int = ...,
                         tie_break: str = ..., lines: bool = ..., memory_budget: int | None = ...,
                         base: Tokenizer | None = ..., max_token_length: int | None = ...,
-                        superword_at: int | None = ..., superword_pattern: str | None = ...,
+                        superword_at: int | str | None = ..., superword_pattern: str | None = ...,
+                        superword: str = ..., boundless_eligible: str | None = ...,
                         field: str = ..., length: int | None = ..., normalize: str | None | EllipsisType = ...,
-                        show_progress: bool | None = ...) -> Tokenizer: ...
+                        picky: float | None = ..., show_progress: bool | None = ...) -> Tokenizer: ...
 @overload
 def train_from_iterator(docs: Iterable, vocab_size: Sequence[int], *,
                         pattern: str | None | EllipsisType = ..., special_tokens: SpecialTokens = ...,
                         min_frequency: int = ..., workers: int | None = ..., progress: ProgressOption = ...,
                         errors: str = ..., batch_chars: int = ..., tie_break: str = ..., lines: bool = ...,
                         memory_budget: int | None = ..., base: Tokenizer | None = ...,
-                        max_token_length: int | None = ..., superword_at: int | None = ...,
-                        superword_pattern: str | None = ..., field: str = ..., length: int | None = ...,
-                        normalize: str | None | EllipsisType = ...,
+                        max_token_length: int | None = ..., superword_at: int | str | None = ...,
+                        superword_pattern: str | None = ..., superword: str = ...,
+                        boundless_eligible: str | None = ..., field: str = ..., length: int | None = ...,
+                        normalize: str | None | EllipsisType = ..., picky: float | None = ...,
                         show_progress: bool | None = ...) -> list[Tokenizer]: ...
 def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int], *,
                         pattern: str | None | EllipsisType = ..., special_tokens: SpecialTokens = (),
@@ -559,9 +747,10 @@ def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int], *,
                         errors: str = "strict", batch_chars: int = DEFAULT_BATCH_CHARS,
                         tie_break: str = "bytes", lines: bool = False, memory_budget: int | None = None,
                         base: Tokenizer | None = None, max_token_length: int | None = None,
-                        superword_at: int | None = None, superword_pattern: str | None = "superword",
+                        superword_at: int | str | None = None, superword_pattern: str | None = "superword",
+                        superword: str = "superbpe", boundless_eligible: str | None = None,
                         field: str = "text", length: int | None = None,
-                        normalize: str | None | EllipsisType = ...,
+                        normalize: str | None | EllipsisType = ..., picky: float | None = None,
                         show_progress: bool | None = None) -> Tokenizer | list[Tokenizer]:
     """Train on documents from an iterator: each item is a document (str or bytes), a batch of
     them (a list, as Hugging Face ``datasets`` batches come), or a record (a dict) whose
@@ -570,8 +759,9 @@ def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int], *,
 
     Items are consumed lazily and sent to worker processes in batches, so the iterator may be
     far larger than memory. ``base``, a list of sizes, ``max_token_length``, ``special_tokens``,
-    ``normalize`` and ``superword_at`` as in ``train`` (superword training reads the documents
-    twice: give a list). ``show_progress`` is a deprecated alias of ``progress``.
+    ``normalize``, ``picky``, ``superword_at``, ``superword`` and ``boundless_eligible`` as in
+    ``train`` (superword training reads the documents twice: give a list). ``show_progress`` is a
+    deprecated alias of ``progress``.
     """
     progress = with_alias(progress, show_progress)
     if superword_at is not None and (not isinstance(docs, Sequence) or isinstance(docs, (str, bytes))):
@@ -580,10 +770,15 @@ def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int], *,
     options = TrainOptions.checked(vocab_size, pattern=pattern, special_tokens=special_tokens,
                                    min_frequency=min_frequency, tie_break=tie_break, base=base,
                                    max_token_length=max_token_length, superword_at=superword_at,
-                                   superword_pattern=superword_pattern, progress=progress, normalize=normalize,
-                                   threads=workers)
+                                   superword_pattern=superword_pattern, superword=superword,
+                                   boundless_eligible=boundless_eligible, progress=progress, normalize=normalize,
+                                   threads=workers, picky=picky)
 
-    def count_docs(pattern, specials: Sequence[str], normalize: str | None) -> WordTable:
+    def count_docs(pattern, specials: Sequence[str], normalize: str | None, units) -> WordTable:
+        if units is not None:          # BoundlessBPE's runs
+            _check_docs(docs, length)
+            config = make_config(pattern, specials, errors, lines, memory_budget, normalize, units)
+            return _count_iterator(docs, config, workers, progress, batch_chars, field, length)
         return count_from_iterator(docs, pattern=pattern, special_tokens=specials, workers=workers,
                                    progress=progress, errors=errors, lines=lines, batch_chars=batch_chars,
                                    memory_budget=memory_budget, field=field, length=length, normalize=normalize)

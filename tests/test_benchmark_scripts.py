@@ -2,6 +2,7 @@
 runs them, so a change of bpe_fast's internals could leave them behind (mypy found two)."""
 from __future__ import annotations
 
+import csv
 import json
 import os
 import re
@@ -79,6 +80,56 @@ def test_bench_superword_times_superword_against_plain_training(tmp_path):
     assert row and float(row[3]) > 0 and float(row[6]) > 0, done.stdout
     assert "counting" in done.stdout and (tmp_path / "longtail-64K.txt").is_file()
 
+
+@needs_data
+@pytest.mark.slow      # four processes started (make_corpus and three trainings)
+def test_bench_boundless_times_boundless_against_plain_and_superbpe(tmp_path):
+    done = run_script("bench_boundless.py", "--cost", "--texts", "long-tail", "--longtail-size", "64K",
+                      "--sizes", "700:500", "--repeats", "1", "--work-dir", str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    row = re.search(r"^\| long-tail \| 0 \| 700 \| 500 \| ([\d.]+) \| ([\d.]+) \(([\d.]+)\) \| "
+                    r"([\d.]+) \(([\d.]+)\) \|", done.stdout, re.M)
+    assert row and float(row[5]) > 0, done.stdout
+    assert "runs" in done.stdout and "supermerging" in done.stdout
+
+
+def test_bench_picky_compares_picky_with_plain_training(tmp_path):
+    (tmp_path / "multilingual").mkdir()
+    text = small_text() * 3
+    (tmp_path / "big.txt").write_text(text, encoding="utf-8")
+    (tmp_path / "multilingual" / "xx.txt").write_text(text[::-1], encoding="utf-8")
+    done = run_script("bench_picky.py", "--corpus-dir", str(tmp_path), "--vocab-sizes", "400", "--taus", "0.6",
+                      "--repeats", "1")
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"^\| 400 \| plain \| [\d.]+ \([\d.]+\) \| 144 \| - \| - \| [\d.]+ \| \+0\.00% \|", done.stdout,
+                     re.M), done.stdout
+    assert re.search(r"^\| 400 \| 0\.6 \| [\d.]+ \([\d.]+\) \| [\d,]+ \| [\d,]+ \([\d.]+%\) \| [\d,]+ \|",
+                     done.stdout, re.M), done.stdout
+
+
+def test_quality_writes_a_row_per_method_and_size_and_a_chart(tmp_path):
+    (tmp_path / "multilingual").mkdir()
+    text = small_text() * 3
+    (tmp_path / "big.txt").write_text(text, encoding="utf-8")
+    (tmp_path / "multilingual" / "xx.txt").write_text(text[::-1], encoding="utf-8")
+    (tmp_path / "multilingual" / "xx_more.txt").write_text(text.upper(), encoding="utf-8")
+    (tmp_path / "multilingual" / "yy.txt").write_text(text.swapcase(), encoding="utf-8")
+    out_csv, out_png = tmp_path / "quality.csv", tmp_path / "quality.png"
+    done = run_script("quality.py", "--corpus-dir", str(tmp_path), "--vocab-sizes", "400,600", "--at", "0.8,0.9",
+                      "--taus", "0.9,0.7", "--workers", "1", "--work-dir", str(tmp_path / "work"),
+                      "--csv", str(out_csv), "--png", str(out_png))
+    assert done.returncode == 0, done.stderr
+    with out_csv.open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    methods = ["plain", "superbpe-0.8", "superbpe-0.9", "boundless-0.8", "boundless-0.9", "boundless-auto",
+               "picky-0.9", "picky-0.7"]
+    assert sorted((r["method"], r["vocab"]) for r in rows) == sorted((m, v) for m in methods for v in ("400", "600"))
+    assert {k for k in rows[0] if k.startswith("bpt_")} == {"bpt_all", "bpt_en", "bpt_xx", "bpt_yy"}
+    assert all(float(r["gain_en"]) == 0 and float(r["mean_gain_other"]) == 0 for r in rows if r["method"] == "plain")
+    assert out_png.stat().st_size > 10_000 and out_png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert "| 600 | Picky BPE, tau 0.7 | - |" in done.stdout, done.stdout
+    redrawn = run_script("quality.py", "--chart-only", "--csv", str(out_csv), "--png", str(tmp_path / "again.png"))
+    assert redrawn.returncode == 0 and (tmp_path / "again.png").is_file(), redrawn.stderr
 
 @needs_vocabs
 def test_bench_encode_times_single_and_batch_in_processes_of_their_own(tmp_path):

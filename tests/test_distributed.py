@@ -56,3 +56,13 @@ def test_cluster_counting_normalizes_as_local_counting(tmp_path, client):
     local = bpe_fast.count(inputs, workers=1, normalize="nfkc")
     remote = bpe_fast.count(inputs, client=client, block_size=512, normalize="nfkc")
     assert remote == local and remote.normalize == "nfkc" and b"fine" in remote.as_dict()
+
+
+def test_boundless_runs_counted_on_a_cluster_equal_local_ones(tmp_path, client):
+    """BoundlessBPE's second pass goes to the cluster too: the units travel in the config."""
+    (tmp_path / "a.txt").write_text(small_text() * 30)
+    remote = bpe_fast.train([tmp_path / "a.txt"], 530, client=client, superword="boundless", superword_at=500,
+                            block_size=4096, progress="none")
+    local = bpe_fast.train([tmp_path / "a.txt"], 530, workers=1, superword="boundless", superword_at=500,
+                           block_size=4096, progress="none")
+    assert remote == local and remote.is_boundless

@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpe_fast
-from bpe_fast import WordTable, _kernel
+from bpe_fast import Tokenizer, WordTable, _kernel, continued
 from bpe_fast import trainer as trainer_module
 from bpe_fast._kernel import train_merges
 from bpe_fast.counting import default_workers
@@ -107,6 +107,28 @@ def test_recounts_on_threads(track_from):
     words = {bytes(rng.choice(list(b"abcde"), size=rng.integers(2, 12)).astype(np.uint8)): int(rng.integers(1, 400))
              for _ in range(300)}
     assert assert_same_on_threads(words, 120, track_from=track_from) == train_reference(words, 120)
+
+
+@pytest.mark.parametrize("track_from", [0, 10**5])
+def test_continuing_on_threads(track_from):
+    """Continuing from a base: ranges of the pair count cut inside tokens, the tracking threshold
+    from the 4 x n_merges-th best count, recounts lowering it: the same merges and work on any
+    number of threads."""
+    rng = np.random.default_rng(6)
+    words = {bytes(rng.choice(list(b"abcdef"), size=rng.integers(2, 40)).astype(np.uint8)): int(rng.integers(1, 300))
+             for _ in range(500)}
+    base = Tokenizer(train_reference(words, 30), pattern=None)
+    table = WordTable.from_counts(words)
+    start, lengths = continued.tokenized_by(base, table)
+    runs = []
+    for threads in (1, 2, 3):
+        stats: dict = {}
+        merges = _kernel.Trainer(table.symbols, table.offsets, table.counts, 100, track_from=track_from,
+                                 start=start.copy(), token_lengths=lengths, first_id=base.vocab_size, threads=threads,
+                                 parallel_from=1).learn(stats=stats)
+        runs.append((merges.tolist(), {k: stats[k] for k in WORK}))
+    assert runs[1] == runs[0] and runs[2] == runs[0]
+    assert runs[0][1]["recounts"] > (1 if track_from else 0)
 
 
 def test_byte_ranks_on_threads():

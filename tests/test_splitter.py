@@ -170,31 +170,35 @@ def test_train_options_refuse_bad_settings_before_any_text_is_read():
     assert options.cut_out == ["<a>"]
 
 
-def test_the_word_table_is_freed_before_the_merging_starts(monkeypatch):
-    """The merging needs the most memory: the table must be gone by then (train keeps no reference)."""
+def test_the_word_table_is_freed_before_the_kernel_counts_the_pairs(monkeypatch):
+    """The pair lists and the merging need the most memory: the table and its arrays must be gone
+    once the kernel has laid the words out, before it counts the pairs (train keeps no reference)."""
     import gc
     import weakref
+    from types import SimpleNamespace
 
-    from bpe_fast import trainer
+    from bpe_fast import _kernel, trainer
     tables: list = []
-    alive_when_merging: list[bool] = []
-    real_count, real_bar = trainer.count_from_iterator, trainer.Bar
+    alive_when_counting: list[bool] = []
+    real_count = trainer.count_from_iterator
 
     def counting(*args, **kwargs):
         table = real_count(*args, **kwargs)
-        tables.append(weakref.ref(table))
+        tables.append([weakref.ref(table), weakref.ref(table.symbols), weakref.ref(table.offsets)])
         return table
 
-    def bar(progress, stage, *args, **kwargs):
-        if stage == "merging":
+    class Watched(_kernel.Trainer):
+        def count_pairs(self):
             gc.collect()
-            alive_when_merging.append(tables[-1]() is not None)
-        return real_bar(progress, stage, *args, **kwargs)
+            alive_when_counting.append(any(ref() is not None for ref in tables[-1]))
+            super().count_pairs()
 
     monkeypatch.setattr(trainer, "count_from_iterator", counting)
-    monkeypatch.setattr(trainer, "Bar", bar)
-    bpe_fast.train_from_iterator([small_text()], 400, progress="none")
-    assert alive_when_merging == [False]
+    monkeypatch.setattr(trainer, "_kernel", SimpleNamespace(Trainer=Watched))
+    tok = bpe_fast.train_from_iterator([small_text()], 400, progress="none")
+    assert alive_when_counting and not any(alive_when_counting)       # (learn asks again: counted once)
+    monkeypatch.undo()
+    assert tok == bpe_fast.train_from_iterator([small_text()], 400, progress="none")
 
 
 def test_text_a_custom_pattern_skips_is_kept_not_dropped():

@@ -2,6 +2,9 @@
 one run, a maximum token length. Each held to the plain-Python reference and to the peers."""
 from __future__ import annotations
 
+from collections import Counter
+from typing import Any
+
 import numpy as np
 import pytest
 import regex
@@ -9,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpe_fast
-from bpe_fast import Tokenizer, WordTable, continued
+from bpe_fast import Tokenizer, WordTable, _kernel, continued
 from bpe_fast._kernel import Trainer, train_merges
 from bpe_fast.cli import main
 from bpe_fast.pretokenize import Splitter, chunks_of
@@ -124,26 +127,65 @@ def test_the_reference_continues_the_same_way():
     assert first + rest == train_reference(words, 10)
 
 
-@pytest.mark.parametrize("track_from", [0, 1, 50, 10**6])
-def test_the_kernel_continues_as_the_reference_for_any_tracking_threshold(track_from):
-    """Continuing from a base, the kernel tracks only the pairs counted at least track_from times
-    (0: its default) and counts again with a lower threshold whenever the best tracked count falls
-    below it (10**6: no pair is that frequent, so it must recount): the reference's merges every time."""
-    rng = np.random.default_rng(2)
-    words = {bytes(rng.choice(list(b"abcdef"), size=rng.integers(2, 30)).astype(np.uint8)): int(rng.integers(1, 300))
-             for _ in range(400)}
-    first = train_reference(words, 40)
-    base = Tokenizer(first, pattern=None)
+def continuing(words: dict[bytes, int], base_merges: int):
+    """A table of words, a base trained on them, and the base's layout of them (tokenized_by)."""
+    base = Tokenizer(train_reference(words, base_merges), pattern=None)
     table = WordTable.from_counts(words)
     start, lengths = continued.tokenized_by(base, table)
+    return base, table, start, lengths
+
+
+def continued_by_the_reference(words: dict[bytes, int], base: Tokenizer, n_merges: int):
+    return train_reference(words, n_merges, start=[base.encode_ordinary(w.decode()) for w in words],
+                           token_lengths={i: len(base.token_bytes(i)) for i in range(256, base.vocab_size)},
+                           first_id=base.vocab_size)
+
+
+def random_words(seed: int, n: int = 400) -> dict[bytes, int]:
+    rng = np.random.default_rng(seed)
+    return {bytes(rng.choice(list(b"abcdef"), size=rng.integers(2, 30)).astype(np.uint8)): int(rng.integers(1, 300))
+            for _ in range(n)}
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("track_from", [0, 1, 50, 10**6])
+def test_the_kernel_continues_as_the_reference_for_any_tracking_threshold(track_from, threads):
+    """Continuing from a base, the kernel tracks only the pairs counted about as often as the
+    4 x n_merges-th best at least (and at least track_from times; 0: its default), and counts
+    again with a threshold 16 times lower whenever the best tracked count falls below it
+    (10**6: no pair is that frequent, so it recounts, 62,500, 3,906, 244, ...): the reference's
+    merges every time, on any number of threads (ranges cut inside tokens)."""
+    words = random_words(2)
+    base, table, start, lengths = continuing(words, 40)
     stats: dict[str, int] = {}
-    merges = Trainer(table.symbols, table.offsets, table.counts, 150, 1, None, track_from, start=start,
-                     token_lengths=lengths, first_id=base.vocab_size).learn(stats=stats)
-    reference = train_reference(words, 150, start=[base.encode_ordinary(w.decode()) for w in words],
-                                token_lengths={i: len(base.token_bytes(i)) for i in range(256, base.vocab_size)},
-                                first_id=base.vocab_size)
-    assert [tuple(m) for m in merges.tolist()] == reference
-    assert stats["recounts"] > 1 if track_from == 10**6 else stats["recounts"] >= 1
+    kernel = Trainer(table.symbols, table.offsets, table.counts, 150, 1, None, track_from, start=start,
+                     token_lengths=lengths, first_id=base.vocab_size, threads=threads, parallel_from=1)
+    merges = kernel.learn(stats=stats)
+    assert [tuple(m) for m in merges.tolist()] == continued_by_the_reference(words, base, 150)
+    assert stats["recounts"] > 2 if track_from == 10**6 else stats["recounts"] >= 1
+
+
+@pytest.mark.parametrize("n_merges", [5, 20, 60])
+@pytest.mark.parametrize("threads", [1, 2])
+def test_continuing_tracks_from_the_4_x_n_merges_th_best_count(n_merges, threads):
+    """The first count tracks exactly the pairs counted at least as often as the 4 x n_merges-th
+    best pair (or 8 times, the default track_from, if that is more), counted here from the
+    base's encoding of each word."""
+    words = random_words(5)
+    base, table, start, lengths = continuing(words, 30)
+    totals: Counter[tuple[int, int]] = Counter()
+    for word, count in words.items():
+        ids = base.encode_ordinary(word.decode())
+        for pair in zip(ids, ids[1:]):
+            totals[pair] += count
+    best = sorted(totals.values(), reverse=True)
+    assert len(best) > 4 * n_merges                 # (else every pair is tracked)
+    threshold = max(8, best[4 * n_merges - 1])
+    stats: dict[str, int] = {}
+    merges = Trainer(table.symbols, table.offsets, table.counts, n_merges, start=start, token_lengths=lengths,
+                     first_id=base.vocab_size, threads=threads).learn(stats=stats)
+    assert stats["initial_pairs"] == sum(1 for t in best if t >= threshold) < len(best)
+    assert [tuple(m) for m in merges.tolist()] == continued_by_the_reference(words, base, n_merges)
 
 
 def test_tokenized_by_lays_each_word_out_as_the_base_encodes_it():
@@ -162,6 +204,40 @@ def test_tokenized_by_lays_each_word_out_as_the_base_encodes_it():
             assert lengths[t] == size
             p += size
     assert np.array_equal(start, expected)
+
+
+def test_in_kernel_order_tokenized_by_lays_each_word_where_the_kernel_puts_it():
+    """With kernel_order, each word's slots are the same, moved to where the kernel's order
+    (falling count) puts it; the kernel takes that array over (training changes it), with the
+    same merges as from the layout in table order."""
+    words = random_words(7, 300)
+    base, table, start, lengths = continuing(words, 25)
+    in_order, same_lengths = continued.tokenized_by(base, table, kernel_order=True)
+    assert np.array_equal(lengths, same_lengths)
+    positions = _kernel.kernel_positions(table.offsets, table.counts)
+    for i in range(len(table)):
+        a, b = int(table.offsets[i]), int(table.offsets[i + 1])
+        assert np.array_equal(in_order[positions[i]:positions[i] + b - a], start[a:b])
+    taken = in_order.copy()
+    options = dict(token_lengths=lengths, first_id=base.vocab_size)
+    merges = Trainer(table.symbols, table.offsets, table.counts, 80, start=start, **options).learn()
+    assert np.array_equal(Trainer(table.symbols, table.offsets, table.counts, 80, start=taken, kernel_order=True,
+                                  **options).learn(), merges)
+    assert not np.array_equal(taken, in_order)      # merged in place: it was the kernel's corpus
+
+
+def test_a_start_in_kernel_order_is_taken_over_or_refused():
+    words = random_words(8, 50)
+    base, table, start, lengths = continuing(words, 10)
+    options = dict(token_lengths=lengths, first_id=base.vocab_size, kernel_order=True)
+    read_only = start.copy()
+    read_only.flags.writeable = False
+    wrong: list[Any] = [read_only, start.astype(np.int64), np.repeat(start, 2)[::2], start[:-1].copy(), list(start)]
+    for bad in wrong:
+        with pytest.raises(ValueError, match="start"):
+            Trainer(table.symbols, table.offsets, table.counts, 10, start=bad, **options)
+    with pytest.raises(ValueError, match="start"):
+        Trainer(table.symbols, table.offsets, table.counts, 10, **options)
 
 
 def test_a_base_keeps_its_ids_and_its_special_tokens():

@@ -6,8 +6,9 @@ table of them. Everything that depends on the format goes through the table:
   ``bpe_fast.load`` and ``Tokenizer.load`` read through it.
 * ``write(tok, path, format)`` writes one (without ``format``, the one the name says:
   ``format_of_path``); ``output_files`` and ``check_writable`` say beforehand what it will write
-  and whether the format can hold the pattern, special tokens and normalization. ``Tokenizer.save`` writes
-  through it; the CLI's ``--format`` names and help come from the table.
+  and whether the format can hold the pattern, special tokens, normalization and Picky BPE's
+  events. ``Tokenizer.save`` writes through it; the CLI's ``--format`` names and help come from
+  the table.
 
 Adding a format is one file and one line: ``formats/myformat.py`` ends with ``FORMAT =
 Format(name="myformat", ...)`` (each field is explained in ``Format``, _common.py; the modules
@@ -26,7 +27,8 @@ from collections.abc import Sequence
 
 from ..errors import ArgumentError, TokenizerFileError
 from . import bpe_fast_json, gpt2, huggingface, minbpe, tiktoken
-from ._common import FileKind, Format, Peek, Vocabulary, file_sha256, refuse_normalization
+from ._common import (FileKind, Format, Peek, Vocabulary, file_sha256, is_picky, refuse_normalization, refuse_picky,
+                      refuse_supermerges)
 
 __all__ = ["FORMATS", "DEFAULT", "Format", "FileKind", "Peek", "Vocabulary", "names", "by_name", "sniff", "read",
            "read_folder", "format_of_path", "output_files", "check_writable", "write", "file_sha256"]
@@ -142,12 +144,17 @@ def output_files(path: str | os.PathLike, format: str) -> list[Path]:
 
 
 def check_writable(format: str, pattern: str | None, special_tokens: Sequence[str],
-                   normalize: str | None = None) -> None:
-    """Refuse, before any training, a pattern, special tokens or normalization the format cannot hold."""
+                   normalize: str | None = None, picky: bool = False, boundless: bool = False) -> None:
+    """Refuse, before any training, a pattern, special tokens, normalization, Picky BPE (``picky``:
+    training with picky=) or supermerges (``boundless``: BoundlessBPE) the format cannot hold."""
     fmt = by_name(format)
+    if not fmt.holds_supermerges:
+        refuse_supermerges(fmt.title, boundless)
     fmt.check_writable(pattern, special_tokens)
     if not fmt.holds_normalization:
         refuse_normalization(fmt.title, normalize)
+    if not fmt.holds_picky:
+        refuse_picky(fmt.title, picky)
 
 
 def write(tok, path: str | os.PathLike, format: str | None = None) -> list[str]:
@@ -155,7 +162,11 @@ def write(tok, path: str | os.PathLike, format: str | None = None) -> list[str]:
     returns the files written (a .tiktoken file and its sidecar, minbpe's two, GPT-2's two)."""
     fmt = by_name(format_of_path(path, format))
     files = fmt.output_files(path)
+    if not fmt.holds_supermerges:
+        refuse_supermerges(fmt.title, tok.is_boundless)
     if not fmt.holds_normalization:
         refuse_normalization(fmt.title, tok.normalize)
+    if not fmt.holds_picky:
+        refuse_picky(fmt.title, is_picky(tok))
     fmt.write(tok, path)
     return [os.fspath(f) for f in files]

@@ -35,6 +35,11 @@ class Vocabulary:
     byte_ids: Any = None
     source: str | None = None
     normalize: str | None = None
+    supermerges: Any = None                        # BoundlessBPE: (k, 2) ids, joined in runs (tokenizer.py)
+    supermerge_ids: Any = None
+    boundless_eligible: str | None = None
+    events: Any = None                             # Picky BPE's events (picky.py); merges is then empty
+    picky: float | None = None                     # the tau Picky BPE trained with, if known
 
 
 class FileKind(NamedTuple):
@@ -107,6 +112,8 @@ class Format:
     makes_folder: bool = False      # write makes the folder its files go in (GPT-2's "-o tok/")
     needs_default_ids: bool = False     # holds only bytes 0..255 and merge m as 256 + m (minbpe's .model)
     holds_normalization: bool = True    # can say that text is normalized (NFC, NFKC) before it is split
+    holds_supermerges: bool = False     # can hold BoundlessBPE's supermerges (a second level, over runs of words)
+    holds_picky: bool = False           # can hold Picky BPE's events (merges and removals): bpe_fast's JSON only
 
 
 def refuse_normalization(fmt_title: str, normalize: str | None) -> None:
@@ -116,6 +123,31 @@ def refuse_normalization(fmt_title: str, normalize: str | None) -> None:
         raise VocabularyError(f"{fmt_title} cannot say that text is normalized ({normalize.upper()}) before it is "
                               f"split, so the tokenizer read back would encode other ids; save it as tokenizer.json, "
                               f".tiktoken or bpe_fast JSON, or train without normalize=")
+
+
+def refuse_supermerges(fmt_title: str, boundless: bool) -> None:
+    """A format with no place for BoundlessBPE's supermerges: they join whole words across
+    pre-tokenization, after the merges, in runs of words that are one token each; a list of
+    merges applied inside each chunk cannot say that, so the file would encode other ids."""
+    if boundless:
+        raise VocabularyError(f"{fmt_title} cannot hold a BoundlessBPE tokenizer: its supermerges join whole "
+                              f"pre-tokenized words, in runs of words that are one token each, a level above "
+                              f"the merges that no merges list can express; save it as bpe_fast JSON (tok.json)")
+
+
+def refuse_picky(fmt_title: str, picky: bool) -> None:
+    """A format that lists merges between tokens of the vocabulary cannot hold a Picky BPE tokenizer
+    (``picky``: the tokenizer is one, or training will make one)."""
+    if picky:
+        raise VocabularyError(f"{fmt_title} cannot hold a Picky BPE tokenizer: the format lists merges between tokens "
+                              f"of the vocabulary, but Picky BPE removes tokens during training, so some of its "
+                              f"tokens are made from tokens no longer in the vocabulary, and only its events "
+                              f"(merges and removals, replayed in order) encode as it does; save it as bpe_fast's "
+                              f"JSON (tok.json)")
+
+
+def is_picky(tok) -> bool:
+    return getattr(tok, "events", None) is not None
 
 
 # -- reading files ------------------------------------------------------------------------------

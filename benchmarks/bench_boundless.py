@@ -1,0 +1,219 @@
+"""BoundlessBPE against plain BPE and SuperBPE at equal vocabulary size: bytes per token on
+held-out text, and what each training costs (issue 20).
+
+    python benchmarks/bench_boundless.py --vocab-sizes 8192,16384,32768 --at 0.8
+    python benchmarks/bench_boundless.py --cost --sizes 16384:13107,32768:26214 --repeats 3
+
+Bytes per token (the default): ``--text natural``, big.txt and every multilingual/*.txt of the
+shared corpora, or ``--text english``, big.txt, tinyshakespeare.txt and the-verdict.txt (English,
+as the papers' MiniPile); each file's last 10% (cut at a line end) is held out, the rest is
+written to ``--work-dir`` and trained on (each file one document). For each vocab size V: plain BPE
+(cl100k), SuperBPE (``superword_at=T``, stage two with patterns.SUPERWORD) and BoundlessBPE
+(``superword="boundless", superword_at=T``), T = ``--at`` x V, and BoundlessBPE with
+``superword_at="auto"`` (T found by paper 2's interleaving). Prints bytes per token of all the
+held-out text (higher is better), the gain over plain, the supermerges' share of the vocabulary
+and each training's seconds; then bytes per token per held-out file at the largest V. Every
+tokenizer must round-trip every held-out file.
+
+Cost (``--cost``): ``train(files, V)``, ``train(files, V, superword_at=T)``,
+``train(files, V, superword="boundless", superword_at=T)`` and the same with
+``superword_at="auto"``, each in a fresh process (proctree.run_sampled: its CPU and that of every
+other process on the machine meanwhile), alternating, ``--repeats`` times, on a long-tail slice
+made by make_corpus.py (``--longtail-size``, written once into ``--work-dir``) and on the natural
+text (big.txt + multilingual/*.txt, whole).
+Prints median wall seconds, their ratios to plain, median CPU seconds of each process tree, the
+stages (bpe_fast's summaries: counting, merging; then runs and supermerging, or SuperBPE's
+second counting and merging), the others' CPU and the peak memory.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import bpe_fast
+from bench_superword import longtail_slice
+from mix33 import PROJECT_ROOT, corpus_dir  # noqa: E402  (benchmarks/ is on sys.path)
+from proctree import run_sampled
+
+RESULT_MARK = "RESULT "
+KINDS = ("plain", "superbpe", "boundless", "auto")
+TITLES = {"plain": "plain", "superbpe": "SuperBPE", "boundless": "BoundlessBPE", "auto": "Boundless auto"}
+
+# One training in a fresh process: its seconds and the stage summaries bpe_fast logs.
+CHILD = r"""
+import json, logging, sys, time
+import bpe_fast
+stages = []
+class Stages(logging.Handler):
+    def emit(self, record):
+        stages.append(record.args[:2])          # ("counting", seconds), ("merging", seconds), ...
+logging.getLogger("bpe_fast").addHandler(Stages())
+logging.getLogger("bpe_fast").setLevel(logging.INFO)
+files, vocab, at, kind = json.loads(sys.argv[1])
+options = {"plain": {}, "superbpe": {"superword_at": at}, "boundless": {"superword_at": at, "superword": "boundless"},
+           "auto": {"superword_at": "auto", "superword": "boundless"}}
+t0 = time.perf_counter()
+tok = bpe_fast.train(files, vocab, progress="none", **options[kind])
+print("RESULT " + json.dumps({"seconds": time.perf_counter() - t0, "stages": stages, "vocab": tok.vocab_size}))
+"""
+
+
+def natural_files(corpora: Path) -> list[Path]:
+    return [corpora / "big.txt", *sorted((corpora / "multilingual").glob("*.txt"))]
+
+
+def english_files(corpora: Path) -> list[Path]:
+    return [corpora / "big.txt", corpora / "tinyshakespeare.txt", corpora / "the-verdict.txt"]
+
+
+def split_held_out(files: list[Path], work_dir: Path) -> tuple[list[Path], dict[str, str]]:
+    """Each file's first 90% (to a line end) written to work_dir, and its last 10% by name."""
+    work_dir.mkdir(parents=True, exist_ok=True)
+    train, held = [], {}
+    for path in files:
+        text = path.read_bytes().decode("utf-8")
+        cut = text.rfind("\n", 0, int(len(text) * 0.9)) + 1 or int(len(text) * 0.9)
+        out = work_dir / f"train-{path.name}"
+        out.write_text(text[:cut], encoding="utf-8")
+        train.append(out)
+        held[path.name] = text[cut:]
+    return train, held
+
+
+def train_kind(files: list[Path], vocab: int, at: int, kind: str) -> tuple[bpe_fast.Tokenizer, float]:
+    t0 = time.perf_counter()
+    if kind == "plain":
+        tok = bpe_fast.train(files, vocab, progress="none")
+    elif kind == "superbpe":
+        tok = bpe_fast.train(files, vocab, superword_at=at, progress="none")
+    elif kind == "boundless":
+        tok = bpe_fast.train(files, vocab, superword="boundless", superword_at=at, progress="none")
+    else:
+        tok = bpe_fast.train(files, vocab, superword="boundless", superword_at="auto", progress="none")
+    return tok, time.perf_counter() - t0
+
+
+def quality(args) -> None:
+    corpora = corpus_dir(args.corpus_dir)
+    files = natural_files(corpora) if args.text == "natural" else english_files(corpora)
+    train, held = split_held_out(files, Path(args.work_dir) / f"held-out-{args.text}")
+    held_bytes = {name: len(text.encode("utf-8")) for name, text in held.items()}
+    total = sum(held_bytes.values())
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs")
+    print(f"{args.text} text: training on {sum(p.stat().st_size for p in train):,} bytes in {len(train)} files; "
+          f"held out {total:,} bytes (the last 10% of each); T = {args.at:g} x V\n")
+    print("| V | T | plain B/token | SuperBPE B/token | BoundlessBPE B/token | Boundless auto B/token | "
+          "SuperBPE gain | BoundlessBPE gain | Boundless auto gain | supermerges at T (auto: its T) | "
+          "train s plain / SuperBPE / Boundless / auto |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|---|")
+    per_file: dict[str, dict[str, int]] = {}
+    for vocab in [int(v) for v in args.vocab_sizes.split(",")]:
+        at = int(vocab * args.at)
+        counts: dict[str, dict[str, int]] = {}
+        seconds: dict[str, float] = {}
+        toks: dict[str, bpe_fast.Tokenizer] = {}
+        for kind in KINDS:
+            tok, seconds[kind] = train_kind(train, vocab, at, kind)
+            toks[kind] = tok
+            counts[kind] = {}
+            for name, text in held.items():
+                ids = tok.encode_ordinary(text)
+                if tok.decode(ids) != text:
+                    sys.exit(f"round trip failed: {kind} at {vocab} on {name}")
+                counts[kind][name] = len(ids)
+        per_file = {name: {kind: counts[kind][name] for kind in KINDS} for name in held}
+        bpt = {kind: total / sum(counts[kind].values()) for kind in KINDS}
+        supers, auto = len(toks["boundless"].supermerges), len(toks["auto"].supermerges)
+        gains = " | ".join(f"{bpt[k] / bpt['plain'] - 1:+.1%}" for k in KINDS[1:])
+        print(f"| {vocab:,} | {at:,} | {' | '.join(f'{bpt[k]:.3f}' for k in KINDS)} | {gains} | "
+              f"{supers:,} ({supers / vocab:.1%}); auto {auto:,} ({auto / vocab:.1%}, T = {vocab - auto:,}) | "
+              f"{' / '.join(f'{seconds[k]:.1f}' for k in KINDS)} |", flush=True)
+    print(f"\nBytes per token per held-out file at V = {vocab:,}:\n")
+    print("| file | bytes | plain | SuperBPE | BoundlessBPE | Boundless auto | BoundlessBPE gain | auto gain |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, n in per_file.items():
+        b = {kind: held_bytes[name] / n[kind] for kind in KINDS}
+        print(f"| {name} | {held_bytes[name]:,} | {' | '.join(f'{b[k]:.3f}' for k in KINDS)} | "
+              f"{b['boundless'] / b['plain'] - 1:+.1%} | {b['auto'] / b['plain'] - 1:+.1%} |")
+    print(f"\nload average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def train_once(files: list[str], vocab: int, at: int, kind: str) -> dict:
+    """One training in a fresh process, with the CPU the rest of the machine used meanwhile."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")])))
+    run = run_sampled([sys.executable, "-c", CHILD, json.dumps([files, vocab, at, kind])], sample_s=0.2, env=env)
+    lines = [line for line in run.stdout.splitlines() if line.startswith(RESULT_MARK)]
+    if run.returncode != 0 or not lines:
+        sys.exit(f"training failed: {run.stderr[-2000:]}")
+    result = json.loads(lines[-1][len(RESULT_MARK):])
+    result.update(cpu=run.child_cpu_s, other_cpu=run.other_cpu_s, peak_mb=run.peak_tree_mb)
+    return result
+
+
+def stage_cells(runs: list[dict]) -> str:
+    """The median seconds of each stage summary, in order ("counting 0.65, merging 1.10, ...")."""
+    names = [name for name, _ in runs[0]["stages"]]
+    return ", ".join(f"{name} {statistics.median(r['stages'][k][1] for r in runs):.2f}"
+                     for k, name in enumerate(names))
+
+
+def cost(args) -> None:
+    corpora = corpus_dir(args.corpus_dir)
+    kinds = {"long-tail": lambda: [str(longtail_slice(Path(args.work_dir), args.longtail_size))],
+             "natural": lambda: [str(p) for p in natural_files(corpora)]}
+    wanted = args.texts.split(",")
+    if not set(wanted) <= set(kinds):
+        sys.exit(f"--texts: give some of {', '.join(kinds)}, not {args.texts}")
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; {os.cpu_count()} CPUs\n")
+    print("| text | MB | V | T | plain s | SuperBPE s (x plain) | Boundless s (x plain) | auto s (x plain) | "
+          "CPU s plain / SuperBPE / Boundless / auto (Boundless x plain) | plain stages | Boundless stages | "
+          "others' CPU s | peak MB plain / SuperBPE / Boundless / auto |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|---:|---|")
+    for kind in wanted:
+        files = kinds[kind]()
+        megabytes = sum(os.path.getsize(f) for f in files) / 1e6
+        for size in args.sizes.split(","):
+            vocab, at = (int(x) for x in size.split(":"))
+            runs: dict[str, list[dict]] = {k: [] for k in KINDS}
+            for _ in range(args.repeats):          # alternating, so all see the same machine
+                for k in KINDS:
+                    if not (k == "superbpe" and args.no_superbpe or k == "auto" and args.no_auto):
+                        runs[k].append(train_once(files, vocab, at, k))
+            wall = {k: statistics.median(r["seconds"] for r in runs[k]) if runs[k] else float("nan") for k in KINDS}
+            cpu = {k: statistics.median(r["cpu"] for r in runs[k]) if runs[k] else float("nan") for k in KINDS}
+            others = sum(r["other_cpu"] for k in runs for r in runs[k])
+            peaks = " / ".join(f"{max(r['peak_mb'] for r in runs[k]):,.0f}" if runs[k] else "-" for k in KINDS)
+            times = " | ".join(f"{wall[k]:.2f} ({wall[k] / wall['plain']:.2f})" for k in KINDS[1:])
+            print(f"| {kind} | {megabytes:.0f} | {vocab:,} | {at:,} | {wall['plain']:.2f} | {times} | "
+                  f"{' / '.join(f'{cpu[k]:.2f}' for k in KINDS)} ({cpu['boundless'] / cpu['plain']:.2f}) | "
+                  f"{stage_cells(runs['plain'])} | {stage_cells(runs['boundless'])} | {others:.1f} | {peaks} |",
+                  flush=True)
+    print(f"\nload average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--vocab-sizes", default="8192,16384,32768", help="bytes per token: the sizes")
+    ap.add_argument("--at", type=float, default=0.8, help="bytes per token: T, a fraction of each size")
+    ap.add_argument("--text", choices=("natural", "english"), default="natural", help="bytes per token: the text")
+    ap.add_argument("--cost", action="store_true", help="time the three trainings against each other")
+    ap.add_argument("--sizes", default="16384:13107", help="cost: V:T pairs, comma-separated")
+    ap.add_argument("--repeats", type=int, default=3, help="cost: runs of each, alternating")
+    ap.add_argument("--texts", default="long-tail,natural", help="cost: the kinds of text, comma-separated")
+    ap.add_argument("--no-superbpe", action="store_true", help="cost: leave SuperBPE out")
+    ap.add_argument("--no-auto", action="store_true", help='cost: leave superword_at="auto" out')
+    ap.add_argument("--longtail-size", default="50M", help="cost: the long-tail slice's size (make_corpus.py)")
+    ap.add_argument("--work-dir", default="/tmp/bpe_fast-bench", help="where the long-tail slice and the held-out "
+                                                                     "split are kept")
+    ap.add_argument("--corpus-dir", default=None)
+    args = ap.parse_args()
+    cost(args) if args.cost else quality(args)
+
+
+if __name__ == "__main__":
+    main()
