@@ -1234,8 +1234,8 @@ cdef class _ChunkCache:
     merged are added; up to 4 ids sit in the entry, a longer result in ``spill`` (the entry's
     count is SPILLED, ids[0] the offset there and ids[1] the count). It doubles past half full
     (a fuller table sends more probes past the key's home line: 6% slower on mix33, cl100k),
-    up to ``max_bits``; full at that size, it starts afresh from the seed (``resets`` counts
-    that). The seed belongs to the encoder that made the cache, which outlives it.
+    up to ``max_bits``; full at that size, it starts afresh from the seed, in place (``resets``
+    counts that). The seed belongs to the encoder that made the cache, which outlives it.
 
     ``slots``: chunks over 15 bytes merged before: bytes (``Slot``) -> an offset in ``store``,
     where the chunk's token count, its ids and its bytes follow. When full it starts afresh.
@@ -1274,9 +1274,24 @@ cdef class _ChunkCache:
         return 0
 
     cdef int restart_table(self) noexcept nogil:
-        """The table as the seed, nothing merged in it. 0 if done (else it is left as it was)."""
-        cdef size_t bytes = (<size_t>1 << self.seed_bits) * sizeof(Packed)
-        cdef Packed* table = <Packed*>big_alloc(bytes)
+        """The table as the seed, nothing merged in it. 0 if done (else it is left as it was).
+        A table grown past the seed's size starts afresh where it is, the seed's entries put
+        back (no new memory, no growing again)."""
+        cdef size_t bytes = (<size_t>1 << self.seed_bits) * sizeof(Packed), i, j, mask
+        cdef Packed* table
+        if self.table != NULL and self.table_bits > self.seed_bits:
+            mask = (<size_t>1 << self.table_bits) - 1
+            memset(self.table, 0, (mask + 1) * sizeof(Packed))
+            for i in range(<size_t>1 << self.seed_bits):
+                if self.seed[i].k1 != 0:
+                    j = packed_slot(packed_hash(self.seed[i].k0, self.seed[i].k1 & PACKED_KEY_MASK), self.table_bits)
+                    while self.table[j].k1 != 0:
+                        j = (j + 1) & mask
+                    self.table[j] = self.seed[i]
+            self.table_used = self.seed_used
+            self.spill.clear()
+            return 0
+        table = <Packed*>big_alloc(bytes)
         if table == NULL:
             return -1
         memcpy(table, self.seed, bytes)
