@@ -19,11 +19,17 @@ written afresh here) instead of replaying the merges:
   after that token: mark it dead and pop the token before. Each position dies at most once, so
   the work is linear in the chunk (times the longest token), with no quadratic corner.
 
-Each call keeps a cache of the chunks it merged (most repeat: a text has a few hundred thousand
-distinct words), and chunks that are whole tokens are found in one probe of a byte-keyed table.
-Text arrives as Python str and is read (and turned into UTF-8 when it is not ASCII) without the
-GIL, so batches run on threads in parallel; ids leave as NumPy arrays, or as lists built from
-one shared Python int per id.
+Each thread keeps a table of chunks (most repeat: a text has a few hundred thousand distinct
+words). A chunk of at most 15 bytes is its own key there, packed into two words, with up to four
+ids beside it, and the table starts with every token of the vocabulary, so a chunk that is a
+whole token and a chunk merged before both cost one probe (_ChunkCache). Text is split and
+looked up in batches of chunks: the first pass scans, packs, hashes and prefetches each chunk's
+entry, the second reads the entries, which by then are in the CPU's cache. Longer chunks go to
+the vocabulary's byte-keyed table and a cache of their own.
+
+Text arrives as Python str and is read (and turned into UTF-8, a block at a time, when it is not
+ASCII) without the GIL, so batches run on threads in parallel; ids leave as NumPy arrays, or as
+lists built from one shared Python int per id.
 """
 import gc
 import threading
@@ -41,44 +47,121 @@ from libcpp.string cimport string
 from libcpp.vector cimport vector
 
 from ._encode_hash cimport (Slot, bytes_hash, slot_of, PairSlot, PairTable, pair_of, pairtable_init,
-                            pairtable_free, pairtable_find, pairtable_add)
-from ._encode_text cimport TextRef, bpe_str_view, to_utf8, utf8_capacity
-from ._scan cimport scan_next
+                            pairtable_free, pairtable_find, pairtable_add, Packed, PACKED_KEY_MASK,
+                            PACKED_MAX_BYTES, big_alloc, pack_key, packed_hash, packed_slot)
+from ._encode_text cimport TextRef, bpe_str_view, code_point, to_utf8, utf8_capacity
+from ._scan cimport C_S, PAT_CL100K, PAT_GPT2, PAT_O200K, scan_next
 
 cdef extern from *:
     """
+    #include <stdint.h>
     #if defined(__GNUC__) || defined(__clang__)
     #define bpe_prefetch(p) __builtin_prefetch((p))
     #else
     #define bpe_prefetch(p) ((void)(p))
     #endif
-    /* A list of the Python ints ints[ids[i]]: one shared int per id, no int made per token. */
-    static PyObject* bpe_list_of_ids(const uint32_t* ids, Py_ssize_t n, PyObject* const* ints) {
+    /* Lists of the Python ints ints[ids[i]]: one shared int per id, no int made per token.
+
+       A list of millions of ids would add one to the reference count of one of some 100,000
+       ints per id: a read and a write at random over megabytes of int objects. Instead the
+       ids are counted (a table of n_ints counters, in the CPU's cache), the items written
+       with plain stores, and each int's count added once. Only with the GIL (the free-threaded
+       build counts references per thread: Py_INCREF there), and not for immortal objects
+       (3.12+), whose counts must not change. */
+    #define BPE_COUNTED_IDS 65536
+    static void bpe_add_refs(PyObject* o, uint32_t k) {
+    #if PY_VERSION_HEX >= 0x030C0000
+        if (_Py_IsImmortal(o)) return;
+    #endif
+        if (Py_REFCNT(o) > ((Py_ssize_t)1 << 30)) {     /* near the limits: the usual way */
+            while (k--) Py_INCREF(o);
+            return;
+        }
+        Py_SET_REFCNT(o, Py_REFCNT(o) + (Py_ssize_t)k);
+    }
+    /* Fill the items of the lists out[0..m) (made, empty of items), list j holding
+       ids[offsets[j] - offsets[0] ...], from ints. */
+    static void bpe_fill_lists(PyObject* const* lists, Py_ssize_t m, const uint32_t* ids,
+                               const int64_t* offsets, PyObject* const* ints, Py_ssize_t n_ints) {
+        Py_ssize_t j, i, k = 0, total = (Py_ssize_t)(offsets[m] - offsets[0]);
+        uint32_t* counts = NULL;
+    #ifndef Py_GIL_DISABLED
+        if (total >= BPE_COUNTED_IDS && total >= n_ints / 4 && total < ((Py_ssize_t)1 << 31))
+            counts = (uint32_t*)calloc((size_t)n_ints, sizeof(uint32_t));
+    #endif
+        for (j = 0; j < m; j++) {
+            PyObject** items = ((PyListObject*)lists[j])->ob_item;
+            Py_ssize_t n = (Py_ssize_t)(offsets[j + 1] - offsets[j]);
+            if (counts != NULL) {
+                for (i = 0; i < n; i++, k++) {
+                    uint32_t t = ids[k];
+                    counts[t]++;
+                    items[i] = ints[t];
+                }
+            } else {
+                for (i = 0; i < n; i++, k++) {
+                    PyObject* o = ints[ids[k]];
+                    Py_INCREF(o);
+                    items[i] = o;
+                }
+            }
+        }
+        if (counts != NULL) {
+            for (i = 0; i < n_ints; i++)
+                if (counts[i]) bpe_add_refs(ints[i], counts[i]);
+            free(counts);
+        }
+    }
+    static PyObject* bpe_list_of_ids(const uint32_t* ids, Py_ssize_t n, PyObject* const* ints, Py_ssize_t n_ints) {
+        int64_t offsets[2] = {0, (int64_t)n};
         PyObject* list = PyList_New(n);
         if (list == NULL) return NULL;
-        for (Py_ssize_t i = 0; i < n; i++) {
-            PyObject* o = ints[ids[i]];
-            Py_INCREF(o);
-            PyList_SET_ITEM(list, i, o);
-        }
+        bpe_fill_lists(&list, 1, ids, offsets, ints, n_ints);
         return list;
     }
+    /* The lists ids[offsets[j]:offsets[j + 1]] for j < m, in a list. */
+    static PyObject* bpe_lists_of_ids(const uint32_t* ids, const int64_t* offsets, Py_ssize_t m,
+                                      PyObject* const* ints, Py_ssize_t n_ints) {
+        PyObject* out = PyList_New(m);
+        Py_ssize_t j;
+        if (out == NULL) return NULL;
+        for (j = 0; j < m; j++) {          /* every list first: a failure leaves nothing counted */
+            PyObject* list = PyList_New((Py_ssize_t)(offsets[j + 1] - offsets[j]));
+            if (list == NULL) {
+                Py_DECREF(out);
+                return NULL;
+            }
+            PyList_SET_ITEM(out, j, list);
+        }
+        if (m)
+            bpe_fill_lists(((PyListObject*)out)->ob_item, m, ids + offsets[0], offsets, ints, n_ints);
+        return out;
+    }
     """
-    object bpe_list_of_ids(const uint32_t* ids, Py_ssize_t n, PyObject* const* ints)
+    object bpe_list_of_ids(const uint32_t* ids, Py_ssize_t n, PyObject* const* ints, Py_ssize_t n_ints)
+    object bpe_lists_of_ids(const uint32_t* ids, const int64_t* offsets, Py_ssize_t m,
+                            PyObject* const* ints, Py_ssize_t n_ints)
     void bpe_prefetch(const void* p) nogil
 
 cdef enum:
     NO_MERGE = 0x7FFFFFFF
     SHORT_CHUNK = 128          # bytes; the replayed merges of longer chunks use a heap
     SPLIT_NONE = -1            # pattern: no split, each piece between special tokens is one chunk
-    CACHE_MIN_BITS = 10
+    CACHE_MIN_BITS = 10        # the cache of chunks over 15 bytes (_ChunkCache.slots):
     CACHE_MAX_BITS = 21        # at most 2^20 cached chunks; then the cache starts afresh
+    TABLE_MIN_BITS = 10        # the chunk table of chunks up to 15 bytes (_ChunkCache.table) ...
+    TABLE_MAX_BITS = 20        # ... grows to 2^20 entries (32 MB; more if the vocabulary needs it),
+                               # kept at most half full; then it starts afresh from the vocabulary
     MAX_CACHES = 64            # caches an encoder keeps between calls (one per thread in use)
-    RECENT_SIZE = 1 << 14      # slots of a cache's table of recent whole tokens (256 KB)
     COMPAT_BITS = 16           # answers of ``compatible`` a thread keeps (512 KB) ...
     WIDE_COMPAT_BITS = 20      # ... or 8 MB when it encodes a word table's millions of distinct chunks
-    AHEAD = 8                  # chunks scanned ahead of their encoding (see encode_piece)
+    BATCH = 128                # chunks scanned, hashed and prefetched before they are looked up
+    INLINE_IDS = 4             # ids a chunk table entry holds; a longer result goes to ``spill``
+    SPILLED = 7                # the id count of an entry whose ids are in ``spill``
     CACHE_MAX_BYTES = 255      # longer chunks are rare: not cached
+    BLOCK_CHARS = 1 << 16      # a long non-ASCII str is turned into UTF-8 and encoded this many
+                               # characters at a time (or a little more: see next_cut)
+    KEEP_UTF8 = 16 << 20       # bytes of UTF-8 buffer a thread keeps between calls
     STACK_CHUNK = 256          # chunks up to this long backtrack in stack arrays
     OUT_LIST = 0
     OUT_ARRAY = 1
@@ -101,6 +184,7 @@ cdef class SpecialSet:
     cdef vector[int32_t] ids
     cdef uint8_t starts[256]                    # 1 for a byte some token starts with
     cdef int only_first                         # the byte every token starts with, or -1
+    cdef bint newline                           # some token holds a "\n" (see next_cut)
 
     def __cinit__(self, dict tokens):
         """tokens: {UTF-8 bytes: id}, at least one, none empty."""
@@ -113,6 +197,7 @@ cdef class SpecialSet:
             self.ids.push_back(tokens[token])
             self.starts[token[0]] = 1
             first = token[0] if first in (-1, token[0]) else -2
+            self.newline = self.newline or b"\n" in token
         self.only_first = first if first >= 0 else -1
 
     cdef bint find(self, const uint8_t* s, size_t n, size_t* at, size_t* which) noexcept nogil:
@@ -157,10 +242,17 @@ cdef class MergeEncoder:
                                                 # past the first two bytes
     cdef vector[int32_t] node_symbol            # node -> the reachable symbol it spells, or -1
     # Whole tokens, for tiktoken's first rule: bytes -> id.
+    # Tokens over 15 bytes are in ``whole``; every thread's chunk table starts as a copy of
+    # ``seed``, the others as packed keys (_ChunkCache), made when a first table is.
     cdef Slot* whole
     cdef int whole_bits
-    cdef vector[uint8_t] arena                  # the bytes of tokens longer than 8 bytes ...
+    cdef vector[uint8_t] arena                  # the bytes of the tokens in ``whole`` ...
     cdef vector[int64_t] arena_at               # ... at arena_at[id]
+    cdef vector[int32_t] short_tokens           # ids of the tokens of at most 15 bytes, ascending
+    cdef Packed* seed
+    cdef int seed_bits
+    cdef size_t seed_used
+    cdef int table_max_bits                     # a chunk table's limit (TABLE_MAX_BITS, or more)
     # Decoding, and one Python int per id for lists of ids.
     cdef vector[string] token_bytes             # id -> bytes (special tokens too)
     cdef vector[uint8_t] defined                # id -> 1 if some token has this id
@@ -204,6 +296,7 @@ cdef class MergeEncoder:
         self.build_decoding(vocab, special_tokens)
         self.pattern = 0
         self.caches = []
+        self.table_max_bits = TABLE_MAX_BITS
 
     def __dealloc__(self):
         cdef Py_ssize_t i
@@ -211,6 +304,7 @@ cdef class MergeEncoder:
         pairtable_free(&self.trie)
         pairtable_free(&self.supers)
         free(self.whole)
+        free(self.seed)
         if self.ints != NULL:
             for i in range(self.n_ints):
                 Py_XDECREF(self.ints[i])
@@ -297,8 +391,10 @@ cdef class MergeEncoder:
         return <int32_t>self.node_symbol.size() - 1
 
     cdef int build_whole(self, list vocab) except -1:
-        """The table of every token's bytes -> id (the largest id when two tokens share bytes)."""
-        cdef Py_ssize_t i, count = sum(1 for token in vocab if token is not None)
+        """The table of the bytes of every token over 15 bytes -> its id (the largest id when
+        two tokens share bytes), and the list of the others, for ``seed``. Few tokens are that
+        long: the table stays small, in the CPU's cache."""
+        cdef Py_ssize_t i, count = sum(1 for token in vocab if token is not None and len(token) > PACKED_MAX_BYTES)
         cdef const unsigned char* s
         cdef uint64_t h
         cdef size_t k, mask
@@ -313,6 +409,10 @@ cdef class MergeEncoder:
         for i, token in enumerate(vocab):
             if token is None:
                 continue
+            if len(token) <= PACKED_MAX_BYTES:
+                if len(token):
+                    self.short_tokens.push_back(<int32_t>i)
+                continue
             s = token
             h = bytes_hash(s, len(token), s + len(token))
             if len(token) > 8:
@@ -322,6 +422,39 @@ cdef class MergeEncoder:
             while self.whole[k].length and not self.same_whole(k, h, s, len(token)):
                 k = (k + 1) & mask
             self.whole[k].hash, self.whole[k].length, self.whole[k].value = h, len(token), <int32_t>i
+        return 0
+
+    cdef int build_seed(self) except -1:
+        """``seed``: every token of at most 15 bytes -> its id, at most half full (the largest
+        id when two tokens share bytes, as in ``whole``)."""
+        cdef size_t k, j, mask, n = self.short_tokens.size()
+        cdef int32_t token
+        cdef uint64_t k0, k1, h
+        cdef const uint8_t* s
+        cdef Packed* table
+        cdef int bits = TABLE_MIN_BITS
+        while (<size_t>1 << bits) < 2 * n:
+            bits += 1
+        table = <Packed*>big_alloc((<size_t>1 << bits) * sizeof(Packed))
+        if table == NULL:
+            raise MemoryError()
+        memset(table, 0, (<size_t>1 << bits) * sizeof(Packed))
+        mask = (<size_t>1 << bits) - 1
+        self.seed_used = 0
+        for k in range(n):
+            token = self.short_tokens[k]
+            s = <const uint8_t*>self.token_bytes[token].data()
+            pack_key(s, self.token_bytes[token].size(), s + self.token_bytes[token].size(), &k0, &k1)
+            h = packed_hash(k0, k1)
+            j = packed_slot(h, bits)
+            while table[j].k1 != 0 and not (table[j].k0 == k0 and (table[j].k1 & PACKED_KEY_MASK) == k1):
+                j = (j + 1) & mask
+            if table[j].k1 == 0:
+                self.seed_used += 1
+            table[j].k0, table[j].k1 = k0, k1 | (<uint64_t>1 << 60)
+            table[j].ids[0], table[j].ids[1], table[j].ids[2], table[j].ids[3] = <uint32_t>token, 0, 0, 0
+        self.seed, self.seed_bits = table, bits
+        self.table_max_bits = max(<int>TABLE_MAX_BITS, bits + 1)
         return 0
 
     cdef int build_decoding(self, list vocab, dict special_tokens) except -1:
@@ -358,6 +491,34 @@ cdef class MergeEncoder:
     def clear_caches(self):
         """Drop the chunk caches kept between calls (their memory with them)."""
         self.caches.clear()
+
+    def cache_stats(self):
+        """For tests and benchmarks: one dict per chunk cache kept between calls, about its
+        chunk table: ``bits`` (2**bits entries), ``used`` entries (``seeds`` of them tokens),
+        ``spilled`` (entries whose ids are in the spill), ``resets`` (starts afresh at the
+        limit ``max_bits``), ``home`` (entries in their key's home cache line) and ``long``
+        (chunks over 15 bytes in the other cache)."""
+        cdef _ChunkCache c
+        cdef size_t i, home, spilled
+        out = []
+        for c in self.caches:
+            home = spilled = 0
+            for i in range((<size_t>1 << c.table_bits) if c.table != NULL else 0):
+                if c.table[i].k1 != 0:
+                    spilled += (c.table[i].k1 >> 60) == SPILLED
+                    home += packed_slot(packed_hash(c.table[i].k0, c.table[i].k1 & PACKED_KEY_MASK),
+                                        c.table_bits) == (i & ~(<size_t>1))
+            out.append({"bits": c.table_bits, "used": c.table_used, "seeds": c.seed_used,
+                        "spilled": spilled, "resets": c.resets, "max_bits": c.max_bits,
+                        "home": home, "long": c.size})
+        return out
+
+    def set_cache_limit(self, int bits):
+        """For tests: chunk tables made from now on grow to 2**bits entries at most (at least
+        twice the seed), then start afresh."""
+        if self.seed == NULL:
+            self.build_seed()
+        self.table_max_bits = max(bits, self.seed_bits + 1)
 
     def set_no_split(self):
         """No pre-tokenization: each piece of text between special tokens is one chunk."""
@@ -630,21 +791,31 @@ cdef class MergeEncoder:
 
     cdef void encode_chunk(self, const uint8_t* s, size_t n, const uint8_t* end, _Worker w) noexcept nogil:
         """Emit the ids of one chunk (n >= 1 bytes; the buffer it lies in ends at ``end``)."""
-        self.encode_hashed(s, n, bytes_hash(s, n, end), w)
+        cdef uint64_t k0, k1
+        if n <= PACKED_MAX_BYTES:
+            pack_key(s, n, end, &k0, &k1)
+            self.encode_short(s, n, k0, k1, packed_hash(k0, k1), w)
+        else:
+            self.encode_long(s, n, bytes_hash(s, n, end), w)
 
-    cdef void encode_hashed(self, const uint8_t* s, size_t n, uint64_t h, _Worker w) noexcept nogil:
-        """Emit the ids of one chunk whose bytes_hash is h."""
-        cdef Slot* recent = NULL
-        cdef int32_t found
-        if n <= 8:                              # most chunks: try the small table first
-            recent = &w.cache.recent[h & (RECENT_SIZE - 1)]
-            if recent.hash == h and recent.length == n:
-                w.emit(recent.value)
-                return
-        found = self.find_whole(h, s, n)
+    cdef void encode_short(self, const uint8_t* s, size_t n, uint64_t k0, uint64_t k1, uint64_t h,
+                           _Worker w) noexcept nogil:
+        """Emit the ids of a chunk of at most 15 bytes, whose packed key is (k0, k1) and hash h:
+        from the chunk table, or merged and then put there (the table holds every token, so a
+        chunk it has not seen is no token)."""
+        cdef const Packed* found = w.cache.lookup(k0, k1, h)
+        if found != NULL:
+            w.emit_packed(found)
+            return
+        cdef size_t k = self.merge_chunk(s, n, w)
+        w.emit_symbols(self.ext.data(), k)
+        w.cache.insert(k0, k1, h, w.syms.data(), k, self.ext.data())
+
+    cdef void encode_long(self, const uint8_t* s, size_t n, uint64_t h, _Worker w) noexcept nogil:
+        """Emit the ids of a chunk over 15 bytes whose bytes_hash is h: a whole token, a chunk
+        cached before, or merged now."""
+        cdef int32_t found = self.find_whole(h, s, n)
         if found >= 0:
-            if recent != NULL:
-                recent.hash, recent.length, recent.value = h, <uint32_t>n, found
             w.emit(found)
             return
         if n <= CACHE_MAX_BYTES and w.cached(h, s, n):
@@ -665,46 +836,80 @@ cdef class MergeEncoder:
         return self.backtrack(s, n, w.syms.data(), w.alive.data(), w.cache.compat, w.cache.compat_bits)
 
     cdef void encode_piece(self, const uint8_t* s, size_t n, const uint8_t* end, _Worker w) noexcept nogil:
-        """Emit the ids of text that holds no special token to encode: split, then each chunk."""
-        cdef size_t i = 0, j
-        if self.pattern == SPLIT_NONE:
+        """Emit the ids of text that holds no special token to encode: split, then each chunk.
+
+        BATCH chunks at a time, in two passes. The first scans them, packs each short one's key,
+        hashes it and asks for its chunk table entry (a long one: its slot of ``whole``); the
+        second looks them up. The entries, which would each be a wait for memory, arrive while
+        the scanner runs. A chunk found in its home cache line (two entries), with its ids
+        inline, is emitted here (four ids stored at once, the count added: room was reserved for
+        the batch); everything else goes through encode_short or encode_long. A BoundlessBPE
+        tokenizer then merges runs of chunks that are one unit each (run_step), chunk by chunk
+        in the second pass, so that the scanner keeps one call site and stays inlined."""
+        cdef size_t start[BATCH]
+        cdef uint32_t length[BATCH]
+        cdef uint64_t key0[BATCH]
+        cdef uint64_t key1[BATCH]
+        cdef uint64_t hashes[BATCH]
+        cdef size_t i = 0, j, m, q, first
+        cdef uint64_t count
+        cdef int pattern = self.pattern, bits
+        cdef const uint8_t* cls
+        cdef const uint8_t* fold
+        cdef const Packed* table
+        cdef const Packed* x
+        cdef bint counting = w.counting, room, runs = self.boundless
+        cdef size_t before, run_start = 0, run_len = 0
+        if pattern == SPLIT_NONE:
             if n:
                 self.encode_chunk(s, n, end, w)
             return
-        cdef size_t start[AHEAD]
-        cdef size_t length[AHEAD]
-        cdef uint64_t hashes[AHEAD]
-        cdef size_t scanned = 0, done = 0, k, before = 0, run_start = 0, run_len = 0
-        cdef bint runs = self.boundless
-        # Chunks are scanned and hashed AHEAD ahead of their encoding and their table slots
-        # prefetched: the probes, which would each wait for memory, then overlap. A BoundlessBPE
-        # tokenizer then merges runs of chunks that are one unit each (run_step): in this loop,
-        # not one of its own, so that the scanner keeps one call site and stays inlined.
-        while True:
-            while scanned - done < AHEAD and i < n:
-                j = scan_next(self.pattern, s, n, i, &self.cls[0], &self.fold[0])
-                k = scanned % AHEAD
-                start[k], length[k], hashes[k] = i, j - i, bytes_hash(s + i, j - i, end)
-                self.prefetch(hashes[k], j - i, w)
-                scanned += 1
+        cls, fold = &self.cls[0], &self.fold[0]
+        while i < n:
+            table, bits, first, m = w.cache.table, w.cache.table_bits, i, 0
+            while m < BATCH and i < n:
+                j = scan_next(pattern, s, n, i, cls, fold)
+                start[m], length[m] = i, <uint32_t>(j - i)
+                if j - i <= PACKED_MAX_BYTES:
+                    pack_key(s + i, j - i, end, &key0[m], &key1[m])
+                    hashes[m] = packed_hash(key0[m], key1[m])
+                    bpe_prefetch(&table[packed_slot(hashes[m], bits)])
+                else:
+                    key1[m] = 0                 # a long chunk
+                    hashes[m] = bytes_hash(s + i, j - i, end)
+                    bpe_prefetch(&self.whole[slot_of(hashes[m], self.whole_bits)])
+                    if w.cache.slots != NULL:
+                        bpe_prefetch(&w.cache.slots[slot_of(hashes[m], w.cache.bits)])
+                m += 1
                 i = j
-            if done == scanned:
-                if runs:
-                    self.end_run(w, run_start, run_len)
-                return
-            k = done % AHEAD
-            if runs:
+            # At most one id per byte: with room for the batch's bytes and 4, the inline ids
+            # can be stored 4 at a time (from w.ids.size, then advanced by their count). Merging
+            # runs only takes ids away.
+            room = not counting and w.ids.reserve(i - first + INLINE_IDS) == 0
+            for q in range(m):
                 before = w.ids.size
-            self.encode_hashed(s + start[k], length[k], hashes[k], w)
-            if runs:
-                run_len = self.run_step(w, before, &run_start, run_len)
-            done += 1
-
-    cdef inline void prefetch(self, uint64_t h, size_t n, _Worker w) noexcept nogil:
-        """Ask for the table slots encode_hashed will read first."""
-        if n <= 8:
-            bpe_prefetch(&w.cache.recent[h & (RECENT_SIZE - 1)])
-        bpe_prefetch(&self.whole[slot_of(h, self.whole_bits)])
+                if key1[q] == 0:
+                    self.encode_long(s + start[q], length[q], hashes[q], w)
+                else:
+                    x = &table[packed_slot(hashes[q], bits)]     # the key's home line: two entries
+                    if x.k0 != key0[q] or (x.k1 & PACKED_KEY_MASK) != key1[q]:
+                        x += 1
+                    count = x.k1 >> 60
+                    if x.k0 == key0[q] and (x.k1 & PACKED_KEY_MASK) == key1[q] and count <= INLINE_IDS:
+                        if counting:
+                            w.count += count
+                        elif room:
+                            memcpy(w.ids.data + w.ids.size, x.ids, INLINE_IDS * sizeof(uint32_t))
+                            w.ids.size += count
+                        else:
+                            w.ids.extend(x.ids, count)
+                    else:
+                        self.encode_short(s + start[q], length[q], key0[q], key1[q], hashes[q], w)
+                        table, bits = w.cache.table, w.cache.table_bits     # (it may have grown)
+                if runs:        # BoundlessBPE: runs of chunks that are one unit each (run_step)
+                    run_len = self.run_step(w, before, &run_start, run_len)
+        if runs:
+            self.end_run(w, run_start, run_len)
 
     cdef void encode_utf8(self, const uint8_t* s, size_t n, _Worker w, SpecialSet allowed) noexcept nogil:
         """Emit the ids of UTF-8 text, allowed special tokens as their ids."""
@@ -784,8 +989,8 @@ cdef class MergeEncoder:
         cdef bint bad
         self.check_ready()
         bpe_str_view(text, &ref.data, &ref.length, &ref.kind)
-        if output != OUT_COUNT:
-            w.ids.reserve(utf8_capacity(&ref) + 16)    # at most one id per byte: room, not memory (_Ids)
+        if output != OUT_COUNT:     # about 3-4 bytes a token, 2 characters at most outside ASCII
+            w.ids.reserve(<size_t>ref.length // (3 if ref.kind == 0 else 2) + 64)
         with nogil:
             bad = w.encode_ref(&ref, allowed, disallowed)
         w.release()
@@ -820,14 +1025,15 @@ cdef class MergeEncoder:
 
     def lists(self, const uint32_t[::1] ids, const int64_t[::1] offsets):
         """ids[offsets[i]:offsets[i + 1]] as a list, for each i."""
-        cdef Py_ssize_t i, n = offsets.shape[0] - 1
+        cdef Py_ssize_t n = offsets.shape[0] - 1
         cdef const uint32_t* base = &ids[0] if ids.shape[0] else NULL
+        if n <= 0:
+            return []
+        if offsets[0] < 0 or offsets[n] > ids.shape[0]:
+            raise ValueError("lists needs offsets inside ids")
         if self.ints == NULL:
             self.make_ints()
-        out = [None] * n
-        for i in range(n):
-            out[i] = bpe_list_of_ids(base + offsets[i], offsets[i + 1] - offsets[i], self.ints)
-        return out
+        return bpe_lists_of_ids(base, &offsets[0], n, self.ints, self.n_ints)
 
     cdef int check_ready(self) except -1:
         if self.pattern == 0:
@@ -969,12 +1175,16 @@ cdef class _Ids:
         free(self.data)
 
     cdef int reserve(self, size_t n) noexcept nogil:
-        """Room for n more ids; -1 if out of memory."""
+        """Room for n more ids; -1 if out of memory. A first reservation of megabytes takes
+        huge pages where there are (big_alloc): faulting in the ids costs less."""
         cdef uint32_t* bigger
         if self.size + n <= self.capacity:
             return 0
         n = max(self.size + n, 2 * self.capacity)
-        bigger = <uint32_t*>realloc(self.data, n * sizeof(uint32_t))
+        if self.data == NULL:
+            bigger = <uint32_t*>big_alloc(n * sizeof(uint32_t))
+        else:
+            bigger = <uint32_t*>realloc(self.data, n * sizeof(uint32_t))
         if bigger == NULL:
             self.failed = True
             return -1
@@ -1012,31 +1222,176 @@ cdef class _Ids:
 
 @cython.final
 cdef class _ChunkCache:
-    """Chunks merged before -> their ids: bytes (``Slot``, see _encode_hash.pxd) -> an offset in
-    ``store``, where the chunk's token count, its ids and (over 8 bytes) its bytes follow.
+    """What one thread keeps between calls: its chunk table, the cache of longer chunks, the
+    answers of ``compatible`` and a UTF-8 buffer.
 
     A cache is used by one thread at a time; the encoder lends its caches out per call and keeps
     them (``MergeEncoder.caches``), so repeated words are merged once per thread, not per call.
-    Its size is bounded: when full it starts afresh.
 
-    ``recent`` is a small direct-mapped table of chunks of at most 8 bytes that are whole
-    tokens, the last one seen per slot: a text's frequent words stay in it, and it is small
-    enough for the CPU's cache, unlike the vocabulary's table (a probe there is a cache miss).
+    ``table``: chunks of at most 15 bytes -> their ids, as packed keys (``Packed``, see
+    _encode_hash.pxd). It starts as a copy of the encoder's ``seed`` (every token of at most 15
+    bytes -> its id: tiktoken's rule that a chunk that is a token is that token) and the chunks
+    merged are added; up to 4 ids sit in the entry, a longer result in ``spill`` (the entry's
+    count is SPILLED, ids[0] the offset there and ids[1] the count). It doubles past half full
+    (a fuller table sends more probes past the key's home line: 6% slower on mix33, cl100k),
+    up to ``max_bits``; full at that size, it starts afresh from the seed, in place (``resets``
+    counts that). The seed belongs to the encoder that made the cache, which outlives it.
+
+    ``slots``: chunks over 15 bytes merged before: bytes (``Slot``) -> an offset in ``store``,
+    where the chunk's token count, its ids and its bytes follow. When full it starts afresh.
+
     ``compat`` keeps answers of ``MergeEncoder.compatible``, direct-mapped, the last per slot:
     (a << 33 | b << 1 | answer), all ones when empty."""
+    cdef Packed* table
+    cdef int table_bits
+    cdef size_t table_used
+    cdef vector[uint32_t] spill
+    cdef const Packed* seed
+    cdef int seed_bits
+    cdef size_t seed_used
+    cdef int max_bits
+    cdef size_t resets
     cdef Slot* slots
     cdef int bits
     cdef size_t size
     cdef vector[uint32_t] store
-    cdef Slot* recent
     cdef uint64_t* compat
     cdef int compat_bits
+    cdef uint8_t* utf8                          # not zeroed: only what to_utf8 wrote is read
+    cdef size_t utf8_size
 
     def __cinit__(self):
-        self.recent = <Slot*>calloc(RECENT_SIZE, sizeof(Slot))
-        if self.recent == NULL:
-            raise MemoryError()
         self.widen_compat(COMPAT_BITS)
+
+    cdef int start_table(self, MergeEncoder enc) except -1:
+        """The chunk table, a copy of the encoder's seed (made now if it is not yet)."""
+        if enc.seed == NULL:
+            enc.build_seed()
+        self.seed, self.seed_bits, self.seed_used = enc.seed, enc.seed_bits, enc.seed_used
+        self.max_bits = enc.table_max_bits
+        if self.restart_table() != 0:
+            raise MemoryError()
+        return 0
+
+    cdef int restart_table(self) noexcept nogil:
+        """The table as the seed, nothing merged in it. 0 if done (else it is left as it was).
+        A table grown past the seed's size starts afresh where it is, the seed's entries put
+        back (no new memory, no growing again)."""
+        cdef size_t bytes = (<size_t>1 << self.seed_bits) * sizeof(Packed), i, j, mask
+        cdef Packed* table
+        if self.table != NULL and self.table_bits > self.seed_bits:
+            mask = (<size_t>1 << self.table_bits) - 1
+            memset(self.table, 0, (mask + 1) * sizeof(Packed))
+            for i in range(<size_t>1 << self.seed_bits):
+                if self.seed[i].k1 != 0:
+                    j = packed_slot(packed_hash(self.seed[i].k0, self.seed[i].k1 & PACKED_KEY_MASK), self.table_bits)
+                    while self.table[j].k1 != 0:
+                        j = (j + 1) & mask
+                    self.table[j] = self.seed[i]
+            self.table_used = self.seed_used
+            self.spill.clear()
+            return 0
+        table = <Packed*>big_alloc(bytes)
+        if table == NULL:
+            return -1
+        memcpy(table, self.seed, bytes)
+        free(self.table)
+        self.table, self.table_bits, self.table_used = table, self.seed_bits, self.seed_used
+        self.spill.clear()
+        return 0
+
+    cdef int grow_table(self) noexcept nogil:
+        """Double the table, or start afresh at its limit. 0 if done."""
+        cdef int bits = self.table_bits + 1
+        cdef size_t i, j, mask = (<size_t>1 << bits) - 1, old_size = <size_t>1 << self.table_bits
+        cdef Packed* table
+        if bits > self.max_bits:
+            self.resets += 1
+            return self.restart_table()
+        table = <Packed*>big_alloc((mask + 1) * sizeof(Packed))
+        if table == NULL:
+            return -1
+        memset(table, 0, (mask + 1) * sizeof(Packed))
+        for i in range(old_size):
+            if self.table[i].k1 != 0:
+                j = packed_slot(packed_hash(self.table[i].k0, self.table[i].k1 & PACKED_KEY_MASK), bits)
+                while table[j].k1 != 0:
+                    j = (j + 1) & mask
+                table[j] = self.table[i]
+        free(self.table)
+        self.table, self.table_bits = table, bits
+        return 0
+
+    cdef inline const Packed* lookup(self, uint64_t k0, uint64_t k1, uint64_t h) noexcept nogil:
+        """The entry of the packed key (k0, k1) whose hash is h, or NULL. An entry found past
+        its home line is moved into it (move_home), so the chunks that recur get there."""
+        cdef size_t mask = (<size_t>1 << self.table_bits) - 1, home = packed_slot(h, self.table_bits), j = home
+        cdef Packed* x
+        while True:
+            x = &self.table[j]
+            if x.k0 == k0 and (x.k1 & PACKED_KEY_MASK) == k1:
+                return x if ((j - home) & mask) < 2 else self.move_home(j, home)
+            if x.k1 == 0:
+                return NULL
+            j = (j + 1) & mask
+
+    cdef Packed* move_home(self, size_t j, size_t home) noexcept nogil:
+        """Swap entry j with one of its home line (home, home + 1), preferably one that is not
+        at home there either; return where entry j now is. Linear probing still finds both:
+        every entry from the other's home to j is taken (nothing is ever deleted, only the
+        whole table at once), so moving it forward to j leaves its probe unbroken."""
+        cdef size_t v = home + 1
+        cdef Packed moved
+        if packed_slot(packed_hash(self.table[home].k0, self.table[home].k1 & PACKED_KEY_MASK),
+                       self.table_bits) != home:
+            v = home
+        moved = self.table[v]
+        self.table[v] = self.table[j]
+        self.table[j] = moved
+        return &self.table[v]
+
+    cdef void insert(self, uint64_t k0, uint64_t k1, uint64_t h, const int32_t* syms, size_t count,
+                     const int32_t* ext) noexcept nogil:
+        """Remember the ids (ext of syms) of a chunk not in the table (none if out of memory)."""
+        cdef size_t j, mask, i
+        cdef Packed* x
+        if 2 * (self.table_used + 1) > (<size_t>1 << self.table_bits) and self.grow_table() != 0:
+            return
+        mask = (<size_t>1 << self.table_bits) - 1
+        j = packed_slot(h, self.table_bits)
+        while self.table[j].k1 != 0:
+            j = (j + 1) & mask
+        x = &self.table[j]
+        x.k0 = k0
+        x.ids[0], x.ids[1], x.ids[2], x.ids[3] = 0, 0, 0, 0
+        if count <= INLINE_IDS:
+            for i in range(count):
+                x.ids[i] = <uint32_t>ext[syms[i]]
+            x.k1 = k1 | (<uint64_t>count << 60)
+        else:
+            x.ids[0], x.ids[1] = <uint32_t>self.spill.size(), <uint32_t>count
+            for i in range(count):
+                self.spill.push_back(<uint32_t>ext[syms[i]])
+            x.k1 = k1 | (<uint64_t>SPILLED << 60)
+        self.table_used += 1
+
+    cdef int utf8_room(self, size_t n) noexcept nogil:
+        """``utf8`` of at least n bytes (its content is not kept); -1 if out of memory."""
+        if n <= self.utf8_size:
+            return 0
+        free(self.utf8)
+        n = max(n, 2 * self.utf8_size)
+        self.utf8 = <uint8_t*>malloc(n)
+        self.utf8_size = n if self.utf8 != NULL else 0
+        return 0 if self.utf8 != NULL else -1
+
+    cdef void trim(self) noexcept nogil:
+        """Give back a UTF-8 buffer over KEEP_UTF8 bytes (one long str that had no place to be
+        cut into blocks)."""
+        if self.utf8_size > KEEP_UTF8:
+            free(self.utf8)
+            self.utf8 = NULL
+            self.utf8_size = 0
 
     cdef int widen_compat(self, int bits) except -1:
         """Make ``compat`` 2**bits answers if it is smaller (it starts empty: answers found under
@@ -1055,12 +1410,13 @@ cdef class _ChunkCache:
         return 0
 
     def __dealloc__(self):
+        free(self.table)
         free(self.slots)
-        free(self.recent)
         free(self.compat)
+        free(self.utf8)
 
     cdef inline const uint32_t* find(self, uint64_t h, const uint8_t* s, size_t n) noexcept nogil:
-        """Where the chunk's count and ids are stored, or NULL."""
+        """Where the count and ids of a chunk over 15 bytes are stored, or NULL."""
         cdef size_t mask, k, at
         if self.slots == NULL:
             return NULL
@@ -1119,6 +1475,26 @@ cdef class _ChunkCache:
         return 0
 
 
+cdef size_t next_cut(const TextRef* t, size_t i, const uint8_t* cls) noexcept nogil:
+    """The first position from i (or the end of t) where a block of text may end: after a "\n"
+    that follows a character other than whitespace and comes before one other than whitespace
+    and "/" (``cls``: the scanners' class table). It is the general rule of
+    pretokenize.is_safe_cut, which says why: for gpt2, cl100k and o200k no chunk goes on from
+    such a "\n" into such a character, the "\n" ends its chunk whether the text goes on or
+    ends there, and no pattern looks behind."""
+    cdef size_t n = <size_t>t.length
+    cdef uint32_t c
+    if i < 2:
+        i = 2
+    while i < n:
+        if code_point(t.data, t.kind, i - 1) == 10:
+            c = code_point(t.data, t.kind, i)
+            if c != 47 and not (cls[c] & C_S) and not (cls[code_point(t.data, t.kind, i - 2)] & C_S):
+                return i
+        i += 1
+    return n
+
+
 @cython.final
 cdef class _Worker:
     """What one thread needs to encode: the ids it emits (or their count), a UTF-8 buffer,
@@ -1127,7 +1503,6 @@ cdef class _Worker:
     cdef bint counting
     cdef size_t count
     cdef _Ids ids
-    cdef vector[uint8_t] utf8
     cdef vector[int32_t] syms
     cdef vector[uint64_t] alive
     cdef _ChunkCache cache
@@ -1137,11 +1512,15 @@ cdef class _Worker:
     def __cinit__(self, MergeEncoder enc, bint counting):
         self.enc, self.counting, self.ids = enc, counting and not enc.boundless, _Ids()   # runs need the ids
         self.cache = enc.caches.pop() if enc.caches else _ChunkCache()
+        if self.cache.table == NULL:
+            self.cache.start_table(enc)
 
     def release(self):
         """Give the cache back to the encoder, for the next call; MemoryError if ids were lost."""
-        if self.cache is not None and len(self.enc.caches) < MAX_CACHES:
-            self.enc.caches.append(self.cache)
+        if self.cache is not None:
+            self.cache.trim()
+            if len(self.enc.caches) < MAX_CACHES:
+                self.enc.caches.append(self.cache)
         self.cache = None
         if self.ids.failed:
             raise MemoryError("out of memory for the token ids")
@@ -1160,6 +1539,18 @@ cdef class _Worker:
         for i in range(k):
             self.ids.push(<uint32_t>ext[self.syms[i]])
 
+    cdef inline void emit_packed(self, const Packed* x) noexcept nogil:
+        """Emit the ids of a chunk table entry."""
+        cdef size_t count = x.k1 >> 60
+        if count == SPILLED:
+            count = x.ids[1]
+            if not self.counting:
+                self.ids.extend(self.cache.spill.data() + x.ids[0], count)
+        elif not self.counting:
+            self.ids.extend(x.ids, count)
+        if self.counting:
+            self.count += count
+
     cdef inline bint cached(self, uint64_t h, const uint8_t* s, size_t n) noexcept nogil:
         """Emit the ids of a chunk merged before; False if it was not."""
         cdef const uint32_t* found = self.cache.find(h, s, n)
@@ -1176,19 +1567,43 @@ cdef class _Worker:
         self.cache.add(h, s, n, self.syms.data(), count, self.enc.ext.data())
 
     cdef bint encode_ref(self, const TextRef* ref, SpecialSet allowed, SpecialSet disallowed) noexcept nogil:
-        """Encode one str; True (and nothing emitted) if it holds a disallowed special token."""
+        """Encode one str; True (and nothing emitted) if it holds a disallowed special token.
+
+        A str that is not ASCII is turned into UTF-8 in the cache's buffer, in blocks of about
+        BLOCK_CHARS characters cut where a chunk boundary is sure (next_cut) when the pattern
+        allows: the buffer stays small and in the CPU's cache, and is never zero-filled."""
         cdef const uint8_t* s
-        cdef size_t n, at, which
+        cdef size_t n, at, which, start = 0, stop, size = <size_t>ref.length
+        cdef size_t ids_before = self.ids.size, count_before = self.count
+        cdef TextRef part
+        cdef bint blocks
         if ref.kind == 0:
-            s, n = <const uint8_t*>ref.data, <size_t>ref.length
-        else:
-            if self.utf8.size() < utf8_capacity(ref):
-                self.utf8.resize(utf8_capacity(ref))
-            s, n = self.utf8.data(), to_utf8(ref, self.utf8.data())
-        if disallowed is not None and disallowed.find(s, n, &at, &which):
-            return True
-        self.enc.encode_utf8(s, n, self, allowed)
-        return False
+            s, n = <const uint8_t*>ref.data, size
+            if disallowed is not None and disallowed.find(s, n, &at, &which):
+                return True
+            self.enc.encode_utf8(s, n, self, allowed)
+            return False
+        # A cut is safe for these patterns (next_cut); no special token may hold the "\n" there.
+        blocks = ((self.enc.pattern == PAT_CL100K or self.enc.pattern == PAT_O200K
+                   or self.enc.pattern == PAT_GPT2)
+                  and (allowed is None or not allowed.newline)
+                  and (disallowed is None or not disallowed.newline))
+        part.kind = ref.kind
+        while True:
+            stop = next_cut(ref, start + BLOCK_CHARS, &self.enc.cls[0]) if blocks else size
+            part.data = <const uint8_t*>ref.data + start * <size_t>ref.kind
+            part.length = <Py_ssize_t>(stop - start)
+            if self.cache.utf8_room(utf8_capacity(&part)) != 0:
+                self.ids.failed = True          # (MemoryError at release)
+                return False
+            s, n = self.cache.utf8, to_utf8(&part, self.cache.utf8)
+            if disallowed is not None and disallowed.find(s, n, &at, &which):
+                self.ids.size, self.count = ids_before, count_before
+                return True
+            self.enc.encode_utf8(s, n, self, allowed)
+            if stop >= size:
+                return False
+            start = stop
 
     cdef object array(self):
         """The ids as a uint32 array."""
@@ -1197,7 +1612,7 @@ cdef class _Worker:
     cdef object as_list(self):
         if self.enc.ints == NULL:
             self.enc.make_ints()
-        return bpe_list_of_ids(self.ids.data, self.ids.size, self.enc.ints)
+        return bpe_list_of_ids(self.ids.data, self.ids.size, self.enc.ints, self.enc.n_ints)
 
     def run(self, _Batch batch):
         """Encode blocks of the batch until none is left (on a thread, without the GIL)."""

@@ -184,3 +184,87 @@ cdef inline int _pairtable_grow(PairTable* t) noexcept nogil:
     free(t.slots)
     t[0] = bigger
     return 0
+
+
+# Chunks of at most 15 bytes as packed keys: the encoder's chunk table (_encode.pyx, _ChunkCache).
+#
+# A key is two 64-bit words: the chunk's bytes 0-7 and 8-14 read little-endian and zero-padded,
+# and its length (1-15) in bits 56-59 of the second word, so equal keys mean equal chunks and a
+# probe compares two words, never bytes. An entry is 32 bytes, two to a 64-byte cache line: the
+# key, with the number of ids in bits 60-62 of its second word (0: the entry is free), and up to
+# four ids inline (see _ChunkCache for more). Tables are powers of two, probed linearly from the
+# first entry of the key's home line (the top bits of the hash), at most half full.
+
+cdef enum:
+    PACKED_MAX_BYTES = 15
+
+cdef extern from *:
+    """
+    #include <stdlib.h>
+    #if defined(__linux__)
+    #include <sys/mman.h>
+    #endif
+    #define BPE_PACKED_KEY_MASK ((((uint64_t)1) << 60) - 1)
+    /* Memory for a big table: 2 MB-aligned and asked for as transparent huge pages where Linux
+       has them (a table of tens of MB on 4 KB pages misses the TLB on nearly every probe, and
+       prefetches that miss the TLB may be dropped), before any page is touched; plain malloc
+       elsewhere and for small sizes. Either way free() gives it back. Not zeroed. */
+    static inline void* bpe_big_alloc(size_t bytes) {
+    #if defined(__linux__) && defined(MADV_HUGEPAGE)
+        if (bytes >= ((size_t)4 << 20)) {
+            void* p = NULL;
+            size_t huge = (size_t)2 << 20;
+            bytes = (bytes + huge - 1) & ~(huge - 1);
+            if (posix_memalign(&p, huge, bytes) == 0) {
+                (void)madvise(p, bytes, MADV_HUGEPAGE);      /* a hint: fine if refused */
+                return p;
+            }
+            return NULL;
+        }
+    #endif
+        return malloc(bytes ? bytes : 1);
+    }
+    """
+    const uint64_t PACKED_KEY_MASK "BPE_PACKED_KEY_MASK"
+    void* big_alloc "bpe_big_alloc"(size_t bytes) nogil
+
+
+cdef struct Packed:
+    uint64_t k0                # bytes 0-7
+    uint64_t k1                # bytes 8-14, the length in bits 56-59, the id count in bits 60-62
+    uint32_t ids[4]
+
+
+cdef inline void pack_key(const unsigned char* s, size_t n, const unsigned char* end,
+                          uint64_t* k0, uint64_t* k1) noexcept nogil:
+    """The packed key of the chunk s (1 <= n <= 15 bytes); it reads 16 bytes at once when they
+    lie before ``end`` (the end of the buffer), masking what is past n."""
+    cdef uint64_t a, b
+    if s + 16 <= end:
+        a, b = bpe_load64(s), bpe_load64(s + 8)
+        if n < 8:
+            a &= (<uint64_t>1 << (8 * n)) - 1
+            b = 0
+        else:
+            b &= (<uint64_t>1 << (8 * (n - 8))) - 1     # n - 8 <= 7: the top byte is cleared
+    elif n <= 8:
+        a, b = load_upto8(s, n, end), 0
+    else:
+        a = bpe_load64(s)                               # 8 <= n - 0: inside the chunk
+        b = load_upto8(s + 8, n - 8, end)
+    k0[0] = a
+    k1[0] = b | (<uint64_t>n << 56)
+
+
+cdef inline uint64_t packed_hash(uint64_t k0, uint64_t k1) noexcept nogil:
+    """A hash whose top bits depend on every bit of the key: k1 is spread by an odd multiplier
+    and turned half over into k0; the high half of that is folded onto the low half, and the
+    whole multiplied again (the top bits of a product depend on every bit of its factor)."""
+    cdef uint64_t m = k1 * <uint64_t>0x9E3779B97F4A7C15
+    cdef uint64_t x = k0 ^ ((m << 32) | (m >> 32))
+    return (x ^ (x >> 29)) * <uint64_t>0xD6E8FEB86659FD93
+
+
+cdef inline size_t packed_slot(uint64_t hash, int bits) noexcept nogil:
+    """The first entry to probe: the first of the pair in the key's home cache line."""
+    return <size_t>(hash >> (64 - bits)) & ~(<size_t>1)

@@ -13,7 +13,7 @@ import pytest
 
 import bpe_fast
 
-from .conftest import ROOT, need, needs_data, small_text
+from .conftest import ROOT, need, needs_data, needs_vocabs, small_text
 
 BENCHMARKS = ROOT / "benchmarks"
 
@@ -130,3 +130,14 @@ def test_quality_writes_a_row_per_method_and_size_and_a_chart(tmp_path):
     assert "| 600 | Picky BPE, tau 0.7 | - |" in done.stdout, done.stdout
     redrawn = run_script("quality.py", "--chart-only", "--csv", str(out_csv), "--png", str(tmp_path / "again.png"))
     assert redrawn.returncode == 0 and (tmp_path / "again.png").is_file(), redrawn.stderr
+
+@needs_vocabs
+def test_bench_encode_times_single_and_batch_in_processes_of_their_own(tmp_path):
+    text = tmp_path / "text.txt"
+    text.write_text(small_text() * 5, encoding="utf-8")
+    done = run_script("bench_encode.py", "--text", str(text), "--only", "single,batch", "--repeats", "1",
+                      "--threads", "2", "--peers", "", "--fresh")
+    assert done.returncode == 0, done.stderr
+    assert "RAYON_NUM_THREADS=1" in done.stdout and "RAYON_NUM_THREADS=2" in done.stdout, done.stdout
+    assert re.search(r"^\| bpe_fast array \| [\d.]+ \| [\d.]+ \|", done.stdout, re.M), done.stdout
+    assert re.search(r"^\| bpe_fast flat \| [\d.]+ \| [\d.]+ \|", done.stdout, re.M), done.stdout

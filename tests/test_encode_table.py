@@ -1,0 +1,275 @@
+"""The encoder's chunk table (_encode.pyx, _ChunkCache): chunks of up to 15 bytes as packed keys
+with up to 4 ids inline, seeded with every token; longer chunks and results elsewhere. And the
+long-str path: UTF-8 in blocks cut after a newline, lists built from counted ids.
+
+Every result is checked against tiktoken given the same ranks and pattern (nothing of
+bpe_fast's in the oracle), cold (first call: chunks merged and put in the table) and warm (the
+same text again: every chunk found there), in every output form.
+"""
+from __future__ import annotations
+
+import functools
+import random
+
+import numpy as np
+import pytest
+
+import bpe_fast
+from bpe_fast import Tokenizer
+from bpe_fast.errors import EncodingError
+
+from .conftest import need, small_text, vocab_dir, vocab_path
+
+tiktoken = need("tiktoken")
+
+
+def oracle(tok: Tokenizer):
+    return tiktoken.Encoding(f"oracle-{id(tok)}", pat_str=tok.pattern, mergeable_ranks=tok.mergeable_ranks(),
+                             special_tokens=tok.special_tokens)
+
+
+def from_byte_merges(pairs: list[tuple[bytes, bytes]], pattern: str = "cl100k") -> Tokenizer:
+    """A tokenizer whose merges are given as byte strings, in rank order (ids 256, 257, ...)."""
+    ids = {bytes([b]): b for b in range(256)}
+    merges = []
+    for left, right in pairs:
+        merges.append((ids[left], ids[right]))
+        ids[left + right] = 255 + len(merges)
+    return Tokenizer(np.array(merges, np.int32), pattern)
+
+
+@functools.cache
+def trained(pattern: str) -> Tokenizer:
+    return bpe_fast.train_from_iterator([small_text()], 1200, pattern=pattern, special_tokens=["<|eot|>"])
+
+
+@functools.cache
+def real(name: str) -> Tokenizer:
+    return bpe_fast.load(name, path=vocab_path())
+
+
+def assert_all_forms(tok: Tokenizer, texts: list[str], expected: list[list[int]], workers: int = 2) -> None:
+    """Each text alone (list, array, count) and the texts as a batch, twice: cold, then warm."""
+    for _ in range(2):
+        for text, ids in zip(texts, expected):
+            assert tok.encode_ordinary(text) == ids
+            assert tok.encode_to_numpy(text, disallowed_special=()).tolist() == ids
+            assert tok.count_tokens(text, disallowed_special=()) == len(ids)
+        assert tok.encode_ordinary_batch(texts, workers=workers) == expected
+        flat, offsets = tok.encode_batch_to_numpy(texts, workers=workers, disallowed_special=())
+        assert flat.tolist() == [i for ids in expected for i in ids]
+        assert np.diff(offsets).tolist() == [len(ids) for ids in expected]
+        assert tok.count_tokens_batch(texts, workers=workers, disallowed_special=()).tolist() == \
+            [len(ids) for ids in expected]
+
+
+def words_of_bytes(sizes: range, count: int, seed: int) -> list[str]:
+    """Chunks of the pattern (a space and letters: one chunk each) of exactly these many UTF-8
+    bytes, ASCII and not, so that most are no token."""
+    rng = random.Random(seed)
+    alphabet = "abcdefghijklmnopqrstuvwxyz" + "éüñøß" + "жщы" + "中文字"
+    out: list[str] = []
+    while len(out) < count:
+        size = rng.choice(list(sizes))
+        word = " "
+        while len((word + "x").encode()) <= size:
+            word += rng.choice(alphabet)
+        while len(word.encode()) < size:
+            word += "x"
+        if len(word.encode()) == size:
+            out.append(word)
+    return out
+
+
+@pytest.mark.parametrize("pattern", ["gpt2", "cl100k", "o200k"])
+def test_chunks_of_15_and_16_bytes_and_around(pattern):
+    tok = trained(pattern)
+    words = words_of_bytes(range(13, 19), 600, seed=len(pattern))
+    sizes = {len(w.encode()) for w in words}
+    assert {14, 15, 16, 17} <= sizes
+    texts = ["".join(words[i:i + 30]) for i in range(0, len(words), 30)]
+    ref = oracle(tok)
+    assert_all_forms(tok, texts, [ref.encode_ordinary(t) for t in texts])
+    for w in words[:100]:                                   # each chunk alone, through encode_chunk
+        assert tok._native.encode_chunk_bytes(w.encode()) == ref.encode_ordinary(w)
+
+
+def test_results_of_4_and_5_ids_inline_and_spilled():
+    """Chunks of at most 15 bytes that are 1 to 12 tokens: up to 4 ids sit in the entry, more
+    go to the spill; both found again warm."""
+    tok = trained("cl100k")
+    ref = oracle(tok)
+    rng = random.Random(5)
+    by_count: dict[int, list[str]] = {}
+    for _ in range(20000):
+        word = " " + "".join(rng.choice("qxzjkvwyfbpgmd") for _ in range(rng.randint(1, 14)))
+        by_count.setdefault(len(ref.encode_ordinary(word)), []).append(word)
+    assert all(len(by_count.get(k, [])) >= 5 for k in (1, 2, 3, 4, 5, 6)), sorted(by_count)
+    words = [w for k in sorted(by_count) for w in by_count[k][:40]]
+    texts = ["".join(words[i::7]) for i in range(7)]
+    assert_all_forms(tok, texts, [ref.encode_ordinary(t) for t in texts])
+    stats = tok._native.cache_stats()
+    assert stats and max(s["spilled"] for s in stats) > 0
+
+
+def test_a_chunk_that_is_a_token_is_that_token_even_where_bpe_splits_it():
+    """"abcd" is a token, but BPE of its bytes merges "bc" first and stops at [a, bc, d]: the
+    whole-token rule (tiktoken's first) must win, in the table's seed (4 bytes) and in the
+    table of tokens over 15 bytes (a 16-byte token built the same way); inside longer chunks
+    BPE applies."""
+    a7 = [(b"a", b"a"), (b"aa", b"aa"), (b"aaaa", b"aa"), (b"aaaaaa", b"a")]
+    d7 = [(b"d", b"d"), (b"dd", b"dd"), (b"dddd", b"dd"), (b"dddddd", b"d")]
+    parts = [(b"b", b"c"), (b"a", b"b"), (b"c", b"d")] + a7 + d7 + [(b"aaaaaaa", b"b"), (b"c", b"ddddddd")]
+    split = from_byte_merges(parts)                     # the same merges but the two last ones
+    tok = from_byte_merges(parts + [(b"ab", b"cd"), (b"aaaaaaab", b"cddddddd")])
+    ref = oracle(tok)
+    short, long = "abcd", "aaaaaaabcddddddd"
+    assert len(long) == 16
+    bc = split.mergeable_ranks()[b"bc"]
+    assert split.encode_ordinary(short) == oracle(split).encode_ordinary(short) == [ord("a"), bc, ord("d")]
+    assert len(split.encode_ordinary(long)) == 3           # a7, bc, d7: BPE never makes the token
+    for chunk in (short, long):
+        assert ref.encode_ordinary(chunk) == [tok.mergeable_ranks()[chunk.encode()]]
+    texts = [short, long, f"{short} {long}", short * 3, long * 2, f"x{short}", f"{long}x", " abcd abcd"]
+    assert_all_forms(tok, texts, [ref.encode_ordinary(t) for t in texts])
+    assert tok.encode_ordinary(short) == [tok.mergeable_ranks()[b"abcd"]]
+    assert tok.encode_ordinary(long) == [tok.mergeable_ranks()[long.encode()]]
+
+
+def test_the_table_starts_afresh_at_its_limit_and_keeps_the_rule():
+    """A table held to its smallest limit fills up and starts again from the vocabulary,
+    often: the ids stay exact, the whole-token rule included, and the table stays bounded."""
+    tok = from_byte_merges([(b"b", b"c"), (b"a", b"b"), (b"c", b"d"), (b"ab", b"cd"), (b"x", b"y")])
+    tok._native.set_cache_limit(0)              # as small as the seed allows
+    ref = oracle(tok)
+    rng = random.Random(7)
+    words = [" " + "".join(rng.choice("abcdxyz") for _ in range(rng.randint(1, 15))) for _ in range(6000)]
+    texts = ["".join(words[i:i + 200]) + " abcd" for i in range(0, len(words), 200)]
+    assert_all_forms(tok, texts, [ref.encode_ordinary(t) for t in texts])
+    stats = tok._native.cache_stats()
+    assert stats and all(s["bits"] <= s["max_bits"] for s in stats)
+    assert max(s["resets"] for s in stats) > 0
+    assert tok.encode_ordinary("abcd") == [tok.mergeable_ranks()[b"abcd"]]
+    tok._native.clear_caches()
+    assert tok._native.cache_stats() == []
+    assert tok.encode_ordinary(texts[0]) == ref.encode_ordinary(texts[0])
+
+
+def test_threads_of_a_batch_each_with_its_own_table():
+    """Batches on 1 to 4 threads, texts with chunks of their own and chunks in common, again
+    and again (each thread's table grows and is kept between calls): the same ids as one by
+    one, and as tiktoken."""
+    tok = trained("o200k")
+    ref = oracle(tok)
+    rng = random.Random(3)
+    base = small_text().split()
+    texts = []
+    for i in range(400):
+        words = [rng.choice(base) for _ in range(rng.randint(0, 60))]
+        words += [f"w{i}x{rng.randint(0, 10**6)}ü" for _ in range(rng.randint(0, 5))]
+        texts.append(" ".join(words) + ("\n" if i % 3 else ""))
+    expected = [ref.encode_ordinary(t) for t in texts]
+    assert_all_forms(tok, texts, expected, workers=2)
+    for workers in (1, 4, 3):
+        assert tok.encode_ordinary_batch(texts, workers=workers) == expected
+        flat, offsets = tok.encode_batch_to_numpy(texts, workers=workers, disallowed_special=())
+        assert flat.tolist() == [i for ids in expected for i in ids]
+    assert len(tok._native.cache_stats()) >= 2
+
+
+def long_text(pattern_kind: str, rng: random.Random, chars: int) -> str:
+    """Lines whose ends and starts are every case next_cut weighs: a newline after a space,
+    after a newline, before a space, before "/", before letters of any script, digits, "'s"."""
+    pieces = ["hello", "world", "don't", "Über", "café", "日本語", "Ωμέγα", "123", "4567", "/path", "//x",
+              "'s", "  ", " \t", "?!", "😀", "\r", "ab"]
+    ends = ["\n", " \n", "\n\n", "\r\n", ".\n", "\n ", "\n/", "\n'", "\t\n", "\n\u3000"]
+    out, size = [], 0
+    while size < chars:
+        piece = rng.choice(pieces) + (rng.choice(ends) if rng.random() < 0.3 else " ")
+        out.append(piece)
+        size += len(piece)
+    text = "".join(out)
+    if pattern_kind == "latin1":
+        text = text.encode("latin-1", "ignore").decode("latin-1") + "é"
+    elif pattern_kind == "ucs2":
+        text = text.replace("😀", "€")
+    return text
+
+
+@pytest.mark.parametrize("pattern", ["gpt2", "cl100k", "o200k"])
+@pytest.mark.parametrize("kind", ["latin1", "ucs2", "ucs4"])
+def test_long_strs_encoded_in_blocks_as_whole(pattern, kind):
+    """Strs of a few hundred thousand characters of each kind (1, 2, 4 bytes per character),
+    turned into UTF-8 and encoded in blocks: the same ids as tiktoken on the whole."""
+    tok = trained(pattern)
+    ref = oracle(tok)
+    text = long_text(kind, random.Random(f"{pattern} {kind}"), 300_000)
+    widest = max(map(ord, text))
+    assert {"latin1": 128 <= widest < 256, "ucs2": 256 <= widest < 65536, "ucs4": widest >= 65536}[kind]
+    expected = ref.encode_ordinary(text)
+    assert tok.encode_ordinary(text) == expected
+    assert tok.encode_to_numpy(text, disallowed_special=()).tolist() == expected
+    assert tok.count_tokens(text, disallowed_special=()) == len(expected)
+    assert tok.decode(expected) == text
+
+
+@pytest.mark.parametrize("pattern", ["gpt2", "cl100k", "o200k"])
+@pytest.mark.parametrize("newline", [".\n/", " \n", "\n\n", "\t\n", "\n ", "\r\n", "\n\u3000", "-\n"])
+def test_blocks_are_cut_only_where_a_chunk_ends(pattern, newline):
+    """Every newline of a long str in one context: where a chunk may go on past the newline
+    ("[\\r\\n/]*" takes the "/"), or where what comes before it would be split otherwise at
+    the end of the text ("\\s+(?!\\S)"), no block may end there."""
+    # The trained vocabulary, and one where "/ab" and "\n\n" are tokens: a chunk cut in two
+    # shows in the ids.
+    crafted = from_byte_merges([(b"/", b"a"), (b"/a", b"b"), (b"\n", b"\n"), (b" ", b"\n")], pattern)
+    for tok in (trained(pattern), crafted):
+        ref = oracle(tok)
+        text = ("Ünï" + newline + "abc ") * 30000
+        expected = ref.encode_ordinary(text)
+        assert tok.encode_ordinary(text) == expected
+        assert tok.count_tokens(text, disallowed_special=()) == len(expected)
+
+
+def test_special_tokens_across_blocks():
+    """Allowed special tokens anywhere in a long str; a disallowed one only in a late block
+    (the error, and no result); special tokens holding a newline (then no blocks: one could
+    straddle a cut)."""
+    tok = bpe_fast.train_from_iterator([small_text()], 800, pattern="cl100k", special_tokens=["<|eot|>", "<|pad|>"])
+    ref = oracle(tok)
+    line = "Ünïcödé line with <|eot|> inside\n"
+    text = line * 20000
+    expected = ref.encode(text, allowed_special={"<|eot|>"})
+    assert tok.encode(text, allowed_special={"<|eot|>"}) == expected
+    assert tok.encode_to_numpy(text, allowed_special={"<|eot|>"}).tolist() == expected
+    late = text + "tail <|pad|> end"
+    for encode in (tok.encode, tok.encode_to_numpy, tok.count_tokens):
+        with pytest.raises(EncodingError, match="pad"):
+            encode(late, allowed_special={"<|eot|>"})
+    assert tok.count_tokens(text, allowed_special={"<|eot|>"}) == len(expected)
+    tok = bpe_fast.train_from_iterator([small_text()], 800, pattern="cl100k", special_tokens=["<|eot|>", "<|a\nb|>"])
+    ref = oracle(tok)
+    with pytest.raises(EncodingError, match="a\\\\nb"):
+        tok.encode(text + "tail <|a\nb|> end", allowed_special={"<|eot|>"})
+    both = ("x <|a\nb|>y\nz " + line) * 5000
+    assert tok.encode(both, allowed_special="all") == ref.encode(both, allowed_special="all")
+    assert tok.encode_to_numpy(both, allowed_special="all").tolist() == ref.encode(both, allowed_special="all")
+
+
+@pytest.mark.skipif(vocab_dir() is None, reason="shared vocabularies not found (BPE_FAST_DATA or ../shared)")
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_real_vocabularies_at_the_edges_of_the_table(name):
+    """cl100k and o200k: chunks of 15 and 16 bytes, results of 4 and 5 ids, tokens of exactly
+    15 and 16 bytes, and a long multilingual str, cold and warm."""
+    tok = real(name)
+    ref = tiktoken.Encoding(name, pat_str=tok.pattern, mergeable_ranks=tok.mergeable_ranks(),
+                            special_tokens=tok.special_tokens)
+    ranks = tok.mergeable_ranks()
+    rng = random.Random(11)
+    tokens_15_16 = [t.decode() for t in ranks if len(t) in (15, 16) and t.isascii() and t.decode().isprintable()]
+    words = words_of_bytes(range(13, 19), 4000, seed=1)
+    chosen = [w for w in words if len(ref.encode_ordinary(w)) in (4, 5)][:200]
+    assert len(chosen) > 40
+    texts = ["".join(rng.sample(words, 40)) for _ in range(20)] + ["".join(chosen)]
+    texts += ["\n".join(rng.sample(tokens_15_16, min(200, len(tokens_15_16))))]
+    texts += [("Grüße aus Köln, 東京 und Москва. " * 3 + "\n") * 6000]
+    assert_all_forms(tok, texts, [ref.encode_ordinary(t) for t in texts])
