@@ -39,21 +39,34 @@ def blocks_of(path: str, mib: int, block: int = 1 << 20) -> list[bytes]:
     return out
 
 
+def system_time() -> float:
+    """This thread's CPU time in the kernel (page faults), where the OS tells it."""
+    try:
+        import resource
+        return resource.getrusage(resource.RUSAGE_THREAD).ru_stime       # type: ignore[attr-defined]
+    except (ImportError, AttributeError, OSError):
+        return 0.0
+
+
 def child(args) -> None:
     from bpe_fast._table import ChunkTable
     from bpe_fast.pretokenize import Splitter
     scanner = Splitter.of(args.pattern).scanner
+    if args.no_huge:
+        from bpe_fast import _table
+        _table._use_huge_pages(False)           # type: ignore[attr-defined]
     blocks = blocks_of(args.file, args.mb)
     result: dict = {"bytes": sum(map(len, blocks)), "load_before": os.getloadavg()[0]}
     if args.scan:
         start = time.thread_time()
         result["chunks"] = sum(len(scanner.boundaries(b)) for b in blocks)
         result["scan_cpu"] = time.thread_time() - start
-    wall, start = time.perf_counter(), time.thread_time()
+    wall, start, system = time.perf_counter(), time.thread_time(), system_time()
     table = ChunkTable()
     for b in blocks:
         table.add_text(scanner, b)
     result["cpu"] = time.thread_time() - start
+    result["sys"] = system_time() - system
     result["wall"] = time.perf_counter() - wall
     result["load_after"] = os.getloadavg()[0]
     result["distinct"], result["nbytes"] = len(table), table.nbytes
@@ -74,27 +87,33 @@ def main() -> None:
     ap.add_argument("--pattern", default="gpt2")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--tree", action="append", default=[], metavar="NAME=PATH",
-                    help="a checkout to time (bpe_fast built in place there); repeat; default: this one")
+                    help="a checkout to time (bpe_fast built in place there); repeat; default: this one. "
+                    "NAME=PATH,no-huge: without huge pages (trees that have the switch)")
     ap.add_argument("--scan", action="store_true", help="also time the scanner alone")
     ap.add_argument("--no-digest", dest="digest", action="store_false", help="skip the table digest")
     ap.add_argument("--json", help="append every run to this file (JSON lines)")
     ap.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    ap.add_argument("--no-huge", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         child(args)
         return
-    trees = [t.split("=", 1) for t in args.tree] or [["this", os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]]
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    trees = [t.split("=", 1) for t in args.tree] or [["this", here]]
     runs: dict[str, list[dict]] = {name: [] for name, _ in trees}
     command = [sys.executable, os.path.abspath(__file__), args.file, "--mb", str(args.mb), "--pattern", args.pattern,
                "--child"] + (["--scan"] if args.scan else []) + ([] if args.digest else ["--no-digest"])
     for r in range(args.rounds):
         for name, path in trees:
+            path, *flags = path.split(",")
             env = dict(os.environ, PYTHONPATH=os.path.abspath(path))
-            out = subprocess.run(command, env=env, capture_output=True, text=True, check=True).stdout
+            out = subprocess.run(command + ["--" + f for f in flags], env=env, capture_output=True, text=True,
+                                 check=True).stdout
             run = json.loads(out.strip().splitlines()[-1])
             run.update(tree=name, round=r, file=args.file, mb=args.mb, pattern=args.pattern)
             runs[name].append(run)
-            print(f"round {r + 1} {name:>6}: {run['cpu']:.3f} s CPU, {run['wall']:.3f} s wall, load "
+            print(f"round {r + 1} {name:>6}: {run['cpu']:.3f} s CPU ({run['sys']:.3f} in the kernel), "
+                  f"{run['wall']:.3f} s wall, load "
                   f"{run['load_before']:.1f}-{run['load_after']:.1f}, {run['distinct']:,} distinct, "
                   f"{run['nbytes'] / 2**20:.0f} MiB" + (f", scan {run['scan_cpu']:.3f} s" if args.scan else "")
                   + (f", digest {run['digest']}" if args.digest else ""), flush=True)
@@ -104,13 +123,15 @@ def main() -> None:
     first = statistics.median(r["cpu"] for r in runs[trees[0][0]])
     size = runs[trees[0][0]][0]["bytes"]
     print(f"\n{args.file}, first {size / 1e6:.0f} MB, {args.pattern}, medians of {args.rounds} alternating processes")
-    print("| tree | CPU s | MB/s per core | vs " + trees[0][0] + " | wall s | B per distinct chunk |")
-    print("|---|---:|---:|---:|---:|---:|")
+    print("| tree | CPU s | of which kernel | MB/s per core | vs " + trees[0][0] + " | wall s | B per distinct chunk |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
     for name, _ in trees:
         cpu = statistics.median(r["cpu"] for r in runs[name])
         wall = statistics.median(r["wall"] for r in runs[name])
+        system = statistics.median(r["sys"] for r in runs[name])
         per = runs[name][0]["nbytes"] / runs[name][0]["distinct"]
-        print(f"| {name} | {cpu:.3f} | {size / 1e6 / cpu:.0f} | {first / cpu:.2f}x | {wall:.3f} | {per:.0f} |")
+        print(f"| {name} | {cpu:.3f} | {system:.3f} | {size / 1e6 / cpu:.0f} | {first / cpu:.2f}x | {wall:.3f} | "
+              f"{per:.0f} |")
     if args.digest:
         digests = {r["digest"] for rs in runs.values() for r in rs}
         print("tables identical across trees" if len(digests) == 1 else f"TABLES DIFFER: {digests}")

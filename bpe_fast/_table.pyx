@@ -242,6 +242,16 @@ cdef inline uint64_t long_hash(const uint8_t* s, size_t n) noexcept nogil:
     return mum(load64(end - 16) ^ P2, load64(end - 8) ^ h ^ P3)
 
 
+cdef inline bint same_long(const uint8_t* a, const uint8_t* b, size_t n) noexcept nogil:
+    """Whether two chunks of n > 15 bytes are equal: 8 bytes at a time, the last 8 overlapping."""
+    cdef size_t i = 0
+    while i + 8 < n:
+        if load64(a + i) != load64(b + i):
+            return False
+        i += 8
+    return load64(a + n - 8) == load64(b + n - 8)
+
+
 cdef inline uint64_t key_of(const uint8_t* s, size_t n, const uint8_t* end, uint64_t keep,
                             uint64_t* k0, uint64_t* k1) noexcept nogil:
     """A chunk's key (k0, k1: see Slot) and probe hash. A short chunk is read as 16 bytes at once
@@ -267,6 +277,169 @@ cdef inline uint64_t key_of(const uint8_t* s, size_t n, const uint8_t* end, uint
     return mum(a ^ P0, k1[0] ^ P1) & keep
 
 
+cdef struct Table:
+    Slot* slots
+    size_t capacity               # slots, a power of two
+    size_t used
+    int mapped                    # how the slots were allocated (bpe_table_alloc)
+    int huge                      # ... and whether they were marked for huge pages
+    uint8_t* arena                # long chunks' bytes, one after another
+    size_t arena_size
+    size_t arena_capacity
+    uint64_t keep                 # bits of the probe hash used (all but in tests of collisions)
+    Py_ssize_t overflow_slot      # a slot whose count an add would have taken past int64; -1: none
+    int64_t overflow_count        # ... and the count that was not added
+    bint out_of_memory            # a chunk could not be stored (the table or arena could not grow)
+    size_t queued                 # chunks in the batch
+    Pending batch[BATCH]
+
+
+# The table's work is in plain functions of a Table (not methods, which Cython calls through the
+# class's table of methods: they would not be inlined into the scanning loop).
+
+cdef inline size_t home(uint64_t h, size_t capacity) noexcept nogil:
+    """The slot a probe starts from: the first of a cache line's two, so that a chunk found
+    within two slots (nearly all of them) costs one line, the one prefetched."""
+    return <size_t>(h & (capacity - 2))
+
+
+cdef inline void queue(Table* t, const uint8_t* s, size_t n, const uint8_t* end) noexcept nogil:
+    """Count a chunk soon (once in the batch): its key and hash now, its slot prefetched."""
+    cdef Pending* p = &t.batch[t.queued]
+    p.s = s
+    p.h = key_of(s, n, end, t.keep, &p.k0, &p.k1)
+    prefetch(&t.slots[home(p.h, t.capacity)])
+    t.queued += 1
+    if t.queued == BATCH:
+        flush(t)
+
+
+cdef void flush(Table* t) noexcept nogil:
+    """Count the batch."""
+    cdef size_t q
+    for q in range(t.queued):
+        put(t, t.batch[q].s, t.batch[q].k0, t.batch[q].k1, t.batch[q].h, 1)
+    t.queued = 0
+
+
+cdef inline void put(Table* t, const uint8_t* s, uint64_t k0, uint64_t k1, uint64_t h, int64_t count) noexcept nogil:
+    """Add ``count`` to the chunk of this key (its bytes at s), found or placed by linear
+    probing from the slot its hash picks."""
+    cdef size_t mask = t.capacity - 1
+    cdef size_t i = home(h, t.capacity)
+    cdef Slot* slot
+    while True:
+        slot = &t.slots[i]
+        if slot.k1 == k1 and slot.k0 == k0 and (k1 < LONG or same_long(t.arena + slot.ref, s, k1 & LENGTH)):
+            if sum_overflows(slot.count, count):
+                if t.overflow_slot < 0:
+                    t.overflow_slot, t.overflow_count = i, count
+                return
+            slot.count += count
+            return
+        if slot.k1 == 0:
+            break
+        i = (i + 1) & mask
+    insert(t, s, k0, k1, h, count, i)
+
+
+cdef void insert(Table* t, const uint8_t* s, uint64_t k0, uint64_t k1, uint64_t h, int64_t count,
+                 size_t i) noexcept nogil:
+    """A new chunk into the empty slot i, or where it goes once the table has grown."""
+    cdef size_t mask
+    cdef uint64_t ref = 0
+    cdef Slot* slot
+    if 4 * (t.used + 1) > 3 * t.capacity:
+        if grow(t):                             # (then it goes in the new slots)
+            mask = t.capacity - 1
+            i = home(h, t.capacity)
+            while t.slots[i].k1 != 0:
+                i = (i + 1) & mask
+        elif t.used + 2 > t.capacity:           # no memory to grow, and one slot must stay empty
+            t.out_of_memory = True
+            return
+    if k1 >= LONG:
+        ref = store_long(t, s, k1 & LENGTH)
+        if ref == <uint64_t>-1:
+            t.out_of_memory = True
+            return
+    slot = &t.slots[i]
+    slot.k0, slot.k1, slot.count, slot.ref = k0, k1, count, ref
+    t.used += 1
+
+
+cdef uint64_t store_long(Table* t, const uint8_t* s, size_t n) noexcept nogil:
+    """A long chunk's bytes into the arena: where they start, or -1 if there is no memory."""
+    cdef size_t capacity = t.arena_capacity
+    cdef uint8_t* grown
+    cdef uint64_t ref = t.arena_size
+    if t.arena_size + n > capacity:
+        capacity = max(2 * capacity, <size_t>1 << 12)
+        while capacity < t.arena_size + n:
+            capacity *= 2
+        grown = <uint8_t*>realloc(t.arena, capacity)
+        if grown == NULL:
+            return <uint64_t>-1
+        t.arena, t.arena_capacity = grown, capacity
+    memcpy(t.arena + ref, s, n)
+    t.arena_size += n
+    return ref
+
+
+cdef bint grow(Table* t) noexcept nogil:
+    """Twice the slots; False (and the table as it was) if there is no memory."""
+    cdef size_t capacity = 2 * t.capacity, mask = capacity - 1, k, i
+    cdef int mapped, huge
+    cdef Slot* slots = <Slot*>table_alloc(capacity * sizeof(Slot), use_huge_pages, &mapped, &huge)
+    cdef Slot* old = t.slots
+    cdef uint64_t h
+    if slots == NULL:
+        return False
+    for k in range(t.capacity):
+        if old[k].k1 == 0:
+            continue
+        h = old[k].k0 if old[k].k1 >= LONG else mum(old[k].k0 ^ P0, old[k].k1 ^ P1) & t.keep
+        i = home(h, capacity)
+        while slots[i].k1 != 0:
+            i = (i + 1) & mask
+        slots[i] = old[k]
+        if <Py_ssize_t>k == t.overflow_slot:
+            t.overflow_slot = i
+    table_free(old, t.capacity * sizeof(Slot), t.mapped)
+    t.slots, t.capacity, t.mapped, t.huge = slots, capacity, mapped, huge
+    return True
+
+
+cdef inline void add_span(Table* t, int pattern, const uint8_t* cls, const uint8_t* fold, const unsigned char* s,
+                          size_t n, const unsigned char* end) noexcept nogil:
+    cdef size_t i = 0, j
+    while i < n:
+        j = scan_next(pattern, s, n, i, cls, fold)
+        queue(t, s + i, j - i, end)
+        i = j
+
+
+cdef void add_document(Table* t, Scanner scanner, const unsigned char* s, size_t n, const unsigned char* end,
+                       bint lines) noexcept nogil:
+    """One document's chunks; with ``lines``, each of its lines split on its own. ``end``: the
+    end of the buffer the document is in (the chunks' keys may read up to there)."""
+    cdef size_t start = 0, stop
+    cdef const void* newline
+    cdef int pattern = scanner.pattern
+    cdef const uint8_t* cls = &scanner.cls[0]
+    cdef const uint8_t* fold = &scanner.fold[0]
+    if not lines:
+        add_span(t, pattern, cls, fold, s, n, end)
+        return
+    while start < n:
+        stop = n
+        newline = memchr(s + start, 10, n - start)
+        if newline != NULL:
+            stop = <size_t>(<const unsigned char*>newline - s) + 1
+        add_span(t, pattern, cls, fold, s + start, stop - start, end)
+        start = stop
+
+
 cdef class ChunkTable:
     """A multiset of chunks (byte strings), compact and cache-friendly: an open-addressing table
     of 32-byte slots, two to a cache line, at most 3/4 full, holding each chunk's count. A chunk
@@ -282,159 +455,50 @@ cdef class ChunkTable:
     doublings), plus the bytes of chunks over 15 bytes (their length is in the slot). The table
     this replaced (24-byte slots at most 70% full, chunks over 7 bytes in the arena with an 8-byte
     length) took 34-69 bytes per chunk plus 8 + length bytes for every chunk over 7 bytes."""
-    cdef Slot* slots
-    cdef size_t capacity               # slots, a power of two
-    cdef size_t used
-    cdef int mapped                    # how the slots were allocated (bpe_table_alloc)
-    cdef int huge                      # ... and whether they were marked for huge pages
-    cdef uint8_t* arena                # long chunks' bytes, one after another
-    cdef size_t arena_size, arena_capacity
-    cdef uint64_t keep                 # bits of the probe hash used (all but in tests of collisions)
-    cdef Py_ssize_t overflow_slot      # a slot whose count an add would have taken past int64; -1: none
-    cdef int64_t overflow_count        # ... and the count that was not added
-    cdef bint out_of_memory            # a chunk could not be stored (the table or arena could not grow)
-    cdef size_t queued
-    cdef Pending batch[BATCH]
+    cdef Table t
 
     def __cinit__(self):
-        self.keep = <uint64_t>-1
-        self.overflow_slot = -1
-        self.start(FIRST_SLOTS)
+        self.t.keep = <uint64_t>-1
+        self.t.overflow_slot = -1
+        self.start()
 
     def __dealloc__(self):
-        table_free(self.slots, self.capacity * sizeof(Slot), self.mapped)
-        free(self.arena)
+        table_free(self.t.slots, self.t.capacity * sizeof(Slot), self.t.mapped)
+        free(self.t.arena)
 
-    cdef start(self, size_t capacity):
-        """An empty table of ``capacity`` slots, no arena."""
-        self.slots = <Slot*>table_alloc(capacity * sizeof(Slot), use_huge_pages, &self.mapped, &self.huge)
-        if self.slots == NULL:
+    cdef start(self):
+        """An empty table of the first size, no arena."""
+        self.t.slots = <Slot*>table_alloc(FIRST_SLOTS * sizeof(Slot), use_huge_pages, &self.t.mapped, &self.t.huge)
+        if self.t.slots == NULL:
             raise MemoryError()
-        self.capacity, self.used, self.queued = capacity, 0, 0
-        self.arena = NULL
-        self.arena_size = self.arena_capacity = 0
+        self.t.capacity, self.t.used, self.t.queued = FIRST_SLOTS, 0, 0
+        self.t.arena = NULL
+        self.t.arena_size = self.t.arena_capacity = 0
 
     def __len__(self):
-        return self.used
+        return self.t.used
 
     @property
     def nbytes(self) -> int:
         """Memory held, in bytes (what a worker compares with its budget before spilling)."""
-        return self.capacity * sizeof(Slot) + self.arena_capacity
+        return self.t.capacity * sizeof(Slot) + self.t.arena_capacity
 
     @property
     def huge_pages(self) -> bool:
         """Whether the slots were marked for transparent huge pages (tables from 2 MB on, on Linux)."""
-        return bool(self.huge)
+        return bool(self.t.huge)
 
     def _weaken_probe_hash(self, uint64_t keep):
         """Keep only the bits ``keep`` of every probe hash (0: every chunk probes from slot 0 and
         long chunks' hashes all collide). For tests of the collision paths; an empty table only."""
-        if self.used:
+        if self.t.used:
             raise ValueError("the probe hash of a table in use cannot change")
-        self.keep = keep
-
-    # -- counting -------------------------------------------------------------------------------
-    cdef inline void queue(self, const uint8_t* s, size_t n, const uint8_t* end) noexcept nogil:
-        """Count a chunk soon (once in the batch): its key and hash now, its slot prefetched."""
-        cdef Pending* p = &self.batch[self.queued]
-        p.s = s
-        p.h = key_of(s, n, end, self.keep, &p.k0, &p.k1)
-        prefetch(&self.slots[p.h & (self.capacity - 1)])
-        self.queued += 1
-        if self.queued == BATCH:
-            self.flush()
-
-    cdef void flush(self) noexcept nogil:
-        """Count the batch."""
-        cdef size_t q
-        cdef Pending* p
-        for q in range(self.queued):
-            p = &self.batch[q]
-            self.put(p.s, p.k0, p.k1, p.h, 1)
-        self.queued = 0
-
-    cdef inline void put(self, const uint8_t* s, uint64_t k0, uint64_t k1, uint64_t h, int64_t count) noexcept nogil:
-        """Add ``count`` to the chunk of this key (its bytes at s), found or placed by linear
-        probing from the slot its hash picks."""
-        cdef size_t mask = self.capacity - 1
-        cdef size_t i = <size_t>(h & mask)
-        cdef Slot* slot
-        cdef uint64_t ref = 0
-        while True:
-            slot = &self.slots[i]
-            if slot.k1 == k1 and slot.k0 == k0 and (k1 < LONG or memcmp(self.arena + slot.ref, s, k1 & LENGTH) == 0):
-                if sum_overflows(slot.count, count):
-                    if self.overflow_slot < 0:
-                        self.overflow_slot, self.overflow_count = i, count
-                    return
-                slot.count += count
-                return
-            if slot.k1 == 0:
-                break
-            i = (i + 1) & mask
-        if 4 * (self.used + 1) > 3 * self.capacity:
-            if self.grow():                         # (then it goes in the new slots)
-                mask = self.capacity - 1
-                i = <size_t>(h & mask)
-                while self.slots[i].k1 != 0:
-                    i = (i + 1) & mask
-            elif self.used + 2 > self.capacity:     # no memory to grow, and one slot must stay empty
-                self.out_of_memory = True
-                return
-        if k1 >= LONG:
-            ref = self.store_long(s, k1 & LENGTH)
-            if ref == <uint64_t>-1:
-                self.out_of_memory = True
-                return
-        slot = &self.slots[i]
-        slot.k0, slot.k1, slot.count, slot.ref = k0, k1, count, ref
-        self.used += 1
-
-    cdef uint64_t store_long(self, const uint8_t* s, size_t n) noexcept nogil:
-        """A long chunk's bytes into the arena: where they start, or -1 if there is no memory."""
-        cdef size_t capacity = self.arena_capacity
-        cdef uint8_t* grown
-        cdef uint64_t ref = self.arena_size
-        if self.arena_size + n > capacity:
-            capacity = max(2 * capacity, <size_t>1 << 12)
-            while capacity < self.arena_size + n:
-                capacity *= 2
-            grown = <uint8_t*>realloc(self.arena, capacity)
-            if grown == NULL:
-                return <uint64_t>-1
-            self.arena, self.arena_capacity = grown, capacity
-        memcpy(self.arena + ref, s, n)
-        self.arena_size += n
-        return ref
-
-    cdef bint grow(self) noexcept nogil:
-        """Twice the slots; False (and the table as it was) if there is no memory."""
-        cdef size_t capacity = 2 * self.capacity, mask = capacity - 1, k, i
-        cdef int mapped, huge
-        cdef Slot* slots = <Slot*>table_alloc(capacity * sizeof(Slot), use_huge_pages, &mapped, &huge)
-        cdef Slot* old = self.slots
-        cdef uint64_t h
-        if slots == NULL:
-            return False
-        for k in range(self.capacity):
-            if old[k].k1 == 0:
-                continue
-            h = old[k].k0 if old[k].k1 >= LONG else mum(old[k].k0 ^ P0, old[k].k1 ^ P1) & self.keep
-            i = <size_t>(h & mask)
-            while slots[i].k1 != 0:
-                i = (i + 1) & mask
-            slots[i] = old[k]
-            if <Py_ssize_t>k == self.overflow_slot:
-                self.overflow_slot = i
-        table_free(old, self.capacity * sizeof(Slot), self.mapped)
-        self.slots, self.capacity, self.mapped, self.huge = slots, capacity, mapped, huge
-        return True
+        self.t.keep = keep
 
     cdef inline size_t chunk_at(self, const Slot* slot, const uint8_t** data, uint8_t* buffer) noexcept nogil:
         """The bytes of the chunk in a slot (short ones copied out to ``buffer``, 16 bytes)."""
         if slot.k1 >= LONG:
-            data[0] = self.arena + slot.ref
+            data[0] = self.t.arena + slot.ref
             return <size_t>(slot.k1 & LENGTH)
         store64(buffer, slot.k0)
         store64(buffer + 8, slot.k1)
@@ -447,8 +511,8 @@ cdef class ChunkTable:
         if data.shape[0] == 0:
             return
         with nogil:
-            self.add_document(scanner, &data[0], data.shape[0], &data[0] + data.shape[0], lines)
-            self.flush()
+            add_document(&self.t, scanner, &data[0], data.shape[0], &data[0] + data.shape[0], lines)
+            flush(&self.t)
         self.check()
 
     def add_documents(self, Scanner scanner, const unsigned char[::1] data, const int64_t[::1] offsets,
@@ -471,54 +535,28 @@ cdef class ChunkTable:
         end = s + data.shape[0]
         with nogil:
             for i in range(n):
-                self.add_document(scanner, s + offsets[i], <size_t>(offsets[i + 1] - offsets[i]), end, lines)
-            self.flush()
+                add_document(&self.t, scanner, s + offsets[i], <size_t>(offsets[i + 1] - offsets[i]), end, lines)
+            flush(&self.t)
         self.check()
-
-    cdef inline void add_document(self, Scanner scanner, const unsigned char* s, size_t n, const unsigned char* end,
-                                  bint lines) noexcept nogil:
-        """One document's chunks; with ``lines``, each of its lines split on its own. ``end``: the
-        end of the buffer the document is in (the chunks' keys may read up to there)."""
-        cdef size_t start = 0, stop
-        cdef const void* newline
-        while start < n:
-            stop = n
-            if lines:
-                newline = memchr(s + start, 10, n - start)
-                if newline != NULL:
-                    stop = <size_t>(<const unsigned char*>newline - s) + 1
-            self.add_span(scanner, s + start, stop - start, end)
-            start = stop
-
-    cdef inline void add_span(self, Scanner scanner, const unsigned char* s, size_t n,
-                              const unsigned char* end) noexcept nogil:
-        cdef size_t i = 0, j
-        cdef int pattern = scanner.pattern
-        cdef const uint8_t* cls = &scanner.cls[0]
-        cdef const uint8_t* fold = &scanner.fold[0]
-        while i < n:
-            j = scan_next(pattern, s, n, i, cls, fold)
-            self.queue(s + i, j - i, end)
-            i = j
 
     def add(self, const unsigned char[::1] chunk, int64_t count=1):
         """Count one chunk ``count`` times (empty chunks and counts below 1 are not counted)."""
         cdef uint64_t k0, k1, h
         if chunk.shape[0] and count > 0:
-            h = key_of(&chunk[0], chunk.shape[0], &chunk[0] + chunk.shape[0], self.keep, &k0, &k1)
-            self.put(&chunk[0], k0, k1, h, count)
+            h = key_of(&chunk[0], chunk.shape[0], &chunk[0] + chunk.shape[0], self.t.keep, &k0, &k1)
+            put(&self.t, &chunk[0], k0, k1, h, count)
             self.check()
 
     cdef check(self):
         """MemoryError if a chunk could not be stored; OverflowError if an add would have taken a
         count past int64 (that add was not made; the others were)."""
-        cdef Py_ssize_t slot = self.overflow_slot
-        if self.out_of_memory:
-            self.out_of_memory = False
+        cdef Py_ssize_t slot = self.t.overflow_slot
+        if self.t.out_of_memory:
+            self.t.out_of_memory = False
             raise MemoryError("no memory left to count more distinct chunks")
         if slot >= 0:
-            self.overflow_slot = -1
-            raise count_overflow(self.chunk(slot), self.slots[slot].count, self.overflow_count)
+            self.t.overflow_slot = -1
+            raise count_overflow(self.chunk(slot), self.t.slots[slot].count, self.t.overflow_count)
 
     def add_many(self, list chunks):
         """Count each bytes object of the list once."""
@@ -527,8 +565,8 @@ cdef class ChunkTable:
         for chunk in chunks:
             if len(chunk):
                 s = <const uint8_t*><const char*>chunk
-                self.queue(s, len(chunk), s + len(chunk))
-        self.flush()                        # (before the list, and so the chunks' bytes, may go)
+                queue(&self.t, s, len(chunk), s + len(chunk))
+        flush(&self.t)                        # (before the list, and so the chunks' bytes, may go)
         self.check()
 
     def add_arrays(self, const uint8_t[::1] data, const int64_t[::1] offsets, const int64_t[::1] counts):
@@ -540,19 +578,20 @@ cdef class ChunkTable:
         for i in range(n):
             length = offsets[i + 1] - offsets[i]
             if length and counts[i] > 0:
-                h = key_of(&data[offsets[i]], length, end, self.keep, &k0, &k1)
-                self.put(&data[offsets[i]], k0, k1, h, counts[i])
+                h = key_of(&data[offsets[i]], length, end, self.t.keep, &k0, &k1)
+                put(&self.t, &data[offsets[i]], k0, k1, h, counts[i])
                 self.check()
 
     def clear(self):
         """Forget every chunk and give the memory back."""
-        table_free(self.slots, self.capacity * sizeof(Slot), self.mapped)
-        free(self.arena)
-        self.slots = NULL
-        self.capacity = 0
-        self.overflow_slot = -1
-        self.out_of_memory = False
-        self.start(FIRST_SLOTS)
+        table_free(self.t.slots, self.t.capacity * sizeof(Slot), self.t.mapped)
+        free(self.t.arena)
+        self.t.slots = NULL
+        self.t.arena = NULL
+        self.t.capacity = self.t.arena_capacity = 0
+        self.t.overflow_slot = -1
+        self.t.out_of_memory = False
+        self.start()
 
     # -- writing out, sorted by (hash_bytes, bytes) -------------------------------------------------
     cdef void sort_slots(self, vector[pair[uint64_t, int64_t]]* keyed, Py_ssize_t* total) noexcept:
@@ -562,11 +601,11 @@ cdef class ChunkTable:
         cdef size_t length
         cdef const uint8_t* chunk
         cdef uint8_t buffer[16]
-        keyed.reserve(self.used)
+        keyed.reserve(self.t.used)
         total[0] = 0
-        for e in range(<Py_ssize_t>self.capacity):
-            if self.slots[e].k1:
-                length = self.chunk_at(&self.slots[e], &chunk, buffer)
+        for e in range(<Py_ssize_t>self.t.capacity):
+            if self.t.slots[e].k1:
+                length = self.chunk_at(&self.t.slots[e], &chunk, buffer)
                 keyed.push_back(pair[uint64_t, int64_t](hash_bytes(chunk, length), e))
                 total[0] += length
         sort(keyed.begin(), keyed.end())
@@ -597,7 +636,7 @@ cdef class ChunkTable:
         cdef const Slot* slot
         offsets[0] = first_offset
         for k in range(lo, hi):
-            slot = &self.slots[keyed[0][k].second]
+            slot = &self.t.slots[keyed[0][k].second]
             length = self.chunk_at(slot, &chunk, buffer)
             memcpy(&data[offsets[k - lo] - first_offset], chunk, length)
             offsets[k - lo + 1] = offsets[k - lo] + length
@@ -643,7 +682,7 @@ cdef class ChunkTable:
         cdef const uint8_t* chunk
         cdef uint8_t buffer[16]
         for k in range(lo, hi):
-            total += self.chunk_at(&self.slots[keyed[0][k].second], &chunk, buffer)
+            total += self.chunk_at(&self.t.slots[keyed[0][k].second], &chunk, buffer)
         return total
 
     def chunk(self, Py_ssize_t slot):
@@ -651,9 +690,9 @@ cdef class ChunkTable:
         cdef const uint8_t* data
         cdef uint8_t buffer[16]
         cdef size_t length
-        if not 0 <= slot < <Py_ssize_t>self.capacity or self.slots[slot].k1 == 0:
+        if not 0 <= slot < <Py_ssize_t>self.t.capacity or self.t.slots[slot].k1 == 0:
             raise IndexError(f"slot {slot} holds no chunk")
-        length = self.chunk_at(&self.slots[slot], &data, buffer)
+        length = self.chunk_at(&self.t.slots[slot], &data, buffer)
         return (<const char*>data)[:length]
 
 
