@@ -1,7 +1,7 @@
 """Counting per core: the CPU time of scan + insert into the native chunk table, one tree against another.
 
-    python benchmarks/bench_table.py /work/corpora/zipf-1g.txt --mb 128 --pattern gpt2 --rounds 5 \\
-        --tree old=/path/to/old/checkout --tree new=.
+    python benchmarks/make_corpus.py --kind zipf --size 1G -o zipf-1g.txt
+    python benchmarks/bench_table.py zipf-1g.txt --mb 128 --pattern gpt2 --rounds 5 --tree old=../old --tree new=.
 
 Each round runs one process per tree, in turn (old, new, old, new, ...), with that tree first on
 PYTHONPATH. A process reads the first ``--mb`` MiB of the file (cut after its last newline) into
@@ -43,7 +43,7 @@ def system_time() -> float:
     """This thread's CPU time in the kernel (page faults), where the OS tells it."""
     try:
         import resource
-        return resource.getrusage(resource.RUSAGE_THREAD).ru_stime       # type: ignore[attr-defined]
+        return resource.getrusage(resource.RUSAGE_THREAD).ru_stime
     except (ImportError, AttributeError, OSError):
         return 0.0
 
@@ -52,9 +52,11 @@ def child(args) -> None:
     from bpe_fast._table import ChunkTable
     from bpe_fast.pretokenize import Splitter
     scanner = Splitter.of(args.pattern).scanner
+    if scanner is None:
+        sys.exit(f"--pattern {args.pattern}: give a pattern with a native scanner (gpt2, cl100k, o200k, superword)")
     if args.no_huge:
         from bpe_fast import _table
-        _table._use_huge_pages(False)           # type: ignore[attr-defined]
+        _table._use_huge_pages(False)
     blocks = blocks_of(args.file, args.mb)
     result: dict = {"bytes": sum(map(len, blocks)), "load_before": os.getloadavg()[0]}
     if args.scan:
