@@ -562,11 +562,13 @@ cdef class ChunkTable:
         """Count each bytes object of the list once."""
         cdef bytes chunk
         cdef const uint8_t* s
-        for chunk in chunks:
-            if len(chunk):
-                s = <const uint8_t*><const char*>chunk
-                queue(&self.t, s, len(chunk), s + len(chunk))
-        flush(&self.t)                        # (before the list, and so the chunks' bytes, may go)
+        try:
+            for chunk in chunks:
+                if len(chunk):
+                    s = <const uint8_t*><const char*>chunk
+                    queue(&self.t, s, len(chunk), s + len(chunk))
+        finally:
+            flush(&self.t)                    # before the list, and so the chunks' bytes, may go
         self.check()
 
     def add_arrays(self, const uint8_t[::1] data, const int64_t[::1] offsets, const int64_t[::1] counts):

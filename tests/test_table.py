@@ -146,6 +146,15 @@ def test_any_chunks_and_counts_equal_a_counter(chunks, repeat):
     assert_table(again, Counter(chunks))
 
 
+def test_a_bad_item_in_add_many_keeps_what_came_before_it():
+    table = ChunkTable()
+    with pytest.raises(TypeError):
+        table.add_many([b"one", b"two" * 9, "not bytes", b"four"])   # type: ignore[list-item]
+    assert_table(table, Counter([b"one", b"two" * 9]))
+    table.add_many([b"one"])
+    assert_table(table, Counter([b"one", b"one", b"two" * 9]))
+
+
 # -- real text: the same table as the Counter of the regex's chunks --------------------------------
 
 @pytest.mark.parametrize("name", sorted(PATTERNS))
