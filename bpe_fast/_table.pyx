@@ -412,11 +412,25 @@ cdef bint grow(Table* t) noexcept nogil:
 
 cdef inline void add_span(Table* t, int pattern, const uint8_t* cls, const uint8_t* fold, const unsigned char* s,
                           size_t n, const unsigned char* end) noexcept nogil:
-    cdef size_t i = 0, j
+    """``queue`` for every chunk of a span, with the table's fields in locals: the batch is in the
+    Table, so each store to it would otherwise make the compiler read them again."""
+    cdef size_t i = 0, j, q = t.queued, capacity = t.capacity
+    cdef Slot* slots = t.slots
+    cdef uint64_t keep = t.keep
+    cdef Pending* p
     while i < n:
         j = scan_next(pattern, s, n, i, cls, fold)
-        queue(t, s + i, j - i, end)
+        p = &t.batch[q]
+        p.s = s + i
+        p.h = key_of(s + i, j - i, end, keep, &p.k0, &p.k1)
+        prefetch(&slots[home(p.h, capacity)])
+        q += 1
+        if q == BATCH:
+            t.queued = q
+            flush(t)
+            q, slots, capacity = 0, t.slots, t.capacity      # (flush may have grown the table)
         i = j
+    t.queued = q
 
 
 cdef void add_document(Table* t, Scanner scanner, const unsigned char* s, size_t n, const unsigned char* end,
