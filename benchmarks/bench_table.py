@@ -131,7 +131,7 @@ def main() -> None:
         cpu = statistics.median(r["cpu"] for r in runs[name])
         wall = statistics.median(r["wall"] for r in runs[name])
         system = statistics.median(r["sys"] for r in runs[name])
-        per = runs[name][0]["nbytes"] / runs[name][0]["distinct"]
+        per = runs[name][0]["nbytes"] / max(runs[name][0]["distinct"], 1)
         print(f"| {name} | {cpu:.3f} | {system:.3f} | {size / 1e6 / cpu:.0f} | {first / cpu:.2f}x | {wall:.3f} | "
               f"{per:.0f} |")
     if args.digest:

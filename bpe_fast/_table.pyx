@@ -140,7 +140,7 @@ cdef extern from *:
     /* `bytes` of zeroed memory, 64-byte aligned (a slot never straddles two cache lines). From
        2 MB on, where the OS allows it, the memory is mapped 2 MB-aligned and marked for
        transparent huge pages before any of it is touched: a probe into a table of tens of MB then
-       misses the TLB far less often, and a prefetch is not dropped for a TLB miss. *mapped says
+       misses the TLB far less often (a prefetch that misses it may be dropped). *mapped says
        how it was allocated (for bpe_table_free), *huge whether huge pages were granted the
        madvise. NULL if there is no memory. */
     static void* bpe_table_alloc(size_t bytes, int use_huge, int* mapped, int* huge) {
@@ -220,6 +220,18 @@ cdef uint64_t P1 = 0xE7037ED1A0B428DB
 cdef uint64_t P2 = 0x8EBC6AF09C88C6E3
 cdef uint64_t P3 = 0x589965CC75374CC3
 cdef bint use_huge_pages = True
+cdef uint64_t MASK0[16]                 # which bits of k0 and of k1 a chunk of n <= 15 bytes fills
+cdef uint64_t MASK1[16]
+
+
+cdef void set_masks() noexcept:
+    cdef int n
+    for n in range(16):
+        MASK0[n] = (<uint64_t>1 << (8 * n)) - 1 if n < 8 else <uint64_t>-1
+        MASK1[n] = 0 if n <= 8 else (<uint64_t>1 << (8 * (n - 8))) - 1
+
+
+set_masks()
 
 
 def _use_huge_pages(bint flag):
@@ -268,11 +280,8 @@ cdef inline uint64_t key_of(const uint8_t* s, size_t n, const uint8_t* end, uint
         memset(buffer, 0, 16)
         memcpy(buffer, s, n)
         a, b = load64(buffer), load64(buffer + 8)     # (past n: masked off below)
-    if n < 8:
-        a &= (<uint64_t>1 << (8 * n)) - 1
-        b = 0
-    else:
-        b &= (<uint64_t>1 << (8 * (n - 8))) - 1
+    a &= MASK0[n]                                   # (no branch on the length)
+    b &= MASK1[n]
     k0[0], k1[0] = a, b | (<uint64_t>n << 56)
     return mum(a ^ P0, k1[0] ^ P1) & keep
 
@@ -315,10 +324,26 @@ cdef inline void queue(Table* t, const uint8_t* s, size_t n, const uint8_t* end)
 
 
 cdef void flush(Table* t) noexcept nogil:
-    """Count the batch."""
+    """Count the batch. A short chunk found in the line its probe starts at (nearly all of them:
+    the line was prefetched) is counted without a branch on which of the line's two slots holds
+    it; the rest take ``put``."""
     cdef size_t q
+    cdef Pending* p
+    cdef Slot* pair
+    cdef Slot* slot
+    cdef uint64_t k0, k1
+    cdef bint second
     for q in range(t.queued):
-        put(t, t.batch[q].s, t.batch[q].k0, t.batch[q].k1, t.batch[q].h, 1)
+        p = &t.batch[q]
+        k0, k1 = p.k0, p.k1
+        if k1 < LONG:
+            pair = &t.slots[home(p.h, t.capacity)]
+            second = (pair[1].k1 == k1) & (pair[1].k0 == k0)
+            slot = pair + second
+            if slot.k1 == k1 and slot.k0 == k0 and slot.count != INT64_MAX:
+                slot.count += 1
+                continue
+        put(t, p.s, k0, k1, p.h, 1)
     t.queued = 0
 
 
