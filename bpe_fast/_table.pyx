@@ -173,6 +173,34 @@ cdef extern from *:
         return p;
     }
 
+    /* A mapped table of `old_bytes` grown to `new_bytes` (both multiples of 2 MB) where it keeps
+       its pages: the old slots at the start, zeros after, at a new 2 MB-aligned address (the pages
+       move with their page tables, no byte is copied) and marked for huge pages. Only the new half
+       is fresh memory, and the old and new tables never both exist. NULL (and the old mapping as it
+       was) where mremap is missing or fails. */
+    static void* bpe_table_extend(void* old, size_t old_bytes, size_t new_bytes, int* huge) {
+    #if defined(__linux__) && defined(MREMAP_MAYMOVE) && defined(MREMAP_FIXED) && defined(MAP_ANONYMOUS)
+        size_t span = new_bytes + BPE_TABLE_HUGE;
+        char* raw = (char*)mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (raw == (char*)MAP_FAILED) return NULL;
+        char* start = (char*)(((uintptr_t)raw + BPE_TABLE_HUGE - 1) & ~(uintptr_t)(BPE_TABLE_HUGE - 1));
+        if (start > raw) munmap(raw, (size_t)(start - raw));
+        if (raw + span > start + new_bytes) munmap(start + new_bytes, (size_t)(raw + span - (start + new_bytes)));
+        void* p = mremap(old, old_bytes, new_bytes, MREMAP_MAYMOVE | MREMAP_FIXED, start);
+        if (p == MAP_FAILED) {
+            munmap(start, new_bytes);
+            return NULL;
+        }
+    #if defined(MADV_HUGEPAGE)
+        *huge = madvise(p, new_bytes, MADV_HUGEPAGE) == 0;
+    #endif
+        return p;
+    #else
+        (void)old; (void)old_bytes; (void)new_bytes; (void)huge;
+        return NULL;
+    #endif
+    }
+
     static void bpe_table_free(void* p, size_t bytes, int mapped) {
         if (p == NULL) return;
     #if (defined(__unix__) || defined(__APPLE__)) && defined(MAP_ANONYMOUS)
@@ -190,6 +218,7 @@ cdef extern from *:
     uint64_t mum "bpe_table_mum"(uint64_t a, uint64_t b) nogil
     void prefetch "bpe_table_prefetch"(const void* p) nogil
     void* table_alloc "bpe_table_alloc"(size_t nbytes, int use_huge, int* mapped, int* huge) nogil
+    void* table_extend "bpe_table_extend"(void* old, size_t old_bytes, size_t new_bytes, int* huge) nogil
     void table_free "bpe_table_free"(void* p, size_t nbytes, int mapped) nogil
 
 
@@ -411,20 +440,31 @@ cdef uint64_t store_long(Table* t, const uint8_t* s, size_t n) noexcept nogil:
     return ref
 
 
+cdef inline uint64_t probe_hash(const Slot* slot, uint64_t keep) noexcept nogil:
+    """The probe hash of the chunk in a slot (a long chunk's is in the slot)."""
+    return slot.k0 if slot.k1 >= LONG else mum(slot.k0 ^ P0, slot.k1 ^ P1) & keep
+
+
 cdef bint grow(Table* t) noexcept nogil:
-    """Twice the slots; False (and the table as it was) if there is no memory."""
+    """Twice the slots; False (and the table as it was) if there is no memory. A mapped table
+    grows where it is (``bpe_table_extend``, then ``rehash_in_place``); else into new slots."""
     cdef size_t capacity = 2 * t.capacity, mask = capacity - 1, k, i
-    cdef int mapped, huge
-    cdef Slot* slots = <Slot*>table_alloc(capacity * sizeof(Slot), use_huge_pages, &mapped, &huge)
+    cdef int mapped, huge = t.huge
+    cdef Slot* slots
     cdef Slot* old = t.slots
-    cdef uint64_t h
+    if t.mapped:
+        slots = <Slot*>table_extend(old, t.capacity * sizeof(Slot), capacity * sizeof(Slot), &huge)
+        if slots != NULL:
+            t.slots, t.huge = slots, huge
+            rehash_in_place(t, capacity)
+            return True
+    slots = <Slot*>table_alloc(capacity * sizeof(Slot), use_huge_pages, &mapped, &huge)
     if slots == NULL:
         return False
     for k in range(t.capacity):
         if old[k].k1 == 0:
             continue
-        h = old[k].k0 if old[k].k1 >= LONG else mum(old[k].k0 ^ P0, old[k].k1 ^ P1) & t.keep
-        i = home(h, capacity)
+        i = home(probe_hash(&old[k], t.keep), capacity)
         while slots[i].k1 != 0:
             i = (i + 1) & mask
         slots[i] = old[k]
@@ -433,6 +473,41 @@ cdef bint grow(Table* t) noexcept nogil:
     table_free(old, t.capacity * sizeof(Slot), t.mapped)
     t.slots, t.capacity, t.mapped, t.huge = slots, capacity, mapped, huge
     return True
+
+
+cdef void rehash_in_place(Table* t, size_t capacity) noexcept nogil:
+    """The table's slots were doubled in place (the old ones first, zeros after): every chunk to
+    its place among ``capacity`` slots. A chunk's new home is its old one or that plus the old
+    capacity C. Taking the old slots in probe order from just after an empty one e (e + 1 ..
+    C - 1, then 0 .. e), each chunk taken out and put back by probing from its new home:
+    * one that stays in the lower half lands at or before where it was (its old probe path
+      held no empty slot, and its own slot is empty now), so no later take-out is on its path;
+    * one that moves up probes the upper half, which holds only chunks moved before it and never
+      loses one. Until the walk wraps to 0, the chunks moved up are among those that sat in
+      [e + 1, C - 1] with homes there, and for every x at most C - x of them have homes at or
+      past C + x (they fitted in [x, C - 1]), so none runs past the end; after the wrap, one that
+      runs past the end lands in [0, its old slot], all of it walked already.
+    So every chunk is found from its home without crossing an empty slot, as in a table built
+    by inserting them one by one."""
+    cdef size_t old = capacity // 2, mask = capacity - 1, e = 0, step, k, i
+    cdef Slot* slots = t.slots
+    cdef Slot moving
+    cdef Py_ssize_t overflow = t.overflow_slot
+    while slots[e].k1 != 0:                     # (a table at most 3/4 full has an empty slot)
+        e += 1
+    for step in range(1, old + 1):
+        k = (e + step) & (old - 1)
+        if slots[k].k1 == 0:
+            continue
+        moving = slots[k]
+        slots[k].k1 = 0
+        i = home(probe_hash(&moving, t.keep), capacity)
+        while slots[i].k1 != 0:
+            i = (i + 1) & mask
+        slots[i] = moving
+        if <Py_ssize_t>k == overflow:
+            t.overflow_slot = i
+    t.capacity = capacity
 
 
 cdef inline void add_span(Table* t, int pattern, const uint8_t* cls, const uint8_t* fold, const unsigned char* s,

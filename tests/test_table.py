@@ -238,6 +238,26 @@ def test_growth_past_2_mb_in_huge_pages_or_not_gives_the_same_table(huge):
         _use_huge_pages(previous)
 
 
+@pytest.mark.parametrize("huge", [True, False])
+def test_growth_in_place_keeps_clusters_that_wrap_around_the_end(huge):
+    """Probe hashes with their low 8 bits cleared make runs of hundreds of slots from every 256th
+    slot, the last of them wrapping past the table's end to its start; the table grows through
+    2, 4 and 8 MB that way (in place, where the slots are mapped) and must still find every chunk."""
+    previous = _use_huge_pages(huge)
+    try:
+        text = long_tail_text(7, 150_000)
+        table = ChunkTable()
+        table._weaken_probe_hash(~0xFF & (2**64 - 1))
+        table.add_text(scanner("gpt2"), text.encode())
+        counts = regex_counts(text, GPT2)
+        assert len(counts) > 3 * (1 << 17) // 4 * 0.8                 # well past 2 MB of slots
+        assert_table(table, counts)
+        table.add_text(scanner("gpt2"), text.encode())                 # every chunk found again
+        assert_table(table, counts + counts)
+    finally:
+        _use_huge_pages(previous)
+
+
 def test_nbytes_is_the_slots_and_the_long_chunks_bytes():
     table = ChunkTable()
     assert table.nbytes == 4096 * 32
