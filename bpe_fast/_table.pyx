@@ -563,12 +563,15 @@ cdef class ChunkTable:
 
     Text is counted in batches: ``BATCH`` chunks are scanned, keyed, hashed and their slots
     prefetched, then counted, so the cache misses of a batch overlap instead of following one
-    another. Tables from 2 MB on are mapped in huge pages where the OS allows it.
+    another. Tables from 2 MB on are mapped in huge pages where the OS allows it, and grow in
+    place (Linux): the old slots are not copied, and only the new half is fresh memory.
 
     Memory: 32 bytes a slot, so 43-85 bytes per distinct chunk (3/4 to 3/8 full, between two
-    doublings), plus the bytes of chunks over 15 bytes (their length is in the slot). The table
-    this replaced (24-byte slots at most 70% full, chunks over 7 bytes in the arena with an 8-byte
-    length) took 34-69 bytes per chunk plus 8 + length bytes for every chunk over 7 bytes."""
+    doublings), plus the bytes of chunks over 15 bytes (their length is in the slot); while it
+    doubles in place, nothing more (else the old slots too, for the moment). The table this
+    replaced (24-byte slots at most 70% full, chunks over 7 bytes in the arena with an 8-byte
+    length) took 34-69 bytes per chunk plus 8 + length bytes for every chunk over 7 bytes, and
+    held the old and the new slots while it doubled."""
     cdef Table t
 
     def __cinit__(self):
