@@ -10,15 +10,21 @@ pass, like merging sorted runs: no Python object per chunk anywhere.
 
 ``ChunkTable`` invariants:
 * every distinct chunk added is one slot with a positive count (the number of times it was
-  added, weighted); empty slots have count 0; at most 70% of the slots are used, and a chunk is
-  found by linear probing from the slot its hash picks;
-* a chunk of up to 7 bytes is stored in its slot (bytes and length packed in ``key``); a longer
-  one is stored once in the arena (its length, then its bytes) and its slot holds its hash.
+  added, weighted); empty slots have ``k1 == 0``; at most 3/4 of the slots are used (one is
+  always empty), and a chunk is found by linear probing from the slot its probe hash picks;
+* a chunk of up to 15 bytes is its slot's key: its bytes zero-padded, and its length in the top
+  byte of ``k1``; a longer one is stored once in the arena (its bytes only) and its slot holds
+  its 64-bit probe hash and ``LONG | length``;
+* the probe hash is for this table only; the order tables are written and merged in is
+  ``hash_bytes``, computed when the table is sorted, never per insert;
+* chunks scanned from text are counted a batch at a time (``queue`` then ``flush``), and every
+  call that queues flushes before it returns.
 """
 import numpy as np
 cimport numpy as cnp
 from libc.stdint cimport uint8_t, uint32_t, uint64_t, int64_t
-from libc.string cimport memchr, memcmp, memcpy
+from libc.stdlib cimport free, realloc
+from libc.string cimport memchr, memcmp, memcpy, memset
 from libcpp.algorithm cimport sort
 from libcpp.utility cimport pair
 from libcpp.vector cimport vector
@@ -81,111 +87,540 @@ cdef count_overflow(chunk, a, b):
                          f"64-bit count limit ({INT64_MAX:,})")
 
 
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <stdlib.h>
+    #include <string.h>
+    #if defined(__unix__) || defined(__APPLE__)
+    #include <sys/mman.h>
+    #endif
+
+    /* 8 bytes at p as a little-endian integer, and back, whatever the machine's byte order. */
+    static inline uint64_t bpe_table_load(const unsigned char* p) {
+        uint64_t w;
+        memcpy(&w, p, 8);
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        w = __builtin_bswap64(w);
+    #endif
+        return w;
+    }
+    static inline void bpe_table_store(unsigned char* p, uint64_t w) {
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        w = __builtin_bswap64(w);
+    #endif
+        memcpy(p, &w, 8);
+    }
+
+    /* The 128-bit product of a and b, folded to 64 bits (high half xor low half): one multiply
+       that lets every input bit reach every output bit. */
+    static inline uint64_t bpe_table_mum(uint64_t a, uint64_t b) {
+    #if defined(__SIZEOF_INT128__)
+        __uint128_t r = (__uint128_t)a * b;
+        return (uint64_t)r ^ (uint64_t)(r >> 64);
+    #else
+        uint64_t ha = a >> 32, hb = b >> 32, la = (uint32_t)a, lb = (uint32_t)b;
+        uint64_t hh = ha * hb, hl = ha * lb, lh = la * hb, ll = la * lb;
+        uint64_t mid = (ll >> 32) + (uint32_t)hl + (uint32_t)lh;
+        uint64_t lo = (mid << 32) | (uint32_t)ll;
+        uint64_t hi = hh + (hl >> 32) + (lh >> 32) + (mid >> 32);
+        return lo ^ hi;
+    #endif
+    }
+
+    #if defined(__GNUC__) || defined(__clang__)
+    #define bpe_table_prefetch(p) __builtin_prefetch((p), 1, 3)
+    #else
+    #define bpe_table_prefetch(p) ((void)(p))
+    #endif
+
+    #define BPE_TABLE_HUGE ((size_t)2 << 20)
+
+    /* `bytes` of zeroed memory, 64-byte aligned (a slot never straddles two cache lines). From
+       2 MB on, where the OS allows it, the memory is mapped 2 MB-aligned and marked for
+       transparent huge pages before any of it is touched: a probe into a table of tens of MB then
+       misses the TLB far less often (a prefetch that misses it may be dropped). *mapped says
+       how it was allocated (for bpe_table_free), *huge whether huge pages were granted the
+       madvise. NULL if there is no memory. */
+    static void* bpe_table_alloc(size_t bytes, int use_huge, int* mapped, int* huge) {
+        void* p = NULL;
+        *mapped = 0;
+        *huge = 0;
+    #if (defined(__unix__) || defined(__APPLE__)) && defined(MAP_ANONYMOUS)
+        if (use_huge && bytes >= BPE_TABLE_HUGE && bytes % BPE_TABLE_HUGE == 0) {
+            size_t span = bytes + BPE_TABLE_HUGE;
+            char* raw = (char*)mmap(NULL, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+            if (raw != (char*)MAP_FAILED) {
+                char* start = (char*)(((uintptr_t)raw + BPE_TABLE_HUGE - 1) & ~(uintptr_t)(BPE_TABLE_HUGE - 1));
+                if (start > raw) munmap(raw, (size_t)(start - raw));
+                if (raw + span > start + bytes) munmap(start + bytes, (size_t)(raw + span - (start + bytes)));
+    #if defined(MADV_HUGEPAGE)
+                *huge = madvise(start, bytes, MADV_HUGEPAGE) == 0;
+    #endif
+                *mapped = 1;
+                return start;            /* anonymous pages are zero */
+            }
+        }
+    #endif
+    #if defined(_MSC_VER)
+        p = _aligned_malloc(bytes, 64);
+        if (p == NULL) return NULL;
+    #else
+        if (posix_memalign(&p, 64, bytes) != 0) return NULL;
+    #endif
+        memset(p, 0, bytes);
+        return p;
+    }
+
+    /* A mapped table of `old_bytes` grown to `new_bytes` (both multiples of 2 MB) where it keeps
+       its pages: the old slots at the start, zeros after, at a new 2 MB-aligned address (the pages
+       move with their page tables, no byte is copied) and marked for huge pages. Only the new half
+       is fresh memory, and the old and new tables never both exist. NULL (and the old mapping as it
+       was) where mremap is missing or fails. */
+    static void* bpe_table_extend(void* old, size_t old_bytes, size_t new_bytes, int* huge) {
+    #if defined(__linux__) && defined(MREMAP_MAYMOVE) && defined(MREMAP_FIXED) && defined(MAP_ANONYMOUS)
+        size_t span = new_bytes + BPE_TABLE_HUGE;
+        char* raw = (char*)mmap(NULL, span, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+        if (raw == (char*)MAP_FAILED) return NULL;
+        char* start = (char*)(((uintptr_t)raw + BPE_TABLE_HUGE - 1) & ~(uintptr_t)(BPE_TABLE_HUGE - 1));
+        if (start > raw) munmap(raw, (size_t)(start - raw));
+        if (raw + span > start + new_bytes) munmap(start + new_bytes, (size_t)(raw + span - (start + new_bytes)));
+        void* p = mremap(old, old_bytes, new_bytes, MREMAP_MAYMOVE | MREMAP_FIXED, start);
+        if (p == MAP_FAILED) {
+            munmap(start, new_bytes);
+            return NULL;
+        }
+    #if defined(MADV_HUGEPAGE)
+        *huge = madvise(p, new_bytes, MADV_HUGEPAGE) == 0;
+    #endif
+        return p;
+    #else
+        (void)old; (void)old_bytes; (void)new_bytes; (void)huge;
+        return NULL;
+    #endif
+    }
+
+    static void bpe_table_free(void* p, size_t bytes, int mapped) {
+        if (p == NULL) return;
+    #if (defined(__unix__) || defined(__APPLE__)) && defined(MAP_ANONYMOUS)
+        if (mapped) { munmap(p, bytes); return; }
+    #endif
+    #if defined(_MSC_VER)
+        _aligned_free(p);
+    #else
+        free(p);
+    #endif
+    }
+    """
+    uint64_t load64 "bpe_table_load"(const uint8_t* p) nogil
+    void store64 "bpe_table_store"(uint8_t* p, uint64_t w) nogil
+    uint64_t mum "bpe_table_mum"(uint64_t a, uint64_t b) nogil
+    void prefetch "bpe_table_prefetch"(const void* p) nogil
+    void* table_alloc "bpe_table_alloc"(size_t nbytes, int use_huge, int* mapped, int* huge) nogil
+    void* table_extend "bpe_table_extend"(void* old, size_t old_bytes, size_t new_bytes, int* huge) nogil
+    void table_free "bpe_table_free"(void* p, size_t nbytes, int mapped) nogil
+
+
 cdef struct Slot:
-    uint64_t key      # a short chunk's bytes and length (see pack_short); a long chunk's hash
-    int64_t count     # 0: the slot is empty
-    uint64_t ref      # SHORT, or where a long chunk's length and bytes are in the arena
+    uint64_t k0       # a short chunk's bytes 0..7; a long chunk's probe hash
+    uint64_t k1       # a short chunk's bytes 8..14 and its length (1..15) in the top byte; LONG | a long
+                      # chunk's length; 0: the slot is empty
+    int64_t count
+    uint64_t ref      # where a long chunk's bytes are in the arena (0 for a short chunk)
 
-cdef uint64_t SHORT = 0xFFFFFFFFFFFFFFFF
+
+cdef struct Pending:  # a chunk scanned, keyed and hashed (its slot prefetched), not yet counted
+    const uint8_t* s
+    uint64_t k0
+    uint64_t k1
+    uint64_t h
+
+
 cdef enum:
-    SHORT_MAX = 7     # chunks up to 7 bytes (most of them) live in the slot itself
+    SHORT_MAX = 15          # chunks up to 15 bytes (nearly all of them) live in their slot
+    BATCH = 128             # chunks keyed and prefetched before the first of them is counted
+    FIRST_SLOTS = 4096
+
+cdef uint64_t LONG = <uint64_t>0xFF << 56
+cdef uint64_t LENGTH = (<uint64_t>1 << 56) - 1
+cdef uint64_t P0 = 0xA0761D6478BD642F     # wyhash's constants
+cdef uint64_t P1 = 0xE7037ED1A0B428DB
+cdef uint64_t P2 = 0x8EBC6AF09C88C6E3
+cdef uint64_t P3 = 0x589965CC75374CC3
+cdef bint use_huge_pages = True
+cdef uint64_t MASK0[16]                 # which bits of k0 and of k1 a chunk of n <= 15 bytes fills
+cdef uint64_t MASK1[16]
 
 
-cdef inline uint64_t pack_short(const uint8_t* s, size_t n) noexcept nogil:
-    """A chunk of at most 7 bytes as one integer: its bytes, and its length in the top byte."""
-    cdef uint64_t v = 0
-    if n:
-        memcpy(&v, s, n)
-    return v | (<uint64_t>n << 56)
+cdef void set_masks() noexcept:
+    cdef int n
+    for n in range(16):
+        MASK0[n] = (<uint64_t>1 << (8 * n)) - 1 if n < 8 else <uint64_t>-1
+        MASK1[n] = 0 if n <= 8 else (<uint64_t>1 << (8 * (n - 8))) - 1
+
+
+set_masks()
+
+
+def _use_huge_pages(bint flag):
+    """Whether tables from 2 MB on ask for huge pages (for benchmarks and tests); returns the
+    previous setting."""
+    global use_huge_pages
+    previous, use_huge_pages = use_huge_pages, flag
+    return previous
+
+
+cdef inline uint64_t long_hash(const uint8_t* s, size_t n) noexcept nogil:
+    """The probe hash of a chunk of more than 15 bytes: 16 bytes a multiply, the last 16 bytes
+    (overlapping the block before) for the tail. Only for probing: tables are ordered by
+    ``hash_bytes``."""
+    cdef uint64_t h = P0 ^ (n * P1)
+    cdef const uint8_t* end = s + n
+    while end - s > 16:
+        h = mum(load64(s) ^ P1, load64(s + 8) ^ h)
+        s += 16
+    return mum(load64(end - 16) ^ P2, load64(end - 8) ^ h ^ P3)
+
+
+cdef inline bint same_long(const uint8_t* a, const uint8_t* b, size_t n) noexcept nogil:
+    """Whether two chunks of n > 15 bytes are equal: 8 bytes at a time, the last 8 overlapping."""
+    cdef size_t i = 0
+    while i + 8 < n:
+        if load64(a + i) != load64(b + i):
+            return False
+        i += 8
+    return load64(a + n - 8) == load64(b + n - 8)
+
+
+cdef inline uint64_t key_of(const uint8_t* s, size_t n, const uint8_t* end, uint64_t keep,
+                            uint64_t* k0, uint64_t* k1) noexcept nogil:
+    """A chunk's key (k0, k1: see Slot) and probe hash. A short chunk is read as 16 bytes at once
+    when they lie before ``end`` (the end of the buffer it is in), what is past it masked off."""
+    cdef uint64_t a, b, h
+    cdef uint8_t buffer[16]
+    if n > SHORT_MAX:
+        h = long_hash(s, n) & keep
+        k0[0], k1[0] = h, LONG | n
+        return h
+    if s + 16 <= end:
+        a, b = load64(s), load64(s + 8)
+    else:
+        memset(buffer, 0, 16)
+        memcpy(buffer, s, n)
+        a, b = load64(buffer), load64(buffer + 8)     # (past n: masked off below)
+    a &= MASK0[n]                                   # (no branch on the length)
+    b &= MASK1[n]
+    k0[0], k1[0] = a, b | (<uint64_t>n << 56)
+    return mum(a ^ P0, k1[0] ^ P1) & keep
+
+
+cdef struct Table:
+    Slot* slots
+    size_t capacity               # slots, a power of two
+    size_t used
+    int mapped                    # how the slots were allocated (bpe_table_alloc)
+    int huge                      # ... and whether they were marked for huge pages
+    uint8_t* arena                # long chunks' bytes, one after another
+    size_t arena_size
+    size_t arena_capacity
+    uint64_t keep                 # bits of the probe hash used (all but in tests of collisions)
+    Py_ssize_t overflow_slot      # a slot whose count an add would have taken past int64; -1: none
+    int64_t overflow_count        # ... and the count that was not added
+    bint out_of_memory            # a chunk could not be stored (the table or arena could not grow)
+    size_t queued                 # chunks in the batch
+    Pending batch[BATCH]
+
+
+# The table's work is in plain functions of a Table (not methods, which Cython calls through the
+# class's table of methods: they would not be inlined into the scanning loop).
+
+cdef inline size_t home(uint64_t h, size_t capacity) noexcept nogil:
+    """The slot a probe starts from: the first of a cache line's two, so that a chunk found
+    within two slots (nearly all of them) costs one line, the one prefetched."""
+    return <size_t>(h & (capacity - 2))
+
+
+cdef inline void queue(Table* t, const uint8_t* s, size_t n, const uint8_t* end) noexcept nogil:
+    """Count a chunk soon (once in the batch): its key and hash now, its slot prefetched."""
+    cdef Pending* p = &t.batch[t.queued]
+    p.s = s
+    p.h = key_of(s, n, end, t.keep, &p.k0, &p.k1)
+    prefetch(&t.slots[home(p.h, t.capacity)])
+    t.queued += 1
+    if t.queued == BATCH:
+        flush(t)
+
+
+cdef void flush(Table* t) noexcept nogil:
+    """Count the batch. A short chunk found in the line its probe starts at (nearly all of them:
+    the line was prefetched) is counted without a branch on which of the line's two slots holds
+    it; the rest take ``put``."""
+    cdef size_t q
+    cdef Pending* p
+    cdef Slot* pair
+    cdef Slot* slot
+    cdef uint64_t k0, k1
+    cdef bint second
+    for q in range(t.queued):
+        p = &t.batch[q]
+        k0, k1 = p.k0, p.k1
+        if k1 < LONG:
+            pair = &t.slots[home(p.h, t.capacity)]
+            second = (pair[1].k1 == k1) & (pair[1].k0 == k0)
+            slot = pair + second
+            if slot.k1 == k1 and slot.k0 == k0 and slot.count != INT64_MAX:
+                slot.count += 1
+                continue
+        put(t, p.s, k0, k1, p.h, 1)
+    t.queued = 0
+
+
+cdef inline void put(Table* t, const uint8_t* s, uint64_t k0, uint64_t k1, uint64_t h, int64_t count) noexcept nogil:
+    """Add ``count`` to the chunk of this key (its bytes at s), found or placed by linear
+    probing from the slot its hash picks."""
+    cdef size_t mask = t.capacity - 1
+    cdef size_t i = home(h, t.capacity)
+    cdef Slot* slot
+    while True:
+        slot = &t.slots[i]
+        if slot.k1 == k1 and slot.k0 == k0 and (k1 < LONG or same_long(t.arena + slot.ref, s, k1 & LENGTH)):
+            if sum_overflows(slot.count, count):
+                if t.overflow_slot < 0:
+                    t.overflow_slot, t.overflow_count = i, count
+                return
+            slot.count += count
+            return
+        if slot.k1 == 0:
+            break
+        i = (i + 1) & mask
+    insert(t, s, k0, k1, h, count, i)
+
+
+cdef void insert(Table* t, const uint8_t* s, uint64_t k0, uint64_t k1, uint64_t h, int64_t count,
+                 size_t i) noexcept nogil:
+    """A new chunk into the empty slot i, or where it goes once the table has grown."""
+    cdef size_t mask
+    cdef uint64_t ref = 0
+    cdef Slot* slot
+    if 4 * (t.used + 1) > 3 * t.capacity:
+        if grow(t):                             # (then it goes in the new slots)
+            mask = t.capacity - 1
+            i = home(h, t.capacity)
+            while t.slots[i].k1 != 0:
+                i = (i + 1) & mask
+        elif t.used + 2 > t.capacity:           # no memory to grow, and one slot must stay empty
+            t.out_of_memory = True
+            return
+    if k1 >= LONG:
+        ref = store_long(t, s, k1 & LENGTH)
+        if ref == <uint64_t>-1:
+            t.out_of_memory = True
+            return
+    slot = &t.slots[i]
+    slot.k0, slot.k1, slot.count, slot.ref = k0, k1, count, ref
+    t.used += 1
+
+
+cdef uint64_t store_long(Table* t, const uint8_t* s, size_t n) noexcept nogil:
+    """A long chunk's bytes into the arena: where they start, or -1 if there is no memory."""
+    cdef size_t capacity = t.arena_capacity
+    cdef uint8_t* grown
+    cdef uint64_t ref = t.arena_size
+    if t.arena_size + n > capacity:
+        capacity = max(2 * capacity, <size_t>1 << 12)
+        while capacity < t.arena_size + n:
+            capacity *= 2
+        grown = <uint8_t*>realloc(t.arena, capacity)
+        if grown == NULL:
+            return <uint64_t>-1
+        t.arena, t.arena_capacity = grown, capacity
+    memcpy(t.arena + ref, s, n)
+    t.arena_size += n
+    return ref
+
+
+cdef inline uint64_t probe_hash(const Slot* slot, uint64_t keep) noexcept nogil:
+    """The probe hash of the chunk in a slot (a long chunk's is in the slot)."""
+    return slot.k0 if slot.k1 >= LONG else mum(slot.k0 ^ P0, slot.k1 ^ P1) & keep
+
+
+cdef bint grow(Table* t) noexcept nogil:
+    """Twice the slots; False (and the table as it was) if there is no memory. A mapped table
+    grows where it is (``bpe_table_extend``, then ``rehash_in_place``); else into new slots."""
+    cdef size_t capacity = 2 * t.capacity, mask = capacity - 1, k, i
+    cdef int mapped, huge = t.huge
+    cdef Slot* slots
+    cdef Slot* old = t.slots
+    if t.mapped:
+        slots = <Slot*>table_extend(old, t.capacity * sizeof(Slot), capacity * sizeof(Slot), &huge)
+        if slots != NULL:
+            t.slots, t.huge = slots, huge
+            rehash_in_place(t, capacity)
+            return True
+    slots = <Slot*>table_alloc(capacity * sizeof(Slot), use_huge_pages, &mapped, &huge)
+    if slots == NULL:
+        return False
+    for k in range(t.capacity):
+        if old[k].k1 == 0:
+            continue
+        i = home(probe_hash(&old[k], t.keep), capacity)
+        while slots[i].k1 != 0:
+            i = (i + 1) & mask
+        slots[i] = old[k]
+        if <Py_ssize_t>k == t.overflow_slot:
+            t.overflow_slot = i
+    table_free(old, t.capacity * sizeof(Slot), t.mapped)
+    t.slots, t.capacity, t.mapped, t.huge = slots, capacity, mapped, huge
+    return True
+
+
+cdef void rehash_in_place(Table* t, size_t capacity) noexcept nogil:
+    """The table's slots were doubled in place (the old ones first, zeros after): every chunk to
+    its place among ``capacity`` slots. A chunk's new home is its old one or that plus the old
+    capacity C. Taking the old slots in probe order from just after an empty one e (e + 1 ..
+    C - 1, then 0 .. e), each chunk taken out and put back by probing from its new home:
+    * one that stays in the lower half lands at or before where it was (its old probe path
+      held no empty slot, and its own slot is empty now), so no later take-out is on its path;
+    * one that moves up probes the upper half, which holds only chunks moved before it and never
+      loses one. Until the walk wraps to 0, the chunks moved up are among those that sat in
+      [e + 1, C - 1] with homes there, and for every x at most C - x of them have homes at or
+      past C + x (they fitted in [x, C - 1]), so none runs past the end; after the wrap, one that
+      runs past the end lands in [0, its old slot], all of it walked already.
+    So every chunk is found from its home without crossing an empty slot, as in a table built
+    by inserting them one by one."""
+    cdef size_t old = capacity // 2, mask = capacity - 1, e = 0, step, k, i
+    cdef Slot* slots = t.slots
+    cdef Slot moving
+    cdef Py_ssize_t overflow = t.overflow_slot
+    while slots[e].k1 != 0:                     # (a table at most 3/4 full has an empty slot)
+        e += 1
+    for step in range(1, old + 1):
+        k = (e + step) & (old - 1)
+        if slots[k].k1 == 0:
+            continue
+        moving = slots[k]
+        slots[k].k1 = 0
+        i = home(probe_hash(&moving, t.keep), capacity)
+        while slots[i].k1 != 0:
+            i = (i + 1) & mask
+        slots[i] = moving
+        if <Py_ssize_t>k == overflow:
+            t.overflow_slot = i
+    t.capacity = capacity
+
+
+cdef inline void add_span(Table* t, int pattern, const uint8_t* cls, const uint8_t* fold, const unsigned char* s,
+                          size_t n, const unsigned char* end) noexcept nogil:
+    """``queue`` for every chunk of a span, with the table's fields in locals: the batch is in the
+    Table, so each store to it would otherwise make the compiler read them again."""
+    cdef size_t i = 0, j, q = t.queued, capacity = t.capacity
+    cdef Slot* slots = t.slots
+    cdef uint64_t keep = t.keep
+    cdef Pending* p
+    while i < n:
+        j = scan_next(pattern, s, n, i, cls, fold)
+        p = &t.batch[q]
+        p.s = s + i
+        p.h = key_of(s + i, j - i, end, keep, &p.k0, &p.k1)
+        prefetch(&slots[home(p.h, capacity)])
+        q += 1
+        if q == BATCH:
+            t.queued = q
+            flush(t)
+            q, slots, capacity = 0, t.slots, t.capacity      # (flush may have grown the table)
+        i = j
+    t.queued = q
+
+
+cdef void add_document(Table* t, Scanner scanner, const unsigned char* s, size_t n, const unsigned char* end,
+                       bint lines) noexcept nogil:
+    """One document's chunks; with ``lines``, each of its lines split on its own. ``end``: the
+    end of the buffer the document is in (the chunks' keys may read up to there)."""
+    cdef size_t start = 0, stop
+    cdef const void* newline
+    cdef int pattern = scanner.pattern
+    cdef const uint8_t* cls = &scanner.cls[0]
+    cdef const uint8_t* fold = &scanner.fold[0]
+    if not lines:
+        add_span(t, pattern, cls, fold, s, n, end)
+        return
+    while start < n:
+        stop = n
+        newline = memchr(s + start, 10, n - start)
+        if newline != NULL:
+            stop = <size_t>(<const unsigned char*>newline - s) + 1
+        add_span(t, pattern, cls, fold, s + start, stop - start, end)
+        start = stop
 
 
 cdef class ChunkTable:
     """A multiset of chunks (byte strings), compact and cache-friendly: an open-addressing table
-    of 24-byte slots, at most 70% full, holding each chunk's count; chunks of up to 7 bytes are
-    stored in their slot, so finding one touches one cache line; longer chunks are kept in an
-    arena (length, then bytes) and found by their full 64-bit hash."""
-    cdef vector[Slot] slots
-    cdef vector[uint8_t] arena
-    cdef size_t used
-    cdef int bits
-    cdef Py_ssize_t overflow_slot      # a slot whose count an add would have taken past int64; -1: none
-    cdef int64_t overflow_count        # ... and the count that was not added
+    of 32-byte slots, two to a cache line, at most 3/4 full, holding each chunk's count. A chunk
+    of up to 15 bytes is its slot's key (its bytes and length packed in 16 bytes, compared as two
+    integers), so counting it touches one cache line; a longer one keeps its bytes in an arena and
+    is found by a 64-bit probe hash, then compared.
+
+    Text is counted in batches: ``BATCH`` chunks are scanned, keyed, hashed and their slots
+    prefetched, then counted, so the cache misses of a batch overlap instead of following one
+    another. Tables from 2 MB on are mapped in huge pages where the OS allows it, and grow in
+    place (Linux): the old slots are not copied, and only the new half is fresh memory.
+
+    Memory: 32 bytes a slot, so 43-85 bytes per distinct chunk (3/4 to 3/8 full, between two
+    doublings), plus the bytes of chunks over 15 bytes (their length is in the slot); while it
+    doubles in place, nothing more (else the old slots too, for the moment). The table this
+    replaced (24-byte slots at most 70% full, chunks over 7 bytes in the arena with an 8-byte
+    length) took 34-69 bytes per chunk plus 8 + length bytes for every chunk over 7 bytes, and
+    held the old and the new slots while it doubled."""
+    cdef Table t
 
     def __cinit__(self):
-        self.bits = 12
-        self.slots.assign(<size_t>1 << self.bits, Slot(0, 0, 0))
-        self.used = 0
-        self.overflow_slot = -1
+        self.t.keep = <uint64_t>-1
+        self.t.overflow_slot = -1
+        self.start()
+
+    def __dealloc__(self):
+        table_free(self.t.slots, self.t.capacity * sizeof(Slot), self.t.mapped)
+        free(self.t.arena)
+
+    cdef start(self):
+        """An empty table of the first size, no arena."""
+        self.t.slots = <Slot*>table_alloc(FIRST_SLOTS * sizeof(Slot), use_huge_pages, &self.t.mapped, &self.t.huge)
+        if self.t.slots == NULL:
+            raise MemoryError()
+        self.t.capacity, self.t.used, self.t.queued = FIRST_SLOTS, 0, 0
+        self.t.arena = NULL
+        self.t.arena_size = self.t.arena_capacity = 0
 
     def __len__(self):
-        return self.used
+        return self.t.used
 
     @property
     def nbytes(self) -> int:
         """Memory held, in bytes (what a worker compares with its budget before spilling)."""
-        return self.slots.size() * sizeof(Slot) + self.arena.capacity()
+        return self.t.capacity * sizeof(Slot) + self.t.arena_capacity
 
-    cdef inline void insert(self, const uint8_t* s, size_t n, int64_t count) noexcept nogil:
-        cdef bint short = n <= SHORT_MAX
-        cdef uint64_t key = pack_short(s, n) if short else hash_bytes(s, n)
-        cdef uint64_t place = mix(key) if short else key
-        cdef size_t mask = (<size_t>1 << self.bits) - 1
-        cdef size_t i = <size_t>(place & mask)
-        cdef Slot* slot
-        while True:
-            slot = &self.slots[i]
-            if slot.count == 0:
-                break
-            if slot.key == key and (slot.ref == SHORT) == short and (short or self.same_long(slot.ref, s, n)):
-                if sum_overflows(slot.count, count):
-                    self.overflow_slot, self.overflow_count = i, count
-                    return
-                slot.count += count
-                return
-            i = (i + 1) & mask
-        slot.key = key
-        slot.count = count
-        slot.ref = SHORT if short else self.store_long(s, n)
-        self.used += 1
-        if 10 * self.used > 7 * self.slots.size():
-            self.grow()
+    @property
+    def huge_pages(self) -> bool:
+        """Whether the slots were marked for transparent huge pages (tables from 2 MB on, on Linux)."""
+        return bool(self.t.huge)
 
-    cdef inline bint same_long(self, uint64_t ref, const uint8_t* s, size_t n) noexcept nogil:
-        cdef uint64_t length
-        memcpy(&length, &self.arena[ref], 8)
-        return length == n and memcmp(&self.arena[ref + 8], s, n) == 0
-
-    cdef inline uint64_t store_long(self, const uint8_t* s, size_t n) noexcept nogil:
-        cdef uint64_t ref = self.arena.size(), length = n
-        self.arena.resize(ref + 8 + n)
-        memcpy(&self.arena[ref], &length, 8)
-        memcpy(&self.arena[ref + 8], s, n)
-        return ref
-
-    cdef void grow(self) noexcept nogil:
-        cdef vector[Slot] old
-        old.swap(self.slots)
-        self.bits += 1
-        self.slots.assign(<size_t>1 << self.bits, Slot(0, 0, 0))
-        cdef size_t mask = (<size_t>1 << self.bits) - 1, i, k
-        for k in range(old.size()):
-            if old[k].count == 0:
-                continue
-            i = <size_t>((mix(old[k].key) if old[k].ref == SHORT else old[k].key) & mask)
-            while self.slots[i].count != 0:
-                i = (i + 1) & mask
-            self.slots[i] = old[k]
+    def _weaken_probe_hash(self, uint64_t keep):
+        """Keep only the bits ``keep`` of every probe hash (0: every chunk probes from slot 0 and
+        long chunks' hashes all collide). For tests of the collision paths; an empty table only."""
+        if self.t.used:
+            raise ValueError("the probe hash of a table in use cannot change")
+        self.t.keep = keep
 
     cdef inline size_t chunk_at(self, const Slot* slot, const uint8_t** data, uint8_t* buffer) noexcept nogil:
-        """The bytes of the chunk in a slot (short ones copied out to ``buffer``)."""
-        cdef uint64_t length
-        if slot.ref == SHORT:
-            memcpy(buffer, &slot.key, 8)
-            data[0] = buffer
-            return <size_t>(slot.key >> 56)
-        memcpy(&length, &self.arena[slot.ref], 8)
-        data[0] = &self.arena[slot.ref + 8]
-        return <size_t>length
+        """The bytes of the chunk in a slot (short ones copied out to ``buffer``, 16 bytes)."""
+        if slot.k1 >= LONG:
+            data[0] = self.t.arena + slot.ref
+            return <size_t>(slot.k1 & LENGTH)
+        store64(buffer, slot.k0)
+        store64(buffer + 8, slot.k1)
+        data[0] = buffer
+        return <size_t>(slot.k1 >> 56)
 
     def add_text(self, Scanner scanner, const unsigned char[::1] data, bint lines=False):
         """Count the chunks of UTF-8 ``data`` as split by the scanner of a named pattern; with
@@ -193,7 +628,9 @@ cdef class ChunkTable:
         if data.shape[0] == 0:
             return
         with nogil:
-            self.add_document(scanner, &data[0], data.shape[0], lines)
+            add_document(&self.t, scanner, &data[0], data.shape[0], &data[0] + data.shape[0], lines)
+            flush(&self.t)
+        self.check()
 
     def add_documents(self, Scanner scanner, const unsigned char[::1] data, const int64_t[::1] offsets,
                       bint lines=False):
@@ -203,6 +640,7 @@ cdef class ChunkTable:
         document must be valid UTF-8 on its own (the scanner reads whole characters)."""
         cdef Py_ssize_t i, n = offsets.shape[0] - 1
         cdef const unsigned char* s
+        cdef const unsigned char* end
         if n <= 0 or data.shape[0] == 0:
             return
         if offsets[0] < 0 or offsets[n] > data.shape[0]:
@@ -211,79 +649,82 @@ cdef class ChunkTable:
             if offsets[i + 1] < offsets[i]:
                 raise ValueError(f"offsets must not decrease: offsets[{i + 1}] = {offsets[i + 1]} < {offsets[i]}")
         s = &data[0]
+        end = s + data.shape[0]
         with nogil:
             for i in range(n):
-                self.add_document(scanner, s + offsets[i], <size_t>(offsets[i + 1] - offsets[i]), lines)
-
-    cdef inline void add_document(self, Scanner scanner, const unsigned char* s, size_t n, bint lines) noexcept nogil:
-        """One document's chunks; with ``lines``, each of its lines split on its own."""
-        cdef size_t start = 0, end
-        cdef const void* newline
-        while start < n:
-            end = n
-            if lines:
-                newline = memchr(s + start, 10, n - start)
-                if newline != NULL:
-                    end = <size_t>(<const unsigned char*>newline - s) + 1
-            self.add_span(scanner, s + start, end - start)
-            start = end
-
-    cdef inline void add_span(self, Scanner scanner, const unsigned char* s, size_t n) noexcept nogil:
-        cdef size_t i = 0, j
-        while i < n:
-            j = scan_next(scanner.pattern, s, n, i, &scanner.cls[0], &scanner.fold[0])
-            self.insert(s + i, j - i, 1)
-            i = j
+                add_document(&self.t, scanner, s + offsets[i], <size_t>(offsets[i + 1] - offsets[i]), end, lines)
+            flush(&self.t)
+        self.check()
 
     def add(self, const unsigned char[::1] chunk, int64_t count=1):
         """Count one chunk ``count`` times (empty chunks and counts below 1 are not counted)."""
+        cdef uint64_t k0, k1, h
         if chunk.shape[0] and count > 0:
-            self.insert(&chunk[0], chunk.shape[0], count)
-            self.check_overflow()
+            h = key_of(&chunk[0], chunk.shape[0], &chunk[0] + chunk.shape[0], self.t.keep, &k0, &k1)
+            put(&self.t, &chunk[0], k0, k1, h, count)
+            self.check()
 
-    cdef check_overflow(self):
-        """OverflowError if an add would have taken a count past int64 (that add was not made)."""
-        cdef Py_ssize_t slot = self.overflow_slot
+    cdef check(self):
+        """MemoryError if a chunk could not be stored; OverflowError if an add would have taken a
+        count past int64 (that add was not made; the others were)."""
+        cdef Py_ssize_t slot = self.t.overflow_slot
+        if self.t.out_of_memory:
+            self.t.out_of_memory = False
+            raise MemoryError("no memory left to count more distinct chunks")
         if slot >= 0:
-            self.overflow_slot = -1
-            raise count_overflow(self.chunk(slot), self.slots[slot].count, self.overflow_count)
+            self.t.overflow_slot = -1
+            raise count_overflow(self.chunk(slot), self.t.slots[slot].count, self.t.overflow_count)
 
     def add_many(self, list chunks):
         """Count each bytes object of the list once."""
         cdef bytes chunk
-        for chunk in chunks:
-            if len(chunk):
-                self.insert(<const uint8_t*><const char*>chunk, len(chunk), 1)
+        cdef const uint8_t* s
+        try:
+            for chunk in chunks:
+                if len(chunk):
+                    s = <const uint8_t*><const char*>chunk
+                    queue(&self.t, s, len(chunk), s + len(chunk))
+        finally:
+            flush(&self.t)                    # before the list, and so the chunks' bytes, may go
+        self.check()
 
     def add_arrays(self, const uint8_t[::1] data, const int64_t[::1] offsets, const int64_t[::1] counts):
         """Count every chunk of a table given as arrays, with its count."""
         cdef Py_ssize_t i, n = counts.shape[0]
         cdef size_t length
+        cdef uint64_t k0, k1, h
+        cdef const uint8_t* end = &data[0] + data.shape[0] if data.shape[0] else NULL
         for i in range(n):
             length = offsets[i + 1] - offsets[i]
             if length and counts[i] > 0:
-                self.insert(&data[offsets[i]], length, counts[i])
-                self.check_overflow()
+                h = key_of(&data[offsets[i]], length, end, self.t.keep, &k0, &k1)
+                put(&self.t, &data[offsets[i]], k0, k1, h, counts[i])
+                self.check()
 
     def clear(self):
         """Forget every chunk and give the memory back."""
-        vector[uint8_t]().swap(self.arena)
-        self.bits = 12
-        vector[Slot](<size_t>1 << self.bits, Slot(0, 0, 0)).swap(self.slots)
-        self.used = 0
+        table_free(self.t.slots, self.t.capacity * sizeof(Slot), self.t.mapped)
+        free(self.t.arena)
+        self.t.slots = NULL
+        self.t.arena = NULL
+        self.t.capacity = self.t.arena_capacity = 0
+        self.t.overflow_slot = -1
+        self.t.out_of_memory = False
+        self.start()
 
+    # -- writing out, sorted by (hash_bytes, bytes) -------------------------------------------------
     cdef void sort_slots(self, vector[pair[uint64_t, int64_t]]* keyed, Py_ssize_t* total) noexcept:
         """(hash, slot) of every chunk, in (hash, bytes) order; and the bytes of all chunks.
         16 bytes a chunk, sorted in place."""
         cdef Py_ssize_t e
         cdef size_t length
         cdef const uint8_t* chunk
-        cdef uint8_t buffer[8]
-        keyed.reserve(self.used)
+        cdef uint8_t buffer[16]
+        keyed.reserve(self.t.used)
         total[0] = 0
-        for e in range(<Py_ssize_t>self.slots.size()):
-            if self.slots[e].count:
-                length = self.chunk_at(&self.slots[e], &chunk, buffer)
+        for e in range(<Py_ssize_t>self.t.capacity):
+            if self.t.slots[e].k1:
+                length = self.chunk_at(&self.t.slots[e], &chunk, buffer)
                 keyed.push_back(pair[uint64_t, int64_t](hash_bytes(chunk, length), e))
                 total[0] += length
         sort(keyed.begin(), keyed.end())
@@ -310,17 +751,16 @@ cdef class ChunkTable:
         cdef Py_ssize_t k
         cdef size_t length
         cdef const uint8_t* chunk
-        cdef uint8_t buffer[8]
+        cdef uint8_t buffer[16]
         cdef const Slot* slot
         offsets[0] = first_offset
         for k in range(lo, hi):
-            slot = &self.slots[keyed[0][k].second]
+            slot = &self.t.slots[keyed[0][k].second]
             length = self.chunk_at(slot, &chunk, buffer)
             memcpy(&data[offsets[k - lo] - first_offset], chunk, length)
             offsets[k - lo + 1] = offsets[k - lo] + length
             counts[k - lo] = slot.count
             hashes[k - lo] = keyed[0][k].first
-
     def sorted_arrays(self):
         """(data, offsets, counts, hashes): the table as arrays sorted by (hash, bytes)."""
         cdef vector[pair[uint64_t, int64_t]] keyed
@@ -359,15 +799,19 @@ cdef class ChunkTable:
     cdef Py_ssize_t span_bytes(self, vector[pair[uint64_t, int64_t]]* keyed, Py_ssize_t lo, Py_ssize_t hi) noexcept:
         cdef Py_ssize_t k, total = 0
         cdef const uint8_t* chunk
-        cdef uint8_t buffer[8]
+        cdef uint8_t buffer[16]
         for k in range(lo, hi):
-            total += self.chunk_at(&self.slots[keyed[0][k].second], &chunk, buffer)
+            total += self.chunk_at(&self.t.slots[keyed[0][k].second], &chunk, buffer)
         return total
 
     def chunk(self, Py_ssize_t slot):
+        """The chunk in a slot (by its index in the table)."""
         cdef const uint8_t* data
-        cdef uint8_t buffer[8]
-        cdef size_t length = self.chunk_at(&self.slots[slot], &data, buffer)
+        cdef uint8_t buffer[16]
+        cdef size_t length
+        if not 0 <= slot < <Py_ssize_t>self.t.capacity or self.t.slots[slot].k1 == 0:
+            raise IndexError(f"slot {slot} holds no chunk")
+        length = self.chunk_at(&self.t.slots[slot], &data, buffer)
         return (<const char*>data)[:length]
 
 

@@ -69,6 +69,17 @@ def test_stages_splits_the_kernels_time(tmp_path):
     assert "| kernel: first pair count |" in done.stdout and "sequential share of the merging" in done.stdout
 
 
+def test_bench_table_times_trees_and_checks_their_tables_agree(tmp_path):
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text(small_text() * 50, encoding="utf-8")
+    done = run_script("bench_table.py", str(corpus), "--mb", "1", "--pattern", "cl100k", "--rounds", "1", "--scan",
+                      "--tree", f"a={ROOT}", "--tree", f"b={ROOT},no-huge", "--json", str(tmp_path / "runs.jsonl"))
+    assert done.returncode == 0, done.stderr
+    assert "tables identical across trees" in done.stdout and "| b |" in done.stdout, done.stdout
+    runs = [json.loads(line) for line in (tmp_path / "runs.jsonl").read_text().splitlines()]
+    assert [r["tree"] for r in runs] == ["a", "b"] and runs[0]["distinct"] == runs[1]["distinct"] > 100
+
+
 @needs_data
 @pytest.mark.slow      # three processes started (make_corpus and two trainings): seconds of waiting
 def test_bench_superword_times_superword_against_plain_training(tmp_path):
