@@ -171,7 +171,7 @@ def as_flat(result, kind: str):
         np.cumsum([len(ids) for ids in result], out=offsets[1:])
         return np.fromiter((i for ids in result for i in ids), np.uint32, count=int(offsets[-1])), offsets
     if kind == "awkward":
-        import awkward as ak  # type: ignore[import-untyped]
+        import awkward as ak
         offsets = np.zeros(len(result) + 1, np.int64)
         np.cumsum(np.asarray(ak.num(result, axis=1), np.int64), out=offsets[1:])
         return np.asarray(ak.flatten(result, axis=1), np.uint32), offsets
