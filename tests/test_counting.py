@@ -84,6 +84,28 @@ def test_every_superword_cut_keeps_the_chunks(text):
         assert find_cut(data, start, SUPERWORD) == next((c for c in cuts if c >= start), None)
 
 
+# Text that NFC/NFKC change: decomposed letters, compatibility forms, a letter NFKC makes a space
+# and a mark (U+037A), ASCII letters, digits and marks around them.
+normalizable = st.text(alphabet="ae1 !.\u0301\u0308\u037a\ufb01\u2460\u00a8\uff0f\u1112\u1161\n", max_size=120)
+
+
+@given(text=normalizable, form=st.sampled_from(["nfc", "nfkc"]))
+@settings(max_examples=300, deadline=None)
+def test_every_normalized_superword_cut_keeps_the_normalized_chunks(text, form):
+    """With a normalization, a superword cut must also be a place where normalizing the blocks
+    one by one gives the normalized whole, and the chunks of the normalized blocks those of the
+    normalized whole: cuts only between ASCII characters (pretokenize._is_superword_cut)."""
+    import unicodedata
+    data = text.encode("utf-8")
+    whole = unicodedata.normalize(form.upper(), text)
+    cuts = [i for i in range(len(data) + 1) if is_safe_cut(data, i, SUPERWORD, form)]
+    pieces = [unicodedata.normalize(form.upper(), data[a:b].decode("utf-8"))
+              for a, b in zip([0, *cuts], [*cuts, len(data)])]
+    assert "".join(pieces) == whole
+    assert Counter(c.encode() for c in chunks_of(pieces, SUPERWORD)) == whole_counts(whole, SUPERWORD)
+    assert not any(data[c - 1] >= 0x80 or data[c] >= 0x80 for c in cuts)
+
+
 def test_superword_cut_rule_refuses_the_dangerous_places():
     assert find_cut(b"said,\" and", 0, SUPERWORD) == 4      # after a letter, before two marks
     assert find_cut(b"ab\ncd\n", 0, SUPERWORD) is None      # its chunks cross lines: "ab\ncd\n" is one
