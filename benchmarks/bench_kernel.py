@@ -39,6 +39,8 @@ def one(table_path: str, vocab_size: int, threads: int, parallel_from: int) -> N
         keywords["parallel_from"] = parallel_from
     t0 = time.perf_counter()
     trainer = _kernel.Trainer(table.symbols, table.offsets, table.counts, vocab_size - 256, **keywords)
+    if hasattr(trainer, "count_pairs"):          # the set-up in two steps; an older kernel counts in Trainer()
+        trainer.count_pairs()
     t1, cpu1 = time.perf_counter(), time.process_time()
     stats: dict = {}
     merges = trainer.learn(None, 256, stats)

@@ -75,11 +75,12 @@ def main() -> None:
         del tables
         table = timed("add the parts into the word table", rows, WordTable.from_parts, paths, splitter.pattern)
     n = args.vocab_size - 256
-    trainer = timed("kernel: lay out the words, count the pairs", rows,
+    trainer = timed("kernel: lay out the words", rows,
                     functools.partial(_kernel.Trainer, threads=args.threads), table.symbols, table.offsets,
                     table.counts, n)
     words, symbols = len(table), table.n_symbols
-    del table
+    del table                                    # as train does: the table goes before the pair count
+    timed("kernel: count the pairs", rows, trainer.count_pairs)
     stats: dict = {}
     timed(f"kernel: {n:,} merges", rows, trainer.learn, None, 256, stats)
     print(f"\n{words:,} distinct chunks, {symbols:,} bytes of them; total {sum(r[1] for r in rows):.2f} s, "
