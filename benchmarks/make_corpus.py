@@ -433,7 +433,8 @@ def pick(rng, options: list[bytes], n: int) -> Field:
 
 
 def log_lines(rng, english: Language, n: int, options) -> tuple[np.ndarray, np.ndarray]:
-    """2024-03-17T12:34:56.789Z INFO [api-7] GET /v2/orders/8812/items?page=3 200 41ms 10.2.33.4 sha=..."""
+    """Log lines: an ISO time stamp, a level, a service tag, an HTTP method and API route with a
+    query, a status, a latency, an IP address and a hash."""
     digits = lambda lo, hi: Field.random(rng, DIGITS, n, lo, hi)        # noqa: E731
     number = lambda lo, hi: Field.number(rng, n, lo, hi)                 # noqa: E731
     const = lambda text: Field.const(text, n)                            # noqa: E731

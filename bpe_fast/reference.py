@@ -25,6 +25,15 @@ def count_pairs(words: list[list[int]], counts: list[int]) -> Counter:
     return stats
 
 
+def allowed_pairs(words: list[list[int]], counts: list[int], length: dict[int, int],
+                  max_token_length: int | None) -> dict[tuple[int, int], int]:
+    """Every pair's count, less the pairs whose token would pass ``max_token_length`` bytes."""
+    stats: dict[tuple[int, int], int] = count_pairs(words, counts)
+    if max_token_length is not None:
+        stats = {p: n for p, n in stats.items() if length[p[0]] + length[p[1]] <= max_token_length}
+    return stats
+
+
 def merge_word(word: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
     out, i = [], 0
     while i < len(word):
@@ -53,13 +62,9 @@ def train_reference(word_counts: dict[bytes, int], n_merges: int, min_count: int
     length = {b: 1 for b in range(256)} | (token_lengths or {})
     merges = []
     for i in range(n_merges):
-        stats: dict[tuple[int, int], int] = count_pairs(words, counts)
-        if max_token_length is not None:
-            stats = {p: n for p, n in stats.items() if length[p[0]] + length[p[1]] <= max_token_length}
-        if not stats:
-            break
-        best = min(stats, key=lambda pair: (-stats[pair], pair))
-        if stats[best] < max(1, min_count):
+        stats = allowed_pairs(words, counts, length, max_token_length)
+        best = min(stats, key=lambda pair: (-stats[pair], pair)) if stats else None
+        if best is None or stats[best] < max(1, min_count):
             break
         merges.append(best)
         if chosen is not None:
@@ -248,13 +253,9 @@ def train_picky_reference(word_counts: dict[bytes, int], n_learned: int, tau: fl
     events: list[tuple[int, int]] = []
     present = 0
     while present < n_learned:
-        stats: dict[tuple[int, int], int] = count_pairs(words, counts)
-        if max_token_length is not None:
-            stats = {p: n for p, n in stats.items() if length[p[0]] + length[p[1]] <= max_token_length}
-        if not stats:
-            break
-        best = min(stats, key=lambda pair: (-stats[pair], pair))
-        if stats[best] < max(1, min_count):
+        stats = allowed_pairs(words, counts, length, max_token_length)
+        best = min(stats, key=lambda pair: (-stats[pair], pair)) if stats else None
+        if best is None or stats[best] < max(1, min_count):
             break
         before = token_counts(words, counts)
         new = 256 + len(parents)
