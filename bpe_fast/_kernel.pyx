@@ -28,7 +28,10 @@ Invariants kept between merges:
   count is at least ``track_from`` it is the true best. When it falls below, every pair is
   counted again from the corpus with ``track_from`` 16 times lower, down to ``min_count``
   ("recount"). Most pairs of a big corpus occur in one rare word only; not tracking them saves
-  most of the memory and time. Continuing from a base (millions of distinct pairs of its
+  most of the memory and time. From bytes, ``track_from`` starts at 8 x min_count or, on a
+  big corpus, at its pairs / (128 x the merges asked) (``default_track_from``): the merges of
+  a long-tailed GB make a million new pairs counted 8 or more times, nearly all far below the
+  last merge's count. Continuing from a base (millions of distinct pairs of its
   tokens), the first count raises ``track_from`` to the count of the 4 x n_merges-th best pair:
   the merges come from far fewer pairs than that, and a recount, should one be needed, finds
   the rest. Tracked ids are given in the order of each pair's first occurrence in slot order.
@@ -295,6 +298,10 @@ cdef enum:
     TALLY_LAG = 8
     TRACK_PER_MERGE = 4    # continuing, the first count tracks about this many pairs per merge asked for
     LOWER_BY = 16          # a recount lowers track_from this many times (to min_count at least)
+    # From bytes, new pairs are tracked from (pairs in the corpus) / (merges asked x TRACK_SHARE):
+    # on five long-tailed 1 GB corpora at 32k-64k the last merge's count was 1/27-1/66 of
+    # that quotient, so the threshold sits 2-4 times below it (a recount if a corpus falls lower)
+    TRACK_SHARE = 128
 
 # (id of a pair, its other symbol): see _Merger.ends_with
 ctypedef pair[int32_t, int32_t] Neighbour
@@ -324,6 +331,16 @@ def check_word_table(symbols, const int64_t[::1] offsets, const int64_t[::1] cou
         raise ValueError("word table is inconsistent: every word count must be positive")
     if n_sym and (np.min(symbols) < 0 or np.max(symbols) > 255):
         raise ValueError("symbols must be byte ids 0..255")
+
+
+def default_track_from(const int64_t[::1] offsets, counts, Py_ssize_t n_merges, int64_t min_count):
+    """Training from bytes, the count from which new pairs are tracked: 8 x min_count, or, on a
+    big corpus, a share of the pairs per merge asked (TRACK_SHARE). Most pairs that merges make
+    in a long-tailed corpus are rare and never come near the top; each tracked one costs about
+    100 bytes and a heap entry. Any value gives the same merges (a recount finds pairs that were
+    not tracked); too high a value costs recounts, too low one memory."""
+    pairs = float(np.dot(np.asarray(counts, dtype=np.float64), np.diff(np.asarray(offsets)) - 1)) if len(counts) else 0.0
+    return max(8 * min_count, int(pairs / (max(n_merges, 1) * TRACK_SHARE)))
 
 
 def kernel_positions(const int64_t[::1] offsets, counts):
@@ -962,6 +979,22 @@ cdef class _Merger:
     def __dealloc__(self):
         del self.pool                               # joins the threads (NULL: nothing to do)
 
+    def memory(self):
+        """Bytes held now, by part (allocator overheads not counted; capacities, not sizes)."""
+        cdef size_t i, lists = 0, used = 0, neighbours = 0
+        for i in range(self.occ.size()):
+            lists += self.occ[i].capacity()
+            used += self.occ[i].size()
+        for i in range(self.ends_with.size()):
+            neighbours += (self.ends_with[i].capacity() + self.starts_with[i].capacity()) * sizeof(Neighbour)
+        cdef size_t slots = (self.sym.nbytes + self.word_starts.nbytes + self.word_of.nbytes + self.run_start.nbytes
+                             + self.run_count.nbytes + self.heavy_count.nbytes)
+        return {"slots": slots,
+                "pairs": self.keys.capacity() * (sizeof(uint64_t) + 2 * sizeof(int64_t) + sizeof(vector[uint8_t])),
+                "lists": lists, "lists_used": used, "neighbours": neighbours,
+                "heap": self.heap.size() * sizeof(HeapEntry) + self.waiting.capacity() * sizeof(int32_t),
+                "tracked": self.keys.size()}
+
     # -- set-up ------------------------------------------------------------------------------
     cdef int lay_out(self, symbols, const int64_t[::1] offsets, const int64_t[::1] counts, byte_ranks,
                      start, bint kernel_order) except -1:
@@ -1563,7 +1596,10 @@ cdef class Trainer:
         self.n_symbols, self.n_words = len(symbols), counts.shape[0]
         if threads < 1:
             raise ValueError(f"threads must be at least 1, got {threads}")
-        self.run = _Merger(symbols, offsets, counts, self.max_merges, track_from or 8 * self.min_count, byte_ranks,
+        if not track_from:
+            track_from = 8 * self.min_count if start is not None else \
+                default_track_from(offsets, counts, self.max_merges, self.min_count)
+        self.run = _Merger(symbols, offsets, counts, self.max_merges, track_from, byte_ranks,
                            start, token_lengths, first_id, setup_progress, threads, parallel_from, kernel_order)
 
     def count_pairs(self):
@@ -1634,6 +1670,11 @@ cdef class Trainer:
         self.chosen = self.chosen[:m]
         return np.asarray(merges[:m]).copy()
 
+    def memory(self):
+        """The corpus state's bytes by part (slots, pair records, occurrence lists, by-symbol lists,
+        heap); empty once ``learn`` has returned and let it go. For profiling memory."""
+        return {} if self.run is None else self.run.memory()
+
     @property
     def counts(self):
         """After ``learn``: each merge's count when it was chosen (int64), in merge order."""
@@ -1652,7 +1693,7 @@ def train_merges(symbols, const int64_t[::1] offsets, const int64_t[::1] counts,
     makes id 256 + m. ``byte_ranks[b]``, if given, is the id byte b takes instead (a permutation
     of 0..255: it decides how ties break; the merges returned use these ids). Stops early when
     no pair is left or the best count is below ``min_count``. ``track_from`` is the count below
-    which new pairs are not tracked until needed (default: 8 times min_count); any value gives
+    which new pairs are not tracked until needed (default: ``default_track_from``); any value gives
     the same merges. ``progress``, if given, is called with the number of merges done so far,
     every ``progress_every`` merges. ``stats``, if given, receives counters of the work done.
     A pair whose token would be longer than ``max_token_length`` bytes (0: any length) is never

@@ -109,6 +109,32 @@ def test_recounts_on_threads(track_from):
     assert assert_same_on_threads(words, 120, track_from=track_from) == train_reference(words, 120)
 
 
+@pytest.mark.parametrize("n_merges", [60, 300])
+def test_the_default_tracking_threshold_follows_the_corpus(n_merges):
+    """From bytes, the default threshold is the corpus's pairs / (128 x merges asked): on a
+    weighty table (20 words a million times each, 2,000 rare ones) it is far above 8, tracks
+    fewer pairs than tracking every pair, and learns the reference's merges, whether it holds to
+    the end (60 merges, all from the heavy words) or the best count falls below it and the pairs
+    are counted again (300: the rare words' pairs)."""
+    rng = np.random.default_rng(7)
+
+    def word() -> bytes:
+        return bytes(rng.choice(list(b"abcdefgh "), size=rng.integers(2, 12)).astype(np.uint8))
+
+    words = {word(): int(rng.integers(1, 4)) for _ in range(2000)}
+    words.update({word(): 10**6 for _ in range(20)})
+    table = WordTable.from_counts(words)
+    pairs = int(np.dot(table.counts, np.diff(table.offsets) - 1))
+    threshold = _kernel.default_track_from(table.offsets, table.counts, n_merges, 1)
+    assert threshold == pairs // (128 * n_merges) > 8
+    merges = assert_same_on_threads(words, n_merges)
+    assert merges == train_reference(words, n_merges)
+    _, stats = run(words, n_merges, 1)
+    _, every_pair = run(words, n_merges, 1, track_from=1)
+    assert stats["pairs_tracked"] < every_pair["pairs_tracked"]
+    assert (stats["recounts"] > 1) == (n_merges == 300)
+
+
 @pytest.mark.parametrize("track_from", [0, 10**5])
 def test_continuing_on_threads(track_from):
     """Continuing from a base: ranges of the pair count cut inside tokens, the tracking threshold
