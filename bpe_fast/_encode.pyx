@@ -949,11 +949,35 @@ cdef class MergeEncoder:
         with nogil:
             for i in range(n):
                 if offsets[i + 1] > offsets[i]:
-                    w.ids.size = 0
-                    self.encode_chunk(&data[0] + offsets[i], offsets[i + 1] - offsets[i],
+                    self.encode_whole(&data[0] + offsets[i], offsets[i + 1] - offsets[i],
                                       &data[0] + data.shape[0], w)
                     self.lay_out(w.ids, &slots[positions[i]])
         w.release()
+
+    cdef void encode_whole(self, const uint8_t* s, size_t n, const uint8_t* end, _Worker w) noexcept nogil:
+        """The ids of a chunk encoded whole by the merges, into w.ids (emptied first), by way of
+        the pieces this encoder's pattern splits it into when that is exact. A superword chunk
+        is many of them, and most are words met before: encoded from the chunk table, not
+        merged. Their encodings put end to end are the whole's exactly when every token meets
+        the next compatibly (module docstring: the one sequence of reachable tokens whose
+        adjacent pairs are all compatible); within a piece they do, so only the pieces' joins
+        are checked. Where one is not, the whole chunk is merged."""
+        cdef size_t i = 0, j, before
+        cdef int pattern = self.pattern
+        w.ids.size = 0
+        if pattern != SPLIT_NONE and pattern != 0:
+            while i < n:
+                j = scan_next(pattern, s, n, i, &self.cls[0], &self.fold[0])
+                before = w.ids.size
+                self.encode_chunk(s + i, j - i, end, w)
+                if before and not self.compatible(<int32_t>w.ids.data[before - 1], <int32_t>w.ids.data[before],
+                                                  w.cache.compat, w.cache.compat_bits):
+                    break
+                i = j
+            if i == n:
+                return
+            w.ids.size = 0
+        self.encode_chunk(s, n, end, w)
 
     cdef inline void lay_out(self, _Ids ids, int32_t* slot) noexcept nogil:
         """The ids, one token after another from ``slot``: id, -1 inside, tail mark."""

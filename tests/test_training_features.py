@@ -206,6 +206,45 @@ def test_tokenized_by_lays_each_word_out_as_the_base_encodes_it():
     assert np.array_equal(start, expected)
 
 
+@pytest.mark.parametrize("pattern", ["gpt2", "cl100k", "o200k"])
+@settings(max_examples=30, deadline=None)
+@given(words=st.lists(st.text(" ab,.\n1'", min_size=1, max_size=24), min_size=1, max_size=40),
+       n_merges=st.integers(1, 40))
+def test_tokenized_by_lays_out_superword_chunks_as_their_whole_bpe(pattern, words, n_merges):
+    """A chunk of another pattern than the base's (superword training) is encoded whole by the
+    base's merges. The encoder goes by the pieces its own pattern cuts the chunk into, and
+    merges the chunk whole where their encodings do not join compatibly. Merges learned across
+    the pattern's cuts (here: on whole chunks) make both cases; the layout is the whole chunk's
+    BPE either way."""
+    counts = {w.encode(): 1 + len(w) for w in words}
+    base = Tokenizer(train_reference(counts, n_merges), pattern=pattern)
+    table = WordTable.from_counts(counts)
+    start, _ = continued.tokenized_by(base, table)
+    for i in range(len(table)):
+        word = table.word(i)
+        got, p = [], int(table.offsets[i])
+        while p < int(table.offsets[i + 1]):
+            got.append(int(start[p]))
+            p += len(base.token_bytes(int(start[p])))
+        assert got == bpe_of_chunk(base, word)
+
+
+def test_superword_chunks_are_laid_out_by_pieces_and_whole():
+    """The case of the test above that needs both ways at once: the pieces' encodings join into
+    the whole's for one chunk (" a b": no merge crosses its cuts) and not for another ("a,b",
+    where "a," is a token); each is laid out as its whole BPE."""
+    counts = {b"a,": 50, b" a b": 3, b"a,b": 2}
+    base = Tokenizer(train_reference(counts, 3), pattern="gpt2")
+    assert base.token_bytes(256) == b"a," and base.encode_ordinary("a,b") == [97, 44, 98]   # split: "a" "," "b"
+    table = WordTable.from_counts(counts)
+    start, _ = continued.tokenized_by(base, table)
+    for i in range(len(table)):
+        a, b = int(table.offsets[i]), int(table.offsets[i + 1])
+        expected = bpe_of_chunk(base, table.word(i))
+        assert [int(x) for x in start[a:b] if x >= 0] == expected
+        assert (len(expected) < len(base.encode_ordinary(table.word(i).decode()))) == (table.word(i) != b" a b")
+
+
 def test_in_kernel_order_tokenized_by_lays_each_word_where_the_kernel_puts_it():
     """With kernel_order, each word's slots are the same, moved to where the kernel's order
     (falling count) puts it; the kernel takes that array over (training changes it), with the
