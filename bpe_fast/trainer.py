@@ -477,7 +477,9 @@ def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainRepo
     table's. The table comes in a list, which this empties: when the caller keeps no other
     reference (as train() does), the table's memory is given back as soon as the kernel has laid
     the words out, before the merging, which needs the most memory."""
-    table = held.pop()
+    # Training reads the chunks' bytes, offsets and counts; the hashes (8 bytes a chunk) serve
+    # adding tables. A table only this call holds gives their memory back before the layout.
+    table = replace(held.pop(), hashes=None)
     base, progress = options.base, options.progress
     if len(table) == 0:
         raise EmptyCorpusError("the corpus is empty: no text to learn merges from")

@@ -172,7 +172,8 @@ def test_train_options_refuse_bad_settings_before_any_text_is_read():
 
 def test_the_word_table_is_freed_before_the_kernel_counts_the_pairs(monkeypatch):
     """The pair lists and the merging need the most memory: the table and its arrays must be gone
-    once the kernel has laid the words out, before it counts the pairs (train keeps no reference)."""
+    once the kernel has laid the words out, before it counts the pairs (train keeps no reference);
+    the table's hashes, which training does not read, already before the layout."""
     import gc
     import weakref
     from types import SimpleNamespace
@@ -180,14 +181,22 @@ def test_the_word_table_is_freed_before_the_kernel_counts_the_pairs(monkeypatch)
     from bpe_fast import _kernel, trainer
     tables: list = []
     alive_when_counting: list[bool] = []
+    hashes_at_layout: list[bool] = []
     real_count = trainer.count_from_iterator
 
     def counting(*args, **kwargs):
         table = real_count(*args, **kwargs)
-        tables.append([weakref.ref(table), weakref.ref(table.symbols), weakref.ref(table.offsets)])
+        assert table.hashes is not None
+        tables.append([weakref.ref(table), weakref.ref(table.symbols), weakref.ref(table.offsets),
+                       weakref.ref(table.hashes)])
         return table
 
     class Watched(_kernel.Trainer):
+        def __init__(self, *args, **kwargs):
+            gc.collect()
+            hashes_at_layout.append(tables[-1][3]() is not None)
+            super().__init__(*args, **kwargs)
+
         def count_pairs(self):
             gc.collect()
             alive_when_counting.append(any(ref() is not None for ref in tables[-1]))
@@ -197,6 +206,7 @@ def test_the_word_table_is_freed_before_the_kernel_counts_the_pairs(monkeypatch)
     monkeypatch.setattr(trainer, "_kernel", SimpleNamespace(Trainer=Watched))
     tok = bpe_fast.train_from_iterator([small_text()], 400, progress="none")
     assert alive_when_counting and not any(alive_when_counting)       # (learn asks again: counted once)
+    assert hashes_at_layout == [False]
     monkeypatch.undo()
     assert tok == bpe_fast.train_from_iterator([small_text()], 400, progress="none")
 
