@@ -858,7 +858,7 @@ cdef class MergeEncoder:
         cdef const uint8_t* fold
         cdef const Packed* table
         cdef const Packed* x
-        cdef bint counting = w.counting, room, runs = self.boundless
+        cdef bint counting = w.counting, room, runs = self.boundless, hooked = self.boundless or w.mark_pieces
         cdef size_t before, run_start = 0, run_len = 0
         if pattern == SPLIT_NONE:
             if n:
@@ -906,8 +906,11 @@ cdef class MergeEncoder:
                     else:
                         self.encode_short(s + start[q], length[q], key0[q], key1[q], hashes[q], w)
                         table, bits = w.cache.table, w.cache.table_bits     # (it may have grown)
-                if runs:        # BoundlessBPE: runs of chunks that are one unit each (run_step)
-                    run_len = self.run_step(w, before, &run_start, run_len)
+                if hooked:      # (one branch a chunk for both)
+                    if runs:    # BoundlessBPE: runs of chunks that are one unit each (run_step)
+                        run_len = self.run_step(w, before, &run_start, run_len)
+                    else:
+                        w.piece_at.push_back(before)
         if runs:
             self.end_run(w, run_start, run_len)
 
@@ -957,24 +960,27 @@ cdef class MergeEncoder:
     cdef void encode_whole(self, const uint8_t* s, size_t n, const uint8_t* end, _Worker w) noexcept nogil:
         """The ids of a chunk encoded whole by the merges, into w.ids (emptied first), by way of
         the pieces this encoder's pattern splits it into when that is exact. A superword chunk
-        is many of them, and most are words met before: encoded from the chunk table, not
-        merged. Their encodings put end to end are the whole's exactly when every token meets
-        the next compatibly (module docstring: the one sequence of reachable tokens whose
-        adjacent pairs are all compatible); within a piece they do, so only the pieces' joins
-        are checked. Where one is not, the whole chunk is merged."""
-        cdef size_t i = 0, j, before
-        cdef int pattern = self.pattern
+        is many of them, and most are words met before: encoded from the chunk table (batched
+        and prefetched, as in any encoding), not merged. Their encodings put end to end are the
+        whole's exactly when every token meets the next compatibly (module docstring: the one
+        sequence of reachable tokens whose adjacent pairs are all compatible); within a piece
+        they do, so only the pieces' joins are checked. Where one is not, the whole chunk is
+        merged."""
+        cdef size_t k, at
+        cdef bint joined = True
         w.ids.size = 0
-        if pattern != SPLIT_NONE and pattern != 0:
-            while i < n:
-                j = scan_next(pattern, s, n, i, &self.cls[0], &self.fold[0])
-                before = w.ids.size
-                self.encode_chunk(s + i, j - i, end, w)
-                if before and not self.compatible(<int32_t>w.ids.data[before - 1], <int32_t>w.ids.data[before],
-                                                  w.cache.compat, w.cache.compat_bits):
+        if self.pattern != SPLIT_NONE and self.pattern != 0 and not self.boundless:
+            w.piece_at.clear()
+            w.mark_pieces = True
+            self.encode_piece(s, n, end, w)
+            w.mark_pieces = False
+            for k in range(1, w.piece_at.size()):
+                at = w.piece_at[k]
+                if not self.compatible(<int32_t>w.ids.data[at - 1], <int32_t>w.ids.data[at],
+                                       w.cache.compat, w.cache.compat_bits):
+                    joined = False
                     break
-                i = j
-            if i == n:
+            if joined:
                 return
             w.ids.size = 0
         self.encode_chunk(s, n, end, w)
@@ -1532,6 +1538,8 @@ cdef class _Worker:
     cdef _ChunkCache cache
     cdef vector[Py_ssize_t] blocks              # the batch blocks this worker encoded ...
     cdef vector[size_t] block_at                # ... and where each one's ids start in ids
+    cdef bint mark_pieces                       # encode_piece notes where each chunk's ids start ...
+    cdef vector[size_t] piece_at                # ... here (encode_whole)
 
     def __cinit__(self, MergeEncoder enc, bint counting):
         self.enc, self.counting, self.ids = enc, counting and not enc.boundless, _Ids()   # runs need the ids
