@@ -141,3 +141,24 @@ def test_byte_ranks_decide_ties_like_relabelled_bytes():
     merges = train_merges(table.symbols, table.offsets, table.counts, 1, byte_ranks=ranks).tolist()
     relabelled = {bytes(255 - c for c in w): n for w, n in words.items()}
     assert [tuple(m) for m in merges] == train_reference(relabelled, 1)
+
+
+def test_memory_by_part_follows_the_set_up_and_the_merging():
+    """Trainer.memory(): the layout's slots (4 bytes a byte at least) from the start; pair
+    records, lists and by-symbol lists once the pairs are counted, as many pairs as the count
+    tracked, each list's bytes within its capacity; nothing once learn has let the state go."""
+    from bpe_fast._kernel import Trainer
+    rng = np.random.default_rng(4)
+    words = {bytes(rng.choice(list(b"abcdef"), size=rng.integers(2, 20)).astype(np.uint8)): int(rng.integers(1, 50))
+             for _ in range(500)}
+    table = WordTable.from_counts(words)
+    kernel = Trainer(table.symbols, table.offsets, table.counts, 60, track_from=1)
+    laid_out = kernel.memory()
+    assert laid_out["slots"] >= 4 * table.n_symbols and laid_out["tracked"] == 0 and laid_out["lists"] == 0
+    kernel.count_pairs()
+    counted = kernel.memory()
+    assert counted["tracked"] == len(count_pairs([list(w) for w in words], list(words.values())))
+    assert 0 < counted["lists_used"] <= counted["lists"] and counted["pairs"] > 0 and counted["neighbours"] > 0
+    stats: dict = {}
+    kernel.learn(stats=stats)
+    assert kernel.memory() == {} and stats["initial_pairs"] == counted["tracked"]
