@@ -28,7 +28,7 @@ entry, the second reads the entries, which by then are in the CPU's cache. Longe
 the vocabulary's byte-keyed table and a cache of their own.
 
 Text arrives as Python str and is read (and turned into UTF-8, a block at a time, when it is not
-ASCII) without the GIL, so batches run on threads in parallel; ids leave as NumPy arrays, or as
+ASCII and CPython keeps no UTF-8 beside it) without the GIL, so batches run on threads in parallel; ids leave as NumPy arrays, or as
 lists built from one shared Python int per id.
 """
 import gc
@@ -1601,7 +1601,8 @@ cdef class _Worker:
     cdef bint encode_ref(self, const TextRef* ref, SpecialSet allowed, SpecialSet disallowed) noexcept nogil:
         """Encode one str; True (and nothing emitted) if it holds a disallowed special token.
 
-        A str that is not ASCII is turned into UTF-8 in the cache's buffer, in blocks of about
+        A str that is not ASCII, and has no UTF-8 kept beside it by CPython (bpe_str_view), is
+        turned into UTF-8 in the cache's buffer, in blocks of about
         BLOCK_CHARS characters cut where a chunk boundary is sure (next_cut) when the pattern
         allows: the buffer stays small and in the CPU's cache, and is never zero-filled."""
         cdef const uint8_t* s

@@ -13,10 +13,24 @@ from libc.stdint cimport uint8_t, uint16_t, uint32_t
 
 cdef extern from *:
     """
-    /* The canonical data of a str: kind 0 means ASCII (already UTF-8), else bytes per code point. */
+    /* The text of a str as UTF-8 bytes when it has them (kind 0: ASCII, or the UTF-8 CPython
+       keeps beside a str once something asked for it, as PyUnicode_AsUTF8 does), else its
+       canonical data (kind: bytes per code point). Reading the kept UTF-8 saves converting a
+       text encoded again and again; it is read, never made here (making it would keep a copy
+       alive on the caller's str). The field is CPython's own (PyCompactUnicodeObject.utf8): read
+       only where its layout is known, and not on the free-threaded build, which sets it
+       atomically. */
     static int bpe_str_view(PyObject* s, const void** data, Py_ssize_t* length, int* kind) {
     #if PY_VERSION_HEX < 0x030C0000
         if (PyUnicode_READY(s) < 0) return -1;
+    #endif
+    #if !defined(Py_LIMITED_API) && !defined(Py_GIL_DISABLED) && PY_VERSION_HEX >= 0x030900F0 && PY_VERSION_HEX < 0x030F0000
+        if (!PyUnicode_IS_ASCII(s) && PyUnicode_IS_COMPACT(s) && ((PyCompactUnicodeObject*)s)->utf8 != NULL) {
+            *data = ((PyCompactUnicodeObject*)s)->utf8;
+            *length = ((PyCompactUnicodeObject*)s)->utf8_length;
+            *kind = 0;
+            return 0;
+        }
     #endif
         *length = PyUnicode_GET_LENGTH(s);
         *data = PyUnicode_DATA(s);
@@ -148,8 +162,8 @@ cdef extern from *:
 
 cdef struct TextRef:
     const void* data
-    Py_ssize_t length          # code points (= bytes when kind is 0)
-    int kind                   # 0: ASCII; 1, 2, 4: bytes per code point
+    Py_ssize_t length          # code points, or bytes when kind is 0
+    int kind                   # 0: UTF-8 bytes (ASCII, or a str's kept UTF-8); 1, 2, 4: bytes per code point
 
 
 cdef inline size_t utf8_capacity(const TextRef* t) noexcept nogil:

@@ -87,6 +87,39 @@ def test_encode_equals_tiktoken_on_any_text(name, text):
     assert ours(name).decode(ids) == text
 
 
+def kept_utf8(text: str) -> str:
+    """The str, with its UTF-8 now kept beside it by CPython (as PyUnicode_AsUTF8 leaves it)."""
+    import ctypes
+    as_utf8 = ctypes.pythonapi.PyUnicode_AsUTF8AndSize
+    as_utf8.restype, as_utf8.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_void_p]
+    assert as_utf8(text, None) is not None
+    return text
+
+
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+@given(text=st.text(alphabet=assigned, max_size=300))
+@settings(max_examples=200, deadline=None)
+def test_a_str_whose_utf8_cpython_keeps_encodes_as_tiktoken(name, text):
+    """The encoder reads a str's kept UTF-8 instead of converting its code points (when the str
+    is not ASCII): the same ids from every entry point, special tokens included."""
+    expected = reference(name).encode(text + "<|endoftext|>", allowed_special="all")
+    with_tail = kept_utf8(text + "<|endoftext|>")
+    assert ours(name).encode(with_tail, allowed_special="all") == expected
+    assert ours(name).encode_to_numpy(with_tail, allowed_special="all").tolist() == expected
+    assert ours(name).encode_batch([with_tail, kept_utf8(text)], allowed_special="all") == \
+        [expected, reference(name).encode_ordinary(text)]
+    assert ours(name).count_tokens(with_tail, allowed_special="all") == len(expected)
+
+
+def test_a_long_str_whose_utf8_cpython_keeps_encodes_as_tiktoken():
+    """Past the block size of the conversion (64K characters), on real text of every script."""
+    files = [p for p in corpus_files() if "multilingual" in str(p)][:8]
+    text = "".join(read_corpus(p)[:40_000] for p in files)
+    assert len(text) > 1 << 17 and not text.isascii()
+    expected = reference("o200k_base").encode_ordinary(text)
+    assert ours("o200k_base").encode_ordinary(kept_utf8(text)) == expected
+
+
 def test_lone_surrogates_become_replacement_characters_as_in_tiktoken():
     text = "ab\ud800cd"
     assert ours("cl100k_base").encode(text) == reference("cl100k_base").encode(text)
