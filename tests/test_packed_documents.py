@@ -53,6 +53,23 @@ def test_packing_equals_encoding_each_document(docs):
     assert all_str == all(isinstance(d, str) for d in docs)
 
 
+@given(docs=st.lists(any_text, max_size=30), kept=st.lists(st.booleans(), min_size=30, max_size=30))
+@settings(max_examples=200, deadline=None)
+def test_strs_whose_utf8_cpython_keeps_pack_as_their_encoding(docs, kept):
+    """Packing reads a str's kept UTF-8 when CPython has it (PyUnicode_AsUTF8 leaves it), the
+    code points otherwise: the same bytes either way, in any mix."""
+    import ctypes
+    as_utf8 = ctypes.pythonapi.PyUnicode_AsUTF8AndSize
+    as_utf8.restype, as_utf8.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_void_p]
+    docs = ["".join([d]) + "\u00e9" for d in docs]          # new strs, none ASCII: no UTF-8 kept yet
+    for doc, keep in zip(docs, kept):
+        if keep:
+            as_utf8(doc, None)
+    data, offsets, _ = packed(docs)
+    assert data == b"".join(d.encode() for d in docs)
+    assert offsets.tolist() == [0, *np.cumsum([len(d.encode()) for d in docs], dtype=np.int64).tolist()]
+
+
 @given(docs=documents)
 @settings(max_examples=100, deadline=None)
 def test_document_ends_are_the_running_sum_of_lengths(docs):
