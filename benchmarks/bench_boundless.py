@@ -17,7 +17,7 @@ tokenizer must round-trip every held-out file.
 
 Cost (``--cost``): ``train(files, V)``, ``train(files, V, superword_at=T)``,
 ``train(files, V, superword="boundless", superword_at=T)`` and the same with
-``superword_at="auto"``, each in a fresh process (proctree.run_sampled: its CPU and that of every
+``superword_at="auto"``, each in a fresh process (fresh_training.train_once: its CPU and that of every
 other process on the machine meanwhile), alternating, ``--repeats`` times, on a long-tail slice
 made by make_corpus.py (``--longtail-size``, written once into ``--work-dir``) and on the natural
 text (big.txt + multilingual/*.txt, whole).
@@ -28,7 +28,6 @@ second counting and merging), the others' CPU and the peak memory.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -36,31 +35,19 @@ import time
 from pathlib import Path
 
 import bpe_fast
-from bench_superword import longtail_slice
-from mix33 import PROJECT_ROOT, corpus_dir  # noqa: E402  (benchmarks/ is on sys.path)
-from proctree import run_sampled
+from mix33 import corpus_dir  # noqa: E402  (benchmarks/ is on sys.path)
+from fresh_training import longtail_slice, stage_cells, train_once
 
-RESULT_MARK = "RESULT "
 KINDS = ("plain", "superbpe", "boundless", "auto")
 TITLES = {"plain": "plain", "superbpe": "SuperBPE", "boundless": "BoundlessBPE", "auto": "Boundless auto"}
 
-# One training in a fresh process: its seconds and the stage summaries bpe_fast logs.
-CHILD = r"""
-import json, logging, sys, time
-import bpe_fast
-stages = []
-class Stages(logging.Handler):
-    def emit(self, record):
-        stages.append(record.args[:2])          # ("counting", seconds), ("merging", seconds), ...
-logging.getLogger("bpe_fast").addHandler(Stages())
-logging.getLogger("bpe_fast").setLevel(logging.INFO)
-files, vocab, at, kind = json.loads(sys.argv[1])
-options = {"plain": {}, "superbpe": {"superword_at": at}, "boundless": {"superword_at": at, "superword": "boundless"},
-           "auto": {"superword_at": "auto", "superword": "boundless"}}
-t0 = time.perf_counter()
-tok = bpe_fast.train(files, vocab, progress="none", **options[kind])
-print("RESULT " + json.dumps({"seconds": time.perf_counter() - t0, "stages": stages, "vocab": tok.vocab_size}))
-"""
+
+def options_of(kind: str, at: int) -> dict[str, object]:
+    """What each kind passes to bpe_fast.train besides the files and the vocab size."""
+    options: dict[str, dict[str, object]] = {
+        "plain": {}, "superbpe": {"superword_at": at}, "boundless": {"superword_at": at, "superword": "boundless"},
+        "auto": {"superword_at": "auto", "superword": "boundless"}}
+    return options[kind]
 
 
 def natural_files(corpora: Path) -> list[Path]:
@@ -143,25 +130,6 @@ def quality(args) -> None:
     print(f"\nload average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
-def train_once(files: list[str], vocab: int, at: int, kind: str) -> dict:
-    """One training in a fresh process, with the CPU the rest of the machine used meanwhile."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")])))
-    run = run_sampled([sys.executable, "-c", CHILD, json.dumps([files, vocab, at, kind])], sample_s=0.2, env=env)
-    lines = [line for line in run.stdout.splitlines() if line.startswith(RESULT_MARK)]
-    if run.returncode != 0 or not lines:
-        sys.exit(f"training failed: {run.stderr[-2000:]}")
-    result = json.loads(lines[-1][len(RESULT_MARK):])
-    result.update(cpu=run.child_cpu_s, other_cpu=run.other_cpu_s, peak_mb=run.peak_tree_mb)
-    return result
-
-
-def stage_cells(runs: list[dict]) -> str:
-    """The median seconds of each stage summary, in order ("counting 0.65, merging 1.10, ...")."""
-    names = [name for name, _ in runs[0]["stages"]]
-    return ", ".join(f"{name} {statistics.median(r['stages'][k][1] for r in runs):.2f}"
-                     for k, name in enumerate(names))
-
-
 def cost(args) -> None:
     corpora = corpus_dir(args.corpus_dir)
     kinds = {"long-tail": lambda: [str(longtail_slice(Path(args.work_dir), args.longtail_size))],
@@ -183,7 +151,7 @@ def cost(args) -> None:
             for _ in range(args.repeats):          # alternating, so all see the same machine
                 for k in KINDS:
                     if not (k == "superbpe" and args.no_superbpe or k == "auto" and args.no_auto):
-                        runs[k].append(train_once(files, vocab, at, k))
+                        runs[k].append(train_once(files, vocab, options_of(k, at)))
             wall = {k: statistics.median(r["seconds"] for r in runs[k]) if runs[k] else float("nan") for k in KINDS}
             cpu = {k: statistics.median(r["cpu"] for r in runs[k]) if runs[k] else float("nan") for k in KINDS}
             others = sum(r["other_cpu"] for k in runs for r in runs[k])

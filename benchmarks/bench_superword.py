@@ -13,7 +13,7 @@ that both round-trip.
 Cost (``--cost``, issue 20): ``train(files, V)`` against ``train(files, V, superword_at=T)`` on
 two kinds of text: a long-tail slice made by make_corpus.py (``--longtail-size``, 50M by default,
 written once into ``--work-dir`` and reused) and natural text (big.txt and multilingual/*.txt).
-Each training runs in a fresh process (proctree.run_sampled, which also measures the CPU every
+Each training runs in a fresh process (fresh_training.train_once, which also measures the CPU every
 other process on the machine used meanwhile), plain and superword alternating, ``--repeats``
 times; prints the median seconds of each, their ratio, the median CPU seconds of each run's
 process tree (their ratio moves less with the machine's load than the wall times'), the
@@ -23,36 +23,15 @@ merging), the others' CPU and the peak memory.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
 import bpe_fast
-from mix33 import PROJECT_ROOT, corpus_dir  # noqa: E402  (benchmarks/ is on sys.path)
-from proctree import run_sampled
-
-RESULT_MARK = "RESULT "
-
-# One training in a fresh process: its seconds and the stage summaries bpe_fast logs.
-CHILD = r"""
-import json, logging, sys, time
-import bpe_fast
-stages = []
-class Stages(logging.Handler):
-    def emit(self, record):
-        stages.append(record.args[:2])          # ("counting", seconds), ("merging", seconds)
-logging.getLogger("bpe_fast").addHandler(Stages())
-logging.getLogger("bpe_fast").setLevel(logging.INFO)
-files, vocab, at = json.loads(sys.argv[1])
-t0 = time.perf_counter()
-tok = bpe_fast.train(files, vocab, superword_at=at, progress="none")
-print("RESULT " + json.dumps({"seconds": time.perf_counter() - t0, "stages": stages, "vocab": tok.vocab_size}))
-"""
-
+from mix33 import corpus_dir  # noqa: E402  (benchmarks/ is on sys.path)
+from fresh_training import longtail_slice, stage_cells, train_once
 
 def quality(args) -> None:
     corpora = corpus_dir(args.corpus_dir)
@@ -82,37 +61,6 @@ def quality(args) -> None:
               f"{1 - n_sw / n_plain:.1%} | {t1 - t0:.1f} | {t2 - t1:.1f} |", flush=True)
 
 
-def longtail_slice(work_dir: Path, size: str) -> Path:
-    """make_corpus.py's long-tail text of this size, written once and reused."""
-    path = work_dir / f"longtail-{size}.txt"
-    if not path.is_file():
-        work_dir.mkdir(parents=True, exist_ok=True)
-        done = subprocess.run([sys.executable, str(Path(__file__).parent / "make_corpus.py"), "--size", size,
-                               "-o", str(path)], capture_output=True, text=True)
-        if done.returncode != 0:
-            sys.exit(f"make_corpus.py failed: {done.stderr}")
-    return path
-
-
-def train_once(files: list[str], vocab: int, at: int | None) -> dict:
-    """One training in a fresh process, with the CPU the rest of the machine used meanwhile."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")])))
-    run = run_sampled([sys.executable, "-c", CHILD, json.dumps([files, vocab, at])], sample_s=0.2, env=env)
-    lines = [line for line in run.stdout.splitlines() if line.startswith(RESULT_MARK)]
-    if run.returncode != 0 or not lines:
-        sys.exit(f"training failed: {run.stderr[-2000:]}")
-    result = json.loads(lines[-1][len(RESULT_MARK):])
-    result.update(cpu=run.child_cpu_s, other_cpu=run.other_cpu_s, peak_mb=run.peak_tree_mb)
-    return result
-
-
-def stage_cells(runs: list[dict]) -> str:
-    """The median seconds of each stage summary, in order ("counting 0.65, merging 1.10, ...")."""
-    names = [name for name, _ in runs[0]["stages"]]
-    return ", ".join(f"{name} {statistics.median(r['stages'][k][1] for r in runs):.2f}"
-                     for k, name in enumerate(names))
-
-
 def cost(args) -> None:
     corpora = corpus_dir(args.corpus_dir)
     kinds = {"long-tail": lambda: [str(longtail_slice(Path(args.work_dir), args.longtail_size))],
@@ -131,8 +79,8 @@ def cost(args) -> None:
             vocab, at = (int(x) for x in size.split(":"))
             runs: dict[str, list[dict]] = {"plain": [], "superword": []}
             for _ in range(args.repeats):          # alternating, so both see the same machine
-                runs["plain"].append(train_once(files, vocab, None))
-                runs["superword"].append(train_once(files, vocab, at))
+                runs["plain"].append(train_once(files, vocab, {}))
+                runs["superword"].append(train_once(files, vocab, {"superword_at": at}))
             plain, sw = (statistics.median(r["seconds"] for r in runs[k]) for k in ("plain", "superword"))
             cpu_plain, cpu_sw = (statistics.median(r["cpu"] for r in runs[k]) for k in ("plain", "superword"))
             others = sum(r["other_cpu"] for k in runs for r in runs[k])
