@@ -465,8 +465,8 @@ def _check_pair_counts(table: WordTable, block: int = 1 << 20) -> None:
     if table.n_symbols * int(table.counts.max()) <= INT64_MAX:      # the quick bound: nearly always
         return
     pairs = np.diff(table.offsets) - 1
-    total = sum(float(np.dot(table.counts[i:i + block], pairs[i:i + block].astype(np.float64)))
-                for i in range(0, len(pairs), block))
+    total = sum(float(np.multiply(table.counts[i:i + block], pairs[i:i + block], dtype=np.float64).sum())
+                for i in range(0, len(pairs), block))      # (not np.dot: BLAS threads would spin after it)
     if total >= 2.0**62 and sum(int(n) * int(p) for n, p in zip(table.counts, pairs)) > INT64_MAX:
         raise ArgumentError(f"the word table's counts are too large to train on: its chunks hold {total:.3g} pairs, "
                             f"past the 64-bit count limit ({INT64_MAX:,}) of the pair counts")
