@@ -28,8 +28,8 @@ entry, the second reads the entries, which by then are in the CPU's cache. Longe
 the vocabulary's byte-keyed table and a cache of their own.
 
 Text arrives as Python str and is read (and turned into UTF-8, a block at a time, when it is not
-ASCII and CPython keeps no UTF-8 beside it) without the GIL, so batches run on threads in parallel; ids leave as NumPy arrays, or as
-lists built from one shared Python int per id.
+ASCII and CPython keeps no UTF-8 beside it) without the GIL, so batches run on threads in
+parallel; ids leave as NumPy arrays, or as lists built from one shared Python int per id.
 """
 import gc
 import threading

@@ -299,8 +299,8 @@ cdef enum:
     TRACK_PER_MERGE = 4    # continuing, the first count tracks about this many pairs per merge asked for
     LOWER_BY = 16          # a recount lowers track_from this many times (to min_count at least)
     # From bytes, new pairs are tracked from (pairs in the corpus) / (merges asked x TRACK_SHARE):
-    # on five long-tailed 1 GB corpora at 32k-64k the last merge's count was 1/27-1/66 of
-    # that quotient, so the threshold sits 2-4 times below it (a recount if a corpus falls lower)
+    # on five long-tailed 1 GB corpora at 32k-64k the last merge's count was 1/27-1/66 of pairs /
+    # merges, so this threshold sits 2-4 times below it (a recount if a corpus falls lower)
     TRACK_SHARE = 128
 
 # (id of a pair, its other symbol): see _Merger.ends_with

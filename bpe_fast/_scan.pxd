@@ -53,6 +53,57 @@ cdef inline uint8_t cls_at(const unsigned char* s, size_t i, size_t* width, cons
     return cls[cp_at(s, i, width)]
 
 
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    /* ASCII letter runs 8 bytes at a time. bpe_ascii_run(p, lo, hi) is the number of leading
+       bytes of p[0..8) with lo < byte < hi, every one ASCII (hi <= 128): the high bit of each
+       byte of the word says whether that byte is in range, computed for all eight bytes at once
+       with no carry from one byte into the next (Bit Twiddling Hacks, "hasbetween"); fold ORs
+       0x20 into every byte first (A-Z become a-z; no byte outside A-Z, a-z lands in a-z).
+       Little-endian only: the first byte is the word's lowest; elsewhere 0 (the caller's byte
+       loop does the work). */
+    static inline unsigned bpe_ascii_run(const unsigned char* p, unsigned lo, unsigned hi, int fold) {
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ && defined(__GNUC__)
+        const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+        uint64_t x, low7, in_range, out;
+        memcpy(&x, p, 8);
+        if (fold) x |= 0x2020202020202020ULL;
+        low7 = x & (ones * 127);
+        in_range = (ones * (127 + hi) - low7) & ~x & (low7 + ones * (127 - lo)) & highs;
+        out = ~in_range & highs;
+        return out ? (unsigned)(__builtin_ctzll(out) >> 3) : 8;
+    #else
+        (void)p; (void)lo; (void)hi; (void)fold;
+        return 0;
+    #endif
+    }
+    """
+    unsigned bpe_ascii_run(const unsigned char* p, unsigned lo, unsigned hi, int fold) nogil
+
+
+cdef inline size_t ascii_letters_end(const unsigned char* s, size_t n, size_t i, uint8_t want) noexcept nogil:
+    """Past the ASCII letters of class ``want`` from i, 8 bytes at a time while 8 remain: for
+    \\p{L} (C_L) A-Z and a-z, for o200k's upper class (C_U) A-Z, for its lower class (C_W) a-z:
+    the ASCII members of each class exactly (the class table comes from regex; test_scanner
+    holds the scanners to it). Any other want: i."""
+    cdef unsigned k
+    while i + 8 <= n:
+        if want == C_L:
+            k = bpe_ascii_run(s + i, 0x60, 0x7B, 1)
+        elif want == C_U:
+            k = bpe_ascii_run(s + i, 0x40, 0x5B, 0)
+        elif want == C_W:
+            k = bpe_ascii_run(s + i, 0x60, 0x7B, 0)
+        else:
+            return i
+        i += k
+        if k < 8:
+            return i
+    return i
+
+
 cdef inline bint is_punct(uint8_t f) noexcept nogil:
     """[^\\s\\p{L}\\p{N}]"""
     return (f & (C_L | C_N | C_S)) == 0
@@ -61,6 +112,7 @@ cdef inline bint is_punct(uint8_t f) noexcept nogil:
 cdef inline size_t run_end(const unsigned char* s, size_t n, size_t i, const uint8_t* cls, uint8_t want) noexcept nogil:
     """End of the run of characters, from i, whose class has any bit of ``want``."""
     cdef size_t w
+    i = ascii_letters_end(s, n, i, want)     # (letters' runs: the ASCII part a word at a time)
     while i < n and cls_at(s, i, &w, cls) & want:
         i += w
     return i

@@ -39,6 +39,19 @@ def test_scanner_equals_regex_on_any_text(name, text):
     assert native_scanner(PATTERNS[name]).chunks(text) == regex.findall(PATTERNS[name], text)
 
 
+# Long ASCII letter runs (the scanners take them 8 bytes at a time) broken at every offset by
+# the bytes around A-Z and a-z ("@[`{"), by letters and marks outside ASCII, digits and spaces.
+letter_runs = st.lists(st.one_of(st.text(alphabet="AZazbYmN", min_size=1, max_size=19),
+                                 st.sampled_from(list("@[`{ 9'\u00e9\u0301\u017f\u4e2d\n"))), max_size=12).map("".join)
+
+
+@pytest.mark.parametrize("name", PATTERNS)
+@given(text=letter_runs)
+@settings(max_examples=1500, deadline=None)
+def test_scanner_equals_regex_on_long_ascii_letter_runs(name, text):
+    assert native_scanner(PATTERNS[name]).chunks(text) == regex.findall(PATTERNS[name], text)
+
+
 @pytest.mark.skipif(SHARED is None, reason="shared corpora not found (BPE_FAST_DATA or ../shared)")
 @pytest.mark.parametrize("path", corpus_params())
 def test_scanner_equals_regex_on_every_corpus(path):
