@@ -373,9 +373,13 @@ cdef inline size_t scan_superword(const unsigned char* s, size_t n, size_t i, co
         if e - i >= 2:
             return e - 1                                # gives back the space before the \S
     # (?:(?!SPLIT)[\s\S])+: the splitter does not match at i (every branch above failed), so
-    # the run takes i's character and every next one up to where the splitter matches.
+    # the run takes i's character and every next one up to where the splitter matches. It never
+    # matches at a letter: ASCII letters are passed a word at a time.
     e = i + w
     while e < n:
+        e = ascii_letters_end(s, n, e, C_L)
+        if e >= n:
+            break
         f = cls_at(s, e, &w, cls)
         if superword_splits_at(s, n, e, f, w, cls):
             return e
