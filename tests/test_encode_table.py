@@ -175,6 +175,11 @@ def test_threads_of_a_batch_each_with_its_own_table():
         flat, offsets = tok.encode_batch_to_numpy(texts, workers=workers, disallowed_special=())
         assert flat.tolist() == [i for ids in expected for i in ids]
     assert len(tok._native.cache_stats()) >= 2
+    # a batch's workers keep their id buffers for the next batch: a short batch after the long
+    # ones, written over what they left, gives its own ids and no others
+    flat, offsets = tok.encode_batch_to_numpy(texts[:7], workers=2, disallowed_special=())
+    assert flat.tolist() == [i for ids in expected[:7] for i in ids] and offsets[-1] == len(flat)
+    assert tok.encode_ordinary_batch(texts[:7], workers=2) == expected[:7]
 
 
 def long_text(pattern_kind: str, rng: random.Random, chars: int) -> str:
