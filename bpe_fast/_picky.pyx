@@ -84,6 +84,26 @@ cdef struct Word:
     int32_t size            # its tokens, now
 
 
+cdef vector[int32_t] expansion(const int32_t* left, const int32_t* right, const int32_t* removed_at, int32_t x,
+                               int32_t at) noexcept:
+    """x's parents, left to right, each expanded again while itself removed before event ``at``
+    (removed_at: event id -> the id of its removal event, or INT32_MAX). Training expands a token
+    it removes now (at: INT32_MAX, every removal so far); the encoder, one removed at event at."""
+    cdef vector[int32_t] out, todo
+    cdef int32_t y
+    todo.push_back(right[x])
+    todo.push_back(left[x])
+    while not todo.empty():
+        y = todo.back()
+        todo.pop_back()
+        if removed_at[y] < at:
+            todo.push_back(right[y])
+            todo.push_back(left[y])
+        else:
+            out.push_back(y)
+    return out
+
+
 cdef class _Picky:
     """The training state (see the module docstring for its invariants)."""
     # the corpus: word w's tokens are tokens[words[w].start : words[w].start + words[w].size]
@@ -107,7 +127,7 @@ cdef class _Picky:
     # tokens, by event id
     cdef vector[int32_t] left, right, length
     cdef vector[int64_t] freq
-    cdef vector[uint8_t] removed
+    cdef vector[int32_t] removed_at               # event id -> its removal event, or INT32_MAX
     cdef vector[vector[int32_t]] token_words
     cdef vector[int32_t] events                  # flat (a, b) rows
     cdef int64_t step, operation
@@ -133,7 +153,7 @@ cdef class _Picky:
             self.right.push_back(-1)
             self.length.push_back(1)
             self.freq.push_back(0)
-            self.removed.push_back(0)
+            self.removed_at.push_back(INT32_MAX)
         self.token_words.resize(256)
         self.with_a.assign(256, -1)
         self.with_t_left.assign(256, -1)
@@ -217,7 +237,7 @@ cdef class _Picky:
         self.right.push_back(b)
         self.length.push_back(self.length[a] + self.length[b])
         self.freq.push_back(0)
-        self.removed.push_back(0)
+        self.removed_at.push_back(INT32_MAX)
         self.token_words.push_back(vector[int32_t]())
         self.with_a.push_back(-1)
         self.with_t_left.push_back(-1)
@@ -301,29 +321,13 @@ cdef class _Picky:
             self.note_token(t, w)
         return k * n
 
-    cdef vector[int32_t] expansion(self, int32_t x):
-        """x's parents, each expanded again while removed itself (x is marked removed first)."""
-        cdef vector[int32_t] out, todo
-        cdef int32_t y
-        todo.push_back(self.right[x])
-        todo.push_back(self.left[x])
-        while not todo.empty():
-            y = todo.back()
-            todo.pop_back()
-            if self.removed[y]:
-                todo.push_back(self.right[y])
-                todo.push_back(self.left[y])
-            else:
-                out.push_back(y)
-        return out
-
     cdef int remove(self, int32_t x) except -1:
         """Replace every occurrence of x by its expansion; x is never present again."""
         cdef vector[int32_t] words, parts
         cdef int32_t w
         cdef size_t i
-        self.removed[x] = 1
-        parts = self.expansion(x)
+        self.removed_at[x] = <int32_t>(self.events.size() // 2)     # the removal event's id, as below
+        parts = expansion(self.left.data(), self.right.data(), self.removed_at.data(), x, INT32_MAX)
         words.swap(self.token_words[x])
         self.operation += 1
         for i in range(words.size()):
@@ -485,7 +489,7 @@ cdef class PickyEncoder:
                 self.made.push_back(-1)
                 self.removed_at[a] = <int32_t>e
                 self.split_from[a] = <int32_t>self.split_parts.size()
-                parts = self.expansion(a, <int32_t>e)
+                parts = expansion(self.left.data(), self.right.data(), self.removed_at.data(), a, <int32_t>e)
                 self.split_parts.insert(self.split_parts.end(), parts.begin(), parts.end())
                 self.split_to[a] = <int32_t>self.split_parts.size()
                 continue
@@ -509,22 +513,6 @@ cdef class PickyEncoder:
 
     def __dealloc__(self):
         pairmap_free(&self.pairs)
-
-    cdef vector[int32_t] expansion(self, int32_t x, int32_t at):
-        """x's parents, each expanded again while removed before event ``at``."""
-        cdef vector[int32_t] out, todo
-        cdef int32_t y
-        todo.push_back(self.right[x])
-        todo.push_back(self.left[x])
-        while not todo.empty():
-            y = todo.back()
-            todo.pop_back()
-            if self.removed_at[y] < at:
-                todo.push_back(self.right[y])
-                todo.push_back(self.left[y])
-            else:
-                out.push_back(y)
-        return out
 
     cdef inline int32_t next_merge(self, int32_t a, int32_t b, int32_t after) noexcept nogil:
         """The first merge event of the pair (a, b) after event ``after``, or -1."""
