@@ -16,7 +16,8 @@ cdef extern from *:
     """
     #include <string.h>
     #include <stdint.h>
-    /* 8 bytes at p as a little-endian integer, whatever the machine's byte order. */
+    /* 8 bytes at p as a little-endian integer, and back, whatever the machine's byte order
+       (also the counting table's, _table.pyx). */
     static inline uint64_t bpe_load64(const unsigned char* p) {
         uint64_t w;
         memcpy(&w, p, 8);
@@ -25,8 +26,15 @@ cdef extern from *:
     #endif
         return w;
     }
+    static inline void bpe_store64(unsigned char* p, uint64_t w) {
+    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+        w = __builtin_bswap64(w);
+    #endif
+        memcpy(p, &w, 8);
+    }
     """
     uint64_t bpe_load64(const unsigned char* p) nogil
+    void bpe_store64(unsigned char* p, uint64_t w) nogil
 
 
 cdef struct Slot:

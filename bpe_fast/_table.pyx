@@ -29,6 +29,7 @@ from libcpp.algorithm cimport sort
 from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 
+from ._encode_hash cimport bpe_load64 as load64, bpe_store64 as store64
 from ._scan cimport scan_next
 from ._pretok cimport Scanner
 
@@ -96,22 +97,6 @@ cdef extern from *:
     #if defined(__unix__) || defined(__APPLE__)
     #include <sys/mman.h>
     #endif
-
-    /* 8 bytes at p as a little-endian integer, and back, whatever the machine's byte order. */
-    static inline uint64_t bpe_table_load(const unsigned char* p) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-        w = __builtin_bswap64(w);
-    #endif
-        return w;
-    }
-    static inline void bpe_table_store(unsigned char* p, uint64_t w) {
-    #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-        w = __builtin_bswap64(w);
-    #endif
-        memcpy(p, &w, 8);
-    }
 
     /* The 128-bit product of a and b, folded to 64 bits (high half xor low half): one multiply
        that lets every input bit reach every output bit. */
@@ -213,8 +198,6 @@ cdef extern from *:
     #endif
     }
     """
-    uint64_t load64 "bpe_table_load"(const uint8_t* p) nogil
-    void store64 "bpe_table_store"(uint8_t* p, uint64_t w) nogil
     uint64_t mum "bpe_table_mum"(uint64_t a, uint64_t b) nogil
     void prefetch "bpe_table_prefetch"(const void* p) nogil
     void* table_alloc "bpe_table_alloc"(size_t nbytes, int use_huge, int* mapped, int* huge) nogil
