@@ -29,14 +29,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
 
 import bpe_fast
 from mix33 import corpus_dir  # noqa: E402  (benchmarks/ is on sys.path)
-from fresh_training import longtail_slice, stage_cells, train_once
+from fresh_training import alternating, longtail_slice, median_of, stage_cells
 
 KINDS = ("plain", "superbpe", "boundless", "auto")
 TITLES = {"plain": "plain", "superbpe": "SuperBPE", "boundless": "BoundlessBPE", "auto": "Boundless auto"}
@@ -147,13 +146,11 @@ def cost(args) -> None:
         megabytes = sum(os.path.getsize(f) for f in files) / 1e6
         for size in args.sizes.split(","):
             vocab, at = (int(x) for x in size.split(":"))
-            runs: dict[str, list[dict]] = {k: [] for k in KINDS}
-            for _ in range(args.repeats):          # alternating, so all see the same machine
-                for k in KINDS:
-                    if not (k == "superbpe" and args.no_superbpe or k == "auto" and args.no_auto):
-                        runs[k].append(train_once(files, vocab, options_of(k, at)))
-            wall = {k: statistics.median(r["seconds"] for r in runs[k]) if runs[k] else float("nan") for k in KINDS}
-            cpu = {k: statistics.median(r["cpu"] for r in runs[k]) if runs[k] else float("nan") for k in KINDS}
+            timed = {k: options_of(k, at) for k in KINDS
+                     if not (k == "superbpe" and args.no_superbpe or k == "auto" and args.no_auto)}
+            runs: dict[str, list[dict]] = {k: [] for k in KINDS} | alternating(files, vocab, timed, args.repeats)
+            wall = {k: median_of(runs[k], "seconds") for k in KINDS}
+            cpu = {k: median_of(runs[k], "cpu") for k in KINDS}
             others = sum(r["other_cpu"] for k in runs for r in runs[k])
             peaks = " / ".join(f"{max(r['peak_mb'] for r in runs[k]):,.0f}" if runs[k] else "-" for k in KINDS)
             times = " | ".join(f"{wall[k]:.2f} ({wall[k] / wall['plain']:.2f})" for k in KINDS[1:])

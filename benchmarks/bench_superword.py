@@ -24,14 +24,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import statistics
 import sys
 import time
 from pathlib import Path
 
 import bpe_fast
 from mix33 import corpus_dir  # noqa: E402  (benchmarks/ is on sys.path)
-from fresh_training import longtail_slice, stage_cells, train_once
+from fresh_training import alternating, longtail_slice, median_of, stage_cells
 
 def quality(args) -> None:
     corpora = corpus_dir(args.corpus_dir)
@@ -77,12 +76,9 @@ def cost(args) -> None:
         megabytes = sum(os.path.getsize(f) for f in files) / 1e6
         for size in args.sizes.split(","):
             vocab, at = (int(x) for x in size.split(":"))
-            runs: dict[str, list[dict]] = {"plain": [], "superword": []}
-            for _ in range(args.repeats):          # alternating, so both see the same machine
-                runs["plain"].append(train_once(files, vocab, {}))
-                runs["superword"].append(train_once(files, vocab, {"superword_at": at}))
-            plain, sw = (statistics.median(r["seconds"] for r in runs[k]) for k in ("plain", "superword"))
-            cpu_plain, cpu_sw = (statistics.median(r["cpu"] for r in runs[k]) for k in ("plain", "superword"))
+            runs = alternating(files, vocab, {"plain": {}, "superword": {"superword_at": at}}, args.repeats)
+            plain, sw = (median_of(runs[k], "seconds") for k in ("plain", "superword"))
+            cpu_plain, cpu_sw = (median_of(runs[k], "cpu") for k in ("plain", "superword"))
             others = sum(r["other_cpu"] for k in runs for r in runs[k])
             peaks = "/".join(f"{max(r['peak_mb'] for r in runs[k]):,.0f}" for k in ("plain", "superword"))
             print(f"| {kind} | {megabytes:.0f} | {vocab:,} | {at:,} | {plain:.2f} | {sw:.2f} | {sw / plain:.2f} | "

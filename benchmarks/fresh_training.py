@@ -49,6 +49,21 @@ def train_once(files: list[str], vocab: int, options: dict) -> dict:
     return result
 
 
+def alternating(files: list[str], vocab: int, kinds: dict[str, dict], repeats: int) -> dict[str, list[dict]]:
+    """Each kind's training (name -> train options) ``repeats`` times, the kinds taking turns so
+    that all see the same machine: name -> its runs (train_once's results)."""
+    runs: dict[str, list[dict]] = {name: [] for name in kinds}
+    for _ in range(repeats):
+        for name, options in kinds.items():
+            runs[name].append(train_once(files, vocab, options))
+    return runs
+
+
+def median_of(runs: list[dict], field: str) -> float:
+    """The median of one field over runs (nan for no runs)."""
+    return statistics.median(r[field] for r in runs) if runs else float("nan")
+
+
 def stage_cells(runs: list[dict]) -> str:
     """The median seconds of each stage summary, in order ("counting 0.65, merging 1.10, ...")."""
     names = [name for name, _ in runs[0]["stages"]]
