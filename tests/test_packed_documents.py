@@ -188,3 +188,27 @@ def test_every_route_counts_packed_documents_as_the_reference_splits_them(patter
         table = bpe_fast.count_from_iterator(docs, pattern=pattern, special_tokens=specials, lines=lines,
                                              workers=workers, batch_chars=batch_chars, progress="none")
         assert Counter(table.as_dict()) == want
+
+
+def test_batches_go_through_shared_slots_reused_and_big_ones_through_the_queue(monkeypatch):
+    """Forked workers read packed batches from slots of shared memory (counting._Arena): more
+    batches than slots means slots are used again once their worker is done, and a batch too
+    big for a slot travels through the queue. Both count as the reference splits the text."""
+    from bpe_fast import counting
+    stored: list[int] = []
+    store = counting._Arena.store
+
+    def counted_store(self, seq, task):
+        item = store(self, seq, task)
+        stored.append(item.slot)
+        return item
+
+    monkeypatch.setattr(counting._Arena, "SLOT_BYTES", 4096)
+    monkeypatch.setattr(counting._Arena, "store", counted_store)
+    docs = [f"doc {i}: lorem ipsum é中 amet " * (1 if i % 100 else 400) for i in range(1000)]
+    table = bpe_fast.count_from_iterator(iter(docs), pattern=GPT2, workers=2, batch_chars=300, progress="none")
+    splitter = Splitter.of(GPT2)
+    assert Counter(table.as_dict()) == Counter(c.encode() for d in docs for c in splitter.chunks(d))
+    batches = len(list(docs_tasks(docs, 300)))
+    assert 0 < len(stored) < batches                      # the big batches went through the queue
+    assert len(stored) > len(set(stored)) and len(set(stored)) <= 3 * 2 + 1   # slots used again
