@@ -262,12 +262,12 @@ def chunk_counter(config: CountConfig) -> ChunkCounter:
     return NormalizingChunkCounter(config) if normal else ChunkCounter(config)
 
 
-def documents_are_utf8(data: bytes, offsets: np.ndarray) -> bool:
+def documents_are_utf8(data: bytes | memoryview, offsets: np.ndarray) -> bool:
     """Is every document of a packed batch valid UTF-8 on its own? The whole buffer must be, and
     every document must start on a character: one starting with a continuation byte would be
     valid only together with the end of the document before."""
     try:
-        data.decode("utf-8")                # only to validate
+        str(data, "utf-8")                  # only to validate
     except UnicodeDecodeError:
         return False
     starts = offsets[:-1][offsets[:-1] < offsets[1:]]           # of the documents that are not empty
@@ -481,7 +481,7 @@ class _Arena:
         start = slot * self.SLOT_BYTES
         offsets = np.ascontiguousarray(task.offsets, dtype=np.int64)
         data_at = start + offsets.nbytes
-        self.memory[start:data_at] = memoryview(offsets).cast("B")
+        np.frombuffer(self.memory, np.int64, len(offsets), start)[:] = offsets
         self.memory[data_at:data_at + len(task.data)] = task.data
         return _InArena(slot, len(task.data), task.count, task.first_index, task.size, task.utf8_valid)
 

@@ -144,8 +144,9 @@ class DocsTask:
     ``utf8_valid``: every document was a str, so its bytes are valid UTF-8 (bytes documents are
     checked by the worker). A batch that cannot be packed (a str holding a lone surrogate, which
     has no UTF-8) travels as ``docs``, the documents as given: the worker reports or replaces
-    the surrogate as ``errors`` says, naming the document."""
-    data: bytes = b""
+    the surrogate as ``errors`` says, naming the document. A worker may hold ``data`` as a
+    memoryview of shared memory (counting._Arena), for the routes that scan it whole."""
+    data: bytes | memoryview = b""
     offsets: np.ndarray = dataclass_field(default_factory=lambda: np.zeros(1, np.int64))
     count: int = 0                    # documents
     first_index: int = 0              # index of the first document in the iterator, for messages
@@ -161,7 +162,7 @@ class DocsTask:
         """Each document's bytes, from a packed batch."""
         data, ends = self.data, self.offsets.tolist()
         for i in range(self.count):
-            yield data[ends[i]:ends[i + 1]]
+            yield bytes(data[ends[i]:ends[i + 1]])      # a slice of bytes is bytes already: no copy
 
     def pieces(self, keep_null: bool = False) -> Iterator[tuple[str, str | bytes, int, bool]]:
         for i, doc in enumerate(self.documents(), self.first_index):
