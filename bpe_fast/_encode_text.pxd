@@ -67,9 +67,11 @@ cdef extern from *:
         return 4;
     }
     /* The UTF-8 of n code points of the given kind (1, 2, 4) at data; its length. A loop per
-       kind, and runs of ASCII taken 16 bytes at a time with SSE2 (every x86-64 has it), else a
-       machine word at a time (a word is tested whole: the mask has the same bits in every
-       lane, whatever the byte order). Surrogates as to_utf8 says. */
+       kind over blocks of 16 bytes of code points: a block of ASCII is copied whole (with SSE2,
+       which every x86-64 has; else a machine word at a time, tested whole: the mask has the same
+       bits in every lane, whatever the byte order), a block of 2-byte characters (Latin, Greek,
+       Cyrillic, Hebrew, Arabic...) of kind 2 is written whole, and any other block character by
+       character, without testing it again. Surrogates as to_utf8 says. */
     #define BPE_SURROGATE_STEP(p) \
         if (c >= 0xD800 && c < 0xE000) { \
             uint32_t d = i < n ? (uint32_t)p[i] : 0; \
@@ -80,14 +82,24 @@ cdef extern from *:
                 c = 0xFFFD; \
             } \
         }
+    /* the code points before stop (a surrogate pair may end one past it), one at a time */
+    #define BPE_BLOCK_BY_CHARACTER(p) \
+        while (i < stop) { \
+            c = p[i++]; \
+            if (c < 0x80) { out[k++] = (unsigned char)c; continue; } \
+            BPE_SURROGATE_STEP(p) \
+            k += bpe_put_utf8(out + k, c); \
+        }
     static size_t bpe_to_utf8(const void* data, int kind, size_t n, unsigned char* out) {
-        size_t i = 0, k = 0;
+        size_t i = 0, k = 0, stop;
         uint64_t w;
         uint32_t c;
+        (void)w;
         if (kind == 1) {
             const uint8_t* p = (const uint8_t*)data;
             while (i < n) {
     #ifdef BPE_SSE2
+                stop = i + 16 < n ? i + 16 : n;
                 if (i + 16 <= n) {
                     __m128i v = _mm_loadu_si128((const __m128i*)(p + i));
                     if (_mm_movemask_epi8(v) == 0) {
@@ -96,7 +108,8 @@ cdef extern from *:
                         continue;
                     }
                 }
-    #endif
+    #else
+                stop = i + 8 < n ? i + 8 : n;
                 if (i + 8 <= n) {
                     memcpy(&w, p + i, 8);
                     if (!(w & 0x8080808080808080ULL)) {
@@ -105,24 +118,36 @@ cdef extern from *:
                         continue;
                     }
                 }
-                c = p[i++];
-                if (c < 0x80) out[k++] = (unsigned char)c;
-                else k += bpe_put_utf8(out + k, c);
+    #endif
+                BPE_BLOCK_BY_CHARACTER(p)
             }
         } else if (kind == 2) {
             const uint16_t* p = (const uint16_t*)data;
             while (i < n) {
     #ifdef BPE_SSE2
-                if (i + 8 <= n) {   /* 8 characters below 0x80 (c + 0x7F80, saturated, keeps
-                                       its top bit clear): their low bytes, packed */
+                stop = i + 8 < n ? i + 8 : n;
+                if (i + 8 <= n) {
                     __m128i v = _mm_loadu_si128((const __m128i*)(p + i));
+                    /* all 8 below 0x80 (c + 0x7F80, saturated, keeps its top bit clear): their
+                       low bytes, packed */
                     if ((_mm_movemask_epi8(_mm_adds_epu16(v, _mm_set1_epi16(0x7F80))) & 0xAAAA) == 0) {
                         _mm_storel_epi64((__m128i*)(out + k), _mm_packus_epi16(v, v));
                         i += 8; k += 8;
                         continue;
                     }
+                    /* all 8 in 0x80..0x7FF (c - 0x80 below 0x780, the same test): two bytes
+                       each, 110xxxxx 10xxxxxx, the first in the low byte of each lane */
+                    __m128i x = _mm_sub_epi16(v, _mm_set1_epi16(0x80));
+                    if ((_mm_movemask_epi8(_mm_adds_epu16(x, _mm_set1_epi16(0x7880))) & 0xAAAA) == 0) {
+                        __m128i lead = _mm_or_si128(_mm_srli_epi16(v, 6), _mm_set1_epi16(0xC0));
+                        __m128i tail = _mm_or_si128(_mm_and_si128(v, _mm_set1_epi16(0x3F)), _mm_set1_epi16(0x80));
+                        _mm_storeu_si128((__m128i*)(out + k), _mm_or_si128(lead, _mm_slli_epi16(tail, 8)));
+                        i += 8; k += 16;
+                        continue;
+                    }
                 }
-    #endif
+    #else
+                stop = i + 4 < n ? i + 4 : n;
                 if (i + 4 <= n) {
                     memcpy(&w, p + i, 8);
                     if (!(w & 0xFF80FF80FF80FF80ULL)) {
@@ -132,14 +157,25 @@ cdef extern from *:
                         continue;
                     }
                 }
-                c = p[i++];
-                if (c < 0x80) { out[k++] = (unsigned char)c; continue; }
-                BPE_SURROGATE_STEP(p)
-                k += bpe_put_utf8(out + k, c);
+    #endif
+                BPE_BLOCK_BY_CHARACTER(p)
             }
         } else {
             const uint32_t* p = (const uint32_t*)data;
             while (i < n) {
+                stop = i + 4 < n ? i + 4 : n;
+    #ifdef BPE_SSE2
+                if (i + 4 <= n) {   /* 4 below 0x80 (code points are below 2^31: signed compare) */
+                    __m128i v = _mm_loadu_si128((const __m128i*)(p + i));
+                    if (_mm_movemask_epi8(_mm_cmpgt_epi32(v, _mm_set1_epi32(0x7F))) == 0) {
+                        __m128i b = _mm_packus_epi16(_mm_packs_epi32(v, v), v);
+                        int four = _mm_cvtsi128_si32(b);
+                        memcpy(out + k, &four, 4);
+                        i += 4; k += 4;
+                        continue;
+                    }
+                }
+    #else
                 if (i + 2 <= n) {
                     memcpy(&w, p + i, 8);
                     if (!(w & 0xFFFFFF80FFFFFF80ULL)) {
@@ -148,16 +184,42 @@ cdef extern from *:
                         continue;
                     }
                 }
-                c = p[i++];
-                if (c < 0x80) { out[k++] = (unsigned char)c; continue; }
-                BPE_SURROGATE_STEP(p)
-                k += bpe_put_utf8(out + k, c);
+    #endif
+                BPE_BLOCK_BY_CHARACTER(p)
             }
         }
         return k;
     }
+    /* The exact length of that UTF-8, or -1 if a code point is a surrogate (which has none):
+       a branch-free loop per kind, which the compiler vectorizes. */
+    static inline Py_ssize_t bpe_utf8_size(const void* data, int kind, size_t n) {
+        size_t i, total = n;
+        uint32_t surrogates = 0;
+        if (kind == 1) {
+            const uint8_t* p = (const uint8_t*)data;
+            for (i = 0; i < n; i++) total += p[i] >> 7;
+            return (Py_ssize_t)total;
+        }
+        if (kind == 2) {
+            const uint16_t* p = (const uint16_t*)data;
+            for (i = 0; i < n; i++) {
+                uint32_t c = p[i];
+                total += (c >= 0x80) + (c >= 0x800);
+                surrogates |= (uint32_t)(c - 0xD800) < 0x800;
+            }
+        } else {
+            const uint32_t* p = (const uint32_t*)data;
+            for (i = 0; i < n; i++) {
+                uint32_t c = p[i];
+                total += (c >= 0x80) + (c >= 0x800) + (c >= 0x10000);
+                surrogates |= (uint32_t)(c - 0xD800) < 0x800;
+            }
+        }
+        return surrogates ? -1 : (Py_ssize_t)total;
+    }
     """
     size_t bpe_to_utf8(const void* data, int kind, size_t n, uint8_t* out) nogil
+    Py_ssize_t bpe_utf8_size(const void* data, int kind, size_t n) nogil
 
 
 cdef struct TextRef:

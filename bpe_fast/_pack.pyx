@@ -7,7 +7,8 @@ Sending a batch of documents this way costs one copy of their bytes; a list of s
 encoded to pickle it, decoded into new str objects in the worker, and encoded again there to be
 scanned, at a Python call or more per document. A str is read through its canonical
 representation (PEP 393, as the encoder reads it: _encode_text.pxd): an ASCII str is copied as
-it is, the others are converted code point by code point. A surrogate has no UTF-8, so a batch
+it is, the others are measured and converted by the encoder's own converter (``bpe_utf8_size``,
+``bpe_to_utf8``: whole blocks of ASCII or 2-byte characters). A surrogate has no UTF-8, so a batch
 holding one is not packed: the caller sends it as it is, and the worker reports or replaces the
 surrogate as the user's ``errors`` says.
 """
@@ -15,36 +16,12 @@ import numpy as np
 cimport numpy as cnp
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_Check, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_GET_LENGTH
-from libc.stdint cimport int64_t, uint8_t, uint32_t
+from libc.stdint cimport int64_t, uint8_t
 from libc.string cimport memcpy
 
-from ._encode_text cimport bpe_str_view, code_point, put_utf8
+from ._encode_text cimport bpe_str_view, bpe_to_utf8, bpe_utf8_size
 
 cnp.import_array()
-
-
-cdef inline Py_ssize_t utf8_length(const void* data, Py_ssize_t length, int kind) noexcept nogil:
-    """Bytes of the UTF-8 of a str's code points (kind 1, 2 or 4 bytes each); -1 if one is a
-    surrogate (U+D800..U+DFFF), which UTF-8 cannot hold."""
-    cdef Py_ssize_t i, total = 0
-    cdef uint32_t c
-    for i in range(length):
-        c = code_point(data, kind, i)
-        if c < 0x80:
-            total += 1
-        elif c < 0x800:
-            total += 2
-        elif 0xD800 <= c < 0xE000:
-            return -1
-        else:
-            total += 3 if c < 0x10000 else 4
-    return total
-
-
-cdef inline void write_utf8(const void* data, Py_ssize_t length, int kind, uint8_t* out) noexcept nogil:
-    cdef Py_ssize_t i, k = 0
-    for i in range(length):
-        k += put_utf8(out + k, code_point(data, kind, i))
 
 
 def document_ends(list items):
@@ -84,7 +61,7 @@ def pack_documents(list docs):
             all_str = False
         elif isinstance(doc, str):
             bpe_str_view(doc, &text, &length, &kind)
-            size = length if kind == 0 else utf8_length(text, length, kind)
+            size = length if kind == 0 else bpe_utf8_size(text, kind, length)
             if size < 0:
                 return None
         else:
@@ -103,5 +80,5 @@ def pack_documents(list docs):
         if kind == 0:                   # ASCII: already UTF-8
             memcpy(out + at[i], text, length)
         else:
-            write_utf8(text, length, kind, out + at[i])
+            bpe_to_utf8(text, kind, length, out + at[i])    # no surrogate: sized above
     return data, offsets, all_str

@@ -514,8 +514,10 @@ class _Workers:
     def __init__(self, ctx, config: CountConfig, n: int, arena: bool = False):
         self.ctx, self.config, self.n = ctx, config, n
         self.tasks = ctx.Queue(maxsize=2 * n)   # bounded: at most a few blocks in flight
-        # a slot for each task queued (2n), being counted (n) and being put (1)
-        self.arena = _Arena(3 * n + 1) if arena else None
+        # a slot for each task being counted (n), and n + 1 more queued behind them: the workers
+        # find the next batch ready, and few slots keep small the shared memory that each process
+        # maps (and each one's resident size counts)
+        self.arena = _Arena(2 * n + 1) if arena else None
         self.results = ctx.Queue()
         self.procs: list = []
         self.parts: list[list[str]] = []         # each worker's table files

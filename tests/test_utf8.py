@@ -1,0 +1,59 @@
+"""Python str -> UTF-8 in C (``_encode_text.pxd``: ``bpe_to_utf8``, ``bpe_utf8_size``), which the
+encoder and the packing of iterator documents use on any str that is not ASCII. The converter
+takes blocks of 4, 8 or 16 bytes of code points whole when they are all ASCII (or, for 2-byte
+code points, all of UTF-8's 2-byte range) and the other blocks one character at a time; these
+texts are runs of every width, of any length, so that every kind of block meets every other at
+every offset, with surrogates (pairs and lone ones) across the blocks' edges. Held to Python's
+own encoder: ``str.encode``, and for surrogates ``Tokenizer._utf8`` (tiktoken's fallback)."""
+from __future__ import annotations
+
+import functools
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import bpe_fast
+from bpe_fast._pack import pack_documents
+
+WIDTHS = {
+    "ascii": "ab \n.~\x7f",
+    "two": "\x80éÿĀжשّ\u07ff",            # 2 bytes: kind 1 (up to ÿ) and kind 2
+    "three": "\u0800中あ\uffff\ue000",     # 3 bytes
+    "four": "😀\U0010ffff\U00010000",       # 4 bytes: the str is kind 4
+}
+SURROGATES = "\ud800\udbff\udc00\udfff"
+
+
+def runs(alphabets: dict[str, str]):
+    run = st.sampled_from(sorted(alphabets.values())).flatmap(lambda a: st.text(alphabet=a, min_size=1, max_size=40))
+    return st.lists(run, max_size=12).map("".join)
+
+
+@functools.cache
+def byte_level() -> bpe_fast.Tokenizer:
+    """Any byte-level tokenizer: decoding its ids gives back the exact bytes it encoded."""
+    return bpe_fast.train_from_iterator(["ab ж中😀 " * 20], 260, progress="none")
+
+
+@given(text=runs(WIDTHS))
+@settings(max_examples=400, deadline=None)
+def test_packing_converts_runs_of_every_width_as_str_encode(text):
+    packed = pack_documents([text, "x" + text])
+    assert packed is not None
+    data, offsets, _ = packed
+    assert data == text.encode() + ("x" + text).encode()
+    assert offsets.tolist() == [0, len(text.encode()), len(data)]
+
+
+@given(text=runs({**WIDTHS, "surrogate": SURROGATES}))
+@settings(max_examples=400, deadline=None)
+def test_the_encoder_converts_runs_of_every_width_and_surrogates_as_tiktoken_would(text):
+    tok = byte_level()
+    assert tok.decode_bytes(tok.encode(text)) == tok._utf8(text)
+
+
+@given(text=runs(WIDTHS), at=st.integers(0, 200))
+@settings(max_examples=200, deadline=None)
+def test_a_surrogate_anywhere_leaves_the_batch_unpacked(text, at):
+    at = min(at, len(text))
+    assert pack_documents(["ok", text[:at] + "\udc00" + text[at:]]) is None
