@@ -935,12 +935,18 @@ cdef class MergeEncoder:
         return [w.ids.data[i] for i in range(w.ids.size)]
 
     def lay_out_chunks(self, const unsigned char[::1] data, const int64_t[::1] offsets,
-                       const int64_t[::1] positions, int32_t[::1] slots):
+                       const int64_t[::1] positions, int32_t[::1] slots, int table_bits=0):
         """Encode chunks of a word table, each whole (chunk i is data[offsets[i]:offsets[i + 1]]),
         straight into the training kernel's layout from ``slots[positions[i]]``: the id of each
         token where it starts, its tail mark -(id + 2) where a longer one ends, and -1 between
-        (see _kernel.pyx). Threads may lay out disjoint sets of chunks at once."""
+        (see _kernel.pyx). Threads may lay out disjoint sets of chunks at once. ``table_bits``:
+        the chunk table the whole job is expected to need (2**bits entries; up to its limit),
+        made at once."""
         cdef _Worker w = _Worker(self, False)
+        table_bits = min(table_bits, w.cache.max_bits)
+        if table_bits > w.cache.table_bits and w.cache.grow_table_to(table_bits) != 0:
+            w.release()
+            raise MemoryError()
         cdef Py_ssize_t i, n = offsets.shape[0] - 1
         if positions.shape[0] != n or (n and (offsets[0] < 0 or offsets[n] > data.shape[0])):
             raise ValueError("lay_out_chunks needs a position for every chunk, and chunks inside data")
@@ -1338,12 +1344,19 @@ cdef class _ChunkCache:
 
     cdef int grow_table(self) noexcept nogil:
         """Double the table, or start afresh at its limit. 0 if done."""
-        cdef int bits = self.table_bits + 1
-        cdef size_t i, j, mask = (<size_t>1 << bits) - 1, old_size = <size_t>1 << self.table_bits
-        cdef Packed* table
-        if bits > self.max_bits:
+        if self.table_bits + 1 > self.max_bits:
             self.resets += 1
             return self.restart_table()
+        return self.grow_table_to(self.table_bits + 1)
+
+    cdef int grow_table_to(self, int bits) noexcept nogil:
+        """The table at 2**bits entries (more than now), its entries moved over. 0 if done.
+        Straight to the size a job will need (``lay_out_chunks``' hint) instead of doubling up
+        to it: every doubling's table is fresh memory, zeroed page by page by the system on
+        first touch (the largest part of growing on a virtual machine), and their sizes add
+        up to the last one's again."""
+        cdef size_t i, j, mask = (<size_t>1 << bits) - 1, old_size = <size_t>1 << self.table_bits
+        cdef Packed* table
         table = <Packed*>big_alloc((mask + 1) * sizeof(Packed))
         if table == NULL:
             return -1

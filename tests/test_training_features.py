@@ -245,6 +245,21 @@ def test_superword_chunks_are_laid_out_by_pieces_and_whole():
         assert (len(expected) < len(base.encode_ordinary(table.word(i).decode()))) == (table.word(i) != b" a b")
 
 
+def test_a_chunk_table_made_at_the_size_asked_lays_out_the_same():
+    """lay_out_chunks' ``table_bits``: the thread's chunk table is made at that size at once (up
+    to its limit) instead of doubled up to it; the layout does not change."""
+    base, table, start, _ = continuing(random_words(3, 300), 25)
+    for asked, limit, made in ((16, None, 16), (30, 17, 17)):
+        base._native.clear_caches()
+        if limit is not None:
+            base._native.set_cache_limit(limit)
+        slots = np.empty(table.n_symbols, dtype=np.int32)
+        base._native.lay_out_chunks(table.symbols, table.offsets, table.offsets[:-1], slots, asked)
+        assert np.array_equal(slots, start)
+        [stats] = base._native.cache_stats()
+        assert stats["bits"] == made and stats["used"] > stats["seeds"]
+
+
 def test_in_kernel_order_tokenized_by_lays_each_word_where_the_kernel_puts_it():
     """With kernel_order, each word's slots are the same, moved to where the kernel's order
     (falling count) puts it; the kernel takes that array over (training changes it), with the
