@@ -1144,6 +1144,10 @@ cdef class _Merger:
                     parts[k - 1].hi = cut
                 if pairmap_init(&parts[k].seen, expected) != 0:
                     raise MemoryError()
+                # made at once, not doubled up to it: each doubling copies, and every copy is
+                # fresh memory the system zeroes on first touch
+                parts[k].keys.reserve(expected)
+                parts[k].tally.reserve(expected)
             parts[n_parts - 1].hi = n
             job.listing = False
             self.pass_over(&job, n_parts)

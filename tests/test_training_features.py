@@ -258,6 +258,8 @@ def test_a_chunk_table_made_at_the_size_asked_lays_out_the_same():
         assert np.array_equal(slots, start)
         [stats] = base._native.cache_stats()
         assert stats["bits"] == made and stats["used"] > stats["seeds"]
+    continued.tokenized_by(base, table)
+    assert base._native.cache_stats() == []       # let go after the layout: the kernel's memory next
 
 
 def test_in_kernel_order_tokenized_by_lays_each_word_where_the_kernel_puts_it():
