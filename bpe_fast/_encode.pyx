@@ -944,12 +944,8 @@ cdef class MergeEncoder:
         (see _kernel.pyx). Threads may lay out disjoint sets of chunks at once. ``table_bits``:
         the chunk table the whole job is expected to need (2**bits entries; up to its limit),
         made at once."""
-        cdef _Worker w = _Worker(self, False)
-        table_bits = min(table_bits, w.cache.max_bits)
-        if table_bits > w.cache.table_bits and w.cache.grow_table_to(table_bits) != 0:
-            w.release()
-            raise MemoryError()
         cdef Py_ssize_t i, n = offsets.shape[0] - 1
+        cdef int grown
         if positions.shape[0] != n or (n and (offsets[0] < 0 or offsets[n] > data.shape[0])):
             raise ValueError("lay_out_chunks needs a position for every chunk, and chunks inside data")
         for i in range(n):
@@ -957,14 +953,23 @@ cdef class MergeEncoder:
                 raise ValueError(f"chunk {i} does not fit in the slots at position {positions[i]}")
         if n == 0:
             return
-        w.cache.widen_compat(WIDE_COMPAT_BITS)
-        with nogil:
-            for i in range(n):
-                if offsets[i + 1] > offsets[i]:
-                    self.encode_whole(&data[0] + offsets[i], offsets[i + 1] - offsets[i],
-                                      &data[0] + data.shape[0], w)
-                    self.lay_out(w.ids, &slots[positions[i]])
-        w.release()
+        cdef _Worker w = _Worker(self, False)
+        try:
+            table_bits = min(table_bits, w.cache.max_bits)
+            if table_bits > w.cache.table_bits:
+                with nogil:                     # tens of MB to zero: the other threads go on
+                    grown = w.cache.grow_table_to(table_bits)
+                if grown != 0:
+                    raise MemoryError()
+            w.cache.widen_compat(WIDE_COMPAT_BITS)
+            with nogil:
+                for i in range(n):
+                    if offsets[i + 1] > offsets[i]:
+                        self.encode_whole(&data[0] + offsets[i], offsets[i + 1] - offsets[i],
+                                          &data[0] + data.shape[0], w)
+                        self.lay_out(w.ids, &slots[positions[i]])
+        finally:
+            w.release()
 
     cdef void encode_whole(self, const uint8_t* s, size_t n, const uint8_t* end, _Worker w) noexcept nogil:
         """The ids of a chunk encoded whole by the merges, into w.ids (emptied first), by way of

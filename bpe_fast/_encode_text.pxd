@@ -67,11 +67,12 @@ cdef extern from *:
         return 4;
     }
     /* The UTF-8 of n code points of the given kind (1, 2, 4) at data; its length. A loop per
-       kind over blocks of 16 bytes of code points: a block of ASCII is copied whole (with SSE2,
-       which every x86-64 has; else a machine word at a time, tested whole: the mask has the same
-       bits in every lane, whatever the byte order), a block of 2-byte characters (Latin, Greek,
-       Cyrillic, Hebrew, Arabic...) of kind 2 is written whole, and any other block character by
-       character, without testing it again. Surrogates as to_utf8 says. */
+       kind over blocks of code points (16 bytes of them with SSE2, which every x86-64 has; else
+       8): a block of ASCII is copied whole (without SSE2 tested as a machine word: the mask has
+       the same bits in every lane, whatever the byte order), with SSE2 a block of kind 2 whose
+       characters all take 2 bytes (Latin, Greek, Cyrillic, Hebrew, Arabic...) is written whole,
+       and any other block character by character, without testing it again. Surrogates as
+       to_utf8 says. */
     #define BPE_SURROGATE_STEP(p) \
         if (c >= 0xD800 && c < 0xE000) { \
             uint32_t d = i < n ? (uint32_t)p[i] : 0; \

@@ -94,11 +94,14 @@ def tokenized_by(base: Tokenizer, table: WordTable, kernel_ids: np.ndarray | Non
         a, b = bounds[k], bounds[k + 1]
         base._native.lay_out_chunks(table.symbols, table.offsets[a:b + 1], positions[a:b], slots, table_bits)
 
-    with ThreadPoolExecutor(threads) as pool:
-        list(pool.map(lay_out, range(runs)))
-    # The threads' chunk tables (tens of MB each, of pieces of this table) are let go: the
-    # kernel's pair count that comes next takes that memory instead of fresh pages.
-    base._native.clear_caches()
+    try:
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(lay_out, range(runs)))
+    finally:
+        # The threads' chunk tables (tens of MB each, of pieces of this table) are let go: the
+        # kernel's pair count that comes next takes that memory instead of fresh pages. (The
+        # base's caches go with them: they only make its next encodings faster.)
+        base._native.clear_caches()
     lengths = np.array([len(t) if t is not None else 0 for t in base._vocab], dtype=np.int32)
     if kernel_ids is None:
         return slots, lengths

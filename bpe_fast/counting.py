@@ -157,6 +157,13 @@ class ChunkCounter:
                 return
         self.add_text(decode_utf8(data, self.config.errors, where, base_offset), where)
 
+    def reads_in_place(self, utf8_valid: bool) -> bool:
+        """Does ``add_packed`` give a batch with these documents to the native scanner whole,
+        reading its bytes through any buffer (a view of shared memory, counting._Arena)? The
+        other routes search and slice the bytes, and get a bytes copy."""
+        splitter = self.splitter
+        return splitter.scanner is not None and not splitter.special_bytes and utf8_valid
+
     def add_packed(self, task: DocsTask) -> None:
         """A packed batch of documents: the whole buffer to the native scanner in one call when
         it may go there (a named pattern, no special token in it, every document valid UTF-8),
@@ -211,6 +218,9 @@ class NormalizingChunkCounter(ChunkCounter):
             self.scan_text(scanner, text.encode("utf-8"), self.splitter.lines)   # decoded UTF-8: no surrogate
         else:
             super().add_text(text, where)
+
+    def reads_in_place(self, utf8_valid: bool) -> bool:
+        return False                # add_packed goes document by document
 
     def add_packed(self, task: DocsTask) -> None:
         """Packed documents one by one: each is normalized on its own, as a str document is."""
@@ -339,7 +349,8 @@ def _count_here_or_in_workers(head: list, tasks: Iterator, config: CountConfig, 
             return counter.result()
         except MemoryError:
             raise _out_of_memory(config, in_workers=False) from None
-    return _count_in_workers(_chain(head, tasks), config, workers, on_progress)
+    documents = any(isinstance(task, DocsTask) for task in head)
+    return _count_in_workers(_chain(head, tasks), config, workers, on_progress, documents)
 
 
 def _out_of_memory(config: CountConfig, in_workers: bool) -> WorkerError:
@@ -373,11 +384,13 @@ def _chain(head: list, rest: Iterator) -> Iterator:
 
 
 def _count_in_workers(tasks: Iterator, config: CountConfig, workers: int,
-                      on_progress: Callable[[int], None] | None) -> WordTable:
+                      on_progress: Callable[[int], None] | None, documents: bool = False) -> WordTable:
+    """The count on ``workers`` processes; ``documents``: the tasks are batches of iterator
+    documents, which go to forked workers through shared memory (_Arena)."""
     if config.splitter.engine == NATIVE:
         char_classes()            # build the tables once, here; forked workers inherit them
     ctx = mp.get_context("fork" if "fork" in mp.get_all_start_methods() else "spawn")
-    pool = _Workers(ctx, config, workers, arena=ctx.get_start_method() == "fork")
+    pool = _Workers(ctx, config, workers, arena=documents and ctx.get_start_method() == "fork")
     size = 0
     try:
         for task in tasks:
@@ -417,8 +430,6 @@ def _die_with_parent(parent: int) -> None:
 def _worker(config: CountConfig, tasks: mp.Queue, results: mp.Queue, parent: int, arena: _Arena | None) -> None:
     _die_with_parent(parent)
     counter = chunk_counter(config)
-    splitter = config.splitter      # the routes that scan a packed batch whole, in place (add_packed)
-    in_place = splitter.scanner is not None and not splitter.special_bytes and splitter.normalize is None
     seq = -1
     try:
         while True:
@@ -433,7 +444,7 @@ def _worker(config: CountConfig, tasks: mp.Queue, results: mp.Queue, parent: int
             seq, task = item
             if isinstance(task, _InArena):
                 assert arena is not None
-                task = arena.task(task, copy=not (in_place and task.utf8_valid))
+                task = arena.task(task, copy=not counter.reads_in_place(task.utf8_valid))
             counter.run(task)
             results.put(("done", seq, None))
         files = counter.result_files()
@@ -463,12 +474,21 @@ class _Arena:
     when its worker reports the task done (or failed); a batch too big for a slot (a huge
     document) goes through the queue, as before."""
 
-    SLOT_BYTES = 8 << 20          # a batch of 1M characters of any script, with its offsets
+    SLOT_BYTES = 8 << 20          # a default batch (1M characters) of any script, with its offsets
 
     def __init__(self, slots: int):
         self.memory = mmap.mmap(-1, slots * self.SLOT_BYTES)        # anonymous, shared with children
         self.free = list(range(slots))
         self.held: dict[int, int] = {}                              # task number -> its slot
+
+    @classmethod
+    def made(cls, slots: int) -> _Arena | None:
+        """The arena, or None where the system will not map it (a limit on address space, strict
+        overcommit): the batches then go through the queue."""
+        try:
+            return cls(slots)
+        except OSError:
+            return None
 
     def fits(self, task) -> bool:
         return (isinstance(task, DocsTask) and task.docs is None
@@ -517,7 +537,7 @@ class _Workers:
         # a slot for each task being counted (n), and n + 1 more queued behind them: the workers
         # find the next batch ready, and few slots keep small the shared memory that each process
         # maps (and each one's resident size counts)
-        self.arena = _Arena(2 * n + 1) if arena else None
+        self.arena = _Arena.made(2 * n + 1) if arena else None
         self.results = ctx.Queue()
         self.procs: list = []
         self.parts: list[list[str]] = []         # each worker's table files
@@ -624,7 +644,10 @@ class _Workers:
             q.cancel_join_thread()
             q.close()
         if self.arena is not None:
-            self.arena.memory.close()
+            try:
+                self.arena.memory.close()
+            except BufferError:     # a view still held by a traceback: the mapping goes with it
+                pass
 
 
 def _death_message(proc) -> str:

@@ -4,8 +4,12 @@ held to a plain Python version of what it replaces (str.encode, the one-document
 batching loop, the reference splitter)."""
 from __future__ import annotations
 
+import os
+import signal
+
 from collections import Counter
 from itertools import accumulate
+from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -14,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpe_fast
-from bpe_fast import CL100K, GPT2, O200K
+from bpe_fast import CL100K, GPT2, O200K, counting
 from bpe_fast._pack import document_ends, pack_documents
 from bpe_fast._table import ChunkTable
 from bpe_fast.inputs import docs_tasks
@@ -190,11 +194,25 @@ def test_every_route_counts_packed_documents_as_the_reference_splits_them(patter
         assert Counter(table.as_dict()) == want
 
 
-def test_batches_go_through_shared_slots_reused_and_big_ones_through_the_queue(monkeypatch):
-    """Forked workers read packed batches from slots of shared memory (counting._Arena): more
-    batches than slots means slots are used again once their worker is done, and a batch too
-    big for a slot travels through the queue. Both count as the reference splits the text."""
-    from bpe_fast import counting
+# -- batches through shared memory (counting._Arena), with forked workers ------------------------
+
+needs_fork = pytest.mark.skipif(not hasattr(os, "fork"), reason="the shared slots are for forked workers")
+
+
+@pytest.fixture
+def within_a_minute():
+    """A slot never given back would leave the parent waiting for one: fail instead of hanging."""
+    def timeout(signum, frame):
+        raise TimeoutError("the count waited over a minute (a shared slot never freed?)")
+    old = signal.signal(signal.SIGALRM, timeout)
+    signal.alarm(60)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, old)
+
+
+def recording_store(monkeypatch) -> list[int]:
+    """The slot of every batch the parent puts in shared memory."""
     stored: list[int] = []
     store = counting._Arena.store
 
@@ -203,8 +221,17 @@ def test_batches_go_through_shared_slots_reused_and_big_ones_through_the_queue(m
         stored.append(item.slot)
         return item
 
-    monkeypatch.setattr(counting._Arena, "SLOT_BYTES", 4096)
     monkeypatch.setattr(counting._Arena, "store", counted_store)
+    return stored
+
+
+@needs_fork
+def test_batches_go_through_shared_slots_reused_and_big_ones_through_the_queue(monkeypatch, within_a_minute):
+    """Forked workers read packed batches from slots of shared memory: more batches than slots
+    means slots are used again once their worker is done, and a batch too big for a slot travels
+    through the queue. Both count as the reference splits the text."""
+    stored = recording_store(monkeypatch)
+    monkeypatch.setattr(counting._Arena, "SLOT_BYTES", 4096)
     docs = [f"doc {i}: lorem ipsum é中 amet " * (1 if i % 100 else 400) for i in range(1000)]
     table = bpe_fast.count_from_iterator(iter(docs), pattern=GPT2, workers=2, batch_chars=300, progress="none")
     splitter = Splitter.of(GPT2)
@@ -212,3 +239,41 @@ def test_batches_go_through_shared_slots_reused_and_big_ones_through_the_queue(m
     batches = len(list(docs_tasks(docs, 300)))
     assert 0 < len(stored) < batches                      # the big batches went through the queue
     assert len(stored) > len(set(stored)) and len(set(stored)) <= 2 * 2 + 1   # slots used again
+
+
+@needs_fork
+@pytest.mark.parametrize("route", ["normalize", "boundless"])
+def test_the_routes_that_copy_a_slot_count_as_with_one_worker(monkeypatch, within_a_minute, route):
+    """Normalization splits a batch document by document (the worker copies the slot's bytes);
+    BoundlessBPE's runs scan it whole (a view of the slot). Two workers fed through the slots
+    learn what one process learns."""
+    stored = recording_store(monkeypatch)
+    docs = [f"Cafe\u0301 {i} the cat sat. Ｆｕｌｌ ｗｉｄｔｈ é中 " * (1 + i % 5) for i in range(600)]
+    options: dict[str, Any] = ({"normalize": "nfkc"} if route == "normalize"
+                               else {"superword": "boundless", "superword_at": 300})
+    one, two = (bpe_fast.train_from_iterator(docs, 304, pattern=GPT2, workers=w, batch_chars=2000,
+                                             progress="none", **options) for w in (1, 2))
+    assert stored and one.merges.tolist() == two.merges.tolist()
+    assert one.encode_ordinary(docs[7]) == two.encode_ordinary(docs[7])
+
+
+def test_files_and_streams_map_no_shared_slots(monkeypatch, tmp_path):
+    """Only batches of iterator documents use the slots: a count of files makes none."""
+    made: list[int] = []
+    monkeypatch.setattr(counting._Arena, "made", classmethod(lambda cls, slots: made.append(slots)))
+    path = tmp_path / "text.txt"
+    path.write_text("the cat sat on the mat\n" * 20_000)
+    table = bpe_fast.count([path], pattern=GPT2, workers=2, block_size=1 << 14, progress="none")
+    assert table.total_chunks == 7 * 20_000 and made == []
+
+
+@needs_fork
+def test_a_system_that_will_not_map_the_slots_counts_through_the_queue(monkeypatch):
+    def refused(*args, **kwargs):
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(counting, "mmap", SimpleNamespace(mmap=refused))      # (only the slots')
+    assert counting._Arena.made(5) is None
+    docs = [f"doc {i}: lorem ipsum" for i in range(2000)]
+    table = bpe_fast.count_from_iterator(iter(docs), pattern=GPT2, workers=2, batch_chars=500, progress="none")
+    assert table.total_chunks == sum(1 for d in docs for _ in Splitter.of(GPT2).chunks(d))
