@@ -109,13 +109,14 @@ import numpy as np
 cimport numpy as cnp
 from cpython.exc cimport PyErr_CheckSignals
 from libc.stdint cimport INT64_MAX, int32_t, int64_t, uint8_t, uint64_t
+from libc.stdlib cimport free, malloc
 from libc.string cimport memcpy
-from libcpp.algorithm cimport nth_element
+from libcpp.algorithm cimport nth_element, sort
 from libcpp.vector cimport vector
 from libcpp.queue cimport priority_queue
 from libcpp.utility cimport pair
 
-from ._pairmap cimport PairMap, pair_key, key_left, key_right, pairmap_init, pairmap_free, pairmap_get, \
+from ._pairmap cimport EMPTY, PairMap, pair_key, key_left, key_right, pairmap_init, pairmap_free, pairmap_get, \
     pairmap_get_or_add, pairmap_prefetch
 
 cnp.import_array()
@@ -639,6 +640,77 @@ cdef struct Tally:
     int64_t nbytes
 
 
+cdef struct TotalSlot:
+    uint64_t key                   # EMPTY if free
+    int64_t total
+
+
+cdef struct TotalMap:
+    # A pair's key -> its weighted count, in one 16-byte slot (one cache line for the probe and
+    # the sum), open addressing, at most half full, doubling when needed.
+    TotalSlot* slots
+    int bits
+    size_t size
+
+
+cdef inline size_t total_slot(uint64_t key, int bits) noexcept nogil:
+    return <size_t>((key * <uint64_t>0x9E3779B97F4A7C15) >> (64 - bits))      # as _pairmap's
+
+
+cdef int totalmap_init(TotalMap* m, size_t expected) noexcept nogil:
+    cdef int bits = 10
+    cdef size_t i
+    while (<size_t>1 << bits) < 2 * expected + 2:
+        bits += 1
+    m.slots = <TotalSlot*>malloc((<size_t>1 << bits) * sizeof(TotalSlot))
+    if m.slots == NULL:
+        return -1
+    for i in range(<size_t>1 << bits):
+        m.slots[i].key = EMPTY
+    m.bits, m.size = bits, 0
+    return 0
+
+
+cdef inline void totalmap_free(TotalMap* m) noexcept nogil:
+    free(m.slots)
+    m.slots = NULL
+
+
+cdef inline void totalmap_prefetch(const TotalMap* m, uint64_t key) noexcept nogil:
+    prefetch(&m.slots[total_slot(key, m.bits)])
+
+
+cdef int totalmap_add(TotalMap* m, uint64_t key, int64_t weight) noexcept nogil:
+    """Add weight to key's count (a new key starts at 0). -1 if out of memory."""
+    cdef size_t mask = (<size_t>1 << m.bits) - 1, i = total_slot(key, m.bits), j, old_n
+    cdef TotalSlot* old
+    while True:
+        if m.slots[i].key == key:
+            m.slots[i].total += weight
+            return 0
+        if m.slots[i].key == EMPTY:
+            break
+        i = (i + 1) & mask
+    if 2 * (m.size + 1) > (<size_t>1 << m.bits):         # grow, then add
+        old, old_n = m.slots, <size_t>1 << m.bits
+        if totalmap_init(m, old_n) != 0:
+            m.slots = old
+            return -1
+        mask = (<size_t>1 << m.bits) - 1
+        for j in range(old_n):
+            if old[j].key != EMPTY:
+                i = total_slot(old[j].key, m.bits)
+                while m.slots[i].key != EMPTY:
+                    i = (i + 1) & mask
+                m.slots[i] = old[j]
+                m.size += 1
+        free(old)
+        return totalmap_add(m, key, weight)
+    m.slots[i].key, m.slots[i].total = key, weight
+    m.size += 1
+    return 0
+
+
 cdef cppclass CountPart:
     # Pass 1 over a range of slots (lo..hi, each a token's start): every pair that starts there,
     # numbered locally in order of first appearance, with its key and its tally. Pass 2 writes
@@ -652,12 +724,17 @@ cdef cppclass CountPart:
     vector[int64_t] written
     Py_ssize_t lo, hi, at, run
     bint failed
+    # Continuing (CountJob.by_total): pass 1 keeps only each pair's weighted count, in ``totals``;
+    # pass 2 appends each tracked pair's gaps to its list of this range, ``lists[pid]``.
+    TotalMap totals
+    vector[vector[uint8_t]] lists
 
 
 cdef struct CountJob:
     const Corpus* corpus
     CountPart* parts
     bint listing                   # pass 2
+    bint by_total                  # continuing: the slimmer passes (count_totals, list_growing)
     const PairMap* tracked         # pass 2: key -> tracked id, for the tracked pairs only
     Py_ssize_t step                # slots a thread does per call (then Ctrl-C is looked for)
     vector[uint8_t]* occ           # the tracked pairs' lists, sized by the plan
@@ -799,10 +876,86 @@ cdef int64_t best_total(const vector[int64_t]& totals, Py_ssize_t rank) noexcept
 cdef void count_part(void* arg, int tid) noexcept nogil:
     """The pool's job in a recount: thread tid's next step of the current pass."""
     cdef const CountJob* job = <const CountJob*>arg
-    if job.listing:
+    if job.by_total:
+        if job.listing:
+            list_growing(job, &job.parts[tid])
+        else:
+            count_totals(job, &job.parts[tid])
+    elif job.listing:
         list_slots(job, &job.parts[tid])
     else:
         count_slots(job, &job.parts[tid])
+
+
+# -- continuing from a base: the slimmer recount -------------------------------------------------
+# A base's tokens make millions of distinct pairs (stage two of superword training on 52 MB of
+# long-tailed text: 1.57 M, 1.12 M in each half of the slots), against a few thousand tracked.
+# count_slots keeps for each a map entry (key and number: two cache lines) and a 32-byte tally
+# (a third), to size every list before pass 2; three misses a position filled the CPU's queue of
+# misses. Continuing, pass 1 keeps only the weighted count, in the map's own slot (one miss), and
+# pass 2 grows each tracked pair's list of a range as it goes; the ranges' lists are then joined.
+
+cdef void count_totals(const CountJob* job, CountPart* P) noexcept nogil:
+    """Pass 1, continuing: every pair's weighted count, in this range's TotalMap."""
+    cdef const Corpus* c = job.corpus
+    cdef Py_ssize_t p = P.at, q, end = min(P.at + job.step, P.hi), queued = 0, added = 0, k
+    cdef uint64_t ring_key[AHEAD]
+    cdef int64_t ring_w[AHEAD]
+    while p < end:
+        q = p + c.token_len[c.sym[p]]
+        if q < c.n and not starts_a_word(c, q):
+            k = queued & (AHEAD - 1)
+            ring_key[k], ring_w[k] = pair_key(c.sym[p], c.sym[q]), walk_weight(c, p, &P.run)
+            totalmap_prefetch(&P.totals, ring_key[k])
+            queued += 1
+            if queued - added > PROBE_LAG:
+                k = added & (AHEAD - 1)
+                if totalmap_add(&P.totals, ring_key[k], ring_w[k]) != 0:
+                    P.failed, P.at = True, P.hi
+                    return
+                added += 1
+        p = q
+    while added < queued:
+        k = added & (AHEAD - 1)
+        if totalmap_add(&P.totals, ring_key[k], ring_w[k]) != 0:
+            P.failed, P.at = True, P.hi
+            return
+        added += 1
+    P.at = p
+
+
+cdef inline void append_gap(vector[uint8_t]* out, uint64_t gap) noexcept nogil:
+    while gap >= 128:
+        out.push_back(<uint8_t>(gap & 127) | 128)
+        gap >>= 7
+    out.push_back(<uint8_t>gap)
+
+
+cdef inline size_t put_gap(uint8_t* out, size_t at, uint64_t gap) noexcept nogil:
+    """Write the gap as a varint at out[at]; returns the byte after it."""
+    while gap >= 128:
+        out[at] = <uint8_t>(gap & 127) | 128
+        at += 1
+        gap >>= 7
+    out[at] = <uint8_t>gap
+    return at + 1
+
+
+cdef void list_growing(const CountJob* job, CountPart* P) noexcept nogil:
+    """Pass 2, continuing: each tracked pair's positions in this range, as gaps (the first from
+    0) appended to its list of the range."""
+    cdef const Corpus* c = job.corpus
+    cdef Py_ssize_t p = P.at, q, end = min(P.at + job.step, P.hi)
+    cdef int32_t pid
+    while p < end:
+        q = p + c.token_len[c.sym[p]]
+        if q < c.n and not starts_a_word(c, q):
+            pid = pairmap_get(job.tracked, pair_key(c.sym[p], c.sym[q]))      # (a small map: cached)
+            if pid >= 0:
+                append_gap(&P.lists[pid], <uint64_t>(p - P.written[pid]))
+                P.written[pid] = p
+        p = q
+    P.at = p
 
 
 # -- one thread's part of laying the words out --------------------------------------------------
@@ -1134,6 +1287,10 @@ cdef class _Merger:
         cdef size_t expected = max(1 << 16, min(n // 32, n // n_parts // 8)) if self.many_pairs else 1 << 16
         parts.resize(n_parts)
         job.corpus, job.parts, job.step, job.tracked = &self.c, parts.data(), SIGNAL_CHECK_EVERY, &tracked
+        job.by_total = self.many_pairs
+        for k in range(n_parts):
+            parts[k].seen.keys, parts[k].seen.values = <uint64_t*>NULL, <int32_t*>NULL
+            parts[k].totals.slots = <TotalSlot*>NULL
         try:
             for k in range(n_parts):
                 cut = n * k // n_parts
@@ -1142,6 +1299,10 @@ cdef class _Merger:
                 parts[k].lo = parts[k].at = cut
                 if k > 0:
                     parts[k - 1].hi = cut
+                if job.by_total:
+                    if totalmap_init(&parts[k].totals, expected) != 0:
+                        raise MemoryError()
+                    continue
                 if pairmap_init(&parts[k].seen, expected) != 0:
                     raise MemoryError()
                 # made at once, not doubled up to it: each doubling copies, and every copy is
@@ -1151,6 +1312,16 @@ cdef class _Merger:
             parts[n_parts - 1].hi = n
             job.listing = False
             self.pass_over(&job, n_parts)
+            if job.by_total:
+                self.plan_totals(parts.data(), n_parts, &tracked)
+                for k in range(n_parts):
+                    parts[k].lists.resize(self.keys.size())
+                    parts[k].written.assign(self.keys.size(), 0)
+                    parts[k].at = parts[k].lo
+                job.listing = True
+                self.pass_over(&job, n_parts)
+                self.join_lists(parts.data(), n_parts)
+                return self.tracked_all()
             self.plan_lists(parts.data(), n_parts, &tracked)
             for k in range(n_parts):                # the ranges' maps and tallies are done with
                 pairmap_free(&parts[k].seen)
@@ -1163,11 +1334,93 @@ cdef class _Merger:
         finally:
             for k in range(n_parts):
                 pairmap_free(&parts[k].seen)
+                totalmap_free(&parts[k].totals)
             pairmap_free(&tracked)
+        return self.tracked_all()
+
+    cdef int tracked_all(self) except -1:
+        """The end of a recount: every pair counted joins the heap and the by-symbol lists."""
+        cdef int k
         for k in range(<int>self.keys.size()):
             self.track(k)
         self.created.clear()
         self.recounts += 1
+        return 0
+
+    cdef int plan_totals(self, CountPart* parts, int n_parts, PairMap* tracked) except -1:
+        """Between the passes of a continuing recount: add the ranges' counts into range 0's map,
+        raise track_from on the first count (as plan_lists), and track the pairs counted at
+        least track_from times, numbered in order of their keys (the same ids for any number of
+        threads), with a map of their own for pass 2 (``tracked``)."""
+        cdef TotalMap* every = &parts[0].totals
+        cdef TotalMap* m
+        cdef size_t u, cap
+        cdef int k
+        cdef int32_t pid
+        cdef vector[int64_t] totals
+        cdef vector[pair[uint64_t, int64_t]] chosen
+        for k in range(1, n_parts):
+            m = &parts[k].totals
+            cap = <size_t>1 << m.bits
+            for u in range(cap):
+                if u + AHEAD < cap and m.slots[u + AHEAD].key != EMPTY:    # (range 0's map misses the caches)
+                    totalmap_prefetch(every, m.slots[u + AHEAD].key)
+                if m.slots[u].key != EMPTY and totalmap_add(every, m.slots[u].key, m.slots[u].total) != 0:
+                    raise MemoryError()
+            totalmap_free(m)
+        cap = <size_t>1 << every.bits
+        if self.recounts == 0:
+            totals.reserve(every.size)
+            for u in range(cap):
+                if every.slots[u].key != EMPTY:
+                    totals.push_back(every.slots[u].total)
+            self.track_from = max(self.track_from, best_total(totals, TRACK_PER_MERGE * self.n_merges))
+            vector[int64_t]().swap(totals)
+        for u in range(cap):
+            if every.slots[u].key != EMPTY and every.slots[u].total >= self.track_from:
+                chosen.push_back(pair[uint64_t, int64_t](every.slots[u].key, every.slots[u].total))
+        totalmap_free(every)
+        sort(chosen.begin(), chosen.end())
+        for u in range(chosen.size()):
+            pid = self.new_pair(chosen[u].first)
+            self.count[pid] = chosen[u].second
+        if pairmap_init(tracked, chosen.size()) != 0:
+            raise MemoryError()
+        for pid in range(<int32_t>chosen.size()):       # (sized for them all: it never grows)
+            pairmap_get_or_add(tracked, self.keys[pid], pid)
+        return 0
+
+    cdef int join_lists(self, CountPart* parts, int n_parts) except -1:
+        """After pass 2 of a continuing recount: each tracked pair's list, its ranges' lists one
+        after the other. A range's list starts with the gap from 0 (its first position); in the
+        whole list that gap is from the position listed last before it."""
+        cdef size_t pid, size, at, head
+        cdef int k
+        cdef uint64_t first
+        cdef int64_t last
+        cdef vector[uint8_t]* part_list
+        cdef uint8_t* out
+        for pid in range(self.keys.size()):
+            size, last = 0, 0
+            for k in range(n_parts):
+                part_list = &parts[k].lists[pid]
+                if part_list.size():
+                    head = get_varint(part_list.data(), 0, &first)
+                    size += part_list.size() - head + <size_t>varint_len(first - <uint64_t>last)
+                    last = parts[k].written[pid]
+            self.occ[pid].resize(size)
+            out, at, last = self.occ[pid].data(), 0, 0
+            for k in range(n_parts):
+                part_list = &parts[k].lists[pid]
+                if not part_list.size():
+                    continue
+                head = get_varint(part_list.data(), 0, &first)
+                at = put_gap(out, at, first - <uint64_t>last)
+                memcpy(out + at, part_list.data() + head, part_list.size() - head)
+                at += part_list.size() - head
+                last = parts[k].written[pid]
+                vector[uint8_t]().swap(part_list[0])
+            self.occ_last[pid] = last
         return 0
 
     cdef int pass_over(self, CountJob* job, int n_parts) except -1:
