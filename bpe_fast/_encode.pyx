@@ -154,9 +154,9 @@ cdef enum:
                                # kept at most half full; then it starts afresh from the vocabulary
     MAX_CACHES = 64            # caches an encoder keeps between calls (one per thread in use)
     COMPAT_BITS = 16           # answers of ``compatible`` a thread keeps (512 KB) ...
-    WIDE_COMPAT_BITS = 18      # ... or 2 MB when it lays out a word table's millions of distinct chunks
-                               # (8 MB found more answers but missed the caches on every probe: 18
-                               # bits took 10-20% off superword stage two's layout, same on cl100k's)
+    WIDE_COMPAT_BITS = 17      # ... or 1 MB when it lays out a word table's millions of distinct chunks
+                               # (8 MB found more answers but missed the caches on every probe: 1 MB
+                               # took 10-25% off the layouts of superword stage two and of cl100k)
     BATCH = 128                # chunks scanned, hashed and prefetched before they are looked up
     INLINE_IDS = 4             # ids a chunk table entry holds; a longer result goes to ``spill``
     SPILLED = 7                # the id count of an entry whose ids are in ``spill``
