@@ -1272,7 +1272,10 @@ cdef class _Merger:
         every pair (each thread in a map of its own), then write the positions of the tracked
         ones straight into their lists, sized beforehand (plan_lists). Ids follow first
         appearance in slot order, as one thread gives them: range 0's pairs in its order, then
-        range 1's new ones, and so on."""
+        range 1's new ones, and so on. Continuing from a base (``many_pairs``), the slimmer
+        passes instead (count_totals, plan_totals, list_growing, join_lists: see above them);
+        ids in the order of the pairs' keys. The merges depend on neither order (ties go by
+        key)."""
         self.clear_pairs()
         cdef int k, n_parts = self.n_threads
         cdef Py_ssize_t n = self.sym.shape[0], cut
