@@ -454,6 +454,16 @@ cdef inline void put_varint(vector[uint8_t]* where, uint64_t gap) noexcept nogil
     where.push_back(<uint8_t>gap)
 
 
+cdef inline size_t put_gap(uint8_t* out, size_t at, uint64_t gap) noexcept nogil:
+    """Write a gap at out[at], as put_varint appends it; returns the byte after it."""
+    while gap >= 128:
+        out[at] = <uint8_t>(gap & 127) | 128
+        at += 1
+        gap >>= 7
+    out[at] = <uint8_t>gap
+    return at + 1
+
+
 cdef inline size_t get_varint(const uint8_t* data, size_t i, uint64_t* gap) noexcept nogil:
     """Read the gap at byte i; returns the byte after it."""
     cdef uint64_t value = 0
@@ -823,18 +833,9 @@ cdef inline void list_one(const CountJob* job, CountPart* P, const Py_ssize_t* r
     """Pass 2's write stage for the i-th position queued: listed if its pair is tracked."""
     cdef Py_ssize_t k = i & (AHEAD - 1), p = ring_p[k]
     cdef int32_t pid = pairmap_get(job.tracked, ring_key[k])
-    cdef uint64_t gap
-    cdef uint8_t* out
     if pid < 0:
         return
-    out = job.occ[pid].data() + P.cursor[pid]
-    gap = <uint64_t>(p - P.written[pid])
-    while gap >= 128:
-        out[0] = <uint8_t>(gap & 127) | 128
-        out += 1
-        gap >>= 7
-    out[0] = <uint8_t>gap
-    P.cursor[pid] = out + 1 - job.occ[pid].data()
+    P.cursor[pid] = put_gap(job.occ[pid].data(), P.cursor[pid], <uint64_t>(p - P.written[pid]))
     P.written[pid] = p
 
 
@@ -924,23 +925,6 @@ cdef void count_totals(const CountJob* job, CountPart* P) noexcept nogil:
     P.at = p
 
 
-cdef inline void append_gap(vector[uint8_t]* out, uint64_t gap) noexcept nogil:
-    while gap >= 128:
-        out.push_back(<uint8_t>(gap & 127) | 128)
-        gap >>= 7
-    out.push_back(<uint8_t>gap)
-
-
-cdef inline size_t put_gap(uint8_t* out, size_t at, uint64_t gap) noexcept nogil:
-    """Write the gap as a varint at out[at]; returns the byte after it."""
-    while gap >= 128:
-        out[at] = <uint8_t>(gap & 127) | 128
-        at += 1
-        gap >>= 7
-    out[at] = <uint8_t>gap
-    return at + 1
-
-
 cdef void list_growing(const CountJob* job, CountPart* P) noexcept nogil:
     """Pass 2, continuing: each tracked pair's positions in this range, as gaps (the first from
     0) appended to its list of the range."""
@@ -952,7 +936,7 @@ cdef void list_growing(const CountJob* job, CountPart* P) noexcept nogil:
         if q < c.n and not starts_a_word(c, q):
             pid = pairmap_get(job.tracked, pair_key(c.sym[p], c.sym[q]))      # (a small map: cached)
             if pid >= 0:
-                append_gap(&P.lists[pid], <uint64_t>(p - P.written[pid]))
+                put_varint(&P.lists[pid], <uint64_t>(p - P.written[pid]))
                 P.written[pid] = p
         p = q
     P.at = p
