@@ -3,9 +3,9 @@
 The corpus is never held whole: regular files are read in blocks by the workers themselves (cut
 only where ``pretokenize.find_cut`` allows), streams (standard input, FIFOs, ``<(...)``) are
 read here and sent on in blocks cut the same way, documents from an iterator go in packed batches
-(through slots of shared memory to forked workers, ``_Arena``), and
-each worker process keeps only its own counts of chunks (a C++ hash map fed by the native
-scanner for the named patterns, a ``Counter`` of the pattern's matches for others). The result
+(through slots of shared memory to forked workers, ``_Arena``), and each worker process keeps
+only its own counts of chunks (a C++ hash map fed by the native scanner for the named patterns,
+a ``Counter`` of the pattern's matches for others). The result
 is a ``WordTable`` (NumPy arrays, sorted by hash) that does not depend on the number of workers
 or the block size. Each worker counts into a compact native hash table (_table.pyx); when it
 outgrows the worker's memory budget, the worker writes it out sorted to a temporary file and

@@ -53,9 +53,13 @@ def tagged_processes(tag: str) -> list[int]:
 
 
 def start(script: str, tag: str, **kwargs) -> subprocess.Popen:
+    """The script in a new Python. Ctrl-C in it is a user's: SIGINT as the default, also when the
+    tests themselves run with it ignored (a background job of a non-interactive shell does, and
+    Python then leaves it ignored, so no KeyboardInterrupt would come)."""
     env = {**os.environ, "BPE_FAST_TEST_TAG": tag, "PYTHONUNBUFFERED": "1"}
     return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script)], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kwargs)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL), **kwargs)
 
 
 def wait_for_line(proc: subprocess.Popen, text: str, timeout: float = 60) -> None:
