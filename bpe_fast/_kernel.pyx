@@ -116,6 +116,7 @@ from libcpp.vector cimport vector
 from libcpp.queue cimport priority_queue
 from libcpp.utility cimport pair
 
+from ._pairmap cimport _slot as pair_home
 from ._pairmap cimport EMPTY, PairMap, pair_key, key_left, key_right, pairmap_init, pairmap_free, pairmap_get, \
     pairmap_get_or_add, pairmap_prefetch
 
@@ -663,10 +664,6 @@ cdef struct TotalMap:
     size_t size
 
 
-cdef inline size_t total_slot(uint64_t key, int bits) noexcept nogil:
-    return <size_t>((key * <uint64_t>0x9E3779B97F4A7C15) >> (64 - bits))      # as _pairmap's
-
-
 cdef int totalmap_init(TotalMap* m, size_t expected) noexcept nogil:
     cdef int bits = 10
     cdef size_t i
@@ -687,12 +684,12 @@ cdef inline void totalmap_free(TotalMap* m) noexcept nogil:
 
 
 cdef inline void totalmap_prefetch(const TotalMap* m, uint64_t key) noexcept nogil:
-    prefetch(&m.slots[total_slot(key, m.bits)])
+    prefetch(&m.slots[pair_home(key, m.bits)])
 
 
 cdef int totalmap_add(TotalMap* m, uint64_t key, int64_t weight) noexcept nogil:
     """Add weight to key's count (a new key starts at 0). -1 if out of memory."""
-    cdef size_t mask = (<size_t>1 << m.bits) - 1, i = total_slot(key, m.bits), j, old_n
+    cdef size_t mask = (<size_t>1 << m.bits) - 1, i = pair_home(key, m.bits), j, old_n
     cdef TotalSlot* old
     while True:
         if m.slots[i].key == key:
@@ -709,7 +706,7 @@ cdef int totalmap_add(TotalMap* m, uint64_t key, int64_t weight) noexcept nogil:
         mask = (<size_t>1 << m.bits) - 1
         for j in range(old_n):
             if old[j].key != EMPTY:
-                i = total_slot(old[j].key, m.bits)
+                i = pair_home(old[j].key, m.bits)
                 while m.slots[i].key != EMPTY:
                     i = (i + 1) & mask
                 m.slots[i] = old[j]
