@@ -155,8 +155,9 @@ cdef enum:
     MAX_CACHES = 64            # caches an encoder keeps between calls (one per thread in use)
     COMPAT_BITS = 16           # answers of ``compatible`` a thread keeps (512 KB) ...
     WIDE_COMPAT_BITS = 17      # ... or 1 MB when it lays out a word table's millions of distinct chunks
-                               # (8 MB found more answers but missed the caches on every probe: 1 MB
-                               # took 10-25% off the layouts of superword stage two and of cl100k)
+                               # (8 MB found more answers but missed the caches on every probe: 2 MB
+                               # took 10-23% off superword stage two's layouts, 1 MB 4-11% more; on
+                               # cl100k's layout of mix33 2 MB changed nothing and 1 MB took 8% off)
     BATCH = 128                # chunks scanned, hashed and prefetched before they are looked up
     INLINE_IDS = 4             # ids a chunk table entry holds; a longer result goes to ``spill``
     SPILLED = 7                # the id count of an entry whose ids are in ``spill``
