@@ -102,6 +102,12 @@ def require(module: str, extra: str, purpose: str):
                                 f"pip install 'bpe_fast[{extra}]'") from None
 
 
+class Stopped(BaseException):
+    """Raised inside a stage that runs beside another (progress.Deferred) at its next report,
+    once its caller has stopped it; caught by that caller, never a user's to see. No
+    ``Exception``, as Terminated: no ``except Exception`` on its way may take it for an error."""
+
+
 class Terminated(BaseException):
     """The process was told to stop (SIGTERM, SIGHUP) while bpe_fast held temporary files or
     worker processes (see ``terminating_raises``). Not a BpeFastError: like KeyboardInterrupt it

@@ -13,6 +13,10 @@ or nothing, as ``progress=`` says; and a one-line summary of each stage.
 * ``"none"`` (also ``False``): nothing;
 * a callable, called as ``callback(stage, current, total, elapsed)`` (total may be None).
 
+A stage that runs beside another (SuperBPE's stage-two counting, on a thread while stage one
+merges) reports through ``Deferred``: nothing while it runs, its bar and summary once its
+result is taken, so two stages never draw at once.
+
 Every stage's summary also goes to the "bpe_fast" logger (INFO), whatever ``progress`` is.
 
 The merging stage's time left is not the average rate's: early merges touch the most frequent
@@ -33,7 +37,7 @@ import time
 import warnings
 from typing import Callable, Union
 
-ProgressOption = Union[str, bool, None, Callable[[str, int, "int | None", float], None]]
+ProgressOption = Union[str, bool, None, Callable[[str, int, "int | None", float], None], "Deferred"]
 MODES = ("auto", "bar", "json", "none")
 JSON_EVERY = 0.25                # seconds between two JSON lines of one stage
 
@@ -42,8 +46,8 @@ log = logging.getLogger("bpe_fast")
 
 def check(progress: ProgressOption) -> ProgressOption:
     """The option, checked before any work: a mode, a bool, None or a callable."""
-    if callable(progress) or progress is None or isinstance(progress, bool) or (isinstance(progress, str)
-                                                                                 and progress in MODES):
+    if (isinstance(progress, (Deferred, bool)) or callable(progress) or progress is None
+            or (isinstance(progress, str) and progress in MODES)):
         return progress
     raise _argument_error(f"progress must be one of {', '.join(MODES)}, a bool or a callable, not {progress!r}")
 
@@ -67,7 +71,10 @@ def _argument_error(message: str):
 
 
 def mode_of(progress: ProgressOption) -> str | Callable:
-    """What the option means here and now: "bar", "summary", "json", "none" or the callable."""
+    """What the option means here and now: "bar", "summary", "json", "none", the callable, or
+    "deferred"."""
+    if isinstance(progress, Deferred):
+        return "deferred"
     if callable(progress):
         return progress
     if progress is None or progress == "auto":
@@ -136,10 +143,12 @@ class Bar:
     time left comes from ``decaying_eta`` instead of the average rate."""
 
     def __init__(self, progress: ProgressOption, stage: str, total: int | None = None, unit: str = "it",
-                 unit_scale: bool = False, decaying: bool = False):
+                 unit_scale: bool = False, decaying: bool = False, start: float | None = None):
+        self.deferred = progress if isinstance(progress, Deferred) else None
         self.mode = mode_of(progress)
         self.stage, self.total, self.done = stage, total, 0
-        self.start = self.last_json = time.perf_counter()
+        self.unit, self.unit_scale = unit, unit_scale
+        self.start = self.last_json = time.perf_counter() if start is None else start
         self.samples: list[tuple[int, float]] | None = [] if decaying and total else None
         self.bar = None
         if self.mode == "bar":
@@ -147,6 +156,8 @@ class Bar:
             fmt = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}, {rate_fmt}{postfix}]" if decaying else None
             self.bar = tqdm(file=sys.stderr, dynamic_ncols=True, total=total, unit=unit, unit_scale=unit_scale,
                             desc=stage, bar_format=fmt)
+            if start is not None:       # a Deferred stage's, shown when done: its rate from its own start
+                self.bar.start_t = time.time() - (time.perf_counter() - start)      # (tqdm times by time.time)
 
     @property
     def active(self) -> bool:
@@ -154,6 +165,9 @@ class Bar:
 
     def advance(self, n: int) -> None:
         self.done += n
+        if self.deferred is not None:
+            self.deferred.check()
+            return
         if self.samples is not None:
             self.samples.append((self.done, time.perf_counter() - self.start))
         if self.bar is not None:
@@ -199,6 +213,8 @@ class Bar:
         return self
 
     def __exit__(self, *exc):
+        if self.deferred is not None and exc[0] is None:
+            self.deferred.bars.append(self)
         if self.bar is not None:
             self.bar.close()
         elif self.mode == "json" and exc[0] is None:
@@ -214,10 +230,44 @@ def _duration(seconds: float) -> str:
 
 def summary(stage: str, seconds: float, progress: ProgressOption = "none", **facts) -> None:
     """A stage's summary: on the "bpe_fast" logger (INFO) always, and as one line on standard
-    error when ``progress`` resolves to "summary" (auto with no terminal: a pipe, a log)."""
+    error when ``progress`` resolves to "summary" (auto with no terminal: a pipe, a log); a
+    Deferred stage's line waits for its ``show``."""
     details = ", ".join(f"{k.replace('_', ' ')} {v:,}" if isinstance(v, int) else f"{k.replace('_', ' ')} {v}"
                         for k, v in facts.items())
     log.info("%s: %.2f s%s", stage, seconds, f" ({details})" if details else "")
-    if mode_of(progress) == "summary":
-        print(f"bpe_fast {stage}: {seconds:.2f} s" + (f" ({details})" if details else ""), file=sys.stderr,
-              flush=True)
+    line = f"bpe_fast {stage}: {seconds:.2f} s" + (f" ({details})" if details else "")
+    if isinstance(progress, Deferred):
+        progress.lines.append(line)
+    elif mode_of(progress) == "summary":
+        sys.stderr.write(line + "\n")         # one write: whole lines, whatever thread prints
+        sys.stderr.flush()
+
+
+class Deferred:
+    """``progress=`` for a stage that runs on another thread beside a stage with the screen
+    (the option it wraps): it reports nothing while it runs; ``show()``, called on the main
+    thread when the caller takes its result, shows its bars, complete, and its summary line, as
+    the wrapped option would have. ``stop()`` ends the stage early: its next report (a block
+    counted) raises Stopped."""
+
+    def __init__(self, progress: ProgressOption):
+        self.progress = progress
+        self.bars: list[Bar] = []
+        self.lines: list[str] = []
+        self._stop = False
+
+    def stop(self) -> None:
+        self._stop = True
+
+    def check(self) -> None:
+        if self._stop:
+            from .errors import Stopped
+            raise Stopped()
+
+    def show(self) -> None:
+        for done in self.bars:
+            with Bar(self.progress, done.stage, done.total, done.unit, done.unit_scale, start=done.start) as bar:
+                bar.reach(done.done)
+        if mode_of(self.progress) == "summary":
+            for line in self.lines:
+                print(line, file=sys.stderr, flush=True)

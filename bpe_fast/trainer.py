@@ -5,6 +5,7 @@ checked before any text is read; continued training (``base=``) is continued.py.
 from __future__ import annotations
 
 import os
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field, replace
@@ -20,12 +21,12 @@ from .continued import base_special_tokens, check_base
 from .counting import (DEFAULT_BATCH_CHARS, DEFAULT_BLOCK_SIZE, MAX_BLOCK_SIZE, CountConfig, count_tasks,
                        default_workers, make_config)
 from .distributed import count_on_cluster
-from .errors import ArgumentError, ArgumentTypeError, EmptyCorpusError, VocabSizeWarning
+from .errors import ArgumentError, ArgumentTypeError, EmptyCorpusError, VocabSizeWarning, terminating_raises
 from .inputs import DocsTask, docs_tasks, sources, total_size
 from .patterns import DEFAULT_PATTERN, name_of, resolve
 from .picky import REMOVED, check_tau
 from .pretokenize import check_normal_specials, normalization, special_token_list
-from .progress import Bar, ProgressOption, summary, with_alias
+from .progress import Bar, Deferred, ProgressOption, summary, with_alias
 from .progress import check as check_progress
 from .tokenizer import PickyTokenizer, Tokenizer
 from .wordtable import WordTable
@@ -565,29 +566,110 @@ def _learn_picky(table: WordTable, vocab_size: int, tau: float, options: TrainOp
     return tok
 
 
-# (pattern, special tokens, normalization, BoundlessBPE's units or None) -> the corpus's table:
-# of chunks, or of runs of units (boundless.py)
-CountText = Callable[[Any, Sequence[str], "str | None", "tuple[tuple[bytes, int], ...] | None"], WordTable]
+# (pattern, special tokens, normalization, BoundlessBPE's units or None, progress=) -> the
+# corpus's table: of chunks, or of runs of units (boundless.py); progress= defaults to the call's
+CountText = Callable[..., WordTable]
 
 
-def _train(count_text: CountText, options: TrainOptions, input_unit: str) -> list[Tokenizer]:
+def _train(count_text: CountText, options: TrainOptions, input_unit: str, ahead: bool = False) -> list[Tokenizer]:
     """What train and train_from_iterator share: count the text (with the pattern and every
     special token to cut out), then learn a tokenizer per size; superword training runs this
-    twice (stage one to a single size)."""
+    twice (stage one to a single size), with ``ahead`` counting stage two's text while stage
+    one learns."""
     if options.superword == "boundless" and options.superword_at is not None:
         return _train_boundless(count_text, options, input_unit)
     stages = options.superword_stages()
     if stages is not None:
-        first, second = stages
+        return _train_superword(count_text, options, stages, input_unit, ahead)
+    report = TrainReport(input_unit=input_unit)
+    held, options = _counted(count_text, options, report)
+    return _learn_sizes(held, options, report)
+
+
+def _count_args(options: TrainOptions) -> tuple:
+    """What count_text takes to count the text for ``options``."""
+    return options.resolved_pattern, options.cut_out, options.resolved_normalize, None
+
+
+def _counted(count_text: CountText, options: TrainOptions, report: TrainReport) -> tuple[list, TrainOptions]:
+    t0 = time.perf_counter()
+    return _held(count_text(*_count_args(options)), options, report, time.perf_counter() - t0)
+
+
+def _held(table: WordTable, options: TrainOptions, report: TrainReport, seconds: float) -> tuple[list, TrainOptions]:
+    """The table, in a list (see _learn), and the options with the table's pattern and
+    normalization; the report takes the counting's time and size."""
+    report.seconds["counting"] = seconds
+    report.input_size = table.input_bytes
+    return [table], replace(options, pattern=table.pattern, normalize=table.normalize)
+
+
+def _train_superword(count_text: CountText, options: TrainOptions,
+                     stages: tuple[TrainOptions, Callable[[Tokenizer], TrainOptions]], input_unit: str,
+                     ahead: bool) -> list[Tokenizer]:
+    """SuperBPE: stage one to ``superword_at``, then stage two continues from it with the
+    superword pattern. Stage two's table does not depend on stage one (only its layout in the
+    kernel does), so with ``ahead`` it is counted on a thread (its worker processes) while stage
+    one learns: they take the cores that stage one's merging, on one thread, leaves idle."""
+    first, second = stages
+    if not ahead:
         [stage_one] = _train(count_text, first, input_unit)
         return _train(count_text, second(stage_one), input_unit)
     report = TrainReport(input_unit=input_unit)
-    t0 = time.perf_counter()
-    held = [count_text(options.resolved_pattern, options.cut_out, options.resolved_normalize, None)]  # see _learn
-    report.seconds["counting"] = time.perf_counter() - t0
-    report.input_size = held[0].input_bytes
-    options = replace(options, pattern=held[0].pattern, normalize=held[0].normalize)
-    return _learn_sizes(held, options, report)
+    held, first = _counted(count_text, first, report)
+    # stage two's count as second() will ask for it: its options differ from these in the
+    # pattern and the base, stage one, whose special tokens and normalization are these
+    wanted = _count_args(replace(options, pattern=options.superword_pattern, superword_at=None))
+    with terminating_raises():          # SIGTERM: the count ahead stops and cleans up first
+        counting = _CountAhead(count_text, wanted, options.progress)
+        try:
+            [stage_one] = _learn_sizes(held, first, report)
+            table, seconds = counting.result()
+        except BaseException:
+            counting.stop()
+            raise
+    two = second(stage_one)
+    if _count_args(two) != wanted:      # (never, as the options are made; were it so, counted again)
+        return _train(count_text, two, input_unit)
+    report = TrainReport(input_unit=input_unit)
+    held, two = _held(table, two, report, seconds)
+    del table                           # (held alone: see _learn)
+    return _learn_sizes(held, two, report)
+
+
+class _CountAhead:
+    """A count on a thread, while the caller's thread goes on (SuperBPE's stage two counted
+    during stage one's learning). Its progress is Deferred: shown when ``result`` takes it.
+    ``stop`` ends it at its next block counted and waits for it (its workers stopped, its
+    spill files removed)."""
+
+    def __init__(self, count_text: CountText, args: tuple, progress: ProgressOption):
+        self.progress = Deferred(progress)
+        self.outcome: tuple[WordTable, float] | BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(count_text, args), name="bpe_fast count ahead",
+                                       daemon=True)
+        self.thread.start()
+
+    def _run(self, count_text: CountText, args: tuple) -> None:
+        t0 = time.perf_counter()
+        try:
+            self.outcome = (count_text(*args, progress=self.progress), time.perf_counter() - t0)
+        except BaseException as error:       # (raised again by result)
+            self.outcome = error
+
+    def result(self) -> tuple[WordTable, float]:
+        """The table and the seconds it took to count (much of them beside the caller's work)."""
+        self.thread.join()
+        outcome, self.outcome = self.outcome, None      # (the table held by the caller alone)
+        if isinstance(outcome, BaseException):
+            raise outcome
+        assert outcome is not None
+        self.progress.show()
+        return outcome
+
+    def stop(self) -> None:
+        self.progress.stop()
+        self.thread.join()
 
 
 def _train_boundless(count_text: CountText, options: TrainOptions, input_unit: str) -> list[Tokenizer]:
@@ -706,7 +788,8 @@ def train(files: Inputs, vocab_size: int | Sequence[int], *,
                                    boundless_eligible=boundless_eligible, progress=progress, normalize=normalize,
                                    threads=workers, picky=picky)
 
-    def count_files(pattern, specials: Sequence[str], normalize: str | None, units) -> WordTable:
+    def count_files(pattern, specials: Sequence[str], normalize: str | None, units,
+                    progress: ProgressOption = progress) -> WordTable:
         if units is not None:          # BoundlessBPE's runs
             config = make_config(pattern, specials, errors, lines, memory_budget, normalize, units)
             return _count(files, config, workers, progress, field, column, block_size, client)
@@ -718,7 +801,9 @@ def train(files: Inputs, vocab_size: int | Sequence[int], *,
             raise EmptyCorpusError(f"the corpus is empty: {', '.join(map(str, names))} hold no text")
         return table
 
-    return _as_asked(_train(count_files, options, "bytes"), options)
+    # superword training counts stage two ahead, on a thread, when it has worker processes here
+    ahead = client is None and workers != 1 and default_workers() > 1
+    return _as_asked(_train(count_files, options, "bytes", ahead), options)
 
 
 @overload
@@ -776,7 +861,8 @@ def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int], *,
                                    boundless_eligible=boundless_eligible, progress=progress, normalize=normalize,
                                    threads=workers, picky=picky)
 
-    def count_docs(pattern, specials: Sequence[str], normalize: str | None, units) -> WordTable:
+    def count_docs(pattern, specials: Sequence[str], normalize: str | None, units,
+                   progress: ProgressOption = progress) -> WordTable:
         if units is not None:          # BoundlessBPE's runs
             _check_docs(docs, length)
             config = make_config(pattern, specials, errors, lines, memory_budget, normalize, units)
@@ -785,4 +871,5 @@ def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int], *,
                                    progress=progress, errors=errors, lines=lines, batch_chars=batch_chars,
                                    memory_budget=memory_budget, field=field, length=length, normalize=normalize)
 
-    return _as_asked(_train(count_docs, options, "chars"), options)
+    ahead = workers != 1 and default_workers() > 1        # (as train's)
+    return _as_asked(_train(count_docs, options, "chars", ahead), options)

@@ -145,6 +145,29 @@ def test_progress_callback_and_the_logger(caplog):
     assert any("merging:" in r.message and "merges 14" in r.message for r in caplog.records)
 
 
+def test_a_stage_counted_ahead_reports_when_taken_on_the_main_thread(capsys):
+    """SuperBPE with workers counts stage two while stage one learns; its progress waits: one
+    summary line each, stage by stage in order; a callback is called from the main thread only,
+    the count ahead once (done, with its own elapsed time) after stage one's merging."""
+    import itertools
+    import threading
+    docs = [small_text()] * 3
+    bpe_fast.train_from_iterator(docs, 700, superword_at=500, workers=2)
+    lines = capsys.readouterr().err.splitlines()
+    assert [line.split(":")[0] for line in lines] == ["bpe_fast counting", "bpe_fast merging"] * 2
+    seen = []
+
+    def callback(stage, done, total, elapsed):
+        seen.append((stage, done, total, elapsed, threading.current_thread() is threading.main_thread()))
+
+    bpe_fast.train_from_iterator(docs, 700, superword_at=500, workers=2, progress=callback)
+    assert all(on_main for *_, on_main in seen)
+    runs = [(stage, list(events)) for stage, events in itertools.groupby(seen, key=lambda e: e[0])]
+    assert [stage for stage, _ in runs] == ["counting", "pairs", "merging", "counting", "pairs", "merging"]
+    [(_, done, total, elapsed, _)] = runs[3][1]
+    assert (done, total) == runs[0][1][-1][1:3] and done == sum(map(len, docs)) and elapsed > 0
+
+
 def test_bad_progress_option_is_refused():
     with pytest.raises(bpe_fast.ArgumentError, match="progress must be one of auto, bar, json, none"):
         bpe_fast.train_from_iterator(["text"], 270, progress="fancy")

@@ -619,6 +619,51 @@ def test_a_terminating_signal_while_counting_leaves_no_spill_files(tmp_path, how
     assert not (tmp_path / "t.npz").exists()
 
 
+SUPERWORD_AHEAD = """
+    import bpe_fast, os, sys, time, pathlib
+    spills = pathlib.Path(os.environ["TMPDIR"])
+    def progress(stage, current, total, elapsed):
+        if stage == "merging":       # stage one's (the count ahead reports nothing while it runs)
+            deadline = time.monotonic() + 30
+            while not list(spills.glob("bpe_fast-counts-*/*.part")) and time.monotonic() < deadline:
+                time.sleep(0.01)     # stage two's count ahead has begun: its workers have spilled
+            print("both running", flush=True)
+            time.sleep(60)
+    bpe_fast.train([sys.argv[1]], 3000, superword_at=2000, superword_pattern=r"[a-z]+ ?|\\s", workers=2,
+                   memory_budget=1 << 20, progress=progress)
+    print("finished", flush=True)
+"""
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_while_stage_two_is_counted_ahead_stops_the_count(tmp_path, signum):
+    """SuperBPE counts stage two's text on a thread while stage one learns: Ctrl-C or SIGTERM
+    then (in stage one's merging) stops that count too, its workers and spill files gone, at once."""
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    corpus = tmp_path / "words.txt"
+    corpus.write_bytes(random_words(24 << 20, 1))       # the regex route: seconds to count
+    tag = uuid.uuid4().hex
+    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(SUPERWORD_AHEAD), str(corpus)],
+                            env={**os.environ, "TMPDIR": str(tmp), "BPE_FAST_TEST_TAG": tag},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+    try:
+        wait_for_line(proc, "both running")
+        sent = time.monotonic()
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert time.monotonic() - sent < 5 and "finished" not in out
+    assert not list(tmp.glob("bpe_fast-counts-*")), "the count ahead's spill folder outlived the signal"
+    assert_all_gone(tag)
+    if signum == signal.SIGINT:
+        assert err.count("KeyboardInterrupt") == 1 and proc.returncode != 0
+    else:
+        assert proc.returncode == -signum and err == ""
+
+
 def test_workers_stopped_before_their_set_up_print_no_traceback(monkeypatch, capfd):
     # The workers are forked while the parent turns SIGTERM into an exception (and inherit its
     # handler); one stopped before its own set-up must die as by default, not raise the parent's.

@@ -2,6 +2,7 @@
 one run, a maximum token length. Each held to the plain-Python reference and to the peers."""
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from typing import Any
 
@@ -15,6 +16,7 @@ import bpe_fast
 from bpe_fast import Tokenizer, WordTable, _kernel, continued
 from bpe_fast._kernel import Trainer, train_merges
 from bpe_fast.cli import main
+from bpe_fast.patterns import resolve
 from bpe_fast.pretokenize import Splitter, chunks_of
 from bpe_fast.reference import train_reference
 
@@ -484,6 +486,31 @@ def test_superword_training_in_blocks_equals_the_regex_route(corpora, tmp_path):
                             workers=2, block_size=4096, progress="none")
     assert Splitter.of(custom.pattern).engine == "regex" and Splitter.of(native.pattern).engine == "native"
     assert np.array_equal(native.merges, custom.merges) and np.array_equal(native.merge_ids, custom.merge_ids)
+
+
+@pytest.mark.parametrize("extra", [{}, {"special_tokens": ["<|sep|>"]}, {"normalize": "nfkc"}, {"pattern": "gpt2"},
+                                   {"pattern": None, "superword_pattern": r"[^\n]+\n?"}, {"base": "own"}])
+def test_stage_two_counted_ahead_equals_stage_two_counted_after(monkeypatch, extra):
+    """With worker processes, stage two's table is counted on a thread while stage one learns:
+    the tokenizer is the one of counting after stage one (workers=1 does), and the text is
+    counted twice, stage two's count off the main thread, as stage two asks (no count again)."""
+    docs = [small_text() + "<|sep|>" + "Ｃａｆé ﬁne " * 50] * 3
+    if extra.get("base") == "own":
+        extra = {"base": bpe_fast.train_from_iterator(docs, 300, workers=1, progress="none")}
+    calls: list[tuple[Any, bool]] = []
+    count_from_iterator = bpe_fast.trainer.count_from_iterator
+
+    def spy(*args, **kwargs):
+        calls.append((kwargs["pattern"], threading.current_thread() is threading.main_thread()))
+        return count_from_iterator(*args, **kwargs)
+
+    monkeypatch.setattr(bpe_fast.trainer, "count_from_iterator", spy)
+    ahead = bpe_fast.train_from_iterator(docs, 900, superword_at=600, workers=2, progress="none", **extra)
+    assert [on_main for _, on_main in calls] == [True, False]
+    assert resolve(calls[1][0]) == ahead.pattern != resolve(calls[0][0])
+    after = bpe_fast.train_from_iterator(docs, 900, superword_at=600, workers=1, progress="none", **extra)
+    assert len(calls) == 4 and ahead == after
+    assert ahead.merges.shape[0] > after.merges.shape[0] - 1 > 0 and ahead.special_tokens == after.special_tokens
 
 
 def test_superword_training_is_stage_one_then_tokens_across_words():
