@@ -315,11 +315,12 @@ def default_workers() -> int:
 
 def count_tasks(tasks: Iterable, config: CountConfig, workers: int | None = None,
                 on_progress: Callable[[int], None] | None = None,
-                parallel_threshold: int = 2) -> WordTable:
+                parallel_threshold: int = 2, poll: Callable[[], None] | None = None) -> WordTable:
     """Count the chunks of all tasks with up to ``workers`` processes (never more than tasks).
 
     Tasks are pulled lazily. If fewer than ``parallel_threshold`` tasks come, or workers == 1,
-    they are counted here, without starting processes.
+    they are counted here, without starting processes. ``poll`` is called while the last tasks
+    are awaited, so that what it raises (a count stopped from another thread) ends the wait.
     """
     workers = default_workers() if workers is None else arguments.workers(workers)
     tasks = iter(tasks)
@@ -333,13 +334,14 @@ def count_tasks(tasks: Iterable, config: CountConfig, workers: int | None = None
         spill_dir = tempfile.mkdtemp(prefix="bpe_fast-counts-")
         try:
             return _count_here_or_in_workers(head, tasks, replace(config, spill_dir=spill_dir), workers,
-                                             on_progress, parallel_threshold)
+                                             on_progress, parallel_threshold, poll)
         finally:
             shutil.rmtree(spill_dir, ignore_errors=True)
 
 
 def _count_here_or_in_workers(head: list, tasks: Iterator, config: CountConfig, workers: int,
-                              on_progress: Callable[[int], None] | None, parallel_threshold: int) -> WordTable:
+                              on_progress: Callable[[int], None] | None, parallel_threshold: int,
+                              poll: Callable[[], None] | None) -> WordTable:
     if workers == 1 or len(head) < parallel_threshold:
         counter = chunk_counter(config)
         try:
@@ -351,7 +353,7 @@ def _count_here_or_in_workers(head: list, tasks: Iterator, config: CountConfig, 
         except MemoryError:
             raise _out_of_memory(config, in_workers=False) from None
     documents = any(isinstance(task, DocsTask) for task in head)
-    return _count_in_workers(_chain(head, tasks), config, workers, on_progress, documents)
+    return _count_in_workers(_chain(head, tasks), config, workers, on_progress, documents, poll)
 
 
 def _out_of_memory(config: CountConfig, in_workers: bool) -> WorkerError:
@@ -385,7 +387,8 @@ def _chain(head: list, rest: Iterator) -> Iterator:
 
 
 def _count_in_workers(tasks: Iterator, config: CountConfig, workers: int,
-                      on_progress: Callable[[int], None] | None, documents: bool = False) -> WordTable:
+                      on_progress: Callable[[int], None] | None, documents: bool = False,
+                      poll: Callable[[], None] | None = None) -> WordTable:
     """The count on ``workers`` processes; ``documents``: the tasks are batches of iterator
     documents, which go to forked workers through shared memory (_Arena)."""
     if config.splitter.engine == NATIVE:
@@ -399,7 +402,7 @@ def _count_in_workers(tasks: Iterator, config: CountConfig, workers: int,
             size += task.size
             if on_progress:
                 on_progress(task.size)
-        files = [path for part in pool.finish() for path in part]
+        files = [path for part in pool.finish(poll) for path in part]
     finally:
         pool.stop()
     return merge_parts(files, config, size)
@@ -571,11 +574,13 @@ class _Workers:
             except queue.Full:
                 continue
 
-    def finish(self) -> list[list[str]]:
+    def finish(self, poll: Callable[[], None] | None = None) -> list[list[str]]:
         for _ in self.procs:
             self._put(None)
         while len(self.parts) < len(self.procs):
             self._check(wait=0.5)
+            if poll is not None:
+                poll()
         return self.parts
 
     def _take(self, wait: float) -> bool:

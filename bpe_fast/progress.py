@@ -148,7 +148,8 @@ class Bar:
         self.mode = mode_of(progress)
         self.stage, self.total, self.done = stage, total, 0
         self.unit, self.unit_scale = unit, unit_scale
-        self.start = self.last_json = time.perf_counter() if start is None else start
+        self.last_json = time.perf_counter()
+        self.start = self.last_json if start is None else start
         self.samples: list[tuple[int, float]] | None = [] if decaying and total else None
         self.bar = None
         if self.mode == "bar":
@@ -194,6 +195,11 @@ class Bar:
     def reach(self, done: int) -> None:
         self.advance(done - self.done)
 
+    def poll(self) -> None:
+        """Called while the stage waits: a Deferred stage stopped from outside raises here."""
+        if self.deferred is not None:
+            self.deferred.check()
+
     def callback(self, reach: bool = False) -> Callable[[int], None] | None:
         """A function for the stage to call, or None when nothing is reported."""
         if not self.active:
@@ -234,12 +240,13 @@ def summary(stage: str, seconds: float, progress: ProgressOption = "none", **fac
     Deferred stage's line waits for its ``show``."""
     details = ", ".join(f"{k.replace('_', ' ')} {v:,}" if isinstance(v, int) else f"{k.replace('_', ' ')} {v}"
                         for k, v in facts.items())
-    log.info("%s: %.2f s%s", stage, seconds, f" ({details})" if details else "")
-    line = f"bpe_fast {stage}: {seconds:.2f} s" + (f" ({details})" if details else "")
+    line = f"{stage}: {seconds:.2f} s" + (f" ({details})" if details else "")
     if isinstance(progress, Deferred):
         progress.lines.append(line)
-    elif mode_of(progress) == "summary":
-        sys.stderr.write(line + "\n")         # one write: whole lines, whatever thread prints
+        return
+    log.info("%s", line)
+    if mode_of(progress) == "summary":
+        sys.stderr.write(f"bpe_fast {line}\n")      # one write: whole lines, whatever thread prints
         sys.stderr.flush()
 
 
@@ -268,6 +275,7 @@ class Deferred:
         for done in self.bars:
             with Bar(self.progress, done.stage, done.total, done.unit, done.unit_scale, start=done.start) as bar:
                 bar.reach(done.done)
-        if mode_of(self.progress) == "summary":
-            for line in self.lines:
-                print(line, file=sys.stderr, flush=True)
+        for line in self.lines:
+            log.info("%s", line)
+            if mode_of(self.progress) == "summary":
+                print(f"bpe_fast {line}", file=sys.stderr, flush=True)

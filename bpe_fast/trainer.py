@@ -336,7 +336,7 @@ def _count(inputs: Inputs, config: CountConfig, workers: int | None, progress: P
     stage = "counting" if config.units is None else "runs"
     start = time.perf_counter()
     with Bar(check_progress(progress), stage, total, unit="B", unit_scale=True) as bar:
-        table = count_tasks(tasks, config, workers, bar.callback())
+        table = count_tasks(tasks, config, workers, bar.callback(), poll=bar.poll)
     summary(stage, time.perf_counter() - start, progress, bytes=table.input_bytes,
             **{"chunks" if config.units is None else "runs": table.total_chunks}, distinct=len(table))
     return table
@@ -382,9 +382,9 @@ def _count_iterator(docs: Iterable, config: CountConfig, workers: int | None, pr
     total = None if length is None else int(length)
     with Bar(check_progress(progress), stage, total, unit=unit[0], unit_scale=unit[1]) as bar:
         if length is None:
-            table = count_tasks(tasks, config, workers, bar.callback())
+            table = count_tasks(tasks, config, workers, bar.callback(), poll=bar.poll)
         else:                       # documents sent, as bytes sent are for files
-            table = count_tasks(_counting_documents(tasks, bar.callback()), config, workers)
+            table = count_tasks(_counting_documents(tasks, bar.callback()), config, workers, poll=bar.poll)
     summary(stage, time.perf_counter() - start, progress, characters=table.input_bytes,
             **{"chunks" if config.units is None else "runs": table.total_chunks}, distinct=len(table))
     return table
@@ -586,6 +586,12 @@ def _train(count_text: CountText, options: TrainOptions, input_unit: str, ahead:
     return _learn_sizes(held, options, report)
 
 
+def _counts_ahead(workers: int | None, client=None) -> bool:
+    """Does superword training count stage two while stage one learns? When it counts in
+    worker processes here (not workers=1, not on a Dask cluster) and there is a core to spare."""
+    return client is None and workers != 1 and default_workers() > 1
+
+
 def _count_args(options: TrainOptions) -> tuple:
     """What count_text takes to count the text for ``options``."""
     return options.resolved_pattern, options.cut_out, options.resolved_normalize, None
@@ -620,16 +626,18 @@ def _train_superword(count_text: CountText, options: TrainOptions,
     # stage two's count as second() will ask for it: its options differ from these in the
     # pattern and the base, stage one, whose special tokens and normalization are these
     wanted = _count_args(replace(options, pattern=options.superword_pattern, superword_at=None))
+    counting = _CountAhead(count_text, wanted, options.progress)
     with terminating_raises():          # SIGTERM: the count ahead stops and cleans up first
-        counting = _CountAhead(count_text, wanted, options.progress)
         try:
+            counting.start()
             [stage_one] = _learn_sizes(held, first, report)
             table, seconds = counting.result()
         except BaseException:
             counting.stop()
             raise
     two = second(stage_one)
-    if _count_args(two) != wanted:      # (never, as the options are made; were it so, counted again)
+    if _count_args(two) != wanted:      # (never, as the options are made; were it so: counted again)
+        del table
         return _train(count_text, two, input_unit)
     report = TrainReport(input_unit=input_unit)
     held, two = _held(table, two, report, seconds)
@@ -640,25 +648,35 @@ def _train_superword(count_text: CountText, options: TrainOptions,
 class _CountAhead:
     """A count on a thread, while the caller's thread goes on (SuperBPE's stage two counted
     during stage one's learning). Its progress is Deferred: shown when ``result`` takes it.
-    ``stop`` ends it at its next block counted and waits for it (its workers stopped, its
-    spill files removed)."""
+    ``stop`` ends it at its next report (a block counted, or a wait for the workers) and waits
+    for it to end: its workers stopped, its spill files removed. Where no thread can be
+    started, ``result`` counts then, on the caller's thread."""
 
     def __init__(self, count_text: CountText, args: tuple, progress: ProgressOption):
+        self.count_text, self.args, self.shown = count_text, args, progress
         self.progress = Deferred(progress)
         self.outcome: tuple[WordTable, float] | BaseException | None = None
-        self.thread = threading.Thread(target=self._run, args=(count_text, args), name="bpe_fast count ahead",
-                                       daemon=True)
-        self.thread.start()
+        self.thread: threading.Thread | None = None
 
-    def _run(self, count_text: CountText, args: tuple) -> None:
+    def start(self) -> None:
+        self.thread = threading.Thread(target=self._run, name="bpe_fast count ahead", daemon=True)
+        try:
+            self.thread.start()
+        except RuntimeError:        # "can't start new thread": counted after stage one instead
+            self.thread = None
+
+    def _run(self) -> None:
         t0 = time.perf_counter()
         try:
-            self.outcome = (count_text(*args, progress=self.progress), time.perf_counter() - t0)
+            self.outcome = (self.count_text(*self.args, progress=self.progress), time.perf_counter() - t0)
         except BaseException as error:       # (raised again by result)
             self.outcome = error
 
     def result(self) -> tuple[WordTable, float]:
         """The table and the seconds it took to count (much of them beside the caller's work)."""
+        if self.thread is None:
+            t0 = time.perf_counter()
+            return self.count_text(*self.args, progress=self.shown), time.perf_counter() - t0
         self.thread.join()
         outcome, self.outcome = self.outcome, None      # (the table held by the caller alone)
         if isinstance(outcome, BaseException):
@@ -668,8 +686,14 @@ class _CountAhead:
         return outcome
 
     def stop(self) -> None:
+        """Stop the count and wait for it; another Ctrl-C meanwhile waits too (the count's
+        clean-up is short, and would otherwise leave its spill folder behind)."""
         self.progress.stop()
-        self.thread.join()
+        while self.thread is not None and self.thread.is_alive():
+            try:
+                self.thread.join()
+            except KeyboardInterrupt:
+                continue
 
 
 def _train_boundless(count_text: CountText, options: TrainOptions, input_unit: str) -> list[Tokenizer]:
@@ -801,9 +825,7 @@ def train(files: Inputs, vocab_size: int | Sequence[int], *,
             raise EmptyCorpusError(f"the corpus is empty: {', '.join(map(str, names))} hold no text")
         return table
 
-    # superword training counts stage two ahead, on a thread, when it has worker processes here
-    ahead = client is None and workers != 1 and default_workers() > 1
-    return _as_asked(_train(count_files, options, "bytes", ahead), options)
+    return _as_asked(_train(count_files, options, "bytes", _counts_ahead(workers, client)), options)
 
 
 @overload
@@ -871,5 +893,4 @@ def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int], *,
                                    progress=progress, errors=errors, lines=lines, batch_chars=batch_chars,
                                    memory_budget=memory_budget, field=field, length=length, normalize=normalize)
 
-    ahead = workers != 1 and default_workers() > 1        # (as train's)
-    return _as_asked(_train(count_docs, options, "chars", ahead), options)
+    return _as_asked(_train(count_docs, options, "chars", _counts_ahead(workers)), options)

@@ -9,7 +9,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -145,27 +147,51 @@ def test_progress_callback_and_the_logger(caplog):
     assert any("merging:" in r.message and "merges 14" in r.message for r in caplog.records)
 
 
-def test_a_stage_counted_ahead_reports_when_taken_on_the_main_thread(capsys):
+def test_a_stage_counted_ahead_reports_when_taken_on_the_main_thread(capsys, caplog):
     """SuperBPE with workers counts stage two while stage one learns; its progress waits: one
-    summary line each, stage by stage in order; a callback is called from the main thread only,
-    the count ahead once (done, with its own elapsed time) after stage one's merging."""
+    summary line and one log record each, stage by stage in order; a callback is called from
+    the main thread only, the count ahead once (done, with its own elapsed time) after stage
+    one's merging; JSON gives it one line."""
     import itertools
+    import json
     import threading
     docs = [small_text()] * 3
-    bpe_fast.train_from_iterator(docs, 700, superword_at=500, workers=2)
+    settings: dict[str, Any] = dict(superword_at=500, workers=2, batch_chars=4000)   # several batches: workers
+    with caplog.at_level("INFO", logger="bpe_fast"):
+        bpe_fast.train_from_iterator(docs, 700, **settings)
     lines = capsys.readouterr().err.splitlines()
     assert [line.split(":")[0] for line in lines] == ["bpe_fast counting", "bpe_fast merging"] * 2
+    assert [r.message.split(":")[0] for r in caplog.records] == ["counting", "merging"] * 2
+    assert all(r.threadName == "MainThread" for r in caplog.records)
     seen = []
 
     def callback(stage, done, total, elapsed):
         seen.append((stage, done, total, elapsed, threading.current_thread() is threading.main_thread()))
 
-    bpe_fast.train_from_iterator(docs, 700, superword_at=500, workers=2, progress=callback)
+    bpe_fast.train_from_iterator(docs, 700, progress=callback, **settings)
     assert all(on_main for *_, on_main in seen)
     runs = [(stage, list(events)) for stage, events in itertools.groupby(seen, key=lambda e: e[0])]
     assert [stage for stage, _ in runs] == ["counting", "pairs", "merging", "counting", "pairs", "merging"]
     [(_, done, total, elapsed, _)] = runs[3][1]
     assert (done, total) == runs[0][1][-1][1:3] and done == sum(map(len, docs)) and elapsed > 0
+    bpe_fast.train_from_iterator(docs, 700, progress="json", **settings)
+    stages = [json.loads(line)["stage"] for line in capsys.readouterr().err.splitlines()]
+    assert [stage for stage, _ in itertools.groupby(stages)][3] == "counting"
+    assert stages.count("counting") - stages[:stages.index("merging")].count("counting") == 1
+
+
+def test_a_deferred_stage_shows_one_complete_report_however_long_ago_it_ended(capsys):
+    import json
+    from bpe_fast.progress import Bar, Deferred
+    deferred = Deferred("json")
+    with Bar(deferred, "counting", 100, unit="B") as bar:
+        bar.advance(60)
+        bar.advance(40)
+    time.sleep(0.3)                        # longer than JSON lines' spacing
+    assert capsys.readouterr().err == ""
+    deferred.show()
+    [line] = [json.loads(text) for text in capsys.readouterr().err.splitlines()]
+    assert line["stage"] == "counting" and line["current"] == line["total"] == 100 and line["elapsed"] >= 0.3
 
 
 def test_bad_progress_option_is_refused():

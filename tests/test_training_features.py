@@ -3,6 +3,7 @@ one run, a maximum token length. Each held to the plain-Python reference and to 
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from typing import Any
 
@@ -489,28 +490,93 @@ def test_superword_training_in_blocks_equals_the_regex_route(corpora, tmp_path):
 
 
 @pytest.mark.parametrize("extra", [{}, {"special_tokens": ["<|sep|>"]}, {"normalize": "nfkc"}, {"pattern": "gpt2"},
-                                   {"pattern": None, "superword_pattern": r"[^\n]+\n?"}, {"base": "own"}])
+                                   {"pattern": None, "superword_pattern": r"[^\n]+\n?"}, {"base": "own"},
+                                   {"tie_break": "huggingface"}])
 def test_stage_two_counted_ahead_equals_stage_two_counted_after(monkeypatch, extra):
     """With worker processes, stage two's table is counted on a thread while stage one learns:
     the tokenizer is the one of counting after stage one (workers=1 does), and the text is
-    counted twice, stage two's count off the main thread, as stage two asks (no count again)."""
+    counted twice, stage two's count off the main thread and in worker processes, as stage two
+    asks (no count again)."""
     docs = [small_text() + "<|sep|>" + "Ｃａｆé ﬁne " * 50] * 3
     if extra.get("base") == "own":
         extra = {"base": bpe_fast.train_from_iterator(docs, 300, workers=1, progress="none")}
     calls: list[tuple[Any, bool]] = []
-    count_from_iterator = bpe_fast.trainer.count_from_iterator
+    in_workers: list[bool] = []
+    count_from_iterator, count_in_workers = bpe_fast.trainer.count_from_iterator, bpe_fast.counting._count_in_workers
 
     def spy(*args, **kwargs):
         calls.append((kwargs["pattern"], threading.current_thread() is threading.main_thread()))
         return count_from_iterator(*args, **kwargs)
 
+    def spy_workers(*args, **kwargs):
+        in_workers.append(threading.current_thread() is threading.main_thread())
+        return count_in_workers(*args, **kwargs)
+
     monkeypatch.setattr(bpe_fast.trainer, "count_from_iterator", spy)
-    ahead = bpe_fast.train_from_iterator(docs, 900, superword_at=600, workers=2, progress="none", **extra)
-    assert [on_main for _, on_main in calls] == [True, False]
+    monkeypatch.setattr(bpe_fast.counting, "_count_in_workers", spy_workers)
+    settings: dict[str, Any] = dict(superword_at=600, progress="none", batch_chars=4000, **extra)
+    ahead = bpe_fast.train_from_iterator(docs, 900, workers=2, **settings)
+    assert [on_main for _, on_main in calls] == [True, False] and in_workers == [True, False]
     assert resolve(calls[1][0]) == ahead.pattern != resolve(calls[0][0])
-    after = bpe_fast.train_from_iterator(docs, 900, superword_at=600, workers=1, progress="none", **extra)
+    after = bpe_fast.train_from_iterator(docs, 900, workers=1, **settings)
     assert len(calls) == 4 and ahead == after
     assert ahead.merges.shape[0] > after.merges.shape[0] - 1 > 0 and ahead.special_tokens == after.special_tokens
+
+
+def counting_for(seconds: float, every: float = 0.01, wait_in_poll: bool = False):
+    """A stand-in for a count: reports a block every ``every`` seconds for ``seconds`` (or,
+    with ``wait_in_poll``, reports none and only polls, as a count does awaiting its workers)."""
+    from bpe_fast.progress import Bar
+
+    def count_text(*args, progress):
+        deadline = time.monotonic() + seconds
+        with Bar(progress, "counting", None) as bar:
+            while time.monotonic() < deadline:
+                bar.poll() if wait_in_poll else bar.advance(1)
+                time.sleep(every)
+        return "table"
+    return count_text
+
+
+@pytest.mark.parametrize("wait_in_poll", [False, True])
+def test_a_count_ahead_stops_at_its_next_report_or_poll(wait_in_poll):
+    from bpe_fast.errors import Stopped
+    from bpe_fast.trainer import _CountAhead
+    ahead = _CountAhead(counting_for(30, wait_in_poll=wait_in_poll), (), "none")
+    ahead.start()
+    time.sleep(0.05)
+    assert ahead.thread is not None and ahead.thread.is_alive()
+    t0 = time.monotonic()
+    ahead.stop()
+    assert time.monotonic() - t0 < 1 and not ahead.thread.is_alive() and isinstance(ahead.outcome, Stopped)
+
+
+def test_a_count_ahead_gives_its_table_or_raises_its_error_and_counts_later_without_a_thread(monkeypatch):
+    from bpe_fast.trainer import _CountAhead
+    ahead = _CountAhead(counting_for(0.05), (), "none")
+    ahead.start()
+    table, seconds = ahead.result()
+    assert table == "table" and seconds >= 0.05
+
+    def failing(*args, progress):
+        raise bpe_fast.InputError("corpus.txt: not UTF-8 at byte 7")
+    ahead = _CountAhead(failing, (), "none")
+    ahead.start()
+    with pytest.raises(bpe_fast.InputError, match="corpus.txt: not UTF-8") as caught:
+        ahead.result()
+    assert any(frame.name == "failing" for frame in caught.traceback)       # the count's own frames
+
+    threads_started: list[str] = []
+    seen: list[tuple] = []
+
+    def no_thread(self):
+        threads_started.append(self.name)
+        raise RuntimeError("can't start new thread")
+    monkeypatch.setattr(threading.Thread, "start", no_thread)
+    ahead = _CountAhead(counting_for(0.03), (), lambda *report: seen.append(report))
+    ahead.start()
+    assert ahead.thread is None and threads_started == ["bpe_fast count ahead"]
+    assert ahead.result()[0] == "table" and seen and seen[0][0] == "counting"    # on this thread, shown
 
 
 def test_superword_training_is_stage_one_then_tokens_across_words():
