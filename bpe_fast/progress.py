@@ -237,16 +237,20 @@ def _duration(seconds: float) -> str:
 def summary(stage: str, seconds: float, progress: ProgressOption = "none", **facts) -> None:
     """A stage's summary: on the "bpe_fast" logger (INFO) always, and as one line on standard
     error when ``progress`` resolves to "summary" (auto with no terminal: a pipe, a log); a
-    Deferred stage's line waits for its ``show``."""
+    Deferred stage's waits for its ``show``."""
     details = ", ".join(f"{k.replace('_', ' ')} {v:,}" if isinstance(v, int) else f"{k.replace('_', ' ')} {v}"
                         for k, v in facts.items())
-    line = f"{stage}: {seconds:.2f} s" + (f" ({details})" if details else "")
     if isinstance(progress, Deferred):
-        progress.lines.append(line)
-        return
-    log.info("%s", line)
+        progress.summaries.append((stage, seconds, details))
+    else:
+        _summary_out(stage, seconds, details, progress)
+
+
+def _summary_out(stage: str, seconds: float, details: str, progress: ProgressOption) -> None:
+    log.info("%s: %.2f s%s", stage, seconds, f" ({details})" if details else "")   # (args: benchmarks read them)
     if mode_of(progress) == "summary":
-        sys.stderr.write(f"bpe_fast {line}\n")      # one write: whole lines, whatever thread prints
+        line = f"bpe_fast {stage}: {seconds:.2f} s" + (f" ({details})" if details else "")
+        sys.stderr.write(line + "\n")        # one write: whole lines, whatever thread prints
         sys.stderr.flush()
 
 
@@ -260,7 +264,7 @@ class Deferred:
     def __init__(self, progress: ProgressOption):
         self.progress = progress
         self.bars: list[Bar] = []
-        self.lines: list[str] = []
+        self.summaries: list[tuple[str, float, str]] = []
         self._stop = False
 
     def stop(self) -> None:
@@ -275,7 +279,5 @@ class Deferred:
         for done in self.bars:
             with Bar(self.progress, done.stage, done.total, done.unit, done.unit_scale, start=done.start) as bar:
                 bar.reach(done.done)
-        for line in self.lines:
-            log.info("%s", line)
-            if mode_of(self.progress) == "summary":
-                print(f"bpe_fast {line}", file=sys.stderr, flush=True)
+        for stage, seconds, details in self.summaries:
+            _summary_out(stage, seconds, details, self.progress)
