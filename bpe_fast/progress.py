@@ -259,7 +259,7 @@ class Deferred:
     (the option it wraps): it reports nothing while it runs; ``show()``, called on the main
     thread when the caller takes its result, shows its bars, complete, and its summary line, as
     the wrapped option would have. ``stop()`` ends the stage early: its next report (a block
-    counted) raises Stopped."""
+    counted) or poll (a wait for its workers: ``Bar.poll``) raises Stopped."""
 
     def __init__(self, progress: ProgressOption):
         self.progress = progress
