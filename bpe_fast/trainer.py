@@ -687,13 +687,16 @@ class _CountAhead:
 
     def stop(self) -> None:
         """Stop the count and wait for it; another Ctrl-C meanwhile waits too (the count's
-        clean-up is short, and would otherwise leave its spill folder behind)."""
+        clean-up is short, and would otherwise leave its spill folder behind). A table counted
+        already is let go: the traceback on its way to the user (a notebook keeps the last one)
+        holds this object."""
         self.progress.stop()
         while self.thread is not None and self.thread.is_alive():
             try:
                 self.thread.join()
             except KeyboardInterrupt:
                 continue
+        self.outcome = None
 
 
 def _train_boundless(count_text: CountText, options: TrainOptions, input_unit: str) -> list[Tokenizer]:

@@ -540,7 +540,6 @@ def counting_for(seconds: float, every: float = 0.01, wait_in_poll: bool = False
 
 @pytest.mark.parametrize("wait_in_poll", [False, True])
 def test_a_count_ahead_stops_at_its_next_report_or_poll(wait_in_poll):
-    from bpe_fast.errors import Stopped
     from bpe_fast.trainer import _CountAhead
     ahead = _CountAhead(counting_for(30, wait_in_poll=wait_in_poll), (), "none")
     ahead.start()
@@ -548,7 +547,19 @@ def test_a_count_ahead_stops_at_its_next_report_or_poll(wait_in_poll):
     assert ahead.thread is not None and ahead.thread.is_alive()
     t0 = time.monotonic()
     ahead.stop()
-    assert time.monotonic() - t0 < 1 and not ahead.thread.is_alive() and isinstance(ahead.outcome, Stopped)
+    assert time.monotonic() - t0 < 1 and not ahead.thread.is_alive()     # (it would count for 30 s)
+    assert ahead.outcome is None
+
+
+def test_a_count_ahead_stopped_after_it_counted_lets_its_table_go():
+    from bpe_fast.trainer import _CountAhead
+    ahead = _CountAhead(counting_for(0.0), (), "none")
+    ahead.start()
+    assert ahead.thread is not None
+    ahead.thread.join()
+    assert isinstance(ahead.outcome, tuple) and ahead.outcome[0] == "table"
+    ahead.stop()                           # stage one failed after the count was done
+    assert ahead.outcome is None
 
 
 def test_a_count_ahead_gives_its_table_or_raises_its_error_and_counts_later_without_a_thread(monkeypatch):
