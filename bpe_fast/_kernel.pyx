@@ -116,7 +116,7 @@ from libcpp.vector cimport vector
 from libcpp.queue cimport priority_queue
 from libcpp.utility cimport pair
 
-from ._pairmap cimport _slot as pair_home
+from ._pairmap cimport _slot as pair_home, half_full_bits
 from ._pairmap cimport EMPTY, PairMap, pair_key, key_left, key_right, pairmap_init, pairmap_free, pairmap_get, \
     pairmap_get_or_add, pairmap_prefetch
 
@@ -665,10 +665,8 @@ cdef struct TotalMap:
 
 
 cdef int totalmap_init(TotalMap* m, size_t expected) noexcept nogil:
-    cdef int bits = 10
+    cdef int bits = half_full_bits(expected, 10)
     cdef size_t i
-    while (<size_t>1 << bits) < 2 * expected + 2:
-        bits += 1
     m.slots = <TotalSlot*>malloc((<size_t>1 << bits) * sizeof(TotalSlot))
     if m.slots == NULL:
         return -1

@@ -47,10 +47,18 @@ cdef inline size_t _slot(uint64_t key, int bits) noexcept nogil:
     return <size_t>((key * <uint64_t>0x9E3779B97F4A7C15) >> (64 - bits))
 
 
-cdef inline int pairmap_init(PairMap* m, size_t expected) noexcept nogil:
-    cdef int bits = MIN_BITS
+cdef inline int half_full_bits(size_t expected, int min_bits) noexcept nogil:
+    """The bits of the smallest power-of-2 table (of at least 2**min_bits slots) that holds
+    ``expected`` keys at most half full, with a free slot to spare (the maps of the kernels and
+    of the encoder size themselves so)."""
+    cdef int bits = min_bits
     while (<size_t>1 << bits) < 2 * expected + 2:
         bits += 1
+    return bits
+
+
+cdef inline int pairmap_init(PairMap* m, size_t expected) noexcept nogil:
+    cdef int bits = half_full_bits(expected, MIN_BITS)
     cdef size_t cap = <size_t>1 << bits
     m.keys = <uint64_t*>malloc(cap * sizeof(uint64_t))
     m.values = <int32_t*>malloc(cap * sizeof(int32_t))
