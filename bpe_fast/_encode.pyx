@@ -50,7 +50,8 @@ from ._encode_hash cimport (Slot, bytes_hash, slot_of, PairSlot, PairTable, pair
                             pairtable_free, pairtable_find, pairtable_add, Packed, PACKED_KEY_MASK,
                             PACKED_MAX_BYTES, big_alloc, pack_key, packed_hash, packed_slot)
 from ._encode_text cimport TextRef, bpe_str_view, code_point, to_utf8, utf8_capacity
-from ._scan cimport C_S, PAT_CL100K, PAT_GPT2, PAT_O200K, scan_next
+from ._scan cimport C_S, PAT_CL100K, PAT_GPT2, PAT_O200K
+from ._split cimport Window, split_next, window_reset
 
 cdef extern from *:
     """
@@ -864,15 +865,17 @@ cdef class MergeEncoder:
         cdef const Packed* x
         cdef bint counting = w.counting, room, runs = self.boundless, hooked = self.boundless or w.mark_pieces
         cdef size_t before, run_start = 0, run_len = 0
+        cdef Window window
         if pattern == SPLIT_NONE:
             if n:
                 self.encode_chunk(s, n, end, w)
             return
         cls, fold = &self.cls[0], &self.fold[0]
+        window_reset(&window)
         while i < n:
             table, bits, first, m = w.cache.table, w.cache.table_bits, i, 0
             while m < BATCH and i < n:
-                j = scan_next(pattern, s, n, i, cls, fold)
+                j = split_next(&window, pattern, s, n, i, cls, fold)
                 start[m], length[m] = i, <uint32_t>(j - i)
                 if j - i <= PACKED_MAX_BYTES:
                     pack_key(s + i, j - i, end, &key0[m], &key1[m])

@@ -6,6 +6,7 @@ import numpy as np
 from libc.stdint cimport uint8_t, int64_t
 
 from ._scan cimport scan_next, PAT_GPT2, PAT_CL100K, PAT_O200K, PAT_SUPERWORD, FOLD_LIMIT
+from ._split cimport ASCII_WINDOWS, Window, split_next, window_end, window_reset
 
 PATTERN_IDS = {"gpt2": PAT_GPT2, "cl100k": PAT_CL100K, "o200k": PAT_O200K, "superword": PAT_SUPERWORD}
 
@@ -13,26 +14,50 @@ PATTERN_IDS = {"gpt2": PAT_GPT2, "cl100k": PAT_CL100K, "o200k": PAT_O200K, "supe
 cdef class Scanner:
     """Splits UTF-8 text into the chunks of one named pattern (attributes in _pretok.pxd)."""
 
-    def __cinit__(self, int pattern, const uint8_t[::1] classes, const uint8_t[::1] fold):
+    def __cinit__(self, int pattern, const uint8_t[::1] classes, const uint8_t[::1] fold, bint windows=True):
+        """windows: read ASCII from bit masks where they can tell (_split.pxd), as every stage
+        does; False: the character-at-a-time scanner alone (for tests that compare the two)."""
         if pattern not in (PAT_GPT2, PAT_CL100K, PAT_O200K, PAT_SUPERWORD):
             raise ValueError(f"unknown pattern id {pattern}")
         if classes.shape[0] != 0x110000 or fold.shape[0] != FOLD_LIMIT:
             raise ValueError("character tables have the wrong size")
         self.pattern, self.cls, self.fold = pattern, classes, fold
+        self.windows = windows and ASCII_WINDOWS and pattern != PAT_SUPERWORD
 
     def boundaries(self, const unsigned char[::1] data):
         """Byte offsets where chunks end, as an int64 array."""
         cdef size_t n = data.shape[0], i = 0, k = 0
         ends = np.empty(n, dtype=np.int64)
         cdef int64_t[::1] out = ends
+        cdef Window window
         if n == 0:
             return ends
+        window_reset(&window)
         with nogil:
             while i < n:
-                i = scan_next(self.pattern, &data[0], n, i, &self.cls[0], &self.fold[0])
+                if self.windows:
+                    i = split_next(&window, self.pattern, &data[0], n, i, &self.cls[0], &self.fold[0])
+                else:
+                    i = scan_next(self.pattern, &data[0], n, i, &self.cls[0], &self.fold[0])
                 out[k] = i
                 k += 1
         return ends[:k]
+
+    def windowed(self, const unsigned char[::1] data):
+        """How many of the chunks of data the windows answered (the rest: the scanner); for tests
+        and benchmarks that check the windows carry the text they are meant to."""
+        cdef size_t n = data.shape[0], i = 0, j, answered = 0
+        cdef Window window
+        window_reset(&window)
+        with nogil:
+            while i < n:
+                j = window_end(&window, self.pattern, &data[0], n, i) if self.windows else 0
+                if j:
+                    answered += 1
+                else:
+                    j = scan_next(self.pattern, &data[0], n, i, &self.cls[0], &self.fold[0])
+                i = j
+        return answered
 
     def chunks(self, str text):
         """The chunks of text, as regex.findall would return them."""

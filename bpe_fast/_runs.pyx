@@ -21,7 +21,7 @@ from libcpp.vector cimport vector
 
 from ._encode_hash cimport Slot, bytes_hash, slot_of
 from ._pretok cimport Scanner
-from ._scan cimport scan_next
+from ._split cimport Window, split_next, window_reset
 
 
 cdef class RunScanner:
@@ -145,9 +145,11 @@ cdef class RunScanner:
         """The runs of one document: each unit extends the run, any other chunk ends it."""
         cdef size_t i = 0, j
         cdef int32_t unit
+        cdef Window window
         self.run.clear()
+        window_reset(&window)
         while i < n:
-            j = scan_next(scanner.pattern, s, n, i, &scanner.cls[0], &scanner.fold[0])
+            j = split_next(&window, scanner.pattern, s, n, i, &scanner.cls[0], &scanner.fold[0])
             unit = self.find(s + i, j - i, s + n)
             if unit >= 0:
                 self.run.push_back(unit)

@@ -30,7 +30,7 @@ from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 
 from ._encode_hash cimport bpe_load64 as load64, bpe_store64 as store64
-from ._scan cimport scan_next
+from ._split cimport Window, split_next, window_reset
 from ._pretok cimport Scanner
 
 cnp.import_array()
@@ -501,8 +501,10 @@ cdef inline void add_span(Table* t, int pattern, const uint8_t* cls, const uint8
     cdef Slot* slots = t.slots
     cdef uint64_t keep = t.keep
     cdef Pending* p
+    cdef Window window
+    window_reset(&window)
     while i < n:
-        j = scan_next(pattern, s, n, i, cls, fold)
+        j = split_next(&window, pattern, s, n, i, cls, fold)
         p = &t.batch[q]
         p.s = s + i
         p.h = key_of(s + i, j - i, end, keep, &p.k0, &p.k1)

@@ -9,9 +9,10 @@ from hypothesis import strategies as st
 
 from bpe_fast import CL100K, GPT2, O200K
 from bpe_fast.patterns import SUPERWORD
+from bpe_fast._pretok import PATTERN_IDS, Scanner
 from bpe_fast._table import ChunkTable
 from bpe_fast.wordtable import WordTable
-from bpe_fast.pretokenize import native_scanner
+from bpe_fast.pretokenize import char_classes, native_scanner
 
 from .conftest import SHARED, corpus_params
 
@@ -58,6 +59,56 @@ def test_scanner_equals_regex_on_every_corpus(path):
     text = path.read_bytes().decode("utf-8")
     for pattern in PATTERNS.values():
         assert native_scanner(pattern).chunks(text) == regex.findall(pattern, text)
+
+
+# The bit-mask windows (_split.pxd) and the character-at-a-time scanner, each alone, against the
+# regex, on text that is mostly ASCII (the windows' ground) and long enough to take several
+# windows: words in every case with contractions, digit runs of every length, runs of spaces,
+# tabs and line ends (blank lines with spaces on them), punctuation with "/" and quotes, and now
+# and then a character outside ASCII (a letter, a mark, a digit, a space) where the windows must
+# hand over to the scanner.
+ascii_pieces = st.one_of(
+    st.text(alphabet="abcxyzABCXYZ", min_size=1, max_size=12),
+    st.sampled_from(["'s", "'T", "'ll", "'Re", "'ve", "'d", "'M", "'x", "''", "n't", "O'Neil"]),
+    st.text(alphabet="0123456789", min_size=1, max_size=14),
+    st.text(alphabet="  \t\n\r\x0b\x0c", min_size=1, max_size=9),
+    st.text(alphabet=".,;:!?/-()[]{}\"'#*_=+<>@$%&\\|`~^\x00\x7f", min_size=1, max_size=5),
+    st.sampled_from(["\u00e9", "\u0301", "\u00b2", "\u0663", "\u00a0", "\u3000", "\u4e2d", "\u017f", "\U0001F600"]),
+)
+ascii_text = st.lists(ascii_pieces, max_size=60).map("".join)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k"])
+@given(text=ascii_text)
+@settings(max_examples=1500, deadline=None)
+def test_windows_and_scanner_each_equal_regex_on_mostly_ascii_text(name, text):
+    expected = regex.findall(PATTERNS[name], text)
+    with_windows = Scanner(PATTERN_IDS[name], *char_classes())
+    scanner_alone = Scanner(PATTERN_IDS[name], *char_classes(), windows=False)
+    assert with_windows.chunks(text) == expected
+    assert scanner_alone.chunks(text) == expected
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k"])
+def test_windows_answer_for_nearly_all_of_english_text(name):
+    """The windows are not a dead branch: on plain English most chunks come off them (the rest:
+    contractions, the text's end), and none with windows=False or for superword."""
+    data = ("It's 10:45 on 2024-05-17, and the URL is https://example.com/a/b?x=1.\n"
+            "    def parse(self, text):  # \"quoted\"\n\n        return None\r\n" * 20).encode()
+    chunks = len(regex.findall(PATTERNS[name], data.decode()))
+    assert Scanner(PATTERN_IDS[name], *char_classes()).windowed(data) > 0.9 * chunks
+    assert Scanner(PATTERN_IDS[name], *char_classes(), windows=False).windowed(data) == 0
+    assert not Scanner(PATTERN_IDS["superword"], *char_classes()).windows
+
+
+def test_windows_classes_are_the_regex_classes_in_ascii():
+    """The windows classify ASCII with fixed byte ranges; these are regex's \\p{L}, \\p{N}, \\s."""
+    classes, _ = char_classes()
+    for c in range(128):
+        ch = chr(c)
+        assert bool(classes[c] & 1) == ("A" <= ch <= "Z" or "a" <= ch <= "z"), ch
+        assert bool(classes[c] & 2) == ("0" <= ch <= "9"), ch
+        assert bool(classes[c] & 4) == (ch in " \t\n\r\x0b\x0c"), ch
 
 
 # Superword's corners, each against the regex: a space before two marks joins them (" !!"), not

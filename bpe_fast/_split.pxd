@@ -1,0 +1,237 @@
+# cython: language_level=3
+"""The front end every stage shares: where the chunk that starts at byte i ends (``split_next``),
+for the named patterns. Counting (_table.pyx), encoding (_encode.pyx), BoundlessBPE's runs and
+the Scanner all split text through it.
+
+Most text is ASCII, and there the chunks of gpt2, cl100k and o200k follow from each byte's class
+and its neighbours'. A ``Window`` covers 64 bytes from ``base``, a byte where a chunk is known to
+start (its *anchor*): the bytes are classified 16 at a time with SSE2 (every x86-64 has it) into
+bit masks (bit k: byte base + k), and ``window_starts`` derives from them, with shifts, ands and
+one addition, the bit of every byte where a chunk starts. ``split_next`` then finds a chunk's
+end as the next set bit: no branch per character, none per kind of chunk.
+
+The rules hold for ASCII only, and some need more than a byte's neighbours: those bytes are
+``bad`` (not ASCII, past the text, a quote that may begin a contraction, a "/" after a newline
+that o200k's punctuation may take in). A chunk is read off the window only if no byte from the
+one before it to the one after its end is bad, and it ends before the window's last byte (whose
+next byte is not in the window): otherwise the scanner of _scan.pxd, which decodes a character
+at a time, gives its end, and the next chunk anchors a new window. So every chunk read off a
+window lies in a stretch of clean bytes that runs back to the anchor, where the rules below are
+exact. test_scanner holds both routes to regex, the scanner alone and with the windows.
+
+The rules, for cl100k and o200k (classes: L letters, of them U A-Z and W a-z; D digits; SP the
+space; T the space, \\t, \\v, \\f; NL \\r and \\n; WS = T or NL; P everything else ASCII):
+* A byte of P starts a chunk unless it follows P (one punctuation run is one chunk) or SP (the
+  last space before anything but \\s always starts a chunk, and " ?" takes the punctuation in).
+* A letter starts one unless it follows a letter (o200k: except a-z then A-Z, the end of
+  [Lu..]*[Ll..]+), T (that byte starts a chunk and is the letters' optional prefix) or a P that
+  starts a chunk (the prefix again).
+* A digit starts one at the start of its run and every third digit on (\\p{N}{1,3}).
+* A \\r or \\n starts one unless it follows WS (\\s*[\\r\\n]+ takes it) or P (the punctuation's
+  [\\r\\n]* takes it).
+* A byte of T starts one after a byte that is not WS; as the last of a run of WS before
+  anything else (\\s+(?!\\S) gives it back); and first after a newline, unless more newlines
+  follow in the same run of WS and the newlines before it were not taken in by punctuation
+  (then \\s*[\\r\\n]+ runs on over it).
+gpt2 has no newline rules: SP is the one prefix, of letters, digits and punctuation runs alike;
+a run of WS gives back its last byte before anything else; digits run on. Without SSE2 every
+byte is bad: the scanner does all the work.
+"""
+from libc.stdint cimport uint8_t, uint64_t
+
+from ._encode_hash cimport bpe_load64
+from ._scan cimport PAT_CL100K, PAT_GPT2, PAT_O200K, scan_next
+
+cdef extern from *:
+    """
+    #include <stdint.h>
+    #include <string.h>
+    typedef struct {
+        uint64_t upper, lower, digit, space, blank, newline, quote, slash, unknown;
+    } bpe_classes;
+    #if defined(__SSE2__) || defined(_M_X64)
+    #include <emmintrin.h>
+    #define BPE_ASCII_WINDOWS 1
+    /* The bytes of v in [lo, lo + count) (count < 128): moved so that lo lands on -128, they
+       are the ones below -128 + count as signed bytes. Bit k: byte k. */
+    static inline uint64_t bpe_in_range16(__m128i v, int lo, int count) {
+        __m128i moved = _mm_add_epi8(v, _mm_set1_epi8((char)(128 - lo)));
+        return (uint16_t)_mm_movemask_epi8(_mm_cmplt_epi8(moved, _mm_set1_epi8((char)(count - 128))));
+    }
+    static inline uint64_t bpe_equal16(__m128i v, char c) {
+        return (uint16_t)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8(c)));
+    }
+    /* Classify 16 bytes into bits shift .. shift + 15 of c. */
+    static inline void bpe_classify16(const unsigned char* p, int shift, bpe_classes* c) {
+        __m128i v = _mm_loadu_si128((const __m128i*)p);
+        uint64_t newline = bpe_equal16(v, '\\n') | bpe_equal16(v, '\\r');
+        c->upper |= bpe_in_range16(v, 'A', 26) << shift;
+        c->lower |= bpe_in_range16(v, 'a', 26) << shift;
+        c->digit |= bpe_in_range16(v, '0', 10) << shift;
+        c->space |= bpe_equal16(v, ' ') << shift;
+        c->blank |= ((bpe_in_range16(v, 9, 5) & ~newline) | bpe_equal16(v, ' ')) << shift;
+        c->newline |= newline << shift;
+        c->quote |= bpe_equal16(v, '\\'') << shift;
+        c->slash |= bpe_equal16(v, '/') << shift;
+        c->unknown |= (uint64_t)(uint16_t)_mm_movemask_epi8(v) << shift;
+    }
+    #else
+    #define BPE_ASCII_WINDOWS 0
+    static inline void bpe_classify16(const unsigned char* p, int shift, bpe_classes* c) {
+        (void)p;
+        c->unknown |= (uint64_t)0xFFFF << shift;        /* all bad: the scanner answers */
+    }
+    #endif
+    /* The classes of the 64 bytes from s[at] (bytes past n: 0x80, unknown). */
+    static inline void bpe_classify64(const unsigned char* s, size_t n, size_t at, bpe_classes* c) {
+        unsigned char pad[16];
+        int k;
+        memset(c, 0, sizeof(*c));
+        for (k = 0; k < 4; k++) {
+            size_t from = at + 16 * (size_t)k;
+            if (from + 16 <= n) {
+                bpe_classify16(s + from, 16 * k, c);
+            } else {
+                memset(pad, 0x80, 16);
+                if (from < n) memcpy(pad, s + from, n - from);
+                bpe_classify16(pad, 16 * k, c);
+            }
+        }
+    }
+    static inline unsigned bpe_ctz64(uint64_t x) { return (unsigned)__builtin_ctzll(x); }
+    static inline unsigned bpe_top_bit(uint64_t x) { return 63u - (unsigned)__builtin_clzll(x); }
+    """
+    ctypedef struct bpe_classes:
+        uint64_t upper, lower, digit, space, blank, newline, quote, slash, unknown
+    const bint ASCII_WINDOWS "BPE_ASCII_WINDOWS"
+    void bpe_classify64(const unsigned char* s, size_t n, size_t at, bpe_classes* c) nogil
+    unsigned bpe_ctz64(uint64_t x) nogil
+    unsigned bpe_top_bit(uint64_t x) nogil
+
+
+cdef struct Window:
+    size_t base                 # the anchor: a chunk starts at this byte
+    uint64_t starts             # bit k: a chunk starts at byte base + k
+    uint64_t bad                # bit k: byte base + k is one the rules cannot vouch for
+
+
+cdef inline void window_reset(Window* w) noexcept nogil:
+    """No window: the next chunk anchors one (i - base >= 64 for every i)."""
+    w.base = <size_t>0 - 64
+
+
+cdef inline uint64_t digit_groups(uint64_t digit, int most) noexcept nogil:
+    """The digits that start a group: the first of each run and, with ``most`` 3, every third
+    one on (the window's first digit starts a run: a chunk starts there)."""
+    cdef uint64_t starts = digit & ~(digit << 1), grown
+    cdef uint64_t third = digit & (digit << 1) & (digit << 2)   # two digits before it
+    if most != 3:
+        return starts
+    while True:
+        grown = starts | ((starts << 3) & third)
+        if grown == starts:
+            return starts
+        starts = grown
+
+
+cdef inline uint64_t bits_from_to(unsigned low, unsigned high) noexcept nogil:
+    """Bits low .. high - 1 (high <= 64)."""
+    return (((<uint64_t>2 << (high - 1)) - 1) if high else 0) & ~((<uint64_t>1 << low) - 1)
+
+
+cdef inline uint64_t after_newline_starts(const bpe_classes* c, uint64_t blank, uint64_t punct,
+                                          uint64_t* bad) noexcept nogil:
+    """The bytes of T right after a newline that start a chunk: all but those whose run of T
+    meets another newline, unless the newlines before them came after punctuation (its
+    [\r\n]* took them in; then \s*[\r\n]+ starts afresh on the T). Where the answer turns on
+    a byte the window does not know (past the run: not ASCII, the text's end, past the window;
+    before its newlines: before the window), the run is marked bad."""
+    cdef uint64_t first = blank & (c.newline << 1)
+    cdef uint64_t past = (blank + first) & ~blank                   # the byte just past each such run
+    cdef uint64_t meets = past & c.newline, unsure = past & c.unknown
+    cdef uint64_t before
+    cdef unsigned z, x
+    if blank >> 63:                                 # a run up to the window's last byte
+        bad[0] |= bits_from_to(bpe_top_bit(~blank) + 1 if ~blank else 0, 64)
+    while unsure:
+        z = bpe_ctz64(unsure)
+        unsure &= unsure - 1
+        bad[0] |= bits_from_to(bpe_top_bit(first & ((<uint64_t>1 << z) - 1)), z + 1)
+    while meets:                                    # (rare: spaces on a line of their own)
+        z = bpe_ctz64(meets)
+        meets &= meets - 1
+        x = bpe_top_bit(first & ((<uint64_t>1 << z) - 1))           # where that run starts
+        before = ~c.newline & ((<uint64_t>1 << x) - 1)              # the byte before its newlines
+        if before == 0:
+            bad[0] |= bits_from_to(x, z + 1)
+        elif not ((punct >> bpe_top_bit(before)) & 1):
+            first &= ~(<uint64_t>1 << x)
+    return first
+
+
+cdef inline void window_anchor(Window* w, int pattern, const unsigned char* s, size_t n, size_t i) noexcept nogil:
+    """A window anchored at i (a chunk starts there): its ``starts`` and ``bad`` from the classes
+    of its bytes, by the rules of the module doc."""
+    cdef bpe_classes c
+    cdef uint64_t letters, blank, spacing, punct, starts, quoted
+    bpe_classify64(s, n, i, &c)
+    w.base = i
+    letters = c.upper | c.lower
+    blank, spacing = c.blank, c.blank | c.newline
+    punct = ~(letters | c.digit | spacing | c.unknown)
+    w.bad = c.unknown
+    if pattern == PAT_GPT2:
+        starts = (spacing & (~(spacing << 1) | ~(spacing >> 1))
+                  | (letters & ~(letters << 1) & ~(c.space << 1))
+                  | (c.digit & ~(c.digit << 1) & ~(c.space << 1))
+                  | (punct & ~(punct << 1) & ~(c.space << 1)))
+        quoted = c.quote & (letters >> 1)           # '(?:[sdmt]|ll|ve|re) may follow
+    else:
+        starts = punct & ~(punct << 1) & ~(c.space << 1)
+        starts |= letters & (~((letters | blank | punct) << 1) | ((punct & ~starts) << 1))
+        if pattern == PAT_O200K:
+            starts |= c.upper & (c.lower << 1)
+            quoted = c.quote & (letters << 1)       # a word's (?i:'s|'t|'re|'ve|'m|'ll|'d)?
+            w.bad |= c.slash & (c.newline << 1)     # [\r\n/]* may take it in
+        else:
+            quoted = c.quote & (letters >> 1)       # (?i:'s|'t|'re|'ve|'m|'ll|'d)
+        starts |= digit_groups(c.digit, 3)
+        starts |= c.newline & ~((spacing | punct) << 1)
+        starts |= blank & (~(spacing << 1) | ((blank << 1) & ~(spacing >> 1)))
+        starts |= after_newline_starts(&c, blank, punct, &w.bad)
+    w.bad |= quoted | (quoted << 1) | (quoted << 2)
+    w.starts = starts | 1
+
+
+cdef inline size_t window_end(Window* w, int pattern, const unsigned char* s, size_t n, size_t i) noexcept nogil:
+    """The end of the chunk at i off the window if it can vouch for it, anchoring a new one at i
+    when i is past its reach; else 0 (and no window: the next chunk anchors one)."""
+    cdef size_t k = i - w.base
+    cdef unsigned j
+    cdef uint64_t rest, span
+    if k >= 62 or w.starts >> k == 1:               # (nothing set past k: the chunk runs on)
+        if i + 8 > n or bpe_load64(s + i) & <uint64_t>0x8080808080808080:
+            return 0                                # (not ASCII soon: no window)
+        window_anchor(w, pattern, s, n, i)
+        k = 0
+    rest = w.starts >> k >> 1
+    j = <unsigned>k + 1 + bpe_ctz64(rest) if rest else 64
+    if j < 63:
+        span = (<uint64_t>2 << (j + 1)) - 1         # bytes k - 1 .. j + 1
+        if k:
+            span &= ~((<uint64_t>1 << (k - 1)) - 1)
+        if not (w.bad & span):
+            return w.base + j
+    window_reset(w)                                 # past a byte the rules cannot vouch for
+    return 0
+
+
+cdef inline size_t split_next(Window* w, int pattern, const unsigned char* s, size_t n, size_t i,
+                              const uint8_t* cls, const uint8_t* fold) noexcept nogil:
+    """The end of the chunk at byte i of s[0:n] (a chunk starts at i): off the window where it
+    can tell, else from the scanner (one call site: it stays inlined). ``w``: the caller's,
+    window_reset before each new text."""
+    cdef size_t j = 0
+    if ASCII_WINDOWS and (pattern == PAT_O200K or pattern == PAT_CL100K or pattern == PAT_GPT2):
+        j = window_end(w, pattern, s, n, i)
+    return j if j else scan_next(pattern, s, n, i, cls, fold)
