@@ -898,9 +898,8 @@ cdef class MergeEncoder:
                 if key1[q] == 0:
                     self.encode_long(s + start[q], length[q], hashes[q], w)
                 else:
-                    x = &table[packed_slot(hashes[q], bits)]     # the key's home line: two entries
-                    if x.k0 != key0[q] or (x.k1 & PACKED_KEY_MASK) != key1[q]:
-                        x += 1
+                    x = &table[packed_slot(hashes[q], bits)]     # the key's home line: two entries,
+                    x += <size_t>((x.k0 != key0[q]) | ((x.k1 & PACKED_KEY_MASK) != key1[q]))  # no branch
                     count = x.k1 >> 60
                     if x.k0 == key0[q] and (x.k1 & PACKED_KEY_MASK) == key1[q] and count <= INLINE_IDS:
                         if counting:

@@ -26,6 +26,18 @@ cdef extern from *:
     #endif
         return w;
     }
+    /* The bits of the two key words (k0, k1) that a chunk of n <= 15 bytes fills: masks taken
+       from a table, not branched on (how long a chunk is does not follow a pattern). */
+    static const uint64_t bpe_key_mask0[16] = {
+        0x0000000000000000ULL, 0x00000000000000FFULL, 0x000000000000FFFFULL, 0x0000000000FFFFFFULL,
+        0x00000000FFFFFFFFULL, 0x000000FFFFFFFFFFULL, 0x0000FFFFFFFFFFFFULL, 0x00FFFFFFFFFFFFFFULL,
+        0xFFFFFFFFFFFFFFFFULL, 0xFFFFFFFFFFFFFFFFULL, 0xFFFFFFFFFFFFFFFFULL, 0xFFFFFFFFFFFFFFFFULL,
+        0xFFFFFFFFFFFFFFFFULL, 0xFFFFFFFFFFFFFFFFULL, 0xFFFFFFFFFFFFFFFFULL, 0xFFFFFFFFFFFFFFFFULL};
+    static const uint64_t bpe_key_mask1[16] = {
+        0x0000000000000000ULL, 0x0000000000000000ULL, 0x0000000000000000ULL, 0x0000000000000000ULL,
+        0x0000000000000000ULL, 0x0000000000000000ULL, 0x0000000000000000ULL, 0x0000000000000000ULL,
+        0x0000000000000000ULL, 0x00000000000000FFULL, 0x000000000000FFFFULL, 0x0000000000FFFFFFULL,
+        0x00000000FFFFFFFFULL, 0x000000FFFFFFFFFFULL, 0x0000FFFFFFFFFFFFULL, 0x00FFFFFFFFFFFFFFULL};
     static inline void bpe_store64(unsigned char* p, uint64_t w) {
     #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
         w = __builtin_bswap64(w);
@@ -35,6 +47,8 @@ cdef extern from *:
     """
     uint64_t bpe_load64(const unsigned char* p) nogil
     void bpe_store64(unsigned char* p, uint64_t w) nogil
+    const uint64_t* key_mask0 "bpe_key_mask0"
+    const uint64_t* key_mask1 "bpe_key_mask1"
 
 
 cdef struct Slot:
@@ -249,12 +263,7 @@ cdef inline void pack_key(const unsigned char* s, size_t n, const unsigned char*
     lie before ``end`` (the end of the buffer), masking what is past n."""
     cdef uint64_t a, b
     if s + 16 <= end:
-        a, b = bpe_load64(s), bpe_load64(s + 8)
-        if n < 8:
-            a &= (<uint64_t>1 << (8 * n)) - 1
-            b = 0
-        else:
-            b &= (<uint64_t>1 << (8 * (n - 8))) - 1     # n - 8 <= 7: the top byte is cleared
+        a, b = bpe_load64(s) & key_mask0[n], bpe_load64(s + 8) & key_mask1[n]
     elif n <= 8:
         a, b = load_upto8(s, n, end), 0
     else:

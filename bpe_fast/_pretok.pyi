@@ -5,6 +5,9 @@ import numpy.typing as npt
 PATTERN_IDS: dict[str, int]
 
 
+def _simd_level(level: int | None = None) -> int: ...
+
+
 class Scanner:
     @property
     def pattern(self) -> int: ...

@@ -6,9 +6,18 @@ import numpy as np
 from libc.stdint cimport uint8_t, int64_t
 
 from ._scan cimport scan_next, PAT_GPT2, PAT_CL100K, PAT_O200K, PAT_SUPERWORD, FOLD_LIMIT
-from ._split cimport ASCII_WINDOWS, Window, split_next, window_end, window_reset
+from ._split cimport ASCII_WINDOWS, Window, set_simd_level, simd_level, split_next, window_end, window_reset
 
 PATTERN_IDS = {"gpt2": PAT_GPT2, "cl100k": PAT_CL100K, "o200k": PAT_O200K, "superword": PAT_SUPERWORD}
+
+
+def _simd_level(level=None):
+    """Which classifier this module's windows use (0 SSE2, 1 AVX2, 2 AVX-512BW); with ``level``,
+    use that one from now on (at most what the processor has) and return the one before. For
+    tests, which take every route on one machine: each extension decides for itself."""
+    if level is None:
+        return simd_level()
+    return set_simd_level(level)
 
 
 cdef class Scanner:

@@ -75,28 +75,104 @@ cdef extern from *:
         c->slash |= bpe_equal16(v, '/') << shift;
         c->unknown |= (uint64_t)(uint16_t)_mm_movemask_epi8(v) << shift;
     }
+    /* The same 64 bytes at once with AVX2 or AVX-512BW where the processor has them (asked
+       once: bpe_simd), each compiled for its instruction set alone. */
+    #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(BPE_NO_WIDE_SIMD)
+    #include <immintrin.h>
+    #define BPE_WIDE_SIMD 1
+    __attribute__((target("avx2")))
+    static inline uint64_t bpe_in_range32x2(__m256i a, __m256i b, int lo, int count) {
+        __m256i move = _mm256_set1_epi8((char)(128 - lo)), top = _mm256_set1_epi8((char)(count - 128));
+        uint64_t low = (uint32_t)_mm256_movemask_epi8(_mm256_cmpgt_epi8(top, _mm256_add_epi8(a, move)));
+        uint64_t high = (uint32_t)_mm256_movemask_epi8(_mm256_cmpgt_epi8(top, _mm256_add_epi8(b, move)));
+        return low | high << 32;
+    }
+    __attribute__((target("avx2")))
+    static inline uint64_t bpe_equal32x2(__m256i a, __m256i b, char c) {
+        __m256i x = _mm256_set1_epi8(c);
+        return (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, x))
+               | (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(b, x)) << 32;
+    }
+    __attribute__((target("avx2")))
+    static void bpe_classify64_avx2(const unsigned char* p, bpe_classes* c) {
+        __m256i a = _mm256_loadu_si256((const __m256i*)p), b = _mm256_loadu_si256((const __m256i*)(p + 32));
+        uint64_t newline = bpe_equal32x2(a, b, '\\n') | bpe_equal32x2(a, b, '\\r');
+        c->upper = bpe_in_range32x2(a, b, 'A', 26);
+        c->lower = bpe_in_range32x2(a, b, 'a', 26);
+        c->digit = bpe_in_range32x2(a, b, '0', 10);
+        c->space = bpe_equal32x2(a, b, ' ');
+        c->blank = (bpe_in_range32x2(a, b, 9, 5) & ~newline) | c->space;
+        c->newline = newline;
+        c->quote = bpe_equal32x2(a, b, '\\'');
+        c->slash = bpe_equal32x2(a, b, '/');
+        c->unknown = (uint64_t)(uint32_t)_mm256_movemask_epi8(a) | (uint64_t)(uint32_t)_mm256_movemask_epi8(b) << 32;
+    }
+    __attribute__((target("avx512bw")))
+    static void bpe_classify64_avx512(const unsigned char* p, bpe_classes* c) {
+        __m512i v = _mm512_loadu_si512((const void*)p);
+        uint64_t newline = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('\\n')) | _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('\\r'));
+        c->upper = _mm512_cmplt_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8('A')), _mm512_set1_epi8(26));
+        c->lower = _mm512_cmplt_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8('a')), _mm512_set1_epi8(26));
+        c->digit = _mm512_cmplt_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8('0')), _mm512_set1_epi8(10));
+        c->space = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(' '));
+        c->blank = (_mm512_cmplt_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8(9)), _mm512_set1_epi8(5)) & ~newline) | c->space;
+        c->newline = newline;
+        c->quote = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('\\''));
+        c->slash = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('/'));
+        c->unknown = _mm512_movepi8_mask(v);
+    }
+    #else
+    #define BPE_WIDE_SIMD 0
+    #endif
+    /* Which classifier: 0 SSE2, 1 AVX2, 2 AVX-512BW; -1 until first asked. Each extension keeps
+       its own copy (a static in a header), with the same answer. bpe_set_simd_level lets tests
+       take every route on one machine (never one the processor lacks). */
+    static int bpe_simd_level = -1;
+    static inline int bpe_simd_best(void) {
+    #if BPE_WIDE_SIMD
+        __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx512bw")) return 2;
+        if (__builtin_cpu_supports("avx2")) return 1;
+    #endif
+        return 0;
+    }
+    static inline int bpe_simd(void) {
+        if (bpe_simd_level < 0) bpe_simd_level = bpe_simd_best();
+        return bpe_simd_level;
+    }
+    static inline int bpe_set_simd_level(int level) {
+        int best = bpe_simd_best(), previous = bpe_simd();
+        bpe_simd_level = level < 0 ? 0 : level > best ? best : level;
+        return previous;
+    }
     #else
     #define BPE_ASCII_WINDOWS 0
+    #define BPE_WIDE_SIMD 0
     static inline void bpe_classify16(const unsigned char* p, int shift, bpe_classes* c) {
         (void)p;
         c->unknown |= (uint64_t)0xFFFF << shift;        /* all bad: the scanner answers */
     }
+    static inline int bpe_simd(void) { return 0; }
+    static inline int bpe_set_simd_level(int level) { (void)level; return 0; }
     #endif
     /* The classes of the 64 bytes from s[at] (bytes past n: 0x80, unknown). */
     static inline void bpe_classify64(const unsigned char* s, size_t n, size_t at, bpe_classes* c) {
-        unsigned char pad[16];
-        int k;
-        memset(c, 0, sizeof(*c));
-        for (k = 0; k < 4; k++) {
-            size_t from = at + 16 * (size_t)k;
-            if (from + 16 <= n) {
-                bpe_classify16(s + from, 16 * k, c);
-            } else {
-                memset(pad, 0x80, 16);
-                if (from < n) memcpy(pad, s + from, n - from);
-                bpe_classify16(pad, 16 * k, c);
-            }
+        unsigned char pad[64];
+        const unsigned char* p = s + at;
+        int k, level = bpe_simd();
+        if (at + 64 > n) {
+            memset(pad, 0x80, 64);
+            if (at < n) memcpy(pad, s + at, n - at);
+            p = pad;
         }
+    #if BPE_WIDE_SIMD
+        if (level == 2) { bpe_classify64_avx512(p, c); return; }
+        if (level == 1) { bpe_classify64_avx2(p, c); return; }
+    #endif
+        (void)level;
+        memset(c, 0, sizeof(*c));
+        for (k = 0; k < 4; k++)
+            bpe_classify16(p + 16 * k, 16 * k, c);
     }
     static inline unsigned bpe_ctz64(uint64_t x) { return (unsigned)__builtin_ctzll(x); }
     static inline unsigned bpe_top_bit(uint64_t x) { return 63u - (unsigned)__builtin_clzll(x); }
@@ -105,6 +181,8 @@ cdef extern from *:
         uint64_t upper, lower, digit, space, blank, newline, quote, slash, unknown
     const bint ASCII_WINDOWS "BPE_ASCII_WINDOWS"
     void bpe_classify64(const unsigned char* s, size_t n, size_t at, bpe_classes* c) nogil
+    int simd_level "bpe_simd"() nogil
+    int set_simd_level "bpe_set_simd_level"(int level) nogil
     unsigned bpe_ctz64(uint64_t x) nogil
     unsigned bpe_top_bit(uint64_t x) nogil
 
@@ -118,6 +196,7 @@ cdef struct Window:
 cdef inline void window_reset(Window* w) noexcept nogil:
     """No window: the next chunk anchors one (i - base >= 64 for every i)."""
     w.base = <size_t>0 - 64
+    w.starts = w.bad = 0
 
 
 cdef inline uint64_t digit_groups(uint64_t digit, int most) noexcept nogil:

@@ -29,7 +29,7 @@ from libcpp.algorithm cimport sort
 from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 
-from ._encode_hash cimport bpe_load64 as load64, bpe_store64 as store64
+from ._encode_hash cimport bpe_load64 as load64, bpe_store64 as store64, key_mask0, key_mask1
 from ._split cimport Window, split_next, window_reset
 from ._pretok cimport Scanner
 
@@ -232,19 +232,6 @@ cdef uint64_t P1 = 0xE7037ED1A0B428DB
 cdef uint64_t P2 = 0x8EBC6AF09C88C6E3
 cdef uint64_t P3 = 0x589965CC75374CC3
 cdef bint use_huge_pages = True
-cdef uint64_t MASK0[16]                 # which bits of k0 and of k1 a chunk of n <= 15 bytes fills
-cdef uint64_t MASK1[16]
-
-
-cdef void set_masks() noexcept:
-    cdef int n
-    for n in range(16):
-        MASK0[n] = (<uint64_t>1 << (8 * n)) - 1 if n < 8 else <uint64_t>-1
-        MASK1[n] = 0 if n <= 8 else (<uint64_t>1 << (8 * (n - 8))) - 1
-
-
-set_masks()
-
 
 def _use_huge_pages(bint flag):
     """Whether tables from 2 MB on ask for huge pages (for benchmarks and tests); returns the
@@ -292,8 +279,8 @@ cdef inline uint64_t key_of(const uint8_t* s, size_t n, const uint8_t* end, uint
         memset(buffer, 0, 16)
         memcpy(buffer, s, n)
         a, b = load64(buffer), load64(buffer + 8)     # (past n: masked off below)
-    a &= MASK0[n]                                   # (no branch on the length)
-    b &= MASK1[n]
+    a &= key_mask0[n]                               # (no branch on the length)
+    b &= key_mask1[n]
     k0[0], k1[0] = a, b | (<uint64_t>n << 56)
     return mum(a ^ P0, k1[0] ^ P1) & keep
 

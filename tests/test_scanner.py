@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 import regex
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bpe_fast import CL100K, GPT2, O200K
 from bpe_fast.patterns import SUPERWORD
-from bpe_fast._pretok import PATTERN_IDS, Scanner
+from bpe_fast._pretok import PATTERN_IDS, Scanner, _simd_level
 from bpe_fast._table import ChunkTable
 from bpe_fast.wordtable import WordTable
 from bpe_fast.pretokenize import char_classes, native_scanner
@@ -87,6 +87,25 @@ def test_windows_and_scanner_each_equal_regex_on_mostly_ascii_text(name, text):
     scanner_alone = Scanner(PATTERN_IDS[name], *char_classes(), windows=False)
     assert with_windows.chunks(text) == expected
     assert scanner_alone.chunks(text) == expected
+
+
+@pytest.fixture(params=[0, 1, 2], ids=["sse2", "avx2", "avx512bw"])
+def simd_level(request):
+    """Each classifier the windows have, where this processor has it (else a skip that says so)."""
+    previous = _simd_level(request.param)
+    try:
+        if _simd_level() != request.param:
+            pytest.skip(f"this processor has no {request.node.callspec.id.split('-')[-1]}")
+        yield request.param
+    finally:
+        _simd_level(previous)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k"])
+@given(text=ascii_text)
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_every_classifier_splits_as_regex(simd_level, name, text):
+    assert Scanner(PATTERN_IDS[name], *char_classes()).chunks(text) == regex.findall(PATTERNS[name], text)
 
 
 @pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k"])
