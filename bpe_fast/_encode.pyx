@@ -56,6 +56,9 @@ from ._split cimport Window, split_next, window_reset
 cdef extern from *:
     """
     #include <stdint.h>
+    #if defined(__linux__)
+    #include <sys/mman.h>
+    #endif
     #if defined(__GNUC__) || defined(__clang__)
     #define bpe_prefetch(p) __builtin_prefetch((p))
     #else
@@ -113,9 +116,41 @@ cdef extern from *:
             free(counts);
         }
     }
+    /* An empty list of n items to fill (NULL items). A list of millions of items gets its item
+       array on huge pages where Linux has them: PyList_New's array is fresh memory, mapped 4 KB
+       at a time as it is first written (16,000 faults for 8 million ids, a third of what the
+       list costs over an array) and unmapped again when the list dies. The array comes from
+       PyMem_Malloc, as the list's own would, so the list frees it as its own; with the GIL only
+       (the free-threaded build lays its arrays out differently). */
+    #define BPE_HUGE_LIST_ITEMS ((Py_ssize_t)1 << 20)
+    static PyObject* bpe_new_list(Py_ssize_t n) {
+    #if defined(__linux__) && defined(MADV_HUGEPAGE) && !defined(Py_GIL_DISABLED)
+        if (n >= BPE_HUGE_LIST_ITEMS && (size_t)n < PY_SSIZE_T_MAX / sizeof(PyObject*)) {
+            size_t bytes = (size_t)n * sizeof(PyObject*), huge = (size_t)2 << 20;
+            PyObject** items = (PyObject**)PyMem_Malloc(bytes);
+            PyObject* list;
+            uintptr_t from, to;
+            if (items == NULL) return PyErr_NoMemory();
+            from = ((uintptr_t)items + huge - 1) & ~(uintptr_t)(huge - 1);
+            to = ((uintptr_t)items + bytes) & ~(uintptr_t)(huge - 1);
+            if (to > from) (void)madvise((void*)from, to - from, MADV_HUGEPAGE);   /* a hint */
+            memset(items, 0, bytes);                            /* (NULL items until filled) */
+            list = PyList_New(0);
+            if (list == NULL) {
+                PyMem_Free(items);
+                return NULL;
+            }
+            ((PyListObject*)list)->ob_item = items;
+            ((PyListObject*)list)->allocated = n;
+            Py_SET_SIZE(list, n);
+            return list;
+        }
+    #endif
+        return PyList_New(n);
+    }
     static PyObject* bpe_list_of_ids(const uint32_t* ids, Py_ssize_t n, PyObject* const* ints, Py_ssize_t n_ints) {
         int64_t offsets[2] = {0, (int64_t)n};
-        PyObject* list = PyList_New(n);
+        PyObject* list = bpe_new_list(n);
         if (list == NULL) return NULL;
         bpe_fill_lists(&list, 1, ids, offsets, ints, n_ints);
         return list;
@@ -127,7 +162,7 @@ cdef extern from *:
         Py_ssize_t j;
         if (out == NULL) return NULL;
         for (j = 0; j < m; j++) {          /* every list first: a failure leaves nothing counted */
-            PyObject* list = PyList_New((Py_ssize_t)(offsets[j + 1] - offsets[j]));
+            PyObject* list = bpe_new_list((Py_ssize_t)(offsets[j + 1] - offsets[j]));
             if (list == NULL) {
                 Py_DECREF(out);
                 return NULL;

@@ -122,3 +122,26 @@ def test_a_tokenizer_pickles_and_encodes_the_same_in_another_process():
 
 def _encode_all_special(tok, text):
     return tok.encode(text, allowed_special="all")
+
+
+def test_a_list_of_a_million_ids_and_more_is_a_list_like_any_other():
+    """Past a million ids the list's items are laid out by bpe_fast (on huge pages) and each
+    int's references added once: the list equals the array, grows, shrinks and is freed as any
+    list, and its ints hold exactly one reference per item, given back when it goes."""
+    import gc
+    import sys
+
+    tok = bpe_fast.train_from_iterator(["zqxw vy zqxw"] * 50, 262, progress="none")
+    text = "zqxw vy " * 600_000
+    ids = tok.encode_ordinary(text)
+    assert len(ids) > 1 << 20 and ids == tok.encode_to_numpy(text).tolist()
+    token = ids[1]
+    assert token > 256 and ids.count(token) > 1 << 19   # (an int of its own, not a cached small one)
+    held, before = ids.count(token), sys.getrefcount(token)
+    ids.append(token)
+    ids.extend(ids[:1000])
+    del ids[:500]
+    assert sys.getrefcount(token) - before == ids.count(token) - held or before > 1 << 30
+    del ids
+    gc.collect()
+    assert before - sys.getrefcount(token) == held or before > 1 << 30    # (immortal: counts never move)
