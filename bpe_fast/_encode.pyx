@@ -48,7 +48,7 @@ from libcpp.vector cimport vector
 
 from ._encode_hash cimport (Slot, bytes_hash, slot_of, PairSlot, PairTable, pair_of, pairtable_init,
                             pairtable_free, pairtable_find, pairtable_add, Packed, PACKED_KEY_MASK,
-                            PACKED_MAX_BYTES, big_alloc, pack_key, packed_hash, packed_slot)
+                            PACKED_MAX_BYTES, big_alloc, pack_key, packed_hash, packed_slot, same_bytes)
 from ._encode_text cimport TextRef, bpe_str_view, code_point, to_utf8, utf8_capacity
 from ._scan cimport C_S, PAT_CL100K, PAT_GPT2, PAT_O200K
 from ._split cimport Window, split_next, window_reset
@@ -818,7 +818,7 @@ cdef class MergeEncoder:
     cdef inline bint same_whole(self, size_t k, uint64_t h, const uint8_t* s, size_t n) noexcept nogil:
         cdef const Slot* slot = &self.whole[k]
         return (slot.hash == h and slot.length == n
-                and (n <= 8 or memcmp(self.arena.data() + self.arena_at[slot.value], s, n) == 0))
+                and (n <= 8 or same_bytes(self.arena.data() + self.arena_at[slot.value], s, n)))
 
     cdef inline int32_t find_whole(self, uint64_t h, const uint8_t* s, size_t n) noexcept nogil:
         """The id of the token whose bytes are s, or -1."""
@@ -1519,7 +1519,7 @@ cdef class _ChunkCache:
         while self.slots[k].length:
             if self.slots[k].hash == h and self.slots[k].length == n:
                 at = <size_t>self.slots[k].value
-                if n <= 8 or memcmp(<const uint8_t*>(self.store.data() + at + 1 + self.store[at]), s, n) == 0:
+                if n <= 8 or same_bytes(<const uint8_t*>(self.store.data() + at + 1 + self.store[at]), s, n):
                     return self.store.data() + at
             k = (k + 1) & mask
         return NULL

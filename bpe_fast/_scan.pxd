@@ -46,11 +46,28 @@ cdef inline uint32_t cp_at(const unsigned char* s, size_t i, size_t* width) noex
     return ((c & 0x07) << 18) | ((s[i + 1] & 0x3F) << 12) | ((s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F)
 
 
-cdef inline uint8_t cls_at(const unsigned char* s, size_t i, size_t* width, const uint8_t* cls) noexcept nogil:
-    if s[i] < 0x80:                      # ASCII: no decoding
-        width[0] = 1
-        return cls[s[i]]
-    return cls[cp_at(s, i, width)]
+cdef extern from *:
+    """
+    #if defined(__GNUC__)
+    #define BPE_ALWAYS_INLINE static inline __attribute__((always_inline))
+    #else
+    #define BPE_ALWAYS_INLINE static inline
+    #endif
+    /* The class of the character at s[i] and its width in bytes: inlined into every loop that
+       walks characters (left to the compiler, it made a call of it per character). */
+    BPE_ALWAYS_INLINE uint8_t bpe_cls_at(const unsigned char* s, size_t i, size_t* width, const uint8_t* cls) {
+        unsigned char c = s[i];
+        if (c < 0x80) { *width = 1; return cls[c]; }
+        if (c < 0xE0) { *width = 2; return cls[((c & 0x1F) << 6) | (s[i + 1] & 0x3F)]; }
+        if (c < 0xF0) {
+            *width = 3;
+            return cls[((c & 0x0F) << 12) | ((s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F)];
+        }
+        *width = 4;
+        return cls[((c & 0x07) << 18) | ((s[i + 1] & 0x3F) << 12) | ((s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F)];
+    }
+    """
+    uint8_t cls_at "bpe_cls_at"(const unsigned char* s, size_t i, size_t* width, const uint8_t* cls) nogil
 
 
 cdef extern from *:
