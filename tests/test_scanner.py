@@ -108,16 +108,31 @@ def test_every_classifier_splits_as_regex(simd_level, name, text):
     assert Scanner(PATTERN_IDS[name], *char_classes()).chunks(text) == regex.findall(PATTERNS[name], text)
 
 
+ENGLISH = ("It's 10:45 on 2024-05-17, and the URL is https://example.com/a/b?x=1.\n"
+           "    def parse(self, text):  # \"quoted\"\n\n        return None\r\n" * 20)
+
+
 @pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k"])
 def test_windows_answer_for_nearly_all_of_english_text(name):
     """The windows are not a dead branch: on plain English most chunks come off them (the rest:
     contractions, the text's end), and none with windows=False or for superword."""
-    data = ("It's 10:45 on 2024-05-17, and the URL is https://example.com/a/b?x=1.\n"
-            "    def parse(self, text):  # \"quoted\"\n\n        return None\r\n" * 20).encode()
+    data = ENGLISH.encode()
     chunks = len(regex.findall(PATTERNS[name], data.decode()))
     assert Scanner(PATTERN_IDS[name], *char_classes()).windowed(data) > 0.9 * chunks
     assert Scanner(PATTERN_IDS[name], *char_classes(), windows=False).windowed(data) == 0
     assert not Scanner(PATTERN_IDS["superword"], *char_classes()).windows
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k"])
+def test_windows_rest_on_text_they_cannot_split_and_come_back(name):
+    """Quotes between letters, chunk after chunk, fail window after window: the scanner takes
+    such text for a while (exactly as ever), and the windows take over again after it."""
+    hard = "a'b'c's'T'll'" * 300
+    scanner = Scanner(PATTERN_IDS[name], *char_classes())
+    assert scanner.chunks(hard + ENGLISH) == regex.findall(PATTERNS[name], hard + ENGLISH)
+    english = scanner.windowed(ENGLISH.encode())
+    rest = len(regex.findall(PATTERNS[name], ENGLISH[:256]))      # (a rest lasts 256 bytes at most)
+    assert scanner.windowed((hard + ENGLISH).encode()) >= english - rest > 0
 
 
 def test_windows_classes_are_the_regex_classes_in_ascii():
