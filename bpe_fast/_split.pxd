@@ -5,16 +5,17 @@ the Scanner all split text through it.
 
 Most text is ASCII, and there the chunks of gpt2, cl100k and o200k follow from each byte's class
 and its neighbours'. A ``Window`` covers 64 bytes from ``base``, a byte where a chunk is known to
-start (its *anchor*): the bytes are classified 16 at a time with SSE2 (every x86-64 has it) into
-bit masks (bit k: byte base + k), and ``window_starts`` derives from them, with shifts, ands and
-one addition, the bit of every byte where a chunk starts. ``split_next`` then finds a chunk's
+start (its *anchor*): its bytes are classified into bit masks (bit k: byte base + k), 64 at once
+with AVX-512BW, 32 with AVX2 or 16 with SSE2 (every x86-64 has it), whichever the processor has,
+and ``window_anchor`` derives from them, with shifts, ands, one addition and a short loop for
+digit groups, the bit of every byte where a chunk starts. ``split_next`` then finds a chunk's
 end as the next set bit: no branch per character, none per kind of chunk.
 
 The rules hold for ASCII only, and some need more than a byte's neighbours: those bytes are
 ``bad`` (not ASCII, past the text, a quote that may begin a contraction, a "/" after a newline
 that o200k's punctuation may take in). A chunk is read off the window only if no byte from the
-one before it to the one after its end is bad, and it ends before the window's last byte (whose
-next byte is not in the window): otherwise the scanner of _scan.pxd, which decodes a character
+one before it to the second one after it is bad, and it ends before the window's last byte
+(whose next byte is not in the window): otherwise the scanner of _scan.pxd, which decodes a character
 at a time, gives its end, and the next chunk anchors a new window. So every chunk read off a
 window lies in a stretch of clean bytes that runs back to the anchor, where the rules below are
 exact. (Going on with the old window after the scanner's chunk, where it agrees, was slower:
@@ -128,27 +129,35 @@ cdef extern from *:
     #else
     #define BPE_WIDE_SIMD 0
     #endif
-    /* Which classifier: 0 SSE2, 1 AVX2, 2 AVX-512BW; -1 until first asked. Each extension keeps
-       its own copy (a static in a header), with the same answer. bpe_set_simd_level lets tests
-       take every route on one machine (never one the processor lacks). */
+    /* Which classifier: 0 SSE2, 1 AVX2, 2 AVX-512BW; -1 until first asked (read and written
+       atomically: threads may ask at once). Each extension keeps its own copy (a static in a
+       header), with the same answer. bpe_set_simd_level lets tests take every route on one
+       machine (never one the processor lacks). */
+    #if BPE_WIDE_SIMD
     static int bpe_simd_level = -1;
     static inline int bpe_simd_best(void) {
-    #if BPE_WIDE_SIMD
         __builtin_cpu_init();
         if (__builtin_cpu_supports("avx512bw")) return 2;
         if (__builtin_cpu_supports("avx2")) return 1;
-    #endif
         return 0;
     }
     static inline int bpe_simd(void) {
-        if (bpe_simd_level < 0) bpe_simd_level = bpe_simd_best();
-        return bpe_simd_level;
+        int level = __atomic_load_n(&bpe_simd_level, __ATOMIC_RELAXED);
+        if (level < 0) {
+            level = bpe_simd_best();
+            __atomic_store_n(&bpe_simd_level, level, __ATOMIC_RELAXED);
+        }
+        return level;
     }
     static inline int bpe_set_simd_level(int level) {
         int best = bpe_simd_best(), previous = bpe_simd();
-        bpe_simd_level = level < 0 ? 0 : level > best ? best : level;
+        __atomic_store_n(&bpe_simd_level, level < 0 ? 0 : level > best ? best : level, __ATOMIC_RELAXED);
         return previous;
     }
+    #else
+    static inline int bpe_simd(void) { return 0; }
+    static inline int bpe_set_simd_level(int level) { (void)level; return 0; }
+    #endif
     #else
     #define BPE_ASCII_WINDOWS 0
     #define BPE_WIDE_SIMD 0
@@ -178,8 +187,15 @@ cdef extern from *:
         for (k = 0; k < 4; k++)
             bpe_classify16(p + 16 * k, 16 * k, c);
     }
+    /* The lowest and the highest set bit of x (x != 0). */
+    #if defined(_MSC_VER) && !defined(__clang__)
+    #include <intrin.h>
+    static inline unsigned bpe_ctz64(uint64_t x) { unsigned long k; _BitScanForward64(&k, x); return (unsigned)k; }
+    static inline unsigned bpe_top_bit(uint64_t x) { unsigned long k; _BitScanReverse64(&k, x); return (unsigned)k; }
+    #else
     static inline unsigned bpe_ctz64(uint64_t x) { return (unsigned)__builtin_ctzll(x); }
     static inline unsigned bpe_top_bit(uint64_t x) { return 63u - (unsigned)__builtin_clzll(x); }
+    #endif
     """
     ctypedef struct bpe_classes:
         uint64_t upper, lower, digit, space, blank, newline, quote, slash, unknown
@@ -296,7 +312,7 @@ cdef inline void window_anchor(Window* w, int pattern, const unsigned char* s, s
 
 cdef inline size_t window_end(Window* w, int pattern, const unsigned char* s, size_t n, size_t i) noexcept nogil:
     """The end of the chunk at i off the window if it can vouch for it, anchoring a new one at i
-    when i is past its reach; else 0 (and no window: the next chunk anchors one)."""
+    when i is past its reach (unless the text there is not ASCII, or windows rest); else 0."""
     cdef size_t k = i - w.base
     cdef unsigned j
     cdef uint64_t rest, span
