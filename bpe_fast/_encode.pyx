@@ -852,13 +852,17 @@ cdef class MergeEncoder:
         w.cache.insert(k0, k1, h, w.syms.data(), k, self.ext.data())
 
     cdef void encode_long(self, const uint8_t* s, size_t n, uint64_t h, _Worker w) noexcept nogil:
-        """Emit the ids of a chunk over 15 bytes whose bytes_hash is h: a whole token, a chunk
-        cached before, or merged now."""
-        cdef int32_t found = self.find_whole(h, s, n)
+        """Emit the ids of a chunk over 15 bytes whose bytes_hash is h: from the cache (chunks met
+        before, whole tokens too: one probe for both), else a whole token (then cached), else
+        merged now (and cached)."""
+        cdef int32_t found, first = 0
+        if n <= CACHE_MAX_BYTES and w.cached(h, s, n):
+            return
+        found = self.find_whole(h, s, n)
         if found >= 0:
             w.emit(found)
-            return
-        if n <= CACHE_MAX_BYTES and w.cached(h, s, n):
+            if n <= CACHE_MAX_BYTES:            # (symbol 0 of the one-symbol "ext" &found: the id)
+                w.cache.add(h, s, n, &first, 1, &found)
             return
         cdef size_t k = self.merge_chunk(s, n, w)
         w.emit_symbols(self.ext.data(), k)
