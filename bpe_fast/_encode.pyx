@@ -923,8 +923,7 @@ cdef class MergeEncoder:
                 else:
                     key1[m] = 0                 # a long chunk
                     hashes[m] = bytes_hash(s + i, j - i, end)
-                    bpe_prefetch(&self.whole[slot_of(hashes[m], self.whole_bits)])
-                    if w.cache.slots != NULL:
+                    if w.cache.slots != NULL:       # (the whole-token table: only on a miss there)
                         bpe_prefetch(&w.cache.slots[slot_of(hashes[m], w.cache.bits)])
                 m += 1
                 i = j
