@@ -882,14 +882,14 @@ cdef class MergeEncoder:
     cdef void encode_piece(self, const uint8_t* s, size_t n, const uint8_t* end, _Worker w) noexcept nogil:
         """Emit the ids of text that holds no special token to encode: split, then each chunk.
 
-        BATCH chunks at a time, in two passes. The first scans them, packs each short one's key,
-        hashes it and asks for its chunk table entry (a long one: its slot of ``whole``); the
-        second looks them up. The entries, which would each be a wait for memory, arrive while
+        BATCH chunks at a time, in two passes. The first splits them off (split_next), packs each
+        short one's key, hashes it and asks for its chunk table entry (a long one: its slot of the
+        long-chunk cache); the second looks them up. The entries, which would each be a wait for memory, arrive while
         the scanner runs. A chunk found in its home cache line (two entries), with its ids
         inline, is emitted here (four ids stored at once, the count added: room was reserved for
         the batch); everything else goes through encode_short or encode_long. A BoundlessBPE
         tokenizer then merges runs of chunks that are one unit each (run_step), chunk by chunk
-        in the second pass, so that the scanner keeps one call site and stays inlined."""
+        in the second pass, so that the splitter keeps one call site and stays inlined."""
         cdef size_t start[BATCH]
         cdef uint32_t length[BATCH]
         cdef uint64_t key0[BATCH]
