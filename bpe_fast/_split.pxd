@@ -15,8 +15,8 @@ The rules hold for ASCII only, and some need more than a byte's neighbours: thos
 ``bad`` (not ASCII, past the text, a quote that may begin a contraction, a "/" after a newline
 that o200k's punctuation may take in). A chunk is read off the window only if no byte from the
 one before it to the second one after it is bad, and it ends before the window's last byte
-(whose next byte is not in the window): otherwise the scanner of _scan.pxd, which decodes a character
-at a time, gives its end, and the next chunk anchors a new window. So every chunk read off a
+(whose next byte is not in the window): otherwise the scanner of _scan.pxd, which decodes a
+character at a time, gives its end, and the next chunk anchors a new window. So every chunk read off a
 window lies in a stretch of clean bytes that runs back to the anchor, where the rules below are
 exact. (Going on with the old window after the scanner's chunk, where it agrees, was slower:
 the next chunk's byte before it is then bad too.) Where three windows in a row cannot answer
@@ -100,7 +100,8 @@ cdef extern from *:
     }
     __attribute__((target("avx2")))
     static void bpe_classify64_avx2(const unsigned char* p, bpe_classes* c) {
-        __m256i a = _mm256_loadu_si256((const __m256i*)p), b = _mm256_loadu_si256((const __m256i*)(p + 32));
+        __m256i a = _mm256_loadu_si256((const __m256i*)p);
+        __m256i b = _mm256_loadu_si256((const __m256i*)(p + 32));
         uint64_t newline = bpe_equal32x2(a, b, '\\n') | bpe_equal32x2(a, b, '\\r');
         c->upper = bpe_in_range32x2(a, b, 'A', 26);
         c->lower = bpe_in_range32x2(a, b, 'a', 26);
@@ -110,20 +111,29 @@ cdef extern from *:
         c->newline = newline;
         c->quote = bpe_equal32x2(a, b, '\\'');
         c->slash = bpe_equal32x2(a, b, '/');
-        c->unknown = (uint64_t)(uint32_t)_mm256_movemask_epi8(a) | (uint64_t)(uint32_t)_mm256_movemask_epi8(b) << 32;
+        c->unknown = (uint64_t)(uint32_t)_mm256_movemask_epi8(a)
+                     | (uint64_t)(uint32_t)_mm256_movemask_epi8(b) << 32;
+    }
+    __attribute__((target("avx512bw")))
+    static inline uint64_t bpe_in_range64(__m512i v, int lo, int count) {
+        return _mm512_cmplt_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8((char)lo)), _mm512_set1_epi8((char)count));
+    }
+    __attribute__((target("avx512bw")))
+    static inline uint64_t bpe_equal64(__m512i v, char c) {
+        return _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(c));
     }
     __attribute__((target("avx512bw")))
     static void bpe_classify64_avx512(const unsigned char* p, bpe_classes* c) {
         __m512i v = _mm512_loadu_si512((const void*)p);
-        uint64_t newline = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('\\n')) | _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('\\r'));
-        c->upper = _mm512_cmplt_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8('A')), _mm512_set1_epi8(26));
-        c->lower = _mm512_cmplt_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8('a')), _mm512_set1_epi8(26));
-        c->digit = _mm512_cmplt_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8('0')), _mm512_set1_epi8(10));
-        c->space = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8(' '));
-        c->blank = (_mm512_cmplt_epu8_mask(_mm512_sub_epi8(v, _mm512_set1_epi8(9)), _mm512_set1_epi8(5)) & ~newline) | c->space;
+        uint64_t newline = bpe_equal64(v, '\\n') | bpe_equal64(v, '\\r');
+        c->upper = bpe_in_range64(v, 'A', 26);
+        c->lower = bpe_in_range64(v, 'a', 26);
+        c->digit = bpe_in_range64(v, '0', 10);
+        c->space = bpe_equal64(v, ' ');
+        c->blank = (bpe_in_range64(v, 9, 5) & ~newline) | c->space;
         c->newline = newline;
-        c->quote = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('\\''));
-        c->slash = _mm512_cmpeq_epi8_mask(v, _mm512_set1_epi8('/'));
+        c->quote = bpe_equal64(v, '\\'');
+        c->slash = bpe_equal64(v, '/');
         c->unknown = _mm512_movepi8_mask(v);
     }
     #else
