@@ -31,21 +31,6 @@ cdef enum:
     PAT_SUPERWORD = 4
 
 
-cdef inline uint32_t cp_at(const unsigned char* s, size_t i, size_t* width) noexcept nogil:
-    cdef unsigned char c = s[i]
-    if c < 0x80:
-        width[0] = 1
-        return c
-    if c < 0xE0:
-        width[0] = 2
-        return ((c & 0x1F) << 6) | (s[i + 1] & 0x3F)
-    if c < 0xF0:
-        width[0] = 3
-        return ((c & 0x0F) << 12) | ((s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F)
-    width[0] = 4
-    return ((c & 0x07) << 18) | ((s[i + 1] & 0x3F) << 12) | ((s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F)
-
-
 cdef extern from *:
     """
     #if defined(__GNUC__)
@@ -53,20 +38,26 @@ cdef extern from *:
     #else
     #define BPE_ALWAYS_INLINE static inline
     #endif
-    /* The class of the character at s[i] and its width in bytes: inlined into every loop that
-       walks characters (left to the compiler, it made a call of it per character). */
-    BPE_ALWAYS_INLINE uint8_t bpe_cls_at(const unsigned char* s, size_t i, size_t* width, const uint8_t* cls) {
+    /* The code point at s[i] (valid UTF-8) and its width in bytes. */
+    BPE_ALWAYS_INLINE uint32_t bpe_cp_at(const unsigned char* s, size_t i, size_t* width) {
         unsigned char c = s[i];
-        if (c < 0x80) { *width = 1; return cls[c]; }
-        if (c < 0xE0) { *width = 2; return cls[((c & 0x1F) << 6) | (s[i + 1] & 0x3F)]; }
+        if (c < 0x80) { *width = 1; return c; }
+        if (c < 0xE0) { *width = 2; return ((uint32_t)(c & 0x1F) << 6) | (s[i + 1] & 0x3F); }
         if (c < 0xF0) {
             *width = 3;
-            return cls[((c & 0x0F) << 12) | ((s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F)];
+            return ((uint32_t)(c & 0x0F) << 12) | ((uint32_t)(s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F);
         }
         *width = 4;
-        return cls[((c & 0x07) << 18) | ((s[i + 1] & 0x3F) << 12) | ((s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F)];
+        return ((uint32_t)(c & 0x07) << 18) | ((uint32_t)(s[i + 1] & 0x3F) << 12)
+               | ((uint32_t)(s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F);
+    }
+    /* The class of the character at s[i] and its width: inlined into every loop that walks
+       characters (left to the compiler, it made a call of it per character). */
+    BPE_ALWAYS_INLINE uint8_t bpe_cls_at(const unsigned char* s, size_t i, size_t* width, const uint8_t* cls) {
+        return cls[bpe_cp_at(s, i, width)];
     }
     """
+    uint32_t cp_at "bpe_cp_at"(const unsigned char* s, size_t i, size_t* width) nogil
     uint8_t cls_at "bpe_cls_at"(const unsigned char* s, size_t i, size_t* width, const uint8_t* cls) nogil
 
 

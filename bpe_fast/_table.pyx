@@ -29,7 +29,7 @@ from libcpp.algorithm cimport sort
 from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 
-from ._encode_hash cimport bpe_load64 as load64, bpe_store64 as store64, key_mask0, key_mask1
+from ._encode_hash cimport bpe_load64 as load64, bpe_store64 as store64, key_mask0, key_mask1, same_bytes
 from ._split cimport Window, split_next, window_reset
 from ._pretok cimport Scanner
 
@@ -253,16 +253,6 @@ cdef inline uint64_t long_hash(const uint8_t* s, size_t n) noexcept nogil:
     return mum(load64(end - 16) ^ P2, load64(end - 8) ^ h ^ P3)
 
 
-cdef inline bint same_long(const uint8_t* a, const uint8_t* b, size_t n) noexcept nogil:
-    """Whether two chunks of n > 15 bytes are equal: 8 bytes at a time, the last 8 overlapping."""
-    cdef size_t i = 0
-    while i + 8 < n:
-        if load64(a + i) != load64(b + i):
-            return False
-        i += 8
-    return load64(a + n - 8) == load64(b + n - 8)
-
-
 cdef inline uint64_t key_of(const uint8_t* s, size_t n, const uint8_t* end, uint64_t keep,
                             uint64_t* k0, uint64_t* k1) noexcept nogil:
     """A chunk's key (k0, k1: see Slot) and probe hash. A short chunk is read as 16 bytes at once
@@ -354,7 +344,7 @@ cdef inline void put(Table* t, const uint8_t* s, uint64_t k0, uint64_t k1, uint6
     cdef Slot* slot
     while True:
         slot = &t.slots[i]
-        if slot.k1 == k1 and slot.k0 == k0 and (k1 < LONG or same_long(t.arena + slot.ref, s, k1 & LENGTH)):
+        if slot.k1 == k1 and slot.k0 == k0 and (k1 < LONG or same_bytes(t.arena + slot.ref, s, k1 & LENGTH)):
             if sum_overflows(slot.count, count):
                 if t.overflow_slot < 0:
                     t.overflow_slot, t.overflow_count = i, count
