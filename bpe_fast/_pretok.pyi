@@ -8,6 +8,9 @@ PATTERN_IDS: dict[str, int]
 def _simd_level(level: int | None = None) -> int: ...
 
 
+def _native_traits(pattern: int) -> tuple[bool, bool, bool]: ...
+
+
 class Scanner:
     @property
     def pattern(self) -> int: ...

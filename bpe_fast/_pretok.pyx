@@ -5,10 +5,13 @@
 import numpy as np
 from libc.stdint cimport uint8_t, int64_t
 
-from ._scan cimport scan_next, PAT_GPT2, PAT_CL100K, PAT_O200K, PAT_SUPERWORD, FOLD_LIMIT
-from ._split cimport ASCII_WINDOWS, Window, set_simd_level, simd_level, split_next, window_end, window_reset
+from ._scan cimport FOLD_LIMIT, cuts_at_line_ends, is_native_pattern, scan_next
+from ._split cimport Window, has_windows, set_simd_level, simd_level, split_next, window_end, window_reset
 
-PATTERN_IDS = {"gpt2": PAT_GPT2, "cl100k": PAT_CL100K, "o200k": PAT_O200K, "superword": PAT_SUPERWORD}
+from .patterns import NATIVE_IDS
+
+# The named patterns with a native scanner, by name, and its id: read off patterns.PATTERNS.
+PATTERN_IDS = NATIVE_IDS
 
 
 def _simd_level(level=None):
@@ -20,18 +23,24 @@ def _simd_level(level=None):
     return set_simd_level(level)
 
 
+def _native_traits(int pattern):
+    """For tests that hold the C side to the table (patterns.PATTERNS): (has a scanner, is split
+    by windows where the processor has them, may be cut at line ends), for an id."""
+    return is_native_pattern(pattern), has_windows(pattern), cuts_at_line_ends(pattern)
+
+
 cdef class Scanner:
     """Splits UTF-8 text into the chunks of one named pattern (attributes in _pretok.pxd)."""
 
     def __cinit__(self, int pattern, const uint8_t[::1] classes, const uint8_t[::1] fold, bint windows=True):
         """windows: read ASCII from bit masks where they can tell (_split.pxd), as every stage
         does; False: the character-at-a-time scanner alone (for tests that compare the two)."""
-        if pattern not in (PAT_GPT2, PAT_CL100K, PAT_O200K, PAT_SUPERWORD):
+        if not is_native_pattern(pattern):
             raise ValueError(f"unknown pattern id {pattern}")
         if classes.shape[0] != 0x110000 or fold.shape[0] != FOLD_LIMIT:
             raise ValueError("character tables have the wrong size")
         self.pattern, self.cls, self.fold = pattern, classes, fold
-        self.windows = windows and ASCII_WINDOWS and pattern != PAT_SUPERWORD
+        self.windows = windows and has_windows(pattern)
 
     def boundaries(self, const unsigned char[::1] data):
         """Byte offsets where chunks end, as an int64 array."""

@@ -24,11 +24,28 @@ cdef enum:
     C_NL = 32      # \r or \n
     FOLD_LIMIT = 0x400
 
+# The named patterns with a scanner here, by the id their record in patterns.PATTERNS gives
+# (``NamedPattern.native``; tests/test_patterns.py holds each id's scanner to the record's regex).
+# A new one is an id here, its scan_* function, a line in scan_next and in is_native_pattern, and
+# in cuts_at_line_ends if its record's cut is a line-end rule: the C side of its record.
 cdef enum:
     PAT_GPT2 = 1
     PAT_CL100K = 2
     PAT_O200K = 3
     PAT_SUPERWORD = 4
+
+
+cdef inline bint is_native_pattern(int pattern) noexcept nogil:
+    """Is there a scanner for this id (scan_next)?"""
+    return pattern == PAT_GPT2 or pattern == PAT_CL100K or pattern == PAT_O200K or pattern == PAT_SUPERWORD
+
+
+cdef inline bint cuts_at_line_ends(int pattern) noexcept nogil:
+    """May text this pattern splits be cut after a "\\n" between two characters other than \\s (the
+    second not "/"), the rule its record's cut has in common with the other line-end rules
+    (patterns.BlockCut.at_line_ends; pretokenize.is_safe_cut says why)? The encoder cuts long
+    texts there."""
+    return pattern == PAT_GPT2 or pattern == PAT_CL100K or pattern == PAT_O200K
 
 
 cdef extern from *:

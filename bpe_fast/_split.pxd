@@ -217,6 +217,12 @@ cdef extern from *:
     unsigned bpe_top_bit(uint64_t x) nogil
 
 
+cdef inline bint has_windows(int pattern) noexcept nogil:
+    """Do windows split this pattern, as well as the scanner (the rules of the module doc: gpt2,
+    cl100k and o200k; superword's chunks cross words and lines, the scanner alone splits it)?"""
+    return ASCII_WINDOWS and (pattern == PAT_O200K or pattern == PAT_CL100K or pattern == PAT_GPT2)
+
+
 cdef struct Window:
     size_t base                 # the anchor: a chunk starts at this byte
     uint64_t starts             # bit k: a chunk starts at byte base + k
@@ -354,6 +360,6 @@ cdef inline size_t split_next(Window* w, int pattern, const unsigned char* s, si
     can tell, else from the scanner (one call site: it stays inlined). ``w``: the caller's,
     window_reset before each new text."""
     cdef size_t j = 0
-    if ASCII_WINDOWS and (pattern == PAT_O200K or pattern == PAT_CL100K or pattern == PAT_GPT2):
+    if has_windows(pattern):
         j = window_end(w, pattern, s, n, i)
     return j if j else scan_next(pattern, s, n, i, cls, fold)

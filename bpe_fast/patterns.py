@@ -5,8 +5,10 @@ no split at all: each document is one chunk (plain byte-level BPE, minbpe's Basi
 """
 from __future__ import annotations
 
+import enum
 import itertools
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 import regex
 
@@ -44,6 +46,15 @@ O200K = "|".join(
 SUPERWORD_SPLIT = r"""\p{N}{1,3}| ?[^\s\p{L}\p{N}]{2,}[\r\n/]*| +(?!\S)"""
 SUPERWORD = rf"""{SUPERWORD_SPLIT}|(?:(?!(?:{SUPERWORD_SPLIT}))[\s\S])+"""
 
+# GPT2 and CL100K as Hugging Face's Oniguruma engine must be told them (``NamedPattern.huggingface``):
+# there "{1,3}+" is not possessive but a repeated group, and "$" also matches before any newline.
+# Equivalence with the tiktoken strings is checked by the tests on every shared corpus.
+GPT2_HUGGINGFACE = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++\z|\s+(?!\S)|\s"""
+CL100K_HUGGINGFACE = (
+    r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
+    r"""|\s++\z|\s*[\r\n]|\s+(?!\S)|\s"""
+)
+
 # BoundlessBPE's eligibility predicates (boundless.py): a pretoken may join a supermerge when the
 # predicate is found in it (regex's search, as both papers' code applies them). Paper 1's
 # IMPROVED_MERGE_PATTERN (kensho-technologies/boundlessbpe, regexconstants.py), the default: only
@@ -53,17 +64,75 @@ SUPERWORD = rf"""{SUPERWORD_SPLIT}|(?:(?!(?:{SUPERWORD_SPLIT}))[\s\S])+"""
 BOUNDLESS_ELIGIBLE = r"^(?=.+\p{L})(?:\p{L}\p{M}*|[ _'\u2019])+$"
 BOUNDLESS_ELIGIBLE_V2 = r"\p{L}"
 
-# Names a pattern may be given by, in any case: the short names and tiktoken's encoding names.
-NAMED = {"gpt2": GPT2, "r50k": GPT2, "r50k_base": GPT2, "p50k": GPT2, "p50k_base": GPT2,
-         "cl100k": CL100K, "cl100k_base": CL100K, "o200k": O200K, "o200k_base": O200K, "superword": SUPERWORD}
 NO_SPLIT = "none"     # the name for "no pre-tokenization": each document is one chunk
 DEFAULT_PATTERN = "cl100k"   # what `bpe-fast train`, `count` and `profile` split with when not told
+
+
+class BlockCut(enum.Enum):
+    r"""Where a file split with a pattern may be cut into blocks that give, block by block, the
+    chunks of the whole file (pretokenize.is_safe_cut proves each rule; x and y are characters
+    other than spaces, y not "/").
+    * LINE_END: after "x\n" before y, and after "x\r\n" before y (cl100k, o200k);
+    * LINE_END_SPLIT_CRLF: after "x\n" before y, and between "x\r" and "\ny" (gpt2, which splits
+      "\r\n" there itself);
+    * SUPERWORD: after a letter where SUPERWORD_SPLIT matches, or after a digit run (its chunks
+      cross lines)."""
+    LINE_END = "line end"
+    LINE_END_SPLIT_CRLF = "line end, CRLF split"
+    SUPERWORD = "superword"
+
+    @property
+    def at_line_ends(self) -> bool:
+        r"""Is it one of the line-end rules, whose common part (after "x\n" before y) the native
+        encoder cuts long texts at (_scan.pxd's cuts_at_line_ends)?"""
+        return self is not BlockCut.SUPERWORD
+
+
+@dataclass(frozen=True)
+class NamedPattern:
+    """One named pattern: everything bpe_fast knows about it, in one place. The rest of the
+    package reads these records (by name, by alias or by regex), never a list of names of its own."""
+    name: str                     # the canonical name (``name_of``), saved with tokenizers and tables
+    regex: str                    # the pattern itself, as the ``regex`` module (and tiktoken) reads it
+    aliases: tuple[str, ...]      # the other names it may be given by (any case)
+    huggingface: str              # the regex of Hugging Face's Split for it, in Oniguruma's dialect
+    native: int | None            # its native scanner's id (_scan.pxd's PAT_*), None: the regex module
+    cut: BlockCut | None          # where a file may be cut into blocks; None: files are read whole
+    byte_level: bool = False      # Hugging Face's ByteLevel pre-tokenizer (use_regex) splits with it
+
+
+# The named patterns. ``native``: the ids of _scan.pxd's enum (PAT_GPT2 ...), which must agree
+# (tests/test_patterns.py holds each id's scanner to the record's regex).
+PATTERNS: tuple[NamedPattern, ...] = (
+    NamedPattern("gpt2", GPT2, aliases=("r50k", "r50k_base", "p50k", "p50k_base"), huggingface=GPT2_HUGGINGFACE,
+                 native=1, cut=BlockCut.LINE_END_SPLIT_CRLF, byte_level=True),
+    NamedPattern("cl100k", CL100K, aliases=("cl100k_base",), huggingface=CL100K_HUGGINGFACE,
+                 native=2, cut=BlockCut.LINE_END),
+    NamedPattern("o200k", O200K, aliases=("o200k_base",), huggingface=O200K, native=3, cut=BlockCut.LINE_END),
+    NamedPattern("superword", SUPERWORD, aliases=(), huggingface=SUPERWORD, native=4, cut=BlockCut.SUPERWORD),
+)
+
+# The records by every name they may be given by (lower case), and by their regex.
+BY_NAME = {n: p for p in PATTERNS for n in (p.name, *p.aliases)}
+BY_REGEX = {p.regex: p for p in PATTERNS}
+
+# Names a pattern may be given by, in any case: the short names and tiktoken's encoding names.
+NAMED = {n: p.regex for n, p in BY_NAME.items()}
 
 # The named patterns for which a file may be cut into blocks (see pretokenize.is_safe_cut): gpt2,
 # cl100k and o200k after a "\n", superword (whose chunks cross lines) after a letter where its
 # splitter matches. No alternative matches across such a cut, so blocks give the same chunks as
 # the whole file. For any other pattern we cannot know that, so files are read whole.
-BLOCK_SAFE = frozenset({"gpt2", "cl100k", "o200k", "superword"})
+BLOCK_SAFE = frozenset(p.name for p in PATTERNS if p.cut is not None)
+
+# The named patterns with a native scanner, by name: the id each is given by (_pretok.PATTERN_IDS).
+NATIVE_IDS = {p.name: p.native for p in PATTERNS if p.native is not None}
+
+
+def named(pattern: str | None) -> NamedPattern | None:
+    """The record of a resolved pattern (a named pattern's regex), or None (no split, custom)."""
+    return BY_REGEX.get(pattern) if pattern is not None else None
+
 
 # A bare word ("gpt4", "cl100", "o200k-base") is almost surely a mistyped name, not a regex
 # meant to match that literal word; as a regex it would find no chunk in most corpora.
@@ -157,10 +226,9 @@ def match_batches(compiled: regex.Pattern[str], text: str, batch: int = 1 << 20)
         yield part
 
 
-# Each named pattern's canonical name, by its regex: the one place a regex is turned into a name.
-_NAME_OF = {GPT2: "gpt2", CL100K: "cl100k", O200K: "o200k", SUPERWORD: "superword"}
-
-
 def name_of(text: str | None) -> str:
     """A short name for a resolved pattern: the canonical named pattern, 'none', or 'custom'."""
-    return NO_SPLIT if text is None else _NAME_OF.get(text, "custom")
+    if text is None:
+        return NO_SPLIT
+    record = BY_REGEX.get(text)
+    return record.name if record is not None else "custom"

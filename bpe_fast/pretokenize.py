@@ -5,15 +5,17 @@ chunks: the Unicode normalization applied first (``normalize``: None, "nfc" or "
 pattern (resolved, with its name known once), the special tokens cut out of the text (never
 part of a chunk, never learned), and whether every line is a document of its own.
 It picks the engine that splits:
-* ``NATIVE`` for the named patterns gpt2, cl100k, o200k and superword: a Cython scanner (_scan.pxd) that
+* ``NATIVE`` for the named patterns with a native scanner (``NamedPattern.native`` in
+  patterns.PATTERNS: gpt2, cl100k, o200k and superword): a Cython scanner (_scan.pxd) that
   returns exactly the regex's chunks from UTF-8 bytes, an order of magnitude faster
   (benchmarks/RESULTS.md); the tests hold it to regex;
 * ``REGEX`` for any other pattern: the ``regex`` module's whole matches;
 * ``WHOLE`` for no pattern: a document (between special tokens) is one chunk.
 ``Splitter.chunks`` is the slow reference of all three, the definition the fast paths must meet.
 
-``find_cut`` only returns positions where the named patterns cannot match across the cut (after a
-"\n"; for superword, whose chunks cross lines, after a letter or a digit run), so counting a file
+``find_cut`` only returns positions where the named patterns cannot match across the cut (the
+rule a pattern's record names, ``NamedPattern.cut``: after a "\n"; for superword, whose chunks
+cross lines, after a letter or a digit run), so counting a file
 block by block gives exactly the chunks of the whole file; with a normalization, also where
 normalizing the blocks one by one gives the normalized whole (``is_safe_cut``).
 """
@@ -29,9 +31,9 @@ import numpy as np
 import regex
 from regex import Pattern as RegexPattern      # the Splitter's own ``regex`` property hides the module there
 
-from ._pretok import PATTERN_IDS, Scanner      # the named patterns with a native scanner
+from ._pretok import Scanner
 from .errors import ArgumentError, ArgumentTypeError
-from .patterns import BLOCK_SAFE, compile_pattern, name_of, resolve, whole_matches
+from .patterns import BlockCut, NamedPattern, compile_pattern, name_of, named, resolve, whole_matches
 
 _WHITESPACE = regex.compile(r"\s")
 
@@ -155,10 +157,15 @@ class Splitter:
         return name_of(self.pattern)
 
     @functools.cached_property
+    def record(self) -> NamedPattern | None:
+        """The record of a named pattern (patterns.PATTERNS), None for no split or a custom one."""
+        return named(self.pattern)
+
+    @functools.cached_property
     def engine(self) -> str:
         if self.pattern is None:
             return WHOLE
-        return NATIVE if self.name in PATTERN_IDS else REGEX
+        return NATIVE if self.record is not None and self.record.native is not None else REGEX
 
     @functools.cached_property
     def regex(self) -> regex.Pattern[str] | None:
@@ -168,7 +175,7 @@ class Splitter:
     @property
     def native_id(self) -> int | None:
         """The native scanners' number for this pattern (``engine == NATIVE``), else None."""
-        return PATTERN_IDS.get(self.name) if self.engine == NATIVE else None
+        return self.record.native if self.record is not None else None
 
     @functools.cached_property
     def scanner(self) -> Scanner | None:
@@ -218,7 +225,12 @@ class Splitter:
         """May text be cut into blocks at ``cut_after``'s cuts without changing its chunks?"""
         if any("\n" in s for s in self.special_tokens):
             return False
-        return self.lines or self.name in BLOCK_SAFE
+        return self.lines or self.block_cut is not None
+
+    @property
+    def block_cut(self) -> BlockCut | None:
+        """Where the pattern lets text be cut (its record's rule), None for no split or a custom one."""
+        return self.record.cut if self.record is not None else None
 
     @property
     def cut(self):
@@ -233,9 +245,9 @@ class Splitter:
         if self.lines:
             i = data.find(b"\n", max(start - 1, 0))
             return None if i < 0 else i + 1
-        if self.name == "superword":
+        if self.block_cut is BlockCut.SUPERWORD:
             return superword_cut(data, start, self.special_bytes, self.normalize)
-        return _find_cut(data, start, self.name, self.normalize)
+        return _find_cut(data, start, self.block_cut, self.normalize)
 
 
 def chunks_of(texts: Iterable[str], pattern: str | None, special_tokens: Iterable[str] = (),
@@ -266,8 +278,9 @@ def _char_before(data: bytes, end: int) -> str | None:
 
 def is_safe_cut(data: bytes, i: int, pattern: str | None = None, normalize: str | None = None) -> bool:
     r"""True if cutting ``data`` before byte i cannot change the chunks of the named patterns
-    (gpt2, cl100k and o200k, or ``pattern`` alone when it is one of them; superword, whose
-    chunks cross lines, has a rule of its own: ``_is_superword_cut``), nor, with ``normalize``,
+    (gpt2, cl100k and o200k, or ``pattern`` alone when it is one of them, by the rule its record
+    names, ``NamedPattern.cut``; superword, whose chunks cross lines, has a rule of its own:
+    ``_is_superword_cut``), nor, with ``normalize``,
     the normalized text: ``normalize(data[:i]) + normalize(data[i:]) == normalize(data)``.
 
     The general rule: the cut follows a "\n" that itself follows a non-space character, and
@@ -297,20 +310,27 @@ def is_safe_cut(data: bytes, i: int, pattern: str | None = None, normalize: str 
     normalized text's first (last) character is then of the same kind (the exhaustive tests in
     tests/test_normalize.py check the Unicode facts this rests on).
     """
-    return _is_safe_cut(data, i, name_of(pattern) if pattern is not None else None, normalization(normalize))
+    return _is_safe_cut(data, i, _cut_of(pattern), normalization(normalize))
 
 
-def _is_safe_cut(data: bytes, i: int, name: str | None, normalize: str | None = None) -> bool:
-    """``is_safe_cut`` for the pattern of this name (None: all three named patterns)."""
-    if name == "superword":
+def _cut_of(pattern: str | None) -> BlockCut | None:
+    """The cut rule of a named pattern's regex; None (the general rule alone) for any other."""
+    record = named(pattern)
+    return record.cut if record is not None else None
+
+
+def _is_safe_cut(data: bytes, i: int, cut: BlockCut | None, normalize: str | None = None) -> bool:
+    """``is_safe_cut`` by the rule ``cut`` (None: the general rule, which all three line-end
+    patterns share)."""
+    if cut is BlockCut.SUPERWORD:
         return _is_superword_cut(data, i, normalize)
     if i < 2 or i >= len(data):
         return False
     if data[i - 1] == 0x0A and data[i - 2] != 0x0D:
         return _solid_before(data, i - 1, normalize) and _solid_after(data, i, normalize)
-    if name in ("cl100k", "o200k") and data[i - 1] == 0x0A and data[i - 2] == 0x0D and i >= 3:
+    if cut is BlockCut.LINE_END and data[i - 1] == 0x0A and data[i - 2] == 0x0D and i >= 3:
         return _solid_before(data, i - 2, normalize) and _solid_after(data, i, normalize)
-    if name == "gpt2" and data[i - 1] == 0x0D and data[i] == 0x0A and i + 1 < len(data):
+    if cut is BlockCut.LINE_END_SPLIT_CRLF and data[i - 1] == 0x0D and data[i] == 0x0A and i + 1 < len(data):
         return _solid_before(data, i - 1, normalize) and _solid_after(data, i + 1, normalize)
     return False
 
@@ -342,15 +362,15 @@ def _solid_after(data: bytes, i: int, normalize: str | None = None) -> bool:
 
 def find_cut(data: bytes, start: int = 0, pattern: str | None = None, normalize: str | None = None) -> int | None:
     """The first safe cut at or after byte ``start`` of ``data``, or None."""
-    name, form = (name_of(pattern) if pattern is not None else None), normalization(normalize)
-    return superword_cut(data, start, (), form) if name == "superword" else _find_cut(data, start, name, form)
+    cut, form = _cut_of(pattern), normalization(normalize)
+    return superword_cut(data, start, (), form) if cut is BlockCut.SUPERWORD else _find_cut(data, start, cut, form)
 
 
-def _find_cut(data: bytes, start: int, name: str | None, normalize: str | None = None) -> int | None:
+def _find_cut(data: bytes, start: int, rule: BlockCut | None, normalize: str | None = None) -> int | None:
     i = data.find(b"\n", max(start - 1, 0))
     while i != -1:
         for cut in (i, i + 1):                      # before a "\n" (gpt2, CRLF) or after it
-            if cut >= start and _is_safe_cut(data, cut, name, normalize):
+            if cut >= start and _is_safe_cut(data, cut, rule, normalize):
                 return cut
         i = data.find(b"\n", i + 1)
     return None

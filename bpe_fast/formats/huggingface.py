@@ -9,21 +9,18 @@ from typing import Any
 from ..bytelevel import huggingface_byte_order, str_to_token, token_to_str
 from ..errors import ArgumentError, TokenizerFileError, require
 from ..outputs import atomic_open
-from ..patterns import CL100K, GPT2, O200K
+from ..patterns import PATTERNS
 from ._common import (FileKind, Format, Peek, Vocabulary, check_every_token_made, expect, lookup_merge,
                       is_picky, maps_tokens_to_ids, read_json, refuse_picky, refuse_supermerges)
 
 KIND = FileKind("a Hugging Face tokenizer.json", "Tokenizer.from_huggingface(path)")
 
-# The same patterns as Hugging Face's Oniguruma engine must be told them: there "{1,3}+" is not
-# possessive but a repeated group, and "$" also matches before any newline. Equivalence with
-# the tiktoken strings is checked by the tests on every shared corpus.
-HF_PATTERNS = {
-    GPT2: r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++\z|\s+(?!\S)|\s""",
-    CL100K: (r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}| ?[^\s\p{L}\p{N}]++[\r\n]*+"""
-             r"""|\s++\z|\s*[\r\n]|\s+(?!\S)|\s"""),
-    O200K: O200K,
-}
+# How Hugging Face's Split writes each named pattern (its record's ``huggingface``: Oniguruma must
+# be told some otherwise), and back; and the pattern its ByteLevel pre-tokenizer splits with
+# when use_regex is on (the record marked ``byte_level``: gpt2).
+HF_PATTERNS = {p.regex: p.huggingface for p in PATTERNS}
+_FROM_HF_PATTERNS = {hf: ours for ours, hf in HF_PATTERNS.items()}
+_BYTE_LEVEL_PATTERN = next(p.regex for p in PATTERNS if p.byte_level)
 
 
 def huggingface_vocabulary(data: Any, source: str) -> Vocabulary:
@@ -125,10 +122,10 @@ def _hf_pattern(pre, source: str) -> str | None:
             if step.get("add_prefix_space"):
                 raise TokenizerFileError(f"{source}: ByteLevel add_prefix_space=true is not supported")
             if step.get("use_regex", True):
-                pattern = GPT2
+                pattern = _BYTE_LEVEL_PATTERN
         elif kind == "Split" and isinstance(split, dict) and isinstance(split.get("Regex"), str) \
                 and step.get("behavior") == "Isolated" and not step.get("invert"):
-            pattern = {hf: ours for ours, hf in HF_PATTERNS.items()}.get(split["Regex"], split["Regex"])
+            pattern = _FROM_HF_PATTERNS.get(split["Regex"], split["Regex"])
         else:
             raise TokenizerFileError(f"{source}: pre_tokenizer step {kind!r} ({json.dumps(step)[:80]}) "
                                      f"is not supported")
