@@ -2,6 +2,14 @@
 
 A pattern splits text into *chunks*; BPE never merges across a chunk boundary. ``None`` means
 no split at all: each document is one chunk (plain byte-level BPE, minbpe's BasicTokenizer).
+
+``PATTERNS`` is the table of named patterns: one ``NamedPattern`` record each, with its regex,
+the names it goes by, how Hugging Face writes it, its native scanner (if any) and where a file
+split with it may be cut into blocks. Everything that treats a named pattern apart (resolving a
+name, the Splitter's engine and cuts, the tokenizer.json reader and writer, the native scanners'
+ids) reads the record; any other regex takes the generic path (the regex module, files read
+whole). A new named pattern is one more record (tests/test_patterns.py says what it must pass),
+plus, for native speed, its scanner in _scan.pxd.
 """
 from __future__ import annotations
 
