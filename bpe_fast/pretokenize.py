@@ -15,9 +15,9 @@ It picks the engine that splits:
 
 ``find_cut`` only returns positions where the named patterns cannot match across the cut (the
 rule a pattern's record names, ``NamedPattern.cut``: after a "\n"; for superword, whose chunks
-cross lines, after a letter or a digit run), so counting a file
-block by block gives exactly the chunks of the whole file; with a normalization, also where
-normalizing the blocks one by one gives the normalized whole (``is_safe_cut``).
+cross lines, after a letter or a digit run), so counting a file block by block gives exactly the
+chunks of the whole file; with a normalization, also where normalizing the blocks one by one
+gives the normalized whole (``is_safe_cut``).
 """
 from __future__ import annotations
 
@@ -280,8 +280,8 @@ def is_safe_cut(data: bytes, i: int, pattern: str | None = None, normalize: str 
     r"""True if cutting ``data`` before byte i cannot change the chunks of the named patterns
     (gpt2, cl100k and o200k, or ``pattern`` alone when it is one of them, by the rule its record
     names, ``NamedPattern.cut``; superword, whose chunks cross lines, has a rule of its own:
-    ``_is_superword_cut``), nor, with ``normalize``,
-    the normalized text: ``normalize(data[:i]) + normalize(data[i:]) == normalize(data)``.
+    ``_is_superword_cut``), nor, with ``normalize``, the normalized text:
+    ``normalize(data[:i]) + normalize(data[i:]) == normalize(data)``.
 
     The general rule: the cut follows a "\n" that itself follows a non-space character, and
     comes before a character that is neither a space nor "/". Then, for gpt2, cl100k and o200k:
