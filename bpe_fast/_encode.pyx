@@ -1,35 +1,28 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
 # distutils: language = c++
-"""Encoding and decoding kernels.
+"""Encoding and decoding kernels: the pipeline from text to ids, and back.
 
-Encoding follows tiktoken's rule: a chunk that is itself a token becomes that token; otherwise
-the adjacent pair with the lowest merge rank is merged, leftmost first on ties, until no pair
-has a merge. Inside, tokens are *symbols* numbered by rank: byte b is symbol b, merge m makes
-symbol 256 + m, so a smaller symbol is an earlier merge; ``ext`` maps symbols to token ids.
+Invariant: encoding gives what tiktoken's rule gives: a chunk that is itself a token becomes that
+token; otherwise the adjacent pair with the lowest merge rank is merged, leftmost first on ties,
+until no pair has a merge. This module keeps the order of the steps (``encode_piece``: split,
+look up, else merge, then BoundlessBPE's runs); each step keeps its own invariant in a .pxd,
+whose state ``MergeEncoder`` holds in that .pxd's struct:
 
-A chunk that is not a token is encoded by backtracking (the method of GitHub's ``bpe`` crate,
-written afresh here) instead of replaying the merges:
+* _encode_merges.pxd: the merges as *symbols* numbered by rank (``Merges``);
+* _encode_bpe.pxd: the BPE of one chunk, by backtracking over the reachable tokens
+  (``Reachable``), exactly what _encode_replay.pxd's replayed merges give (merge recovery,
+  ``recover_merges``, runs those);
+* _encode_whole.pxd: whole tokens by their bytes, tiktoken's first rule (``WholeTokens``);
+* _encode_cache.pxd: each thread's chunk table and long-chunk cache (held by ``_ChunkCache``);
+* _encode_runs.pxd: BoundlessBPE's supermerges over runs of whole-token chunks (``Supermerges``);
+* _encode_batch.pxd: a list of str encoded on threads, block by block (``_Batch``);
+* _encode_text.pxd: str -> UTF-8 without the GIL, a block at a time; _encode_lists.pxd: ids as
+  lists of one shared Python int per id; _encode_hash.pxd: the tables' keys and hashes.
 
-* A token is *reachable* when BPE of its bytes gives it back. The BPE encoding of any text is
-  the one sequence of reachable tokens spelling it in which every adjacent pair is *compatible*:
-  BPE of the two tokens' bytes together gives the same two tokens (``compatible``).
-* So take the longest reachable token at the current position (a walk down a trie of their
-  bytes); if it is not compatible with the token before it, try its longest proper prefix that
-  is a token (``shorter``), and so on; when none fits, the position cannot be a token boundary
-  after that token: mark it dead and pop the token before. Each position dies at most once, so
-  the work is linear in the chunk (times the longest token), with no quadratic corner.
-
-Each thread keeps a table of chunks (most repeat: a text has a few hundred thousand distinct
-words). A chunk of at most 15 bytes is its own key there, packed into two words, with up to four
-ids beside it, and the table starts with every token of the vocabulary, so a chunk that is a
-whole token and a chunk merged before both cost one probe (_ChunkCache). Text is split and
-looked up in batches of chunks: the first pass scans, packs, hashes and prefetches each chunk's
-entry, the second reads the entries, which by then are in the CPU's cache. Longer chunks go to
-the vocabulary's byte-keyed table and a cache of their own.
-
-Text arrives as Python str and is read (and turned into UTF-8, a block at a time, when it is not
-ASCII and CPython keeps no UTF-8 beside it) without the GIL, so batches run on threads in
-parallel; ids leave as NumPy arrays, or as lists built from one shared Python int per id.
+Text is split and looked up in batches of chunks: the first pass scans, packs, hashes and
+prefetches each chunk's entry, the second reads the entries, which by then are in the CPU's
+cache. Text arrives as Python str and is read without the GIL, so batches run on threads in
+parallel; ids leave as NumPy arrays, or as lists.
 """
 import gc
 import threading
@@ -45,10 +38,11 @@ from libcpp.vector cimport vector
 
 from ._encode_batch cimport (Blocks, BlockLog, blocks_first_bad, blocks_gather, blocks_log, blocks_note_bad,
                              blocks_plan, blocks_take)
-from ._encode_bpe cimport (Compat, Reachable, bpe_chunk, compat_free, compat_widen, compatible, reachable_build,
-                           reachable_free, reachable_init)
-from ._encode_cache cimport (CACHE_MAX_BYTES, INLINE_IDS, SPILLED, TABLE_MAX_BITS, ChunkTable, LongCache, long_add, long_find,
-                             long_free, table_free, table_grow_to, table_insert, table_lookup, table_start)
+from ._encode_bpe cimport (Compat, Reachable, bpe_chunk, compat_free, compat_widen, compatible,
+                           reachable_build, reachable_free, reachable_init)
+from ._encode_cache cimport (CACHE_MAX_BYTES, INLINE_IDS, SPILLED, TABLE_MAX_BITS, ChunkTable, LongCache,
+                             long_add, long_find, long_free, table_free, table_grow_to, table_insert,
+                             table_lookup, table_start)
 from ._encode_hash cimport (slot_of, pair_of, pairtable_add, pairtable_free, pairtable_init, Packed,
                             PACKED_KEY_MASK, PACKED_MAX_BYTES, big_alloc, bytes_hash, pack_key, packed_hash,
                             packed_slot)
@@ -239,7 +233,8 @@ cdef class MergeEncoder:
             for i in range((<size_t>1 << table.bits) if table.entries != NULL else 0):
                 if table.entries[i].k1 != 0:
                     spilled += (table.entries[i].k1 >> 60) == SPILLED
-                    home += packed_slot(packed_hash(table.entries[i].k0, table.entries[i].k1 & PACKED_KEY_MASK),
+                    home += packed_slot(packed_hash(table.entries[i].k0,
+                                                    table.entries[i].k1 & PACKED_KEY_MASK),
                                         table.bits) == (i & ~(<size_t>1))
             out.append({"bits": table.bits, "used": table.used, "seeds": table.seed_used,
                         "spilled": spilled, "resets": table.resets, "max_bits": table.max_bits,
@@ -484,7 +479,7 @@ cdef class MergeEncoder:
         the pieces this encoder's pattern splits it into when that is exact. A superword chunk
         is many of them, and most are words met before: encoded from the chunk table (batched
         and prefetched, as in any encoding), not merged. Their encodings put end to end are the
-        whole's exactly when every token meets the next compatibly (module docstring: the one
+        whole's exactly when every token meets the next compatibly (_encode_bpe.pxd: the one
         sequence of reachable tokens whose adjacent pairs are all compatible); within a piece
         they do, so only the pieces' joins are checked. Where one is not, the whole chunk is
         merged."""

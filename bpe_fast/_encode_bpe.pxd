@@ -22,7 +22,8 @@ from libc.stdlib cimport free, malloc
 from libc.string cimport memset
 from libcpp.vector cimport vector
 
-from ._encode_hash cimport PairSlot, PairTable, pair_of, pairtable_add, pairtable_find, pairtable_free, pairtable_init
+from ._encode_hash cimport (PairSlot, PairTable, pair_of, pairtable_add, pairtable_find, pairtable_free,
+                            pairtable_init)
 from ._encode_merges cimport Merges, NO_MERGE, no_cross_merge, spell
 from ._encode_replay cimport replay
 

@@ -12,7 +12,8 @@ from libc.stdint cimport int32_t, uint8_t, uint64_t
 from libc.string cimport memset
 from libcpp.vector cimport vector
 
-from ._encode_hash cimport PairSlot, PairTable, pair_of, pairtable_add, pairtable_find, pairtable_free, pairtable_init
+from ._encode_hash cimport (PairSlot, PairTable, pair_of, pairtable_add, pairtable_find, pairtable_free,
+                            pairtable_init)
 
 cdef enum:
     NO_MERGE = 0x7FFFFFFF

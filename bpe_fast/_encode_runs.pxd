@@ -34,7 +34,8 @@ cdef inline int32_t super_rank(Supermerges* sm, uint32_t a, uint32_t b, int32_t*
 
 cdef inline size_t merge_long_run(Supermerges* sm, uint32_t* ids, size_t n) noexcept nogil:
     """``merge_run`` for long runs: a linked list and a min-heap of (rank, position); an entry
-    is used only if the pair at its position still has that rank (as ``replay_long``)."""
+    is used only if the pair at its position still has that rank (as ``replay_long``,
+    _encode_replay.pxd)."""
     cdef vector[int64_t] nxt = vector[int64_t](n)
     cdef vector[int64_t] prv = vector[int64_t](n)
     cdef vector[uint8_t] gone = vector[uint8_t](n, 0)

@@ -8,6 +8,10 @@ surrogate directly followed by a low one becomes the character the pair encodes 
 other surrogate becomes U+FFFD.
 
 A ``TextRef`` holds no reference: whoever fills it keeps the str alive while it is read.
+
+A long str is converted a block at a time into a thread's ``Utf8Buffer``, kept between calls,
+cut only where no chunk of the named patterns can go on across the cut (``next_cut``), so the
+blocks encode to what the whole would.
 """
 from libc.stdint cimport uint8_t, uint16_t, uint32_t
 from libc.stdlib cimport free, malloc
