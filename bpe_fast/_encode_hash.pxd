@@ -226,8 +226,8 @@ cdef inline int _pairtable_grow(PairTable* t) noexcept nogil:
 # and its length (1-15) in bits 56-59 of the second word, so equal keys mean equal chunks and a
 # probe compares two words, never bytes. An entry is 32 bytes, two to a 64-byte cache line: the
 # key, with the number of ids in bits 60-62 of its second word (0: the entry is free), and up to
-# four ids inline (see _ChunkCache for more). Tables are powers of two, probed linearly from the
-# first entry of the key's home line (the top bits of the hash), at most half full.
+# four ids inline (see _encode_cache.pxd for more). Tables are powers of two, probed linearly
+# from the first entry of the key's home line (the top bits of the hash), at most half full.
 
 cdef enum:
     PACKED_MAX_BYTES = 15

@@ -8,8 +8,15 @@ surrogate directly followed by a low one becomes the character the pair encodes 
 other surrogate becomes U+FFFD.
 
 A ``TextRef`` holds no reference: whoever fills it keeps the str alive while it is read.
+
+A long str is converted a block at a time into a thread's ``Utf8Buffer``, kept between calls,
+cut only where no chunk of the named patterns can go on across the cut (``next_cut``), so the
+blocks encode to what the whole would.
 """
 from libc.stdint cimport uint8_t, uint16_t, uint32_t
+from libc.stdlib cimport free, malloc
+
+from ._scan cimport C_S
 
 cdef extern from *:
     """
@@ -266,3 +273,58 @@ cdef inline uint32_t code_point(const void* data, int kind, size_t i) noexcept n
 cdef inline size_t to_utf8(const TextRef* t, uint8_t* out) noexcept nogil:
     """Write the UTF-8 of t (kind 1, 2 or 4) to out (utf8_capacity bytes); return its length."""
     return bpe_to_utf8(t.data, t.kind, <size_t>t.length, out)
+
+
+# A thread's UTF-8 buffer, kept between calls: strs that are not ASCII are turned into UTF-8
+# there, a block at a time (see next_cut), so it stays small and in the CPU's cache.
+cdef enum:
+    KEEP_UTF8 = 16 << 20       # bytes of UTF-8 buffer a thread keeps between calls
+
+
+cdef struct Utf8Buffer:
+    uint8_t* data              # not zeroed: only what to_utf8 wrote is read
+    size_t size
+
+
+cdef inline int utf8_room(Utf8Buffer* b, size_t n) noexcept nogil:
+    """A buffer of at least n bytes (its content is not kept); -1 if out of memory."""
+    if n <= b.size:
+        return 0
+    free(b.data)
+    n = max(n, 2 * b.size)
+    b.data = <uint8_t*>malloc(n)
+    b.size = n if b.data != NULL else 0
+    return 0 if b.data != NULL else -1
+
+
+cdef inline void utf8_trim(Utf8Buffer* b) noexcept nogil:
+    """Give back a buffer over KEEP_UTF8 bytes (one long str that had no place to be cut into
+    blocks)."""
+    if b.size > KEEP_UTF8:
+        free(b.data)
+        b.data = NULL
+        b.size = 0
+
+
+cdef inline void utf8_free(Utf8Buffer* b) noexcept nogil:
+    free(b.data)
+
+
+cdef inline size_t next_cut(const TextRef* t, size_t i, const uint8_t* cls) noexcept nogil:
+    """The first position from i (or the end of t) where a block of text may end: after a "\n"
+    that follows a character other than whitespace and comes before one other than whitespace
+    and "/" (``cls``: the scanners' class table). It is the general rule of
+    pretokenize.is_safe_cut, which says why: for gpt2, cl100k and o200k no chunk goes on from
+    such a "\n" into such a character, the "\n" ends its chunk whether the text goes on or
+    ends there, and no pattern looks behind."""
+    cdef size_t n = <size_t>t.length
+    cdef uint32_t c
+    if i < 2:
+        i = 2
+    while i < n:
+        if code_point(t.data, t.kind, i - 1) == 10:
+            c = code_point(t.data, t.kind, i)
+            if c != 47 and not (cls[c] & C_S) and not (cls[code_point(t.data, t.kind, i - 2)] & C_S):
+                return i
+        i += 1
+    return n
