@@ -53,7 +53,7 @@ from ._encode_runs cimport Supermerges, end_run, merge_run, run_step
 from ._encode_text cimport (TextRef, Utf8Buffer, bpe_str_view, next_cut, to_utf8, utf8_capacity, utf8_free,
                             utf8_room, utf8_trim)
 from ._encode_whole cimport WholeTokens, find_whole, seed_build, whole_build, whole_free
-from ._scan cimport PAT_CL100K, PAT_GPT2, PAT_O200K
+from ._scan cimport cuts_at_line_ends
 from ._split cimport Window, split_next, window_reset
 
 cdef extern from *:
@@ -825,9 +825,8 @@ cdef class _Worker:
                 return True
             self.enc.encode_utf8(s, n, self, allowed)
             return False
-        # A cut is safe for these patterns (next_cut); no special token may hold the "\n" there.
-        blocks = ((self.enc.pattern == PAT_CL100K or self.enc.pattern == PAT_O200K
-                   or self.enc.pattern == PAT_GPT2)
+        # A cut is safe for the line-end patterns (next_cut); no special token may hold the "\n" there.
+        blocks = (cuts_at_line_ends(self.enc.pattern)
                   and (allowed is None or not allowed.newline)
                   and (disallowed is None or not disallowed.newline))
         part.kind = ref.kind
