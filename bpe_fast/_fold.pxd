@@ -104,31 +104,30 @@ cdef inline void move_lists(Pairs* P, NewIds* ids, Ledger* L, int32_t z) noexcep
     L.made.clear()
 
 
+cdef inline void take_side(Pairs* P, vector[int32_t]* lost, vector[int64_t]* loss, const int32_t* id_of,
+                           vector[int32_t]* touched) noexcept:
+    """One side's losses of one ledger: the pair with other symbol s (id_of[s]) loses loss[s]."""
+    cdef size_t i
+    cdef int32_t pid, s
+    for i in range(lost.size()):
+        s = lost[0][i]
+        pid = id_of[s]
+        P.count[pid] -= loss[0][s]
+        loss[0][s] = 0
+        touched.push_back(pid)
+    lost.clear()
+
+
 cdef inline void take_losses(Pairs* P, Ledger* ledgers, int n_threads, const int32_t* left_of,
                              const int32_t* right_of) noexcept:
     """Subtract what the existing pairs lost, summed over the threads; free the lists of those
     at 0 (counts of existing pairs only fall in a merge: at 0 now is at 0 during the sweep)."""
     cdef vector[int32_t] touched
-    cdef Ledger* L
     cdef size_t i
     cdef int k
-    cdef int32_t pid, s
     for k in range(n_threads):
-        L = &ledgers[k]
-        for i in range(L.lost_left.size()):
-            s = L.lost_left[i]
-            pid = left_of[s]
-            P.count[pid] -= L.left_loss[s]
-            L.left_loss[s] = 0
-            touched.push_back(pid)
-        for i in range(L.lost_right.size()):
-            s = L.lost_right[i]
-            pid = right_of[s]
-            P.count[pid] -= L.right_loss[s]
-            L.right_loss[s] = 0
-            touched.push_back(pid)
-        L.lost_left.clear()
-        L.lost_right.clear()
+        take_side(P, &ledgers[k].lost_left, &ledgers[k].left_loss, left_of, &touched)
+        take_side(P, &ledgers[k].lost_right, &ledgers[k].right_loss, right_of, &touched)
     for i in range(touched.size()):
         if P.count[touched[i]] == 0:
             free_list(P, touched[i])

@@ -55,10 +55,17 @@ cdef inline bint starts_a_word(const Corpus* c, Py_ssize_t p) noexcept nogil:
     return (c.word_starts[p >> 3] >> (p & 7)) & 1
 
 
+cdef inline bint pair_at(const Corpus* c, Py_ssize_t p, Py_ssize_t* q) noexcept nogil:
+    """Whether a pair starts at p (a token's start): whether the token after it, which starts at
+    q[0] (set either way: where a walk from token to token goes next), is in the same word."""
+    q[0] = p + c.token_len[c.sym[p]]
+    return q[0] < c.n and not starts_a_word(c, q[0])
+
+
 cdef inline Py_ssize_t next_token(const Corpus* c, Py_ssize_t p) noexcept nogil:
     """Where the token after the one at p starts, or -1 if it is the last of its word."""
-    cdef Py_ssize_t q = p + c.token_len[c.sym[p]]
-    return q if q < c.n and not starts_a_word(c, q) else -1
+    cdef Py_ssize_t q
+    return q if pair_at(c, p, &q) else -1
 
 
 cdef inline Py_ssize_t prev_token(const Corpus* c, Py_ssize_t p) noexcept nogil:

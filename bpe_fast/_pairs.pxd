@@ -88,25 +88,22 @@ cdef inline void free_list(Pairs* P, int32_t pid) noexcept:
     P.occ_last[pid] = 0                         # (gaps of a new list count from 0)
 
 
+cdef inline void by_other_symbol(const vector[Neighbour]* listed, int32_t* id_of, bint clear) noexcept:
+    """id_of[s] = the id of each pair listed with other symbol s, or -1 again if ``clear``."""
+    cdef size_t i
+    for i in range(listed.size()):
+        id_of[listed[0][i].second] = -1 if clear else listed[0][i].first
+
+
 cdef inline void index_neighbours(const Pairs* P, int32_t a, int32_t b, int32_t* left_of,
                                   int32_t* right_of) noexcept:
     """Fill left_of[s] = id of (s, a) and right_of[t] = id of (b, t) for the tracked pairs."""
-    cdef const vector[Neighbour]* ends = &P.ends_with[a]
-    cdef const vector[Neighbour]* starts = &P.starts_with[b]
-    cdef size_t i
-    for i in range(ends.size()):
-        left_of[ends[0][i].second] = ends[0][i].first
-    for i in range(starts.size()):
-        right_of[starts[0][i].second] = starts[0][i].first
+    by_other_symbol(&P.ends_with[a], left_of, False)
+    by_other_symbol(&P.starts_with[b], right_of, False)
 
 
 cdef inline void clear_neighbours(const Pairs* P, int32_t a, int32_t b, int32_t* left_of,
                                   int32_t* right_of) noexcept:
     """Undo index_neighbours."""
-    cdef const vector[Neighbour]* ends = &P.ends_with[a]
-    cdef const vector[Neighbour]* starts = &P.starts_with[b]
-    cdef size_t i
-    for i in range(ends.size()):
-        left_of[ends[0][i].second] = -1
-    for i in range(starts.size()):
-        right_of[starts[0][i].second] = -1
+    by_other_symbol(&P.ends_with[a], left_of, True)
+    by_other_symbol(&P.starts_with[b], right_of, True)

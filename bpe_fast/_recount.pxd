@@ -27,7 +27,7 @@ from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 
 from ._cpu cimport prefetch
-from ._layout cimport Corpus, starts_a_word, walk_weight
+from ._layout cimport Corpus, pair_at, walk_weight
 from ._pairmap cimport EMPTY, PairMap, TotalMap, pair_key, pairmap_get, pairmap_get_or_add, pairmap_init, \
     pairmap_prefetch, totalmap_add, totalmap_free, totalmap_prefetch
 from ._pairs cimport Pairs, new_pair
@@ -89,31 +89,43 @@ cdef struct CountJob:
     vector[uint8_t]* occ           # the tracked pairs' lists, sized by the plan
 
 
+cdef struct Ring:
+    # The positions a pass's pipeline has queued and not yet finished, at most AHEAD: the i-th
+    # queued is at i & (AHEAD - 1). Each pass fills the fields it needs (every pass: p and key).
+    Py_ssize_t p[AHEAD]
+    uint64_t key[AHEAD]
+    int32_t u[AHEAD]               # count_slots: the pair's local number
+    int64_t w[AHEAD]               # count_totals: the weight of the word
 
 
-cdef inline bint number_one(CountPart* P, const Py_ssize_t* ring_p, const uint64_t* ring_key, int32_t* ring_u,
-                            Py_ssize_t i) noexcept nogil:
+cdef inline Py_ssize_t queue(Ring* r, Py_ssize_t i, const Corpus* c, Py_ssize_t p, Py_ssize_t q) noexcept nogil:
+    """Queue the pair at p (the token after it starting at q) as the i-th; returns its place."""
+    cdef Py_ssize_t k = i & (AHEAD - 1)
+    r.p[k], r.key[k] = p, pair_key(c.sym[p], c.sym[q])
+    return k
+
+
+cdef inline bint number_one(CountPart* P, Ring* r, Py_ssize_t i) noexcept nogil:
     """Pass 1's probe stage for the i-th position queued: its pair's local number (a new pair
     gets the next one, its key and an empty tally); its tally asked for. False if out of memory."""
     cdef Py_ssize_t k = i & (AHEAD - 1)
     cdef Tally empty
-    cdef int32_t u = pairmap_get_or_add(&P.seen, ring_key[k], <int32_t>P.keys.size())
+    cdef int32_t u = pairmap_get_or_add(&P.seen, r.key[k], <int32_t>P.keys.size())
     if u < 0:
         return False
     if u == <int32_t>P.keys.size():
-        P.keys.push_back(ring_key[k])
-        empty.total, empty.first, empty.last, empty.nbytes = 0, ring_p[k], 0, 0
+        P.keys.push_back(r.key[k])
+        empty.total, empty.first, empty.last, empty.nbytes = 0, r.p[k], 0, 0
         P.tally.push_back(empty)
-    ring_u[k] = u
+    r.u[k] = u
     prefetch(&P.tally[u])
     return True
 
 
-cdef inline void tally_one(const Corpus* c, CountPart* P, const Py_ssize_t* ring_p, const int32_t* ring_u,
-                           Py_ssize_t i) noexcept nogil:
+cdef inline void tally_one(const Corpus* c, CountPart* P, const Ring* r, Py_ssize_t i) noexcept nogil:
     """Pass 1's tally stage for the i-th position queued (in order of position)."""
-    cdef Py_ssize_t k = i & (AHEAD - 1), p = ring_p[k]
-    cdef Tally* t = &P.tally[ring_u[k]]
+    cdef Py_ssize_t k = i & (AHEAD - 1), p = r.p[k]
+    cdef Tally* t = &P.tally[r.u[k]]
     t.total += walk_weight(c, p, &P.run)
     t.nbytes += varint_len(<uint64_t>(p - t.last))
     t.last = p
@@ -122,41 +134,36 @@ cdef inline void tally_one(const Corpus* c, CountPart* P, const Py_ssize_t* ring
 cdef inline void count_slots(const CountJob* job, CountPart* P) noexcept nogil:
     cdef const Corpus* c = job.corpus
     cdef Py_ssize_t p = P.at, q, end = min(P.at + job.step, P.hi), queued = 0, probed = 0, tallied = 0, k
-    cdef Py_ssize_t ring_p[AHEAD]
-    cdef uint64_t ring_key[AHEAD]
-    cdef int32_t ring_u[AHEAD]
+    cdef Ring r
     while p < end:
-        q = p + c.token_len[c.sym[p]]
-        if q < c.n and not starts_a_word(c, q):
-            k = queued & (AHEAD - 1)
-            ring_p[k], ring_key[k] = p, pair_key(c.sym[p], c.sym[q])
-            pairmap_prefetch(&P.seen, ring_key[k])
+        if pair_at(c, p, &q):
+            k = queue(&r, queued, c, p, q)
+            pairmap_prefetch(&P.seen, r.key[k])
             queued += 1
             if queued - probed > PROBE_LAG:
-                if not number_one(P, ring_p, ring_key, ring_u, probed):
+                if not number_one(P, &r, probed):
                     P.failed, P.at = True, P.hi
                     return
                 probed += 1
             if probed - tallied > TALLY_LAG:
-                tally_one(c, P, ring_p, ring_u, tallied)
+                tally_one(c, P, &r, tallied)
                 tallied += 1
         p = q
     while probed < queued:
-        if not number_one(P, ring_p, ring_key, ring_u, probed):
+        if not number_one(P, &r, probed):
             P.failed, P.at = True, P.hi
             return
         probed += 1
     while tallied < queued:
-        tally_one(c, P, ring_p, ring_u, tallied)
+        tally_one(c, P, &r, tallied)
         tallied += 1
     P.at = p
 
 
-cdef inline void list_one(const CountJob* job, CountPart* P, const Py_ssize_t* ring_p, const uint64_t* ring_key,
-                          Py_ssize_t i) noexcept nogil:
+cdef inline void list_one(const CountJob* job, CountPart* P, const Ring* r, Py_ssize_t i) noexcept nogil:
     """Pass 2's write stage for the i-th position queued: listed if its pair is tracked."""
-    cdef Py_ssize_t k = i & (AHEAD - 1), p = ring_p[k]
-    cdef int32_t pid = pairmap_get(job.tracked, ring_key[k])
+    cdef Py_ssize_t k = i & (AHEAD - 1), p = r.p[k]
+    cdef int32_t pid = pairmap_get(job.tracked, r.key[k])
     if pid < 0:
         return
     P.cursor[pid] = put_gap(job.occ[pid].data(), P.cursor[pid], <uint64_t>(p - P.written[pid]))
@@ -166,21 +173,18 @@ cdef inline void list_one(const CountJob* job, CountPart* P, const Py_ssize_t* r
 cdef inline void list_slots(const CountJob* job, CountPart* P) noexcept nogil:
     cdef const Corpus* c = job.corpus
     cdef Py_ssize_t p = P.at, q, end = min(P.at + job.step, P.hi), queued = 0, listed = 0, k
-    cdef Py_ssize_t ring_p[AHEAD]
-    cdef uint64_t ring_key[AHEAD]
+    cdef Ring r
     while p < end:
-        q = p + c.token_len[c.sym[p]]
-        if q < c.n and not starts_a_word(c, q):
-            k = queued & (AHEAD - 1)
-            ring_p[k], ring_key[k] = p, pair_key(c.sym[p], c.sym[q])
-            pairmap_prefetch(job.tracked, ring_key[k])
+        if pair_at(c, p, &q):
+            k = queue(&r, queued, c, p, q)
+            pairmap_prefetch(job.tracked, r.key[k])
             queued += 1
             if queued - listed > PROBE_LAG:
-                list_one(job, P, ring_p, ring_key, listed)
+                list_one(job, P, &r, listed)
                 listed += 1
         p = q
     while listed < queued:
-        list_one(job, P, ring_p, ring_key, listed)
+        list_one(job, P, &r, listed)
         listed += 1
     P.at = p
 
@@ -220,29 +224,31 @@ cdef inline void count_part(void* arg, int tid) noexcept nogil:
 # misses. Continuing, pass 1 keeps only the weighted count, in the map's own slot (one miss), and
 # pass 2 grows each tracked pair's list of a range as it goes; the ranges' lists are then joined.
 
+cdef inline bint add_one(CountPart* P, const Ring* r, Py_ssize_t i) noexcept nogil:
+    """Pass 1's add stage, continuing, for the i-th position queued. False if out of memory."""
+    cdef Py_ssize_t k = i & (AHEAD - 1)
+    return totalmap_add(&P.totals, r.key[k], r.w[k]) == 0
+
+
 cdef inline void count_totals(const CountJob* job, CountPart* P) noexcept nogil:
     """Pass 1, continuing: every pair's weighted count, in this range's TotalMap."""
     cdef const Corpus* c = job.corpus
     cdef Py_ssize_t p = P.at, q, end = min(P.at + job.step, P.hi), queued = 0, added = 0, k
-    cdef uint64_t ring_key[AHEAD]
-    cdef int64_t ring_w[AHEAD]
+    cdef Ring r
     while p < end:
-        q = p + c.token_len[c.sym[p]]
-        if q < c.n and not starts_a_word(c, q):
-            k = queued & (AHEAD - 1)
-            ring_key[k], ring_w[k] = pair_key(c.sym[p], c.sym[q]), walk_weight(c, p, &P.run)
-            totalmap_prefetch(&P.totals, ring_key[k])
+        if pair_at(c, p, &q):
+            k = queue(&r, queued, c, p, q)
+            r.w[k] = walk_weight(c, p, &P.run)
+            totalmap_prefetch(&P.totals, r.key[k])
             queued += 1
             if queued - added > PROBE_LAG:
-                k = added & (AHEAD - 1)
-                if totalmap_add(&P.totals, ring_key[k], ring_w[k]) != 0:
+                if not add_one(P, &r, added):
                     P.failed, P.at = True, P.hi
                     return
                 added += 1
         p = q
     while added < queued:
-        k = added & (AHEAD - 1)
-        if totalmap_add(&P.totals, ring_key[k], ring_w[k]) != 0:
+        if not add_one(P, &r, added):
             P.failed, P.at = True, P.hi
             return
         added += 1
@@ -256,8 +262,7 @@ cdef inline void list_growing(const CountJob* job, CountPart* P) noexcept nogil:
     cdef Py_ssize_t p = P.at, q, end = min(P.at + job.step, P.hi)
     cdef int32_t pid
     while p < end:
-        q = p + c.token_len[c.sym[p]]
-        if q < c.n and not starts_a_word(c, q):
+        if pair_at(c, p, &q):
             pid = pairmap_get(job.tracked, pair_key(c.sym[p], c.sym[q]))      # (a small map: cached)
             if pid >= 0:
                 put_varint(&P.lists[pid], <uint64_t>(p - P.written[pid]))
