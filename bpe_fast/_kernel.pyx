@@ -50,9 +50,9 @@ from ._rewrite cimport Ledger, MergeJob, entry_at_or_after, merge_part, rewrite_
 
 cnp.import_array()
 
-# How often the set-up loops look for Ctrl-C (in slots); the merge loop looks once per merge,
-# so an interrupt stops training within one merge.
 cdef enum:
+    # How often the set-up loops look for Ctrl-C (in slots); the merge loop looks once per merge,
+    # so an interrupt stops training within one merge.
     SIGNAL_CHECK_EVERY = 1 << 22
     PARALLEL_FROM = 1 << 13   # bytes of a merge's list from which the threads share it (tuned)
     TRACK_PER_MERGE = 4    # continuing, the first count tracks about this many pairs per merge asked for
@@ -126,12 +126,11 @@ cdef void _scatter_by_count(const int64_t[::1] counts, int64_t[::1] next_at, int
             next_at[counts[w]] += 1
 
 
-
 @cython.final
 cdef class _Merger:
     """The corpus, the tracked pairs with their counts and occurrences, the heap, and the threads:
     everything one training run changes, on one object so the merge loop reaches it directly."""
-    # the corpus's arrays (c points into them; see Corpus)
+    # the corpus's arrays (c points into them; see Corpus, _layout.pxd)
     cdef int32_t[::1] sym
     cdef uint8_t[::1] word_starts
     cdef int32_t[::1] token_len
@@ -141,7 +140,7 @@ cdef class _Merger:
     cdef int64_t[::1] run_count
     cdef Corpus c
     cdef Pairs pairs               # the tracked pairs, by dense id, and the heap (_pairs.pxd)
-    cdef bint many_pairs           # continuing from a base: see plan_lists
+    cdef bint many_pairs           # continuing from a base: see plan_lists (_recount.pxd)
     cdef Py_ssize_t n_merges       # merges asked for (continuing, the first count tracks in proportion)
     # the merge in progress
     cdef NewIds ids                # the ids of the pairs it made (_fold.pxd)
@@ -340,7 +339,7 @@ cdef class _Merger:
         ones straight into their lists, sized beforehand (plan_lists). Ids follow first
         appearance in slot order, as one thread gives them: range 0's pairs in its order, then
         range 1's new ones, and so on. Continuing from a base (``many_pairs``), the slimmer
-        passes instead (count_totals, plan_totals, list_growing, join_lists: see above them);
+        passes instead (count_totals, plan_totals, list_growing, join_lists: see _recount.pxd);
         ids in the order of the pairs' keys. The merges depend on neither order (ties go by
         key)."""
         clear_pairs(&self.pairs)
@@ -441,7 +440,7 @@ cdef class _Merger:
         self.reported += self.sym.shape[0]
         return 0
 
-
+    # -- the merge loop's questions ----------------------------------------------------------
     cdef inline int32_t pop_best(self) noexcept:
         """The tracked pair with the highest count (ties: smallest key), or -1 if none is left."""
         return heap_pop(&self.pairs.heap, self.pairs.count.data(), self.pairs.keys.data())
@@ -500,7 +499,7 @@ cdef class _Merger:
         self.cpu_longest += longest
 
     cdef void fold(self, int32_t a, int32_t b, int32_t z, int n_threads, bint shared) noexcept:
-        """Apply the ledgers of the threads that took part, in range order (module docstring)."""
+        """Apply the ledgers of the threads that took part, in range order (_fold.pxd)."""
         cdef int k
         cdef Ledger* L
         cdef double t0 = now() if shared else 0
@@ -520,8 +519,6 @@ cdef class _Merger:
             self.seconds_fold += now() - t0
 
 
-
-
 cdef class Trainer:
     """Training in steps, so that the caller can let go of the word table in between: the
     constructor lays the table out (after it, the kernel keeps no reference to the arrays),
@@ -533,12 +530,12 @@ cdef class Trainer:
     number learns the same merges.
 
     To continue training, ``start`` is the corpus as a base tokenizer leaves it, in the
-    kernel's layout (module docstring), the words where the table has them, and
+    kernel's layout (_layout.pxd), the words where the table has them, and
     ``token_lengths`` gives the bytes of each id below ``first_id``. With ``kernel_order`` its
     words are in the kernel's order instead (``kernel_positions`` says where each goes): then
     the kernel takes the array over as its corpus and changes it, no copy (it is the largest
     array of the set-up). The first count raises ``track_from`` to the 4 x n_merges-th best
-    pair's count (see plan_lists): the same merges, from far fewer listed positions."""
+    pair's count (see plan_lists, _recount.pxd): the same merges, from far fewer listed positions."""
     cdef _Merger run
     cdef readonly Py_ssize_t max_merges
     cdef readonly int64_t min_count

@@ -9,7 +9,7 @@ the pairs counted at least ``track_from`` times are tracked and their lists size
 2 writes the positions of the tracked ones (found in a small map of their own) straight into
 the lists, each range from where the range before stops, its first gap counted from the
 position the range before listed last. Continuing from a base, the slimmer passes
-(``count_totals``, ``plan_totals``, ``list_growing``, ``join_lists``: see above them) give the
+(``count_totals``, ``plan_totals``, ``list_growing``, ``join_lists``: see the comment above them) give the
 same counts and lists, with ids in the order of the pairs' keys. The merges depend on neither
 order (ties go by key).
 

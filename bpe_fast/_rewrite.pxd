@@ -145,7 +145,7 @@ cdef inline void loses_made(Ledger* L, int32_t i, int64_t weight) noexcept nogil
 
 cdef inline void rewrite(const Corpus* c, Ledger* L, Py_ssize_t p, Py_ssize_t q, int32_t a, int32_t b,
                          int32_t z) noexcept nogil:
-    """Replace the occurrence (a, b) at p (b starting at q) by z (the picture above)."""
+    """Replace the occurrence (a, b) at p (b starting at q) by z (the picture in the module docstring)."""
     cdef Py_ssize_t x = prev_token(c, p)
     cdef Py_ssize_t r = next_token(c, q)
     cdef Py_ssize_t tail = q + c.token_len[b] - 1
