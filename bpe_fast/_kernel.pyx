@@ -38,15 +38,17 @@ from cpython.exc cimport PyErr_CheckSignals
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libcpp.vector cimport vector
 
+from ._cpu cimport prefetch
 from ._fold cimport NewIds, move_lists, number_made, settle, take_losses
 from ._heap cimport HeapEntry, heap_pop
-from ._layout cimport HEAVY, Corpus, LayoutJob, LayoutPart, all_placed, layout_part, sum_placed
+from ._layout cimport HEAVY, Corpus, LayoutJob, LayoutPart, all_placed, layout_part, next_word_start, sum_placed
 from ._pairmap cimport PairMap, TotalSlot, key_left, key_right, pairmap_free, pairmap_init, totalmap_free, \
     totalmap_init
 from ._pairs cimport Neighbour, Pairs, clear_neighbours, clear_pairs, index_neighbours, track
 from ._pool cimport Pool, now, thread_cpu
 from ._recount cimport CountJob, CountPart, Tally, count_part, join_lists, plan_lists, plan_totals
-from ._rewrite cimport Ledger, MergeJob, entry_at_or_after, merge_part, rewrite_range
+from ._rewrite cimport Ledger, MergeJob, entry_at_or_after, sum_gaps, visit
+from ._varint cimport get_varint
 
 cnp.import_array()
 
@@ -55,6 +57,7 @@ cdef enum:
     # so an interrupt stops training within one merge.
     SIGNAL_CHECK_EVERY = 1 << 22
     PARALLEL_FROM = 1 << 13   # bytes of a merge's list from which the threads share it (tuned)
+    LOOK_AHEAD = 16        # entries of a list whose slots are fetched before they are visited
     TRACK_PER_MERGE = 4    # continuing, the first count tracks about this many pairs per merge asked for
     LOWER_BY = 16          # a recount lowers track_from this many times (to min_count at least)
     # From bytes, new pairs are tracked from (pairs in the corpus) / (merges asked x TRACK_SHARE):
@@ -124,6 +127,68 @@ cdef void _scatter_by_count(const int64_t[::1] counts, int64_t[::1] next_at, int
         if counts[w] > 0:
             order[next_at[counts[w]]] = <int32_t>w
             next_at[counts[w]] += 1
+
+
+# -- one thread's part of a merge (_rewrite.pxd) -------------------------------------------------
+# rewrite_range is here, not in _rewrite.pxd, so that it is an ordinary function (a .pxd holds
+# inline ones only): called from merge_part and _Merger.merge, it stays one copy, into which the C
+# compiler inlines the rewrite of an occurrence. (As an inline function it went into both callers,
+# and the rewrite, called from two places then, became a call per visit.)
+cdef void rewrite_range(const MergeJob* job, Ledger* L) noexcept nogil:
+    """Rewrite this thread's range of the list, left to right (so "aaa" merges as (aa)a).
+
+    The chunk [begin, end) of the list's bytes is cut at entries, not at words; the range moves
+    both ends to word boundaries: it starts at the first entry of the chunk that is not in the
+    word of the entry before the chunk (those belong to the thread before), and runs past the
+    chunk's end while the entries are in the word of the chunk's last entry. Both threads at a
+    boundary compute it from the same entry, so the ranges cover the list once, word-disjoint."""
+    cdef const Corpus* c = job.corpus
+    cdef size_t i = L.begin, after
+    cdef Py_ssize_t p = L.base, lo = next_word_start(c, L.base) if L.begin > 0 else 0, hi = -1
+    cdef uint64_t gap
+    while i < job.n_bytes:                      # skip the previous thread's word
+        after = get_varint(job.occ, i, &gap)
+        if p + <Py_ssize_t>gap >= lo:
+            break
+        i, p = after, p + <Py_ssize_t>gap
+    if i >= L.end:
+        return
+    # The slots visited are far apart in a big corpus, and each visit waits for its slot to come
+    # from memory: a second reader of the list runs LOOK_AHEAD entries ahead and asks for them.
+    cdef size_t ahead = i
+    cdef Py_ssize_t ahead_p = p
+    cdef int k
+    for k in range(LOOK_AHEAD):
+        if ahead >= job.n_bytes:
+            break
+        ahead = get_varint(job.occ, ahead, &gap)
+        ahead_p += <Py_ssize_t>gap
+        prefetch(&c.sym[ahead_p])
+        prefetch(&c.word_starts[ahead_p >> 3])
+    while i < job.n_bytes:
+        if i >= L.end and hi < 0:
+            hi = next_word_start(c, p)          # p: the chunk's last entry
+        after = get_varint(job.occ, i, &gap)
+        if i >= L.end and p + <Py_ssize_t>gap >= hi:
+            break
+        i, p = after, p + <Py_ssize_t>gap
+        if ahead < job.n_bytes:
+            ahead = get_varint(job.occ, ahead, &gap)
+            ahead_p += <Py_ssize_t>gap
+            prefetch(&c.sym[ahead_p])
+            prefetch(&c.word_starts[ahead_p >> 3])   # (a bit per slot, still too big for the caches)
+        visit(c, L, p, job.a, job.b, job.z)
+
+
+cdef void merge_part(void* arg, int tid) noexcept nogil:
+    """The pool's job: thread tid's part of the merge. Each thread sums the gaps before its chunk
+    itself (a read of the bytes, far cheaper than the rewrite), so one hand-over starts it all."""
+    cdef const MergeJob* job = <const MergeJob*>arg
+    cdef Ledger* L = &job.ledgers[tid]
+    cdef double t0 = thread_cpu()
+    L.base = sum_gaps(job.occ, L.begin)
+    rewrite_range(job, L)
+    L.cpu = thread_cpu() - t0
 
 
 @cython.final

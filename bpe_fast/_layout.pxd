@@ -197,4 +197,3 @@ cdef inline int64_t sum_placed(const LayoutPart* parts, int n_parts) noexcept:
     for k in range(n_parts):
         total += parts[k].p - parts[k].p0
     return total
-

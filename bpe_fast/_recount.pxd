@@ -58,8 +58,6 @@ cdef struct Tally:
     int64_t nbytes
 
 
-
-
 cdef cppclass CountPart:
     # Pass 1 over a range of slots (lo..hi, each a token's start): every pair that starts there,
     # numbered locally in order of first appearance, with its key and its tally. Pass 2 writes

@@ -25,19 +25,16 @@ positions (increasing, as LEB128 gaps) and its *cut*: where its list stood the l
 count fell to 0. So the list of positions, cut into contiguous ranges whose boundaries fall
 between words, can be rewritten one range per thread at once: each range meets the slots the
 one-thread sweep would have met, makes the same decisions (stale or not) and the same events.
-The fold (_fold.pxd) applies the ledgers.
+The fold (_fold.pxd) applies the ledgers. The walk along a range of the list, which moves the
+range's ends to word boundaries, is rewrite_range in _kernel.pyx (an ordinary function there,
+for the compiler's sake: see its comment).
 """
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
 from libcpp.vector cimport vector
 
-from ._cpu cimport prefetch
-from ._layout cimport Corpus, MIDDLE, next_token, next_word_start, prev_token, tail_mark, weight_at
+from ._layout cimport Corpus, MIDDLE, next_token, prev_token, tail_mark, weight_at
 from ._pairmap cimport pair_key
-from ._pool cimport thread_cpu
 from ._varint cimport get_varint, varint_write
-
-cdef enum:
-    LOOK_AHEAD = 16        # entries of a list whose slots are fetched before they are visited
 
 cdef extern from *:
     """
@@ -188,52 +185,6 @@ cdef inline void visit(const Corpus* c, Ledger* L, Py_ssize_t p, int32_t a, int3
     L.replaced += 1
 
 
-cdef inline void rewrite_range(const MergeJob* job, Ledger* L) noexcept nogil:
-    """Rewrite this thread's range of the list, left to right (so "aaa" merges as (aa)a).
-
-    The chunk [begin, end) of the list's bytes is cut at entries, not at words; the range moves
-    both ends to word boundaries: it starts at the first entry of the chunk that is not in the
-    word of the entry before the chunk (those belong to the thread before), and runs past the
-    chunk's end while the entries are in the word of the chunk's last entry. Both threads at a
-    boundary compute it from the same entry, so the ranges cover the list once, word-disjoint."""
-    cdef const Corpus* c = job.corpus
-    cdef size_t i = L.begin, after
-    cdef Py_ssize_t p = L.base, lo = next_word_start(c, L.base) if L.begin > 0 else 0, hi = -1
-    cdef uint64_t gap
-    while i < job.n_bytes:                      # skip the previous thread's word
-        after = get_varint(job.occ, i, &gap)
-        if p + <Py_ssize_t>gap >= lo:
-            break
-        i, p = after, p + <Py_ssize_t>gap
-    if i >= L.end:
-        return
-    # The slots visited are far apart in a big corpus, and each visit waits for its slot to come
-    # from memory: a second reader of the list runs LOOK_AHEAD entries ahead and asks for them.
-    cdef size_t ahead = i
-    cdef Py_ssize_t ahead_p = p
-    cdef int k
-    for k in range(LOOK_AHEAD):
-        if ahead >= job.n_bytes:
-            break
-        ahead = get_varint(job.occ, ahead, &gap)
-        ahead_p += <Py_ssize_t>gap
-        prefetch(&c.sym[ahead_p])
-        prefetch(&c.word_starts[ahead_p >> 3])
-    while i < job.n_bytes:
-        if i >= L.end and hi < 0:
-            hi = next_word_start(c, p)          # p: the chunk's last entry
-        after = get_varint(job.occ, i, &gap)
-        if i >= L.end and p + <Py_ssize_t>gap >= hi:
-            break
-        i, p = after, p + <Py_ssize_t>gap
-        if ahead < job.n_bytes:
-            ahead = get_varint(job.occ, ahead, &gap)
-            ahead_p += <Py_ssize_t>gap
-            prefetch(&c.sym[ahead_p])
-            prefetch(&c.word_starts[ahead_p >> 3])   # (a bit per slot, still too big for the caches)
-        visit(c, L, p, job.a, job.b, job.z)
-
-
 cdef inline int64_t sum_gaps(const uint8_t* data, size_t end) noexcept nogil:
     """The position listed last before byte ``end``: every gap before it, summed."""
     cdef size_t i = 0
@@ -244,20 +195,8 @@ cdef inline int64_t sum_gaps(const uint8_t* data, size_t end) noexcept nogil:
     return <int64_t>total
 
 
-cdef inline void merge_part(void* arg, int tid) noexcept nogil:
-    """The pool's job: thread tid's part of the merge. Each thread sums the gaps before its chunk
-    itself (a read of the bytes, far cheaper than the rewrite), so one hand-over starts it all."""
-    cdef const MergeJob* job = <const MergeJob*>arg
-    cdef Ledger* L = &job.ledgers[tid]
-    cdef double t0 = thread_cpu()
-    L.base = sum_gaps(job.occ, L.begin)
-    rewrite_range(job, L)
-    L.cpu = thread_cpu() - t0
-
-
 cdef inline size_t entry_at_or_after(const uint8_t* data, size_t i, size_t n) noexcept nogil:
     """The first byte at or after i that starts an entry (n if none)."""
     while 0 < i < n and data[i - 1] & 128:
         i += 1
     return i
-
