@@ -57,7 +57,8 @@ cdef extern from *:
 
         void put(uint64_t gap) {
             uint8_t bytes[10];
-            size_t k = bpe_varint_write(bytes, gap);
+            size_t k = 0;
+            BPE_VARINT_WRITE(bytes, k, gap);
             if (big.empty() && n + k <= sizeof(small)) {
                 memcpy(small + n, bytes, k);
             } else {

@@ -4,7 +4,8 @@
 Invariant: a value is written 7 bits a byte, lowest first; every byte but the last has its top
 bit set. So a gap below 128 takes one byte, and any 64-bit value at most ten. One writer
 (``bpe_varint_write``, in C so that C++ structs can call it too) makes the bytes; the functions
-below write them at a place, append them to a vector, measure or read them.
+below write them at a place, append them to a vector, measure or read them. (BPE_VARINT_WRITE,
+the writer's loop as a C macro, serves _rewrite.pxd's BpeMade.)
 """
 from libc.stdint cimport uint8_t, uint64_t
 from libcpp.vector cimport vector
@@ -13,11 +14,18 @@ cdef extern from *:
     """
     #include <stddef.h>
     #include <stdint.h>
+    /* Write value (a variable: it is used up) at out[k], k counting the bytes written (room for
+       10 bytes). A macro, so that a C++ struct writing into a local buffer compiles to what it
+       did with the loop written out (a function, even inlined, left calls to memcpy there). */
+    #define BPE_VARINT_WRITE(out, k, value) do { \
+            while ((value) >= 128) { (out)[(k)++] = (uint8_t)(((value) & 127) | 128); (value) >>= 7; } \
+            (out)[(k)++] = (uint8_t)(value); \
+        } while (0)
+
     /* Write value at out (room for 10 bytes); returns the bytes written. */
     static inline size_t bpe_varint_write(uint8_t* out, uint64_t value) {
         size_t k = 0;
-        while (value >= 128) { out[k++] = (uint8_t)((value & 127) | 128); value >>= 7; }
-        out[k++] = (uint8_t)value;
+        BPE_VARINT_WRITE(out, k, value);
         return k;
     }
     """
