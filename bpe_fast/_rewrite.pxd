@@ -34,7 +34,7 @@ from libcpp.vector cimport vector
 
 from ._layout cimport Corpus, MIDDLE, next_token, prev_token, tail_mark, weight_at
 from ._pairmap cimport pair_key
-from ._varint cimport get_varint, varint_write
+from ._varint cimport get_varint       # (and its C block's BPE_VARINT_WRITE, for BpeMade::put)
 
 cdef extern from *:
     """
