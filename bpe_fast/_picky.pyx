@@ -60,20 +60,11 @@ from libcpp.vector cimport vector
 from libcpp.queue cimport priority_queue
 from libcpp.utility cimport pair, move
 
+from ._cpu cimport prefetch
 from ._pairmap cimport PairMap, pair_key, key_left, key_right, pairmap_init, pairmap_free, pairmap_get, \
     pairmap_get_or_add
 
 cnp.import_array()
-
-cdef extern from *:
-    """
-    #if defined(__GNUC__) || defined(__clang__)
-    #define picky_prefetch(p) __builtin_prefetch((p))
-    #else
-    #define picky_prefetch(p) ((void)(p))
-    #endif
-    """
-    void prefetch "picky_prefetch"(const void*) noexcept nogil
 
 REMOVED = -1            # the second column of a removal event
 

@@ -29,6 +29,7 @@ from libcpp.algorithm cimport sort
 from libcpp.utility cimport pair
 from libcpp.vector cimport vector
 
+from ._cpu cimport prefetch_for_write as prefetch  # the slot is written next (counted)
 from ._encode_hash cimport bpe_load64 as load64, bpe_store64 as store64, key_mask0, key_mask1, same_bytes
 from ._split cimport Window, split_next, window_reset
 from ._pretok cimport Scanner
@@ -114,12 +115,6 @@ cdef extern from *:
     #endif
     }
 
-    #if defined(__GNUC__) || defined(__clang__)
-    #define bpe_table_prefetch(p) __builtin_prefetch((p), 1, 3)
-    #else
-    #define bpe_table_prefetch(p) ((void)(p))
-    #endif
-
     #define BPE_TABLE_HUGE ((size_t)2 << 20)
 
     /* `bytes` of zeroed memory, 64-byte aligned (a slot never straddles two cache lines). From
@@ -199,7 +194,6 @@ cdef extern from *:
     }
     """
     uint64_t mum "bpe_table_mum"(uint64_t a, uint64_t b) nogil
-    void prefetch "bpe_table_prefetch"(const void* p) nogil
     void* table_alloc "bpe_table_alloc"(size_t nbytes, int use_huge, int* mapped, int* huge) nogil
     void* table_extend "bpe_table_extend"(void* old, size_t old_bytes, size_t new_bytes, int* huge) nogil
     void table_free "bpe_table_free"(void* p, size_t nbytes, int mapped) nogil
