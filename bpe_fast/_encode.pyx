@@ -53,18 +53,9 @@ from ._encode_runs cimport Supermerges, end_run, merge_run, run_step
 from ._encode_text cimport (TextRef, Utf8Buffer, bpe_str_view, next_cut, to_utf8, utf8_capacity, utf8_free,
                             utf8_room, utf8_trim)
 from ._encode_whole cimport WholeTokens, find_whole, seed_build, whole_build, whole_free
+from ._cpu cimport prefetch
 from ._scan cimport cuts_at_line_ends
 from ._split cimport Window, split_next, window_reset
-
-cdef extern from *:
-    """
-    #if defined(__GNUC__) || defined(__clang__)
-    #define bpe_prefetch(p) __builtin_prefetch((p))
-    #else
-    #define bpe_prefetch(p) ((void)(p))
-    #endif
-    """
-    void bpe_prefetch(const void* p) nogil
 
 cdef enum:
     SPLIT_NONE = -1            # pattern: no split, each piece between special tokens is one chunk
@@ -381,12 +372,12 @@ cdef class MergeEncoder:
                 if j - i <= PACKED_MAX_BYTES:
                     pack_key(s + i, j - i, end, &key0[m], &key1[m])
                     hashes[m] = packed_hash(key0[m], key1[m])
-                    bpe_prefetch(&table[packed_slot(hashes[m], bits)])
+                    prefetch(&table[packed_slot(hashes[m], bits)])
                 else:
                     key1[m] = 0                 # a long chunk
                     hashes[m] = bytes_hash(s + i, j - i, end)
                     if w.cache.longer.slots != NULL:    # (the whole-token table: only on a miss there)
-                        bpe_prefetch(&w.cache.longer.slots[slot_of(hashes[m], w.cache.longer.bits)])
+                        prefetch(&w.cache.longer.slots[slot_of(hashes[m], w.cache.longer.bits)])
                 m += 1
                 i = j
             # At most one id per byte: with room for the batch's bytes and 4, the inline ids

@@ -123,7 +123,7 @@ def test_this_checkout_is_checked_and_fresh():
     assert _build.stale_extensions(_build.PACKAGE) == []
     encoder_pxds = {p.relative_to(ROOT).as_posix() for p in (ROOT / "bpe_fast").glob("_encode_*.pxd")}
     assert {"bpe_fast/_encode_hash.pxd", "bpe_fast/_encode_text.pxd"} <= encoder_pxds
-    assert {"bpe_fast/_split.pxd", "bpe_fast/_scan.pxd"} | encoder_pxds == {
+    assert {"bpe_fast/_split.pxd", "bpe_fast/_scan.pxd", "bpe_fast/_cpu.pxd"} | encoder_pxds == {
         p.relative_to(ROOT).as_posix() for p in _build.cimported_pxds(_build.PACKAGE / "_encode.pyx", _build.PACKAGE)}
 
 
