@@ -25,7 +25,8 @@ from .errors import (ArgumentError, ArgumentTypeError, BpeFastError, BpeFastWarn
 from .patterns import CL100K, GPT2, O200K
 from .registry import ENCODINGS, load
 from .tokenizer import Tokenizer
-from .trainer import TrainReport, count, count_from_iterator, train, train_from_iterator, train_from_table
+from .count_corpus import count, count_from_iterator
+from .trainer import TrainReport, train, train_from_iterator, train_from_table
 from .variants.picky import PickyTokenizer
 from . import boundless, picky  # noqa: F401  (bpe_fast.boundless and .picky, as before variants/ held them)
 from .wordtable import WordTable

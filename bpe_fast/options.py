@@ -15,7 +15,7 @@ from .arguments import INT64_MAX
 from .continued import base_special_tokens, check_base
 from .errors import ArgumentError, ArgumentTypeError
 from .patterns import DEFAULT_PATTERN
-from .pretokenize import check_normal_specials, normalization, special_token_list
+from .pretokenize import Splitter, check_normal_specials, normalization, special_token_list
 from .progress import ProgressOption
 from .progress import check as check_progress
 from .tokenizer import Tokenizer
@@ -94,6 +94,11 @@ class TrainOptions:
         if self.normalize is not ...:
             return self.normalize
         return self.base.normalize if isinstance(self.base, Tokenizer) else None
+
+    def splitter(self) -> Splitter:
+        """What a chunk is for these options, resolved once for the count: the pattern and
+        normalization (``resolved_*``), and every special token cut out of the text."""
+        return Splitter.of(self.resolved_pattern, self.cut_out, normalize=self.resolved_normalize)
 
     @property
     def cut_out(self) -> list[str]:

@@ -11,27 +11,26 @@ import time
 import warnings
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Union, overload
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from . import _kernel, arguments, continued, variants
+from . import _kernel, continued, variants
 from .arguments import INT64_MAX
 from .bytelevel import huggingface_byte_order
-from .counting import (DEFAULT_BATCH_CHARS, DEFAULT_BLOCK_SIZE, MAX_BLOCK_SIZE, CountConfig, count_tasks,
-                       default_workers, make_config)
-from .distributed import count_on_cluster
+from .count_corpus import Inputs, check_docs, count_docs, count_inputs
+from .counting import DEFAULT_BATCH_CHARS, DEFAULT_BLOCK_SIZE, CountOptions, default_workers
 from .errors import ArgumentError, ArgumentTypeError, EmptyCorpusError, VocabSizeWarning
-from .inputs import DocsTask, docs_tasks, sources, total_size
 from .patterns import name_of, resolve
+from .pretokenize import Splitter
 from .progress import Bar, ProgressOption, summary, with_alias
-from .progress import check as check_progress
-from .options import TrainOptions, _is_int
+from .options import TrainOptions
 from .tokenizer import Tokenizer
 from .variants import TableVariantOptions, VariantOptions
 from .variants._variant import CountText
 from .wordtable import WordTable
-# defined here before options.py and variants/ were, and imported from here still
+# defined here before count_corpus.py, options.py and variants/ were, and imported from here still
+from .count_corpus import count, count_from_iterator  # noqa: F401
 from .options import MAX_VOCAB_SIZE, TIE_BREAKS  # noqa: F401
 from .variants.superbpe import CountAhead as _CountAhead  # noqa: F401
 
@@ -40,8 +39,6 @@ if TYPE_CHECKING:       # for annotations only (types.EllipsisType is Python 3.1
 
     from typing_extensions import Unpack
 
-# What train() and count() read: a file, folder or "-", or several.
-Inputs = Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]]
 # Special tokens: a list (ids follow the learned ones, in order) or tiktoken's {token: id}.
 SpecialTokens = Union[Sequence[str], Mapping[str, int]]
 
@@ -95,114 +92,6 @@ def _ids_of_kernel(kernel_ids: np.ndarray) -> np.ndarray:
     inverse = np.full(int(kernel_ids.max(initial=-1)) + 1, -1, dtype=np.int32)
     inverse[kernel_ids[used]] = used
     return inverse
-
-
-def count(inputs: Inputs, *, pattern: str | None = "cl100k",
-          special_tokens: Sequence[str] = (), workers: int | None = None, progress: ProgressOption = "auto",
-          errors: str = "strict", lines: bool = False, field: str = "text", column: str = "text",
-          block_size: int = DEFAULT_BLOCK_SIZE, memory_budget: int | None = None, client=None,
-          normalize: str | None = None, show_progress: bool | None = None) -> WordTable:
-    """Count the chunks of every input into a word table: count once, then train as often as
-    you like with ``train_from_table``, or save it (``table.save``) and add it to others.
-
-    An input is a text file, "-" (standard input), a pipe, a compressed file (.gz .bz2 .xz
-    .zst), JSON lines (each record's ``field`` a document), Parquet (each value of ``column`` a
-    document) or a directory of such files (see inputs.py). The table is the same for any
-    ``workers``, ``block_size`` and ``memory_budget`` (bytes a worker's table may hold before it
-    writes it out to a temporary file; default 64 MiB, see counting.default_memory_budget). ``lines``
-    makes every line a document. ``client``, a dask.distributed Client, counts on its cluster.
-    ``normalize`` ("nfc" or "nfkc") puts the text in that Unicode normal form before special
-    tokens are found and it is split; the table records it, and a tokenizer trained from it
-    normalizes what it encodes the same way.
-    ``show_progress`` is a deprecated alias of ``progress`` (True: "bar", False: "none").
-    """
-    progress = with_alias(progress, show_progress)
-    config = make_config(pattern, special_tokens, errors, lines, memory_budget, normalize)
-    return _count(inputs, config, workers, progress, field, column, block_size, client)
-
-
-def _count(inputs: Inputs, config: CountConfig, workers: int | None, progress: ProgressOption, field: str,
-           column: str, block_size: int, client) -> WordTable:
-    """``count`` with its settings made (``make_config``): chunks, or BoundlessBPE's runs when
-    the config has units (boundless.py)."""
-    paths = arguments.paths(inputs, "inputs")
-    if not paths:
-        raise EmptyCorpusError("no input files given")
-    block_size = arguments.integer(block_size, "block_size", 1, MAX_BLOCK_SIZE)
-    for name, value in (("field", field), ("column", column)):
-        if not isinstance(value, str):
-            raise ArgumentTypeError(f"{name} must be a str (the name holding the text), got {value!r}")
-    workers = None if workers is None else arguments.workers(workers)
-    if client is not None and not callable(getattr(client, "map", None)):
-        raise ArgumentTypeError(f"client must be a dask.distributed Client, got {type(client).__name__}")
-    found = sources(paths, field, column)                   # every input checked before any is read
-    if client is not None:
-        return count_on_cluster(client, found, config, block_size)
-    cut = config.cut
-    tasks = (t for source in found for t in source.tasks(cut, block_size))
-    total = total_size(found)                               # streams have no size to show progress against
-    stage = "counting" if config.units is None else "runs"
-    start = time.perf_counter()
-    with Bar(check_progress(progress), stage, total, unit="B", unit_scale=True) as bar:
-        table = count_tasks(tasks, config, workers, bar.callback(), poll=bar.poll)
-    summary(stage, time.perf_counter() - start, progress, bytes=table.input_bytes,
-            **{"chunks" if config.units is None else "runs": table.total_chunks}, distinct=len(table))
-    return table
-
-
-def count_from_iterator(docs: Iterable, *, pattern: str | None = "cl100k",
-                        special_tokens: Sequence[str] = (), workers: int | None = None,
-                        progress: ProgressOption = "auto", errors: str = "strict", lines: bool = False,
-                        batch_chars: int = DEFAULT_BATCH_CHARS, memory_budget: int | None = None,
-                        field: str = "text", length: int | None = None, normalize: str | None = None,
-                        show_progress: bool | None = None) -> WordTable:
-    """Count the chunks of documents from an iterator into a word table. Each item is a document
-    (str or UTF-8 bytes), a batch of documents (a list: Hugging Face ``datasets`` batches), or a
-    record (a dict) whose ``field`` holds one or a batch. Items are consumed lazily and sent to
-    the workers in batches, so the iterator may be far larger than memory. ``length``, the
-    number of documents if known, makes the progress count documents against it (with an ETA).
-    ``normalize`` as in ``count``."""
-    _check_docs(docs, length)
-    progress = with_alias(progress, show_progress)
-    config = make_config(pattern, special_tokens, errors, lines, memory_budget, normalize)
-    return _count_iterator(docs, config, workers, progress, batch_chars, field, length)
-
-
-def _check_docs(docs, length) -> None:
-    if isinstance(docs, (str, bytes)):
-        raise ArgumentTypeError("docs must be an iterable of documents, not a single str/bytes "
-                                "(wrap it in a list: [text])")
-    if not isinstance(docs, Iterable):
-        raise ArgumentTypeError(f"docs must be an iterable of documents (str or bytes), got {type(docs).__name__}")
-    if length is not None and (not _is_int(length) or length < 0):
-        raise ArgumentError(f"length must be the number of documents (an integer >= 0), got {length!r}")
-
-
-def _count_iterator(docs: Iterable, config: CountConfig, workers: int | None, progress: ProgressOption,
-                    batch_chars: int, field: str, length: int | None) -> WordTable:
-    """``count_from_iterator`` with its settings made: chunks, or runs (as ``_count``)."""
-    batch_chars = arguments.integer(batch_chars, "batch_chars", 1)
-    workers = None if workers is None else arguments.workers(workers)
-    stage = "counting" if config.units is None else "runs"
-    start = time.perf_counter()
-    tasks = docs_tasks(docs, batch_chars, field)
-    unit = ("doc", False) if length is not None else ("char", True)
-    total = None if length is None else int(length)
-    with Bar(check_progress(progress), stage, total, unit=unit[0], unit_scale=unit[1]) as bar:
-        if length is None:
-            table = count_tasks(tasks, config, workers, bar.callback(), poll=bar.poll)
-        else:                       # documents sent, as bytes sent are for files
-            table = count_tasks(_counting_documents(tasks, bar.callback()), config, workers, poll=bar.poll)
-    summary(stage, time.perf_counter() - start, progress, characters=table.input_bytes,
-            **{"chunks" if config.units is None else "runs": table.total_chunks}, distinct=len(table))
-    return table
-
-
-def _counting_documents(tasks: Iterable[DocsTask], advance: Callable[[int], None] | None) -> Iterator[DocsTask]:
-    for task in tasks:
-        yield task
-        if advance is not None:
-            advance(task.count)
 
 
 # train_from_table, train and train_from_iterator give one tokenizer for one vocab_size, a list
@@ -362,8 +251,8 @@ def _counts_ahead(workers: int | None, client=None) -> bool:
 
 
 def _count_args(options: TrainOptions) -> tuple:
-    """What count_text takes to count the text for ``options``."""
-    return options.resolved_pattern, options.cut_out, options.resolved_normalize, None
+    """What count_text takes to count the text for ``options``: their Splitter (and no units)."""
+    return options.splitter(), None
 
 
 def _counted(count_text: CountText, options: TrainOptions, report: TrainReport) -> tuple[list, TrainOptions]:
@@ -453,15 +342,13 @@ def train(files: Inputs, vocab_size: int | Sequence[int], *,
                                    max_token_length=max_token_length, progress=progress, normalize=normalize,
                                    threads=workers, **given)
 
-    def count_files(pattern, specials: Sequence[str], normalize: str | None, units,
-                    progress: ProgressOption = progress) -> WordTable:
-        if units is not None:          # a variant's runs of units (variants/boundless.py)
-            config = make_config(pattern, specials, errors, lines, memory_budget, normalize, units)
-            return _count(files, config, workers, progress, field, column, block_size, client)
-        table = count(files, pattern=pattern, special_tokens=specials, workers=workers, progress=progress,
-                      errors=errors, lines=lines, field=field, column=column, block_size=block_size,
-                      memory_budget=memory_budget, client=client, normalize=normalize)
-        if len(table) == 0:
+    counting = CountOptions.for_files(errors=errors, lines=lines, memory_budget=memory_budget, workers=workers,
+                                      progress=progress, field=field, column=column, block_size=block_size,
+                                      client=client)
+
+    def count_files(splitter: Splitter, units, progress: ProgressOption = progress) -> WordTable:
+        table = count_inputs(files, counting.config(splitter, units), replace(counting, progress=progress))
+        if units is None and len(table) == 0:      # (a variant's runs of units may be none)
             names = [files] if isinstance(files, (str, os.PathLike)) else list(files)
             raise EmptyCorpusError(f"the corpus is empty: {', '.join(map(str, names))} hold no text")
         return table
@@ -514,17 +401,14 @@ def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int], *,
                                    max_token_length=max_token_length, progress=progress, normalize=normalize,
                                    threads=workers, **given)
 
-    def count_docs(pattern, specials: Sequence[str], normalize: str | None, units,
-                   progress: ProgressOption = progress) -> WordTable:
-        if units is not None:          # a variant's runs of units (variants/boundless.py)
-            _check_docs(docs, length)
-            config = make_config(pattern, specials, errors, lines, memory_budget, normalize, units)
-            return _count_iterator(docs, config, workers, progress, batch_chars, field, length)
-        return count_from_iterator(docs, pattern=pattern, special_tokens=specials, workers=workers,
-                                   progress=progress, errors=errors, lines=lines, batch_chars=batch_chars,
-                                   memory_budget=memory_budget, field=field, length=length, normalize=normalize)
+    check_docs(docs, length)
+    counting = CountOptions.for_docs(errors=errors, lines=lines, memory_budget=memory_budget, workers=workers,
+                                     progress=progress, field=field, batch_chars=batch_chars, length=length)
 
-    return _as_asked(_train(count_docs, options, "chars", _counts_ahead(workers)), options)
+    def count_iterated(splitter: Splitter, units, progress: ProgressOption = progress) -> WordTable:
+        return count_docs(docs, counting.config(splitter, units), replace(counting, progress=progress))
+
+    return _as_asked(_train(count_iterated, options, "chars", _counts_ahead(workers)), options)
 
 
 # The variants' keywords, as each variant's module tells them (variants/).

@@ -219,6 +219,15 @@ def test_the_variants_wing_sits_above_the_tokenizer_and_formats_and_only_the_pip
                      "bpe_fast.picky"}, users
 
 
+def test_counting_flows_one_way_into_training():
+    """The trainer imports the counting stage (count_corpus.py, counting.py); counting never
+    reaches back into the trainer or its options."""
+    graph = import_graph()
+    assert "bpe_fast.count_corpus" in graph["bpe_fast.trainer"]
+    for module in ("bpe_fast.count_corpus", "bpe_fast.counting"):
+        assert not reachable(graph, module) & {"bpe_fast.trainer", "bpe_fast.options"}, module
+
+
 def test_every_error_class_lives_in_errors_py():
     defined = {}
     for name, paths in modules().items():

@@ -11,8 +11,8 @@ if TYPE_CHECKING:
     from ..tokenizer import Tokenizer
     from ..wordtable import WordTable
 
-# (pattern, special tokens, normalization, BoundlessBPE's units or None, progress=) -> the
-# corpus's table: of chunks, or of runs of units; progress= defaults to the call's
+# (Splitter, a variant's units or None, progress=) -> the corpus's table: of chunks, or of runs
+# of units (variants/boundless.py); progress= defaults to the call's
 CountText = Callable[..., "WordTable"]
 
 

@@ -50,6 +50,7 @@ from ..counting import default_workers
 from ..errors import ArgumentError, BpeFastError, VocabSizeWarning
 from ..formats._common import expect_optional
 from ..patterns import BOUNDLESS_ELIGIBLE
+from ..pretokenize import Splitter
 from ..progress import Bar, ProgressOption, summary
 from ..tokenizer import Tokenizer
 from ..wordtable import WordTable
@@ -217,7 +218,8 @@ def train(plain: Pipeline, count_text: CountText, options: Any, input_unit: str)
     tok, counts = phase_one, np.empty(0, np.int64)
     if largest > at or auto:
         t0 = time.perf_counter()
-        runs = count_text(phase_one.pattern, options.cut_out, phase_one.normalize, units(phase_one, eligible))
+        splitter = Splitter.of(phase_one.pattern, options.cut_out, normalize=phase_one.normalize)
+        runs = count_text(splitter, units(phase_one, eligible))
         report.seconds["runs"] = time.perf_counter() - t0
         report.runs, report.unique_runs = runs.total_chunks, len(runs)
         wanted = largest - 256 - len(options.special_tokens) if auto else largest - at
