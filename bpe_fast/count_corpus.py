@@ -20,7 +20,6 @@ from .distributed import count_on_cluster
 from .errors import ArgumentError, ArgumentTypeError, EmptyCorpusError
 from .inputs import DocsTask, docs_tasks, sources, total_size
 from .progress import Bar, ProgressOption, summary, with_alias
-from .progress import check as check_progress
 from .wordtable import WordTable
 
 # What train() and count() read: a file, folder or "-", or several.
@@ -70,7 +69,7 @@ def count_inputs(inputs: Inputs, config: CountConfig, options: CountOptions) -> 
     total = total_size(found)                               # streams have no size to show progress against
     stage = "counting" if config.units is None else "runs"
     start, progress = time.perf_counter(), options.progress
-    with Bar(check_progress(progress), stage, total, unit="B", unit_scale=True) as bar:
+    with Bar(progress, stage, total, unit="B", unit_scale=True) as bar:
         table = count_tasks(tasks, config, options.workers, bar.callback(), poll=bar.poll)
     summary(stage, time.perf_counter() - start, progress, bytes=table.input_bytes,
             **{"chunks" if config.units is None else "runs": table.total_chunks}, distinct=len(table))
@@ -114,7 +113,7 @@ def count_docs(docs: Iterable, config: CountConfig, options: CountOptions) -> Wo
     tasks = docs_tasks(docs, options.batch_chars, options.field)
     unit = ("doc", False) if length is not None else ("char", True)
     total = None if length is None else int(length)
-    with Bar(check_progress(progress), stage, total, unit=unit[0], unit_scale=unit[1]) as bar:
+    with Bar(progress, stage, total, unit=unit[0], unit_scale=unit[1]) as bar:
         if length is None:
             table = count_tasks(tasks, config, workers, bar.callback(), poll=bar.poll)
         else:                       # documents sent, as bytes sent are for files

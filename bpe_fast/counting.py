@@ -45,6 +45,7 @@ from .inputs import DocsTask, decode_utf8
 from .patterns import match_batches
 from .pretokenize import NATIVE, REGEX, Splitter, char_classes
 from .progress import ProgressOption
+from .progress import check as check_progress
 from .wordtable import WordTable
 
 DEFAULT_BLOCK_SIZE = 1 << 20      # bytes of a file per task
@@ -338,8 +339,9 @@ class CountOptions:
 
     @classmethod
     def checked(cls, **settings) -> CountOptions:
-        """The settings every count has (errors, memory_budget, lines), checked."""
+        """The settings every count has (errors, memory_budget, lines, progress), checked."""
         options = cls(**settings)
+        check_progress(options.progress)
         errors, memory_budget = options.errors, options.memory_budget
         if not isinstance(errors, str) or errors not in ("strict", "replace"):
             raise ArgumentError(f"errors must be 'strict' or 'replace', got {errors!r}")

@@ -6,12 +6,13 @@ checked before any text is read; continued training (``base=``) is continued.py.
 table which one the options select, and hand it the pipeline (``PLAIN``)."""
 from __future__ import annotations
 
+import inspect
 import os
 import time
 import warnings
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any, Union, overload
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -19,7 +20,7 @@ from . import _kernel, continued, variants
 from .arguments import INT64_MAX
 from .bytelevel import huggingface_byte_order
 from .count_corpus import Inputs, check_docs, count_docs, count_inputs
-from .counting import DEFAULT_BATCH_CHARS, DEFAULT_BLOCK_SIZE, CountOptions, default_workers
+from .counting import CountOptions, default_workers
 from .errors import ArgumentError, ArgumentTypeError, EmptyCorpusError, VocabSizeWarning
 from .patterns import name_of, resolve
 from .pretokenize import Splitter
@@ -94,27 +95,89 @@ def _ids_of_kernel(kernel_ids: np.ndarray) -> np.ndarray:
     return inverse
 
 
+# The keywords of train, train_from_iterator and train_from_table, for type checkers: each is a
+# field of TrainOptions (options.py) or CountOptions (counting.py), where its default and its
+# checks are; the functions build those once, from these, and hand them down. (A variant's
+# keywords: variants.VariantOptions.) A new option is one field there and one line here.
+class TrainTableKeywords(TableVariantOptions, total=False):
+    pattern: str | None | EllipsisType          # default: the table's (another is refused)
+    special_tokens: SpecialTokens | EllipsisType    # default: the table's
+    min_frequency: int
+    progress: ProgressOption
+    report: TrainReport | None                  # filled in
+    tie_break: str
+    base: Tokenizer | None
+    max_token_length: int | None
+    show_progress: bool | None                  # deprecated alias of progress
+
+
+class _TextKeywords(VariantOptions, total=False):
+    pattern: str | None | EllipsisType
+    special_tokens: SpecialTokens
+    min_frequency: int
+    workers: int | None                         # the counting's processes and the kernel's threads
+    progress: ProgressOption
+    errors: str
+    tie_break: str
+    lines: bool
+    field: str
+    memory_budget: int | None
+    base: Tokenizer | None
+    max_token_length: int | None
+    normalize: str | None | EllipsisType
+    show_progress: bool | None                  # deprecated alias of progress
+
+
+class TrainKeywords(_TextKeywords, total=False):
+    block_size: int
+    column: str
+    client: Any
+
+
+class TrainIteratorKeywords(_TextKeywords, total=False):
+    batch_chars: int
+    length: int | None
+
+
+_TRAINING = {f.name for f in fields(TrainOptions)} - {"vocab_size", "special_ids", "threads", "progress"}
+_COUNTING = {f.name for f in fields(CountOptions)} - {"progress"}
+
+
+def _settings(function: str, keywords: Mapping[str, Any], known: type) -> tuple[dict, dict]:
+    """The keywords given to ``function`` (unknown ones a TypeError, as Python makes it), as the
+    settings of its TrainOptions and of its CountOptions (progress= and show_progress= aside:
+    ``with_alias`` takes them, called by the function itself, whose caller its warning names)."""
+    for name in keywords:
+        if name not in known.__annotations__:
+            raise TypeError(f"{function}() got an unexpected keyword argument {name!r}")
+    return ({k: v for k, v in keywords.items() if k in _TRAINING},
+            {k: v for k, v in keywords.items() if k in _COUNTING})
+
+
+def _signature(function: Callable, head: str, known: type, defaults: Mapping[str, Any]) -> None:
+    """``function``'s signature as help() and inspect show it: ``head``'s parameters, then the
+    keywords of ``known``, each with its default (the options' own)."""
+    params = [inspect.Parameter(name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=note)
+              for name, note in function.__annotations__.items() if name in head.split()]
+    option_defaults = {f.name: f.default for f in (*fields(TrainOptions), *fields(CountOptions))}
+    option_defaults.update(progress="auto", show_progress=None, workers=None, **defaults)
+    notes = {name: getattr(note, "__forward_arg__", note) for name, note in known.__annotations__.items()}
+    ordered = sorted(notes, key=lambda name: name in VariantOptions.__annotations__)     # the variants' last
+    params += [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=option_defaults.get(name),
+                                 annotation=notes[name]) for name in ordered]
+    function.__signature__ = inspect.Signature(params,            # type: ignore[attr-defined]
+                                               return_annotation=function.__annotations__.get("return"))
+
+
 # train_from_table, train and train_from_iterator give one tokenizer for one vocab_size, a list
 # for a list of sizes: their overloads tell type checkers which.
 @overload
-def train_from_table(table: WordTable, vocab_size: int, *, pattern: str | None | EllipsisType = ...,
-                     special_tokens: SpecialTokens | EllipsisType = ..., min_frequency: int = ...,
-                     progress: ProgressOption = ..., report: TrainReport | None = ..., tie_break: str = ...,
-                     base: Tokenizer | None = ..., max_token_length: int | None = ...,
-                     show_progress: bool | None = ..., **variant: Unpack[TableVariantOptions]) -> Tokenizer: ...
+def train_from_table(table: WordTable, vocab_size: int, **keywords: Unpack[TrainTableKeywords]) -> Tokenizer: ...
 @overload
-def train_from_table(table: WordTable, vocab_size: Sequence[int], *, pattern: str | None | EllipsisType = ...,
-                     special_tokens: SpecialTokens | EllipsisType = ..., min_frequency: int = ...,
-                     progress: ProgressOption = ..., report: TrainReport | None = ..., tie_break: str = ...,
-                     base: Tokenizer | None = ..., max_token_length: int | None = ...,
-                     show_progress: bool | None = ..., **variant: Unpack[TableVariantOptions]) -> list[Tokenizer]:
-    ...
-def train_from_table(table: WordTable, vocab_size: int | Sequence[int], *, pattern: str | None | EllipsisType = ...,
-                     special_tokens: SpecialTokens | EllipsisType = ..., min_frequency: int = 0,
-                     progress: ProgressOption = "auto", report: TrainReport | None = None, tie_break: str = "bytes",
-                     base: Tokenizer | None = None, max_token_length: int | None = None,
-                     show_progress: bool | None = None,
-                     **variant: Unpack[TableVariantOptions]) -> Tokenizer | list[Tokenizer]:
+def train_from_table(table: WordTable, vocab_size: Sequence[int],
+                     **keywords: Unpack[TrainTableKeywords]) -> list[Tokenizer]: ...
+def train_from_table(table: WordTable, vocab_size: int | Sequence[int],
+                     **keywords: Unpack[TrainTableKeywords]) -> Tokenizer | list[Tokenizer]:
     """Learn merges from a word table (the kernel stage alone): count once, train many times.
 
     The tokenizer splits text with the pattern the table was counted with (a different
@@ -127,6 +190,10 @@ def train_from_table(table: WordTable, vocab_size: int | Sequence[int], *, patte
     The kernel shares the merges that touch many words among one thread per CPU available; any
     number of threads learns the same merges. A variant's keyword (variants.TableVariantOptions)
     trains it, as in ``train``."""
+    settings, _ = _settings("train_from_table", keywords, TrainTableKeywords)
+    progress = with_alias(keywords.get("progress", "auto"), keywords.get("show_progress"))
+    report, pattern = keywords.get("report"), keywords.get("pattern", ...)
+    special_tokens = keywords.get("special_tokens", ...)
     if not isinstance(table, WordTable):
         raise ArgumentTypeError(f"train_from_table takes a WordTable (bpe_fast.count, WordTable.load), "
                                 f"not {type(table).__name__}")
@@ -136,11 +203,9 @@ def train_from_table(table: WordTable, vocab_size: int | Sequence[int], *, patte
         raise ArgumentError(f"pattern={pattern!r}: this word table was counted with {name_of(table.pattern)}, and a "
                             f"tokenizer must split text as its table did; count the text again with this pattern "
                             f"(bpe_fast.count(..., pattern=...)), or leave pattern= out")
-    options = TrainOptions.checked(
-        vocab_size, pattern=table.pattern, normalize=table.normalize,
-        special_tokens=table.special_tokens if special_tokens is ... else special_tokens,
-        min_frequency=min_frequency, tie_break=tie_break, base=base, max_token_length=max_token_length,
-        progress=with_alias(progress, show_progress), **variants.keywords("train_from_table", variant, table=True))
+    settings.update(pattern=table.pattern, normalize=table.normalize,
+                    special_tokens=table.special_tokens if special_tokens is ... else special_tokens)
+    options = TrainOptions.checked(vocab_size, progress=progress, **settings)
     return _as_asked(_learn_sizes([table], options, report or TrainReport()), options)
 
 
@@ -287,29 +352,11 @@ PLAIN = _Plain()
 
 
 @overload
-def train(files: Inputs, vocab_size: int, *, pattern: str | None | EllipsisType = ...,
-          special_tokens: SpecialTokens = ..., min_frequency: int = ..., workers: int | None = ...,
-          progress: ProgressOption = ..., errors: str = ..., block_size: int = ..., tie_break: str = ...,
-          lines: bool = ..., field: str = ..., column: str = ..., memory_budget: int | None = ..., client=...,
-          base: Tokenizer | None = ..., max_token_length: int | None = ...,
-          normalize: str | None | EllipsisType = ..., show_progress: bool | None = ...,
-          **variant: Unpack[VariantOptions]) -> Tokenizer: ...
+def train(files: Inputs, vocab_size: int, **keywords: Unpack[TrainKeywords]) -> Tokenizer: ...
 @overload
-def train(files: Inputs, vocab_size: Sequence[int], *, pattern: str | None | EllipsisType = ...,
-          special_tokens: SpecialTokens = ..., min_frequency: int = ..., workers: int | None = ...,
-          progress: ProgressOption = ..., errors: str = ..., block_size: int = ..., tie_break: str = ...,
-          lines: bool = ..., field: str = ..., column: str = ..., memory_budget: int | None = ..., client=...,
-          base: Tokenizer | None = ..., max_token_length: int | None = ...,
-          normalize: str | None | EllipsisType = ..., show_progress: bool | None = ...,
-          **variant: Unpack[VariantOptions]) -> list[Tokenizer]: ...
-def train(files: Inputs, vocab_size: int | Sequence[int], *,
-          pattern: str | None | EllipsisType = ..., special_tokens: SpecialTokens = (), min_frequency: int = 0,
-          workers: int | None = None, progress: ProgressOption = "auto", errors: str = "strict",
-          block_size: int = DEFAULT_BLOCK_SIZE, tie_break: str = "bytes", lines: bool = False,
-          field: str = "text", column: str = "text", memory_budget: int | None = None, client=None,
-          base: Tokenizer | None = None, max_token_length: int | None = None,
-          normalize: str | None | EllipsisType = ..., show_progress: bool | None = None,
-          **variant: Unpack[VariantOptions]) -> Tokenizer | list[Tokenizer]:
+def train(files: Inputs, vocab_size: Sequence[int], **keywords: Unpack[TrainKeywords]) -> list[Tokenizer]: ...
+def train(files: Inputs, vocab_size: int | Sequence[int],
+          **keywords: Unpack[TrainKeywords]) -> Tokenizer | list[Tokenizer]:
     """Train on files: ``count`` (any input: text, stdin, compressed, JSON lines, Parquet,
     directories; ``workers`` processes, default one per CPU), then ``train_from_table`` (whose
     kernel then runs on ``workers`` threads, at most one per CPU).
@@ -335,16 +382,11 @@ def train(files: Inputs, vocab_size: int | Sequence[int], *,
     The variants (bpe_fast/variants/) train with their keywords (variants.VariantOptions), below.
     ``show_progress`` is a deprecated alias of ``progress`` (True: "bar", False: "none").
     """
-    given = variants.keywords("train", variant)
-    progress = with_alias(progress, show_progress)
-    options = TrainOptions.checked(vocab_size, pattern=pattern, special_tokens=special_tokens,
-                                   min_frequency=min_frequency, tie_break=tie_break, base=base,
-                                   max_token_length=max_token_length, progress=progress, normalize=normalize,
-                                   threads=workers, **given)
-
-    counting = CountOptions.for_files(errors=errors, lines=lines, memory_budget=memory_budget, workers=workers,
-                                      progress=progress, field=field, column=column, block_size=block_size,
-                                      client=client)
+    settings, count_settings = _settings("train", keywords, TrainKeywords)
+    progress = with_alias(keywords.get("progress", "auto"), keywords.get("show_progress"))
+    workers = count_settings.get("workers")
+    options = TrainOptions.checked(vocab_size, progress=progress, threads=workers, **settings)
+    counting = CountOptions.for_files(progress=progress, **count_settings)
 
     def count_files(splitter: Splitter, units, progress: ProgressOption = progress) -> WordTable:
         table = count_inputs(files, counting.config(splitter, units), replace(counting, progress=progress))
@@ -353,36 +395,17 @@ def train(files: Inputs, vocab_size: int | Sequence[int], *,
             raise EmptyCorpusError(f"the corpus is empty: {', '.join(map(str, names))} hold no text")
         return table
 
-    return _as_asked(_train(count_files, options, "bytes", _counts_ahead(workers, client)), options)
+    return _as_asked(_train(count_files, options, "bytes", _counts_ahead(workers, counting.client)), options)
 
 
 @overload
-def train_from_iterator(docs: Iterable, vocab_size: int, *, pattern: str | None | EllipsisType = ...,
-                        special_tokens: SpecialTokens = ..., min_frequency: int = ..., workers: int | None = ...,
-                        progress: ProgressOption = ..., errors: str = ..., batch_chars: int = ...,
-                        tie_break: str = ..., lines: bool = ..., memory_budget: int | None = ...,
-                        base: Tokenizer | None = ..., max_token_length: int | None = ...,
-                        field: str = ..., length: int | None = ..., normalize: str | None | EllipsisType = ...,
-                        show_progress: bool | None = ..., **variant: Unpack[VariantOptions]) -> Tokenizer: ...
+def train_from_iterator(docs: Iterable, vocab_size: int, **keywords: Unpack[TrainIteratorKeywords]) -> Tokenizer:
+    ...
 @overload
-def train_from_iterator(docs: Iterable, vocab_size: Sequence[int], *,
-                        pattern: str | None | EllipsisType = ..., special_tokens: SpecialTokens = ...,
-                        min_frequency: int = ..., workers: int | None = ..., progress: ProgressOption = ...,
-                        errors: str = ..., batch_chars: int = ..., tie_break: str = ..., lines: bool = ...,
-                        memory_budget: int | None = ..., base: Tokenizer | None = ...,
-                        max_token_length: int | None = ..., field: str = ..., length: int | None = ...,
-                        normalize: str | None | EllipsisType = ..., show_progress: bool | None = ...,
-                        **variant: Unpack[VariantOptions]) -> list[Tokenizer]: ...
-def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int], *,
-                        pattern: str | None | EllipsisType = ..., special_tokens: SpecialTokens = (),
-                        min_frequency: int = 0,
-                        workers: int | None = None, progress: ProgressOption = "auto",
-                        errors: str = "strict", batch_chars: int = DEFAULT_BATCH_CHARS,
-                        tie_break: str = "bytes", lines: bool = False, memory_budget: int | None = None,
-                        base: Tokenizer | None = None, max_token_length: int | None = None,
-                        field: str = "text", length: int | None = None,
-                        normalize: str | None | EllipsisType = ..., show_progress: bool | None = None,
-                        **variant: Unpack[VariantOptions]) -> Tokenizer | list[Tokenizer]:
+def train_from_iterator(docs: Iterable, vocab_size: Sequence[int],
+                        **keywords: Unpack[TrainIteratorKeywords]) -> list[Tokenizer]: ...
+def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int],
+                        **keywords: Unpack[TrainIteratorKeywords]) -> Tokenizer | list[Tokenizer]:
     """Train on documents from an iterator: each item is a document (str or bytes), a batch of
     them (a list, as Hugging Face ``datasets`` batches come), or a record (a dict) whose
     ``field`` holds one or a batch; ``length``, the number of documents if known, gives the
@@ -393,17 +416,13 @@ def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int], *,
     ``normalize`` and the variants' keywords as in ``train`` (a variant that reads the documents
     twice needs a list). ``show_progress`` is a deprecated alias of ``progress``.
     """
-    given = variants.keywords("train_from_iterator", variant)
-    progress = with_alias(progress, show_progress)
-    variants.check_docs_read_twice(docs, given)
-    options = TrainOptions.checked(vocab_size, pattern=pattern, special_tokens=special_tokens,
-                                   min_frequency=min_frequency, tie_break=tie_break, base=base,
-                                   max_token_length=max_token_length, progress=progress, normalize=normalize,
-                                   threads=workers, **given)
-
-    check_docs(docs, length)
-    counting = CountOptions.for_docs(errors=errors, lines=lines, memory_budget=memory_budget, workers=workers,
-                                     progress=progress, field=field, batch_chars=batch_chars, length=length)
+    settings, count_settings = _settings("train_from_iterator", keywords, TrainIteratorKeywords)
+    progress = with_alias(keywords.get("progress", "auto"), keywords.get("show_progress"))
+    variants.check_docs_read_twice(docs, settings)
+    workers = count_settings.get("workers")
+    options = TrainOptions.checked(vocab_size, progress=progress, threads=workers, **settings)
+    check_docs(docs, count_settings.get("length"))
+    counting = CountOptions.for_docs(progress=progress, **count_settings)
 
     def count_iterated(splitter: Splitter, units, progress: ProgressOption = progress) -> WordTable:
         return count_docs(docs, counting.config(splitter, units), replace(counting, progress=progress))
@@ -413,3 +432,6 @@ def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int], *,
 
 # The variants' keywords, as each variant's module tells them (variants/).
 train.__doc__ = (train.__doc__ or "").rstrip() + "\n" + variants.keywords_help()
+_signature(train, "files vocab_size", TrainKeywords, {})
+_signature(train_from_iterator, "docs vocab_size", TrainIteratorKeywords, {})
+_signature(train_from_table, "table vocab_size", TrainTableKeywords, {"pattern": ..., "special_tokens": ...})

@@ -49,16 +49,6 @@ class TableVariantOptions(TypedDict, total=False):
     picky: float | None
 
 
-def keywords(function: str, given: Mapping[str, Any], table: bool = False) -> dict[str, Any]:
-    """The variants' keywords given to ``function``, as Python checks keywords: an unknown one is
-    a TypeError."""
-    known = (TableVariantOptions if table else VariantOptions).__annotations__
-    for name in given:
-        if name not in known:
-            raise TypeError(f"{function}() got an unexpected keyword argument {name!r}")
-    return dict(given)
-
-
 def check_docs_read_twice(docs: Any, given: Mapping[str, Any]) -> None:
     """The variants that read the text twice (superword_at=: once per stage) cannot train from an
     iterator, which can be read once: refused before anything is read."""

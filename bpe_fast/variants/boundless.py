@@ -203,41 +203,6 @@ def interleaved(full: Tokenizer, merge_counts: np.ndarray, supermerge_counts: np
                      boundless_eligible=full.boundless_eligible)
 
 
-def train(plain: Pipeline, count_text: CountText, options: Any, input_unit: str) -> list[Tokenizer]:
-    """Phase 1 is the plain pipeline to ``superword_at``; then the text is read again to count
-    the runs of its units, and the kernel learns the supermerges from them, up to the largest
-    size; each size is that tokenizer cut (supermerges are a prefix too).
-    ``superword_at="auto"``: phase 1 to the largest size, as many supermerges as tokens, then
-    each size takes its prefix of the two interleaved by count (``interleaved``)."""
-    auto, largest = options.superword_at == "auto", max(options.sizes)
-    at = largest if auto else int(options.superword_at)
-    phase = replace(options, vocab_size=at, superword_at=None, superword="superbpe", boundless_eligible=None)
-    [phase_one] = plain.train(count_text, phase, input_unit)
-    report = phase_one.training_report
-    eligible = options.boundless_eligible or eligibility(None)
-    tok, counts = phase_one, np.empty(0, np.int64)
-    if largest > at or auto:
-        t0 = time.perf_counter()
-        splitter = Splitter.of(phase_one.pattern, options.cut_out, normalize=phase_one.normalize)
-        runs = count_text(splitter, units(phase_one, eligible))
-        report.seconds["runs"] = time.perf_counter() - t0
-        report.runs, report.unique_runs = runs.total_chunks, len(runs)
-        wanted = largest - 256 - len(options.special_tokens) if auto else largest - at
-        tok, counts = learn(phase_one, runs, wanted, eligible, min_frequency=options.min_frequency,
-                            max_token_length=options.max_token_length, threads=options.threads,
-                            progress=options.progress, seconds=report.seconds, warn=not auto)
-        report.supermerges = len(tok.supermerges)
-        report.vocab_size = tok.vocab_size
-        tok.training_report = report
-    if auto:
-        toks = [interleaved(tok, report.merge_counts, counts, v) for v in options.sizes]
-        for t in toks:
-            t.training_report = replace(report, supermerges=len(t.supermerges), merges=len(t.merges),
-                                        vocab_size=t.vocab_size)
-        return toks
-    return [tok if v == largest else tok.truncated(v) for v in options.sizes]
-
-
 class BoundlessBPE(Variant):
     name = "boundless"
     title = "BoundlessBPE"
@@ -273,7 +238,38 @@ class BoundlessBPE(Variant):
 
     def train(self, plain: Pipeline, count_text: CountText, options: Any, input_unit: str,
               ahead: bool) -> list[Tokenizer]:
-        return train(plain, count_text, options, input_unit)
+        """Phase 1 is the plain pipeline to ``superword_at``; then the text is read again to count
+        the runs of its units, and the kernel learns the supermerges from them, up to the largest
+        size; each size is that tokenizer cut (supermerges are a prefix too).
+        ``superword_at="auto"``: phase 1 to the largest size, as many supermerges as tokens, then
+        each size takes its prefix of the two interleaved by count (``interleaved``)."""
+        auto, largest = options.superword_at == "auto", max(options.sizes)
+        at = largest if auto else int(options.superword_at)
+        phase = replace(options, vocab_size=at, superword_at=None, superword="superbpe", boundless_eligible=None)
+        [phase_one] = plain.train(count_text, phase, input_unit)
+        report = phase_one.training_report
+        eligible = options.boundless_eligible or eligibility(None)
+        tok, counts = phase_one, np.empty(0, np.int64)
+        if largest > at or auto:
+            t0 = time.perf_counter()
+            splitter = Splitter.of(phase_one.pattern, options.cut_out, normalize=phase_one.normalize)
+            runs = count_text(splitter, units(phase_one, eligible))
+            report.seconds["runs"] = time.perf_counter() - t0
+            report.runs, report.unique_runs = runs.total_chunks, len(runs)
+            wanted = largest - 256 - len(options.special_tokens) if auto else largest - at
+            tok, counts = learn(phase_one, runs, wanted, eligible, min_frequency=options.min_frequency,
+                                max_token_length=options.max_token_length, threads=options.threads,
+                                progress=options.progress, seconds=report.seconds, warn=not auto)
+            report.supermerges = len(tok.supermerges)
+            report.vocab_size = tok.vocab_size
+            tok.training_report = report
+        if auto:
+            toks = [interleaved(tok, report.merge_counts, counts, v) for v in options.sizes]
+            for t in toks:
+                t.training_report = replace(report, supermerges=len(t.supermerges), merges=len(t.merges),
+                                            vocab_size=t.vocab_size)
+            return toks
+        return [tok if v == largest else tok.truncated(v) for v in options.sizes]
 
     def owns(self, tok: Any) -> bool:
         return bool(len(tok.supermerges))

@@ -276,44 +276,6 @@ class PickyTokenizer(Tokenizer):
                 f"{normalize})")
 
 
-def learn(plain: Pipeline, table: WordTable, vocab_size: int, tau: float, options: Any, report: Any) -> PickyTokenizer:
-    """The kernel stage with ``picky=tau``: Picky BPE's events (_picky.train_picky, single-threaded) until
-    256 + the learned tokens present + the special tokens make ``vocab_size``: removed tokens
-    make room for more merges. Ties break as ``tie_break`` says, by the bytes' ids as the
-    kernel numbers them; learned tokens' event ids are the same either way."""
-    specials = dict(options.special_ids) if options.special_ids is not None else list(options.special_tokens)
-    n_learned = vocab_size - 256 - len(options.special_tokens)
-    kernel_ids = plain.kernel_ids(options.tie_break, None)
-    symbols = table.symbols if kernel_ids is None else kernel_ids.astype(np.uint8)[table.symbols]
-    report.unique_chunks, report.total_chunks, report.table_symbols = len(table), table.total_chunks, table.n_symbols
-    plain.check_pair_counts(table)
-    t0 = time.perf_counter()
-    stats: dict = {}
-    with Bar(options.progress, "merging", n_learned, unit="token", decaying=True) as bar:
-        events = _picky.train_picky(symbols, table.offsets, table.counts, n_learned, tau,
-                                    max(1, options.min_frequency), options.max_token_length or 0,
-                                    bar.callback(reach=True), stats=stats)
-    if kernel_ids is not None:       # back from the kernel's byte ids to the bytes (-1 and learned ids stay)
-        byte_of = np.argsort(kernel_ids).astype(np.int32)
-        events = np.where((events >= 0) & (events < 256), byte_of[np.clip(events, 0, 255)], events).astype(np.int32)
-    report.seconds["merging"] = time.perf_counter() - t0
-    summary("merging", report.seconds["merging"], options.progress, merges=int(np.sum(events[:, 1] != REMOVED)),
-            removed=int(stats["removals"]))
-    tok = PickyTokenizer(events, options.resolved_pattern, specials, normalize=options.resolved_normalize,
-                         picky=tau)
-    report.merges, report.removals = len(tok.merges), tok.removals
-    report.merges_requested, report.vocab_size = n_learned, tok.vocab_size
-    if tok.n_base - 256 < n_learned:
-        why = (f"no pair occurs {max(1, options.min_frequency)} or more times" if options.min_frequency > 1
-               else "every chunk is a single token")
-        if stats["steps"] >= 4 * n_learned + 1024:
-            why = f"{stats['steps']:,} merge steps, the bound, with removals undoing merges"
-        warnings.warn(f"stopped with {tok.n_base - 256} of {n_learned} learned tokens present ({why}): vocab size "
-                      f"{tok.vocab_size} instead of {vocab_size}", VocabSizeWarning, stacklevel=5)
-    tok.training_report = report
-    return tok
-
-
 def _read_tau(data: dict, where: str) -> float | None:
     tau = data.get("picky")
     if tau is not None and (isinstance(tau, bool) or not isinstance(tau, (int, float)) or not 0 < tau <= 1):
@@ -345,7 +307,43 @@ class PickyBPE(Variant):
 
     def learn(self, plain: Pipeline, table: WordTable, vocab_size: int, options: Any,
               report: Any) -> PickyTokenizer:
-        return learn(plain, table, vocab_size, options.picky, options, report)
+        """The kernel stage with ``picky=tau``: Picky BPE's events (_picky.train_picky,
+        single-threaded) until 256 + the learned tokens present + the special tokens make ``vocab_size``: removed tokens
+        make room for more merges. Ties break as ``tie_break`` says, by the bytes' ids as the
+        kernel numbers them; learned tokens' event ids are the same either way."""
+        tau = options.picky
+        specials = dict(options.special_ids) if options.special_ids is not None else list(options.special_tokens)
+        n_learned = vocab_size - 256 - len(options.special_tokens)
+        kernel_ids = plain.kernel_ids(options.tie_break, None)
+        symbols = table.symbols if kernel_ids is None else kernel_ids.astype(np.uint8)[table.symbols]
+        report.unique_chunks, report.total_chunks = len(table), table.total_chunks
+        report.table_symbols = table.n_symbols
+        plain.check_pair_counts(table)
+        t0 = time.perf_counter()
+        stats: dict = {}
+        with Bar(options.progress, "merging", n_learned, unit="token", decaying=True) as bar:
+            events = _picky.train_picky(symbols, table.offsets, table.counts, n_learned, tau,
+                                        max(1, options.min_frequency), options.max_token_length or 0,
+                                        bar.callback(reach=True), stats=stats)
+        if kernel_ids is not None:       # back from the kernel's byte ids to the bytes (-1 and learned ids stay)
+            byte_of = np.argsort(kernel_ids).astype(np.int32)
+            events = np.where((events >= 0) & (events < 256), byte_of[np.clip(events, 0, 255)], events).astype(np.int32)
+        report.seconds["merging"] = time.perf_counter() - t0
+        summary("merging", report.seconds["merging"], options.progress, merges=int(np.sum(events[:, 1] != REMOVED)),
+                removed=int(stats["removals"]))
+        tok = PickyTokenizer(events, options.resolved_pattern, specials, normalize=options.resolved_normalize,
+                             picky=tau)
+        report.merges, report.removals = len(tok.merges), tok.removals
+        report.merges_requested, report.vocab_size = n_learned, tok.vocab_size
+        if tok.n_base - 256 < n_learned:
+            why = (f"no pair occurs {max(1, options.min_frequency)} or more times" if options.min_frequency > 1
+                   else "every chunk is a single token")
+            if stats["steps"] >= 4 * n_learned + 1024:
+                why = f"{stats['steps']:,} merge steps, the bound, with removals undoing merges"
+            warnings.warn(f"stopped with {tok.n_base - 256} of {n_learned} learned tokens present ({why}): vocab size "
+                          f"{tok.vocab_size} instead of {vocab_size}", VocabSizeWarning, stacklevel=5)
+        tok.training_report = report
+        return tok
 
     def owns(self, tok: Any) -> bool:
         return isinstance(tok, PickyTokenizer)
