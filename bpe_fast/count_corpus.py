@@ -1,10 +1,10 @@
 """Counting a corpus, the stage's entry points: ``count`` (files, folders, stdin, on worker
-processes or a Dask cluster) and ``count_from_iterator`` (documents from an iterator) check
-their arguments, make the count's settings once (``counting.make_config``: the Splitter and the
-rest), build the tasks (inputs.py) and hand them to counting.py, which counts them into a word
-table. ``count_inputs`` and ``count_docs`` take settings already made: the trainer's way in
-(it counts with the options it resolved). Nothing here knows of training: trainer.py imports
-this module, never the reverse."""
+processes or a Dask cluster) and ``count_from_iterator`` (documents from an iterator) build
+their settings once (counting.CountOptions, checked there) and the Splitter (what a chunk is),
+and hand them to ``count_inputs`` / ``count_docs``, which build the tasks (inputs.py) and have
+counting.py count them into a word table. The trainer comes in at those two, with the options
+and the Splitter it resolved itself. Nothing here knows of training: trainer.py imports this
+module, never the reverse."""
 from __future__ import annotations
 
 import os

@@ -1,7 +1,8 @@
-"""The pipeline: ``count`` (inputs -> word table), ``train_from_table`` (word table -> kernel ->
-Tokenizer), and ``train``/``train_from_iterator``, which do both through one path (``_train``):
-they differ only in how the text is counted. ``TrainOptions`` holds every other setting,
-checked before any text is read; continued training (``base=``) is continued.py. The variants
+"""The plain pipeline: ``train_from_table`` (word table -> kernel -> Tokenizer), and
+``train``/``train_from_iterator``, which count the text (count_corpus.py, the counting stage)
+and learn from it through one path (``_train``): they differ only in how the text is counted.
+Each builds its options once, TrainOptions (options.py) and CountOptions (counting.py), from
+its keywords, and hands them down; continued training (``base=``) is continued.py. The variants
 (bpe_fast/variants/) are stages over this plain pipeline: ``_train`` and ``_learn`` ask their
 table which one the options select, and hand it the pipeline (``PLAIN``)."""
 from __future__ import annotations
@@ -24,8 +25,8 @@ from .counting import CountOptions, default_workers
 from .errors import ArgumentError, ArgumentTypeError, EmptyCorpusError, VocabSizeWarning
 from .patterns import name_of, resolve
 from .pretokenize import Splitter
-from .progress import Bar, ProgressOption, summary, with_alias
 from .options import TrainOptions
+from .progress import Bar, ProgressOption, summary, with_alias
 from .tokenizer import Tokenizer
 from .variants import TableVariantOptions, VariantOptions
 from .variants._variant import CountText
@@ -191,7 +192,6 @@ def train_from_table(table: WordTable, vocab_size: int | Sequence[int],
     number of threads learns the same merges. A variant's keyword (variants.TableVariantOptions)
     trains it, as in ``train``."""
     settings, _ = _settings("train_from_table", keywords, TrainTableKeywords)
-    progress = with_alias(keywords.get("progress", "auto"), keywords.get("show_progress"))
     report, pattern = keywords.get("report"), keywords.get("pattern", ...)
     special_tokens = keywords.get("special_tokens", ...)
     if not isinstance(table, WordTable):
@@ -205,6 +205,7 @@ def train_from_table(table: WordTable, vocab_size: int | Sequence[int],
                             f"(bpe_fast.count(..., pattern=...)), or leave pattern= out")
     settings.update(pattern=table.pattern, normalize=table.normalize,
                     special_tokens=table.special_tokens if special_tokens is ... else special_tokens)
+    progress = with_alias(keywords.get("progress", "auto"), keywords.get("show_progress"))
     options = TrainOptions.checked(vocab_size, progress=progress, **settings)
     return _as_asked(_learn_sizes([table], options, report or TrainReport()), options)
 

@@ -40,7 +40,7 @@ def _variant_of_version(version):
 
 def _rows(variant) -> str:
     """The field of the rows: the merges, or what a variant holds in their place."""
-    return "merges" if variant is None else getattr(variant, "rows", "merges")
+    return "merges" if variant is None else variant.rows
 
 
 def bpe_fast_dict(tok) -> dict:

@@ -9,13 +9,14 @@ a variant is what it does differently, and nothing else:
   phase 1, then the runs counted again and supermerged); ``learn`` replaces the kernel stage
   alone (Picky BPE), so that it serves ``train_from_table`` too. A variant trained from one
   corpus per language (the parity-aware variant of the research issue) would be one more module
-  here: its option holds the corpora, and its ``train`` counts each with ``Pipeline.count_inputs``
-  before learning from them;
+  here and one more row below: its keyword (a VariantOptions field) holds the corpora, by
+  language, and its ``train`` counts each (count_corpus.py, with the Splitter the options
+  resolve: ``plain.count_args``) before it learns from the tables with the plain stages;
 * how its tokenizers encode (its Tokenizer subclass, or the tokenizer's second level) and which
   of them are its own (``owns``);
 * what each format can hold of them (``held_by``: the formats whose files hold them; ``refusal``:
   why the others cannot), and what bpe_fast's JSON writes for them (``json_version``,
-  ``json_fields``, ``from_json``).
+  ``json_fields``, ``from_json``, ``rows``).
 
 The layers below the table (tokenizer.py, formats/) cannot import it (the variants import
 them); they reach the variants through ``formats.variant_parts``, which this package fills in
@@ -31,17 +32,18 @@ from ..formats import variant_parts
 from . import boundless, picky, superbpe
 from ._variant import Pipeline, Variant
 
-__all__ = ["VARIANTS", "SUPERWORDS", "VariantOptions", "Pipeline", "Variant", "by_name", "selected", "check",
-           "of_tokenizer"]
+__all__ = ["VARIANTS", "SUPERWORDS", "VariantOptions", "TableVariantOptions", "Pipeline", "Variant", "by_name",
+           "selected", "check", "check_docs_read_twice", "keywords_help"]
+
 
 class VariantOptions(TypedDict, total=False):
     """The variants' keywords of ``train`` and ``train_from_iterator`` (``train_from_table``:
     ``picky`` alone), each a field of TrainOptions; their defaults are TrainOptions'."""
-    superword_at: int | str | None     # superbpe, boundless: stage one's vocab size, or "auto" (boundless)
-    superword_pattern: str | None     # superbpe: stage two's pattern
-    superword: str                          # which variant superword_at trains: SUPERWORDS
-    boundless_eligible: str | None    # boundless: the eligibility regex (None: patterns.BOUNDLESS_ELIGIBLE)
-    picky: float | None               # picky: the threshold tau (None: plain BPE)
+    superword_at: int | str | None      # superbpe, boundless: stage one's vocab size, or "auto" (boundless)
+    superword_pattern: str | None       # superbpe: stage two's pattern
+    superword: str                      # which variant superword_at trains: SUPERWORDS
+    boundless_eligible: str | None      # boundless: the eligibility regex (None: patterns.BOUNDLESS_ELIGIBLE)
+    picky: float | None                 # picky: the threshold tau (None: plain BPE)
 
 
 class TableVariantOptions(TypedDict, total=False):
@@ -81,14 +83,9 @@ def check(options: Any) -> None:
         variant.check(options)
 
 
-def of_tokenizer(tok: Any) -> Variant | None:
-    """The variant whose tokenizer ``tok`` is (None: a plain one)."""
-    return next((v for v in VARIANTS if v.owns(tok)), None)
-
-
 def keywords_help() -> str:
     """The variants' keywords, as train's docstring tells them."""
-    return "".join(v.keywords_help for v in VARIANTS)
+    return "".join(v.keywords_help for v in (superbpe.VARIANT, boundless.VARIANT, picky.VARIANT))
 
 
 variant_parts.update({v.name: v for v in VARIANTS})

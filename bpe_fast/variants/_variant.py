@@ -50,6 +50,7 @@ class Variant:
     keywords_help = ""              # its keywords, as train's docstring tells them
     held_by: tuple[str, ...] = ()   # the formats (formats.names()) whose files hold its tokenizers
     json_version: int | None = None     # the bpe_fast JSON version its tokenizers write (None: plain)
+    rows = "merges"                 # the field of bpe_fast's JSON its rows are in (Picky BPE: "events")
 
     # -- options ------------------------------------------------------------------------------
     def selects(self, options: Any) -> bool:
