@@ -7,7 +7,8 @@
 Stages, one module each: patterns, pretokenize (the Splitter: what a chunk is) -> inputs ->
 counting -> wordtable -> _kernel (Cython; reference.py is the plain-Python oracle) -> tokenizer
 (formats/ reads and writes its files, one module per format; registry.py names the encodings)
--> cli; trainer.py runs the stages in order (continued.py: training on from a base). errors.py,
+-> cli; trainer.py runs the stages in order (continued.py: training on from a base; variants/:
+SuperBPE, BoundlessBPE and Picky BPE, one module each, over the plain stages). errors.py,
 arguments.py (the API's argument checks), paths.py and bytelevel.py are leaves any module may use.
 There is no import cycle
 (``python tests/test_architecture.py`` prints the graph). The workshop (``bpe_fast.workshop``:
@@ -23,8 +24,11 @@ from .errors import (ArgumentError, ArgumentTypeError, BpeFastError, BpeFastWarn
                      TokenizerFileError, VocabSizeWarning, VocabularyError, VocabularyNotFoundError, WorkerError)
 from .patterns import CL100K, GPT2, O200K
 from .registry import ENCODINGS, load
-from .tokenizer import PickyTokenizer, Tokenizer
-from .trainer import TrainReport, count, count_from_iterator, train, train_from_iterator, train_from_table
+from .tokenizer import Tokenizer
+from .count_corpus import count, count_from_iterator
+from .trainer import TrainReport, train, train_from_iterator, train_from_table
+from .variants.picky import PickyTokenizer
+from . import boundless, picky  # noqa: F401  (bpe_fast.boundless and .picky, as before variants/ held them)
 from .wordtable import WordTable
 
 

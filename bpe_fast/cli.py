@@ -15,7 +15,7 @@ import time
 import warnings
 from pathlib import Path
 
-from . import formats
+from . import formats, variants
 from .arguments import INT64_MAX, MAX_WORKERS
 from .cli_tools import add_tool_parsers
 from .continued import base_special_tokens
@@ -31,8 +31,9 @@ from .pretokenize import NORMALIZATIONS
 from .tokenizer import Tokenizer
 from .counting import MAX_BLOCK_SIZE
 from .progress import MODES, mode_of
-from .trainer import (MAX_VOCAB_SIZE, SUPERWORDS, TIE_BREAKS, TrainOptions, TrainReport, count, train,
+from .trainer import (MAX_VOCAB_SIZE, TIE_BREAKS, TrainOptions, TrainReport, count, train,
                       train_from_table)
+from .variants import SUPERWORDS
 from .wordtable import WordTable
 
 DEMO_VOCAB_SIZE = 4096
@@ -427,8 +428,9 @@ def check_result_writable(args, fmt: str, base, pattern, specials, normalize: st
     Picky BPE's events (--picky) and BoundlessBPE's supermerges (--superword boundless)."""
     boundless = args.superword == "boundless"
     final = resolve(args.superword_pattern) if args.superword_at is not None and not boundless else pattern
-    formats.check_writable(fmt, final, [*specials, *base_special_tokens(base, specials)], normalize,
-                           picky=args.picky is not None, boundless=boundless)
+    variant = (variants.by_name("boundless") if boundless else variants.by_name("picky") if args.picky is not None
+               else None)
+    formats.check_writable(fmt, final, [*specials, *base_special_tokens(base, specials)], normalize, variant)
     why = _why_other_ids(base, specials, args.superword_at is not None)
     if why and formats.by_name(fmt).needs_default_ids:
         raise ArgumentError(f"-o {args.output}: {formats.by_name(fmt).title} numbers bytes 0..255 and merge m as "
@@ -583,8 +585,7 @@ def cmd_convert(args) -> int:
         tok = Tokenizer.from_vocabulary(_read_with_pattern(args.input, args.pattern))
     else:
         tok = load(args.input, args.vocabs)
-    formats.check_writable(fmt, tok.pattern, list(tok.special_tokens), tok.normalize, picky=tok.events is not None,
-                           boundless=tok.is_boundless)
+    formats.check_writable(fmt, tok.pattern, list(tok.special_tokens), tok.normalize, tok.variant)
     written = write_tokenizer(tok, args.output, fmt)
     out = sys.stderr if args.output == STDOUT else sys.stdout      # standard output holds the tokenizer
     specials = f", {len(tok.special_tokens)} special" if tok.special_tokens else ""

@@ -31,8 +31,8 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, replace
-from typing import Callable
-from collections.abc import Iterable, Iterator
+from typing import Any, Callable
+from collections.abc import Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -40,10 +40,12 @@ from . import arguments
 from ._runs import RunScanner
 from ._table import ChunkTable
 from .arguments import INT64_MAX
-from .errors import TERMINATING, ArgumentError, InputError, WorkerError, terminating_raises
+from .errors import TERMINATING, ArgumentError, ArgumentTypeError, InputError, WorkerError, terminating_raises
 from .inputs import DocsTask, decode_utf8
 from .patterns import match_batches
 from .pretokenize import NATIVE, REGEX, Splitter, char_classes
+from .progress import ProgressOption
+from .progress import check as check_progress
 from .wordtable import WordTable
 
 DEFAULT_BLOCK_SIZE = 1 << 20      # bytes of a file per task
@@ -295,18 +297,77 @@ def merge_parts(paths: list[str], config: CountConfig, input_size: int) -> WordT
 # Running: in this process, or spread over worker processes
 
 
+@dataclass(frozen=True)
+class CountOptions:
+    """Every setting of a count but its input and its Splitter (what a chunk is), checked once
+    (``for_files``, ``for_docs``) by the function the user called, and handed down: one new
+    setting is one field. ``config`` makes the count's CountConfig with a Splitter resolved
+    above (by ``count``, or by the trainer from its options)."""
+    errors: str = "strict"
+    lines: bool = False
+    memory_budget: int | None = None
+    workers: int | None = None
+    progress: ProgressOption = "auto"
+    field: str = "text"
+    column: str = "text"                        # files: Parquet's column
+    block_size: int = DEFAULT_BLOCK_SIZE        # files: the blocks workers take
+    client: Any = None                          # files: a dask.distributed Client
+    batch_chars: int = DEFAULT_BATCH_CHARS      # documents: the batches workers take
+    length: int | None = None                   # documents: how many, if known
+
+    @classmethod
+    def for_files(cls, **settings) -> CountOptions:
+        """The settings of ``count``, checked in the order its arguments always were."""
+        options = cls.checked(**settings)
+        block_size = arguments.integer(options.block_size, "block_size", 1, MAX_BLOCK_SIZE)
+        for name, value in (("field", options.field), ("column", options.column)):
+            if not isinstance(value, str):
+                raise ArgumentTypeError(f"{name} must be a str (the name holding the text), got {value!r}")
+        workers = None if options.workers is None else arguments.workers(options.workers)
+        client = options.client
+        if client is not None and not callable(getattr(client, "map", None)):
+            raise ArgumentTypeError(f"client must be a dask.distributed Client, got {type(client).__name__}")
+        return replace(options, block_size=block_size, workers=workers)
+
+    @classmethod
+    def for_docs(cls, **settings) -> CountOptions:
+        """The settings of ``count_from_iterator``, checked likewise."""
+        options = cls.checked(**settings)
+        batch_chars = arguments.integer(options.batch_chars, "batch_chars", 1)
+        workers = None if options.workers is None else arguments.workers(options.workers)
+        return replace(options, batch_chars=batch_chars, workers=workers)
+
+    @classmethod
+    def checked(cls, **settings) -> CountOptions:
+        """The settings every count has (errors, memory_budget, lines, progress), checked."""
+        options = cls(**settings)
+        check_progress(options.progress)
+        errors, memory_budget = options.errors, options.memory_budget
+        if not isinstance(errors, str) or errors not in ("strict", "replace"):
+            raise ArgumentError(f"errors must be 'strict' or 'replace', got {errors!r}")
+        if memory_budget is not None:
+            memory_budget = arguments.integer(memory_budget, "memory_budget")
+            if not 1 << 20 <= memory_budget <= INT64_MAX:
+                raise ArgumentError(f"memory_budget must be a number of bytes from 1 MiB to 2**63 - 1, "
+                                    f"got {memory_budget}")
+        return replace(options, memory_budget=memory_budget, lines=arguments.flag(options.lines, "lines"))
+
+    def splitter(self, pattern, special_tokens: Sequence[str], normalize: str | None) -> Splitter:
+        """The user's pattern, special tokens and normalization, resolved (``Splitter.of``)."""
+        return Splitter.of(pattern, special_tokens, self.lines, normalize)
+
+    def config(self, splitter: Splitter, units: tuple[tuple[bytes, int], ...] | None = None) -> CountConfig:
+        """The count's settings with ``splitter`` (resolved above; these ``lines``): chunks, or
+        with ``units`` a variant's runs of them (variants/boundless.py)."""
+        return CountConfig(replace(splitter, lines=self.lines), self.errors, self.memory_budget, units=units)
+
+
 def make_config(pattern, special_tokens, errors: str = "strict", lines: bool = False,
                 memory_budget: int | None = None, normalize: str | None = None,
                 units: tuple[tuple[bytes, int], ...] | None = None) -> CountConfig:
     """The checked settings of a count: any bad argument fails here, before anything is read."""
-    if not isinstance(errors, str) or errors not in ("strict", "replace"):
-        raise ArgumentError(f"errors must be 'strict' or 'replace', got {errors!r}")
-    if memory_budget is not None:
-        memory_budget = arguments.integer(memory_budget, "memory_budget")
-        if not 1 << 20 <= memory_budget <= INT64_MAX:
-            raise ArgumentError(f"memory_budget must be a number of bytes from 1 MiB to 2**63 - 1, got {memory_budget}")
-    splitter = Splitter.of(pattern, special_tokens, arguments.flag(lines, "lines"), normalize)
-    return CountConfig(splitter, errors, memory_budget, units=units)
+    options = CountOptions.checked(errors=errors, lines=lines, memory_budget=memory_budget)
+    return options.config(options.splitter(pattern, special_tokens, normalize), units)
 
 
 def default_workers() -> int:

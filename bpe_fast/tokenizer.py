@@ -9,6 +9,10 @@ Encoding follows tiktoken's rule (see _encode.pyx); with a named pattern the who
 and encoded natively, otherwise ``regex.findall`` splits and each chunk is encoded natively. A
 tokenizer with a normalization (``normalize="nfc"`` or ``"nfkc"``) puts every text in that normal
 form first, as its training did; decoding then gives the normalized text.
+
+A tokenizer may have a second level, supermerges, applied after the merges in runs of chunks that
+are one token each (the native encoder's runs). The variants' tokenizers (bpe_fast/variants/)
+are this class, with supermerges, or a subclass; ``Tokenizer.variant`` says which.
 """
 from __future__ import annotations
 
@@ -27,13 +31,11 @@ import regex
 from . import arguments, formats
 from ._encode import OUTPUT_ARRAY as OUT_ARRAY, OUTPUT_COUNT as OUT_COUNT, OUTPUT_LIST as OUT_LIST
 from ._encode import MergeEncoder, SpecialSet
-from ._picky import PickyEncoder
 from .bytelevel import str_to_token, token_to_str
 from .errors import ArgumentError, ArgumentTypeError, EncodingError, TokenizerFileError, VocabularyError, naming_file
-from .formats import Vocabulary
+from .formats import Vocabulary, variant_parts
 from .formats.huggingface import huggingface_ids, to_transformers
 from .patterns import whole_matches
-from .picky import REMOVED, check_events, check_tau, events_for, removals, token_bytes, token_ids
 from .pretokenize import (NORMALIZATIONS, REGEX, WHOLE, Splitter, char_classes, check_encodable,
                           check_normal_specials, special_splitter, special_token_list)
 
@@ -74,7 +76,7 @@ def _check_id_range(largest: int, defined: int, what: str) -> None:
 def _build_vocab(merges: np.ndarray, merge_ids: np.ndarray, byte_ids: np.ndarray,
                  supermerges: np.ndarray | None = None, supermerge_ids: np.ndarray | None = None) -> list:
     """id -> token bytes (None where no token has the id), checking that ids are consistent.
-    Supermerges (BoundlessBPE) come after the merges and join any two tokens made before."""
+    Supermerges come after the merges and join any two tokens made before."""
     if supermerges is not None and len(supermerges):
         merges, merge_ids = np.concatenate([merges, supermerges]), np.concatenate([merge_ids, supermerge_ids])
     all_ids = np.concatenate([byte_ids, merge_ids])
@@ -184,13 +186,12 @@ class Tokenizer:
 
     Tokenizers compare equal when their vocabularies, patterns, normalizations and special tokens are equal,
     pickle (the native encoder is rebuilt on first use), and are safe to share between threads.
-    A Picky BPE tokenizer (``train(..., picky=tau)``) is a ``PickyTokenizer``, below.
+    A variant's tokenizer (bpe_fast/variants/) may be a subclass (``variant`` says which).
     """
-    events: np.ndarray | None = None        # Picky BPE's events (PickyTokenizer); a plain tokenizer has none
-    # BoundlessBPE's supermerges (set in __init__); none for plain BPE, nor for a PickyTokenizer
+    events: np.ndarray | None = None        # a variant's list of events (variants/picky.py); plain BPE has none
+    # the second level (set in __init__); none for plain BPE, nor for a subclass without them
     supermerges: np.ndarray = np.empty((0, 2), np.int32)
     supermerge_ids: np.ndarray = np.empty(0, np.int32)
-    boundless_eligible: str | None = None
     _units: frozenset[int] | None = None
 
     def __init__(self, merges, pattern: str | None = None,
@@ -207,17 +208,19 @@ class Tokenizer:
                           else _as_ids(supermerge_ids, "supermerge_ids"))
         if supermerge_ids.shape != (len(supermerges),):
             raise VocabularyError("supermerge_ids needs one id per supermerge")
-        if boundless_eligible is not None and not isinstance(boundless_eligible, str):
-            raise VocabularyError(f"boundless_eligible must be a regex (str), got {boundless_eligible!r}")
+        eligible = boundless_eligible
+        if eligible is not None and not isinstance(eligible, str):
+            raise VocabularyError(f"boundless_eligible must be a regex (str), got {eligible!r}")
         self._vocab = _build_vocab(merges, merge_ids, byte_ids, supermerges, supermerge_ids)
         self.merges = merges.astype(np.int32)
         self.merge_ids = merge_ids.astype(np.int32)
         self.byte_ids = byte_ids.astype(np.int32)
-        # BoundlessBPE (boundless.py): supermerge k joins two whole-word tokens (or superwords)
-        # into supermerge_ids[k], applied in runs of whole-token chunks; none for plain BPE.
+        # supermerge k joins two whole-chunk tokens (or superwords) into supermerge_ids[k], applied
+        # in runs of whole-token chunks (variants/boundless.py); none for plain BPE. The regex
+        # that chose the runs' units in training is a record (None without supermerges).
         self.supermerges = supermerges.astype(np.int32)
         self.supermerge_ids = supermerge_ids.astype(np.int32)
-        self.boundless_eligible = boundless_eligible if len(supermerges) else None   # what made the runs (a record)
+        self.boundless_eligible = eligible if len(supermerges) else None
         self._set_up(pattern, special_tokens, normalize)
 
     def _set_up(self, pattern: str | None, special_tokens, normalize: str | None) -> None:
@@ -233,7 +236,7 @@ class Tokenizer:
         self._special_sets: dict[frozenset, SpecialSet] = {}
         self._cache: dict[str, list[int]] = {}
         self._ids_by_bytes: dict[bytes, int] | None = None     # token_to_id's map, made on first use
-        self._units = None                             # the ids that make runs (BoundlessBPE), on first use
+        self._units = None                             # the ids that make runs (supermerges), on first use
         # The trainer's TrainReport (trainer.py, which imports this module: Any), else None.
         self.training_report: Any = None
 
@@ -296,13 +299,10 @@ class Tokenizer:
     def from_vocabulary(cls, vocab: Vocabulary) -> Tokenizer:
         """From what a format reader returns; a bad vocabulary read from a file names the file."""
         with naming_file(vocab.source):
-            if vocab.events is not None:
-                return PickyTokenizer(vocab.events, vocab.pattern, vocab.special_tokens, normalize=vocab.normalize,
-                                      picky=vocab.picky)
+            if vocab.variant is not None:           # its tokenizer, as the variant makes it
+                return variant_parts[vocab.variant].tokenizer(vocab)
             return cls(vocab.merges, vocab.pattern, vocab.special_tokens,
-                       merge_ids=vocab.merge_ids, byte_ids=vocab.byte_ids, normalize=vocab.normalize,
-                       supermerges=vocab.supermerges, supermerge_ids=vocab.supermerge_ids,
-                       boundless_eligible=vocab.boundless_eligible)
+                       merge_ids=vocab.merge_ids, byte_ids=vocab.byte_ids, normalize=vocab.normalize)
 
     @classmethod
     def from_ranks(cls, ranks: Mapping[bytes, int], pattern: str | None = None,
@@ -401,21 +401,21 @@ class Tokenizer:
         return out
 
     def _run_units(self) -> frozenset[int]:
-        """The ids that make runs (BoundlessBPE): the phase-1 tokens some supermerge joins."""
+        """The ids that make runs: the tokens of the first level some supermerge joins."""
         if self._units is None:
             self._units = frozenset(self._native.unit_ids())
         return self._units
 
     @property
     def runs_cross_line_ends(self) -> bool:
-        """Could a run (BoundlessBPE) hold a chunk with a "\n" or "\r"? Text is cut into blocks
+        """Could a run (of supermerges) hold a chunk with a "\n" or "\r"? Text is cut into blocks
         after line ends (pretokenize.find_cut), where the chunk before always holds one; such a
         cut must not split a run, so with this, text must not be cut. False for plain tokenizers."""
         return any(b"\n" in self._vocab[i] or b"\r" in self._vocab[i] for i in self._run_units()) \
-            if self.is_boundless else False
+            if len(self.supermerges) else False
 
     def _regex_encode_runs(self, text: str) -> list[int]:
-        """BoundlessBPE with a custom regex: the chunks as always, then each maximal run of
+        """Supermerges with a custom regex: the chunks as always, then each maximal run of
         chunks that are one unit each merged by the supermerges (as the native encoder does)."""
         native, units = self._native, self._run_units()
         out: list[int] = []
@@ -662,7 +662,7 @@ class Tokenizer:
         their GPT-2 characters, then the merges in order. After training with
         ``tie_break="huggingface"`` on the same documents, its tokenizer.json equals BpeTrainer's,
         id for id. Any tokenizer can be renumbered; ids then differ from the original's."""
-        if self.is_boundless:
+        if len(self.supermerges):
             raise VocabularyError("a BoundlessBPE tokenizer cannot be numbered as Hugging Face's BpeTrainer numbers "
                                   "tokens: BpeTrainer has no supermerges (merges across whole words, in runs)")
         renumber, specials = huggingface_ids(self.byte_ids, self.merge_ids, self.special_tokens)
@@ -758,7 +758,7 @@ class Tokenizer:
         which keep their order and follow the learned ids, as a fresh training numbers them."""
         vocab_size = arguments.integer(vocab_size, "vocab_size")
         if len(self.supermerges):
-            return self._truncated_boundless(vocab_size)
+            return self._truncated_supermerged(vocab_size)
         specials = sorted(self.special_tokens, key=self.special_tokens.__getitem__)
         n = vocab_size - 256 - len(specials)
         if n < 0 or n > len(self.merges):
@@ -770,18 +770,23 @@ class Tokenizer:
                          merge_ids=merge_ids, byte_ids=self.byte_ids, normalize=self.normalize)
 
     @property
+    def variant(self):
+        """The variant (bpe_fast/variants/, its ``VARIANT``) whose tokenizer this is; None: plain BPE."""
+        return next((v for v in variant_parts.values() if v.owns(self)), None)
+
+    @property
     def is_boundless(self) -> bool:
-        """Does it have supermerges (BoundlessBPE, ``train(..., superword="boundless")``)?"""
+        """Does it have supermerges (variants/boundless.py)?"""
         return bool(len(self.supermerges))
 
     def without_supermerges(self) -> Tokenizer:
-        """The tokenizer without its supermerges: for a BoundlessBPE one, its phase 1 (the special
-        tokens keep their ids)."""
+        """The tokenizer without its supermerges: its first level, what phase 1 trained (the
+        special tokens keep their ids)."""
         return Tokenizer(self.merges, self.pattern, self.special_tokens, merge_ids=self.merge_ids,
                          byte_ids=self.byte_ids, normalize=self.normalize)
 
-    def _truncated_boundless(self, vocab_size: int) -> Tokenizer:
-        """``truncated`` of a BoundlessBPE tokenizer: its first supermerges, as many as the size
+    def _truncated_supermerged(self, vocab_size: int) -> Tokenizer:
+        """``truncated`` of a tokenizer with supermerges: its first supermerges, as many as the size
         allows after phase 1 whole; at phase 1's size or below, phase 1 truncated."""
         phase_one = self.without_supermerges()
         keep = vocab_size - phase_one.vocab_size
@@ -800,7 +805,8 @@ class Tokenizer:
 
     def __eq__(self, other) -> bool:
         """Equal vocabularies, patterns, normalizations and special tokens (and supermerges):
-        tokenizers that encode alike. ``boundless_eligible`` is a record of the training only."""
+        tokenizers that encode alike. The regex that chose the units of supermerges' runs is a
+        record of the training only."""
         return (isinstance(other, Tokenizer) and np.array_equal(self.merges, other.merges)
                 and np.array_equal(self.merge_ids, other.merge_ids) and np.array_equal(self.byte_ids, other.byte_ids)
                 and self.pattern == other.pattern and self.special_tokens == other.special_tokens
@@ -814,140 +820,12 @@ class Tokenizer:
                 f"pattern={self.pattern_name}, special_tokens={len(self.special_tokens)}{normalize})")
 
 
-class PickyTokenizer(Tokenizer):
-    """A Picky BPE tokenizer (Chizhov et al., arXiv 2409.04599; ``train(..., picky=tau)``): its
-    vocabulary is the list of events training made, merges and removals (bpe_fast/picky.py says
-    what they mean), and it encodes each chunk by replaying them in order: a merge joins its pair
-    left to right, a removal splits its token. That is the training's own segmentation of every
-    chunk it trained on.
-
-    ``PickyTokenizer(events, pattern, special_tokens, normalize=, picky=tau)``. Token ids: bytes
-    0..255, then the learned tokens present after the last event, numbered 256, 257, ... in the
-    order of the merges that made them, then the special tokens (a list: after those; or a dict).
-    ``events`` are in event ids (a merge makes 256 + the merges before it); ``event_ids`` maps
-    each event id to its token id (-1: removed). ``merges`` are the merge events' pairs, in event
-    ids, and ``merge_ids`` the token id each made (-1: removed later); ``removals`` counts the
-    removal events; ``picky`` is the tau it was trained with (None if not known).
-
-    Text is split as a plain tokenizer splits it; each distinct chunk is replayed once
-    (``_picky.PickyEncoder``, O(n log n) in its bytes) and cached. The replay holds the GIL, so
-    batches gain little from ``workers``. Only bpe_fast's JSON holds the events: the other formats
-    hold merges between tokens of the vocabulary, which cannot build a token whose parent was
-    removed, and they are refused, as are ``to_tiktoken``, ``to_transformers`` and continued
-    training from one (``base=``).
-    """
-    events: np.ndarray
-
-    def __init__(self, events, pattern: str | None = None,
-                 special_tokens: Mapping[str, int] | Iterable[str] | None = None, *,
-                 normalize: str | None = None, picky: float | None = None):
-        self.events = check_events(events)
-        self.picky = None if picky is None else check_tau(picky, VocabularyError)
-        self.event_ids = token_ids(self.events)
-        spelled = token_bytes(self.events)
-        self._vocab = [None] * (int(self.event_ids.max()) + 1)
-        for event_id, token_id in enumerate(self.event_ids.tolist()):
-            if token_id >= 0:
-                self._vocab[token_id] = spelled[event_id]
-        self.merges = self.events[self.events[:, 1] != REMOVED]
-        self.merge_ids = self.event_ids[256:]
-        self.byte_ids = np.arange(256, dtype=np.int32)
-        self._replay: PickyEncoder | None = None           # built on first use (see _replayer)
-        self._set_up(pattern, special_tokens, normalize)
-
-    @property
-    def removals(self) -> int:
-        return removals(self.events)
-
-    @property
-    def _native(self) -> MergeEncoder:
-        """A native encoder without merges: it decodes (encoding replays the events instead)."""
-        if self._encoder is None:
-            with self._encoder_lock:
-                if self._encoder is None:
-                    self._encoder = MergeEncoder(np.empty((0, 2), np.int32), np.empty(0, np.int32), self.byte_ids,
-                                                 self._vocab,
-                                                 {s.encode("utf-8"): i for s, i in self.special_tokens.items()})
-        return self._encoder
-
-    def _replayer(self) -> PickyEncoder:
-        if self._replay is None:
-            with self._encoder_lock:
-                if self._replay is None:
-                    self._replay = PickyEncoder(self.events, self.event_ids)
-        return self._replay
-
-    # Every encoding path goes through the chunks: the plain tokenizer's route for a custom regex
-    # (special tokens found here, chunk by chunk through the cache), with the chunks made by the
-    # native scanner where the pattern has one.
-    @property
-    def _native_text(self) -> bool:
-        return False
-
-    def _chunks(self, text: str) -> list[str]:
-        if self.splitter.engine == WHOLE:
-            return [text] if text else []
-        scanner = self.splitter.scanner
-        if scanner is not None:
-            try:
-                return scanner.chunks(text)
-            except UnicodeEncodeError:       # lone surrogates become U+FFFD first, as the native encoder does
-                return scanner.chunks(self._utf8(text).decode("utf-8"))
-        return list(whole_matches(self.splitter.regex, text))
-
-    def _encode_chunk(self, chunk: str) -> list[int]:
-        ids = self._cache.get(chunk)
-        if ids is None:
-            ids = self._replayer().encode(self._utf8(chunk))
-            if len(self._cache) < 1_000_000:
-                self._cache[chunk] = ids
-        return ids
-
-    def _regex_encode_ordinary(self, text: str) -> list[int]:
-        out: list[int] = []
-        for chunk in self._chunks(text):
-            out.extend(self._encode_chunk(chunk))
-        return out
-
-    def __getstate__(self) -> dict:
-        return dict(super().__getstate__(), _replay=None)
-
-    def truncated(self, vocab_size: int) -> PickyTokenizer:
-        """The tokenizer a shorter training would have given: the events up to the end of the first
-        step at which that many tokens (special tokens included) were present."""
-        vocab_size = arguments.integer(vocab_size, "vocab_size")
-        specials = sorted(self.special_tokens, key=self.special_tokens.__getitem__)
-        n = vocab_size - 256 - len(specials)
-        if not 0 <= n <= self.n_base - 256:
-            raise VocabularyError(f"vocab_size={vocab_size!r} is out of range: this tokenizer can be cut to "
-                                  f"{256 + len(specials)}..{self.vocab_size} tokens")
-        return PickyTokenizer(events_for(self.events, n), self.pattern, specials, normalize=self.normalize,
-                              picky=self.picky)
-
-    def _not_here(self, what: str) -> VocabularyError:
-        return VocabularyError(f"{what}: a Picky BPE tokenizer removes tokens during training, and its "
-                               f"vocabulary is a list of events (merges and removals) that only bpe_fast's JSON "
-                               f"holds; save it with tok.save('tok.json')")
-
-    def _extended(self, merges, merge_ids, special_tokens) -> Tokenizer:
-        raise self._not_here("continued training (base=) cannot start from it")
-
-    def with_huggingface_ids(self) -> Tokenizer:
-        raise self._not_here("Hugging Face's numbering has no place for it")
-
-    def to_tiktoken(self, name: str = "bpe_fast"):
-        raise self._not_here("a tiktoken.Encoding cannot replay it (tiktoken applies merges by rank)")
-
-    def to_transformers(self, **kwargs):
-        raise self._not_here("a tokenizer.json cannot hold it (Hugging Face applies merges by rank)")
-
-    def __eq__(self, other) -> bool:
-        return (isinstance(other, PickyTokenizer) and np.array_equal(self.events, other.events)
-                and self.pattern == other.pattern and self.special_tokens == other.special_tokens
-                and self.normalize == other.normalize)
-
-    def __repr__(self) -> str:
-        normalize = f", normalize={self.normalize}" if self.normalize else ""
-        return (f"PickyTokenizer(vocab_size={self.vocab_size}, events={len(self.events)}, removals={self.removals}, "
-                f"picky={self.picky}, pattern={self.pattern_name}, special_tokens={len(self.special_tokens)}"
-                f"{normalize})")
+def __getattr__(name: str):
+    """The variants' tokenizer classes (bpe_fast/variants/), by their names, where they were
+    imported from before the variants had a folder (``from bpe_fast.tokenizer import
+    PickyTokenizer``). They subclass Tokenizer, so this module cannot import them; bpe_fast
+    imports every variant before any of its modules is used."""
+    for kind in Tokenizer.__subclasses__():
+        if kind.__name__ == name:
+            return kind
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -204,6 +204,30 @@ def test_formats_never_imports_the_tokenizer_and_the_core_never_imports_the_work
         assert not {d for d in graph[module] if d.startswith(outside)}, module
 
 
+def test_the_variants_wing_sits_above_the_tokenizer_and_formats_and_only_the_pipeline_asks_it():
+    """bpe_fast/variants/ (one module per variant, and their table) builds on the plain stages:
+    no stage below it reaches it (they ask it through formats.variant_parts, which it fills in),
+    and only the pipeline (trainer, options), the CLI and the old names' thin modules import it."""
+    graph = import_graph()
+    wing = {m for m in graph if m == "bpe_fast.variants" or m.startswith("bpe_fast.variants.")}
+    assert {"bpe_fast.variants.superbpe", "bpe_fast.variants.boundless", "bpe_fast.variants.picky"} <= wing
+    for module in ("bpe_fast.tokenizer", "bpe_fast.formats", "bpe_fast.counting", "bpe_fast.continued",
+                   "bpe_fast.wordtable", "bpe_fast.pretokenize"):
+        assert not reachable(graph, module) & wing, module
+    users = {m for m in graph if m not in wing and graph[m] & wing}
+    assert users <= {"bpe_fast", "bpe_fast.trainer", "bpe_fast.options", "bpe_fast.cli", "bpe_fast.boundless",
+                     "bpe_fast.picky"}, users
+
+
+def test_counting_flows_one_way_into_training():
+    """The trainer imports the counting stage (count_corpus.py, counting.py); counting never
+    reaches back into the trainer or its options."""
+    graph = import_graph()
+    assert "bpe_fast.count_corpus" in graph["bpe_fast.trainer"]
+    for module in ("bpe_fast.count_corpus", "bpe_fast.counting"):
+        assert not reachable(graph, module) & {"bpe_fast.trainer", "bpe_fast.options"}, module
+
+
 def test_every_error_class_lives_in_errors_py():
     defined = {}
     for name, paths in modules().items():

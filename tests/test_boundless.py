@@ -317,7 +317,7 @@ def test_runs_that_may_hold_a_line_end_keep_files_whole(tmp_path, monkeypatch):
     """Blocks are cut after line ends, where the chunk before holds the "\n": with an
     eligibility that takes such chunks (here every chunk), a run may cross the cut, so neither
     the counting nor encode_files cuts the text; with the default one both do, and agree."""
-    from bpe_fast import counting, encode_corpus, trainer
+    from bpe_fast import count_corpus, counting, encode_corpus
     rng = np.random.default_rng(0)
     words = "the cat sat on a mat and then it ran off to see the big dog".split()
     text = "".join(" ".join(rng.choice(words, rng.integers(3, 10))) + "\n" for _ in range(800))
@@ -336,7 +336,8 @@ def test_runs_that_may_hold_a_line_end_keep_files_whole(tmp_path, monkeypatch):
 
     def runs(block_size: int):
         config = counting.make_config("cl100k", (), units=units)
-        return trainer._count([path], config, 2, "none", "text", "text", block_size, None)
+        options = counting.CountOptions.for_files(workers=2, progress="none", block_size=block_size)
+        return count_corpus.count_inputs([path], config, options)
 
     assert runs(1024) == runs(1 << 30)
     monkeypatch.setattr(counting.CountConfig, "cut", property(lambda self: self.splitter.cut))

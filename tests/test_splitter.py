@@ -182,7 +182,7 @@ def test_the_word_table_is_freed_before_the_kernel_counts_the_pairs(monkeypatch)
     tables: list = []
     alive_when_counting: list[bool] = []
     hashes_at_layout: list[bool] = []
-    real_count = trainer.count_from_iterator
+    real_count = trainer.count_docs
 
     def counting(*args, **kwargs):
         table = real_count(*args, **kwargs)
@@ -202,7 +202,7 @@ def test_the_word_table_is_freed_before_the_kernel_counts_the_pairs(monkeypatch)
             alive_when_counting.append(any(ref() is not None for ref in tables[-1]))
             super().count_pairs()
 
-    monkeypatch.setattr(trainer, "count_from_iterator", counting)
+    monkeypatch.setattr(trainer, "count_docs", counting)
     monkeypatch.setattr(trainer, "_kernel", SimpleNamespace(Trainer=Watched))
     tok = bpe_fast.train_from_iterator([small_text()], 400, progress="none")
     assert alive_when_counting and not any(alive_when_counting)       # (learn asks again: counted once)

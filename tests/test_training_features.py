@@ -502,17 +502,17 @@ def test_stage_two_counted_ahead_equals_stage_two_counted_after(monkeypatch, ext
         extra = {"base": bpe_fast.train_from_iterator(docs, 300, workers=1, progress="none")}
     calls: list[tuple[Any, bool]] = []
     in_workers: list[bool] = []
-    count_from_iterator, count_in_workers = bpe_fast.trainer.count_from_iterator, bpe_fast.counting._count_in_workers
+    count_docs, count_in_workers = bpe_fast.trainer.count_docs, bpe_fast.counting._count_in_workers
 
     def spy(*args, **kwargs):
-        calls.append((kwargs["pattern"], threading.current_thread() is threading.main_thread()))
-        return count_from_iterator(*args, **kwargs)
+        calls.append((args[1].splitter.pattern, threading.current_thread() is threading.main_thread()))
+        return count_docs(*args, **kwargs)
 
     def spy_workers(*args, **kwargs):
         in_workers.append(threading.current_thread() is threading.main_thread())
         return count_in_workers(*args, **kwargs)
 
-    monkeypatch.setattr(bpe_fast.trainer, "count_from_iterator", spy)
+    monkeypatch.setattr(bpe_fast.trainer, "count_docs", spy)
     monkeypatch.setattr(bpe_fast.counting, "_count_in_workers", spy_workers)
     settings: dict[str, Any] = dict(superword_at=600, progress="none", batch_chars=4000, **extra)
     ahead = bpe_fast.train_from_iterator(docs, 900, workers=2, **settings)

@@ -6,8 +6,9 @@ table of them. Everything that depends on the format goes through the table:
   ``bpe_fast.load`` and ``Tokenizer.load`` read through it.
 * ``write(tok, path, format)`` writes one (without ``format``, the one the name says:
   ``format_of_path``); ``output_files`` and ``check_writable`` say beforehand what it will write
-  and whether the format can hold the pattern, special tokens, normalization and Picky BPE's
-  events. ``Tokenizer.save`` writes through it; the CLI's ``--format`` names and help come from
+  and whether the format can hold the pattern, special tokens, normalization and what a
+  variant's tokenizer has (the variants, bpe_fast/variants/, say which formats hold theirs:
+  ``variant_parts``). ``Tokenizer.save`` writes through it; the CLI's ``--format`` names and help come from
   the table.
 
 Adding a format is one file and one line: ``formats/myformat.py`` ends with ``FORMAT =
@@ -27,11 +28,11 @@ from collections.abc import Sequence
 
 from ..errors import ArgumentError, TokenizerFileError
 from . import bpe_fast_json, gpt2, huggingface, minbpe, tiktoken
-from ._common import (FileKind, Format, Peek, Vocabulary, file_sha256, is_picky, refuse_normalization, refuse_picky,
-                      refuse_supermerges)
+from ._common import (FileKind, Format, Peek, Vocabulary, file_sha256, refuse_normalization, refuse_variant,
+                      variant_parts)
 
 __all__ = ["FORMATS", "DEFAULT", "Format", "FileKind", "Peek", "Vocabulary", "names", "by_name", "sniff", "read",
-           "read_folder", "format_of_path", "output_files", "check_writable", "write", "file_sha256"]
+           "read_folder", "format_of_path", "output_files", "check_writable", "write", "file_sha256", "variant_parts"]
 
 # The table: --format's choices and help list the formats in this order. Sniffs claim disjoint
 # files; were two to claim one, the first here would read it.
@@ -144,17 +145,20 @@ def output_files(path: str | os.PathLike, format: str) -> list[Path]:
 
 
 def check_writable(format: str, pattern: str | None, special_tokens: Sequence[str],
-                   normalize: str | None = None, picky: bool = False, boundless: bool = False) -> None:
-    """Refuse, before any training, a pattern, special tokens, normalization, Picky BPE (``picky``:
-    training with picky=) or supermerges (``boundless``: BoundlessBPE) the format cannot hold."""
+                   normalize: str | None = None, variant=None, **by_name_: bool) -> None:
+    """Refuse, before any training, a pattern, special tokens, normalization or variant's tokenizer
+    (``variant``: the one training will make, None for plain BPE; or by its name: ``picky=True``)
+    the format cannot hold."""
+    for name, makes in by_name_.items():
+        if name not in variant_parts:
+            raise TypeError(f"check_writable() got an unexpected keyword argument {name!r}")
+        if makes and variant is None:
+            variant = variant_parts[name]
     fmt = by_name(format)
-    if not fmt.holds_supermerges:
-        refuse_supermerges(fmt.title, boundless)
+    refuse_variant(fmt.title, fmt.name, variant)
     fmt.check_writable(pattern, special_tokens)
     if not fmt.holds_normalization:
         refuse_normalization(fmt.title, normalize)
-    if not fmt.holds_picky:
-        refuse_picky(fmt.title, picky)
 
 
 def write(tok, path: str | os.PathLike, format: str | None = None) -> list[str]:
@@ -162,11 +166,8 @@ def write(tok, path: str | os.PathLike, format: str | None = None) -> list[str]:
     returns the files written (a .tiktoken file and its sidecar, minbpe's two, GPT-2's two)."""
     fmt = by_name(format_of_path(path, format))
     files = fmt.output_files(path)
-    if not fmt.holds_supermerges:
-        refuse_supermerges(fmt.title, tok.is_boundless)
+    refuse_variant(fmt.title, fmt.name, tok.variant)
     if not fmt.holds_normalization:
         refuse_normalization(fmt.title, tok.normalize)
-    if not fmt.holds_picky:
-        refuse_picky(fmt.title, is_picky(tok))
     fmt.write(tok, path)
     return [os.fspath(f) for f in files]

@@ -9,7 +9,7 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 from collections.abc import Mapping, Sequence
@@ -35,11 +35,8 @@ class Vocabulary:
     byte_ids: Any = None
     source: str | None = None
     normalize: str | None = None
-    supermerges: Any = None                        # BoundlessBPE: (k, 2) ids, joined in runs (tokenizer.py)
-    supermerge_ids: Any = None
-    boundless_eligible: str | None = None
-    events: Any = None                             # Picky BPE's events (picky.py); merges is then empty
-    picky: float | None = None                     # the tau Picky BPE trained with, if known
+    variant: str | None = None                     # a variant's tokenizer (bpe_fast/variants/): its name
+    extra: dict = field(default_factory=dict)      # the variant's own fields (its ``from_json``)
 
 
 class FileKind(NamedTuple):
@@ -112,8 +109,7 @@ class Format:
     makes_folder: bool = False      # write makes the folder its files go in (GPT-2's "-o tok/")
     needs_default_ids: bool = False     # holds only bytes 0..255 and merge m as 256 + m (minbpe's .model)
     holds_normalization: bool = True    # can say that text is normalized (NFC, NFKC) before it is split
-    holds_supermerges: bool = False     # can hold BoundlessBPE's supermerges (a second level, over runs of words)
-    holds_picky: bool = False           # can hold Picky BPE's events (merges and removals): bpe_fast's JSON only
+    # (which variants' tokenizers it holds is the variants' to say: their held_by, refuse_variant)
 
 
 def refuse_normalization(fmt_title: str, normalize: str | None) -> None:
@@ -125,29 +121,17 @@ def refuse_normalization(fmt_title: str, normalize: str | None) -> None:
                               f".tiktoken or bpe_fast JSON, or train without normalize=")
 
 
-def refuse_supermerges(fmt_title: str, boundless: bool) -> None:
-    """A format with no place for BoundlessBPE's supermerges: they join whole words across
-    pre-tokenization, after the merges, in runs of words that are one token each; a list of
-    merges applied inside each chunk cannot say that, so the file would encode other ids."""
-    if boundless:
-        raise VocabularyError(f"{fmt_title} cannot hold a BoundlessBPE tokenizer: its supermerges join whole "
-                              f"pre-tokenized words, in runs of words that are one token each, a level above "
-                              f"the merges that no merges list can express; save it as bpe_fast JSON (tok.json)")
+# The variants (bpe_fast/variants/), by name: what formats and tokenizers ask of them (held_by,
+# refusal, json_version, json_fields, from_json, tokenizer, owns). bpe_fast/variants/ fills it in
+# when it is imported (bpe_fast imports it); formats/ and tokenizer.py, below it, cannot import it.
+variant_parts: dict[str, Any] = {}
 
 
-def refuse_picky(fmt_title: str, picky: bool) -> None:
-    """A format that lists merges between tokens of the vocabulary cannot hold a Picky BPE tokenizer
-    (``picky``: the tokenizer is one, or training will make one)."""
-    if picky:
-        raise VocabularyError(f"{fmt_title} cannot hold a Picky BPE tokenizer: the format lists merges between tokens "
-                              f"of the vocabulary, but Picky BPE removes tokens during training, so some of its "
-                              f"tokens are made from tokens no longer in the vocabulary, and only its events "
-                              f"(merges and removals, replayed in order) encode as it does; save it as bpe_fast's "
-                              f"JSON (tok.json)")
-
-
-def is_picky(tok) -> bool:
-    return getattr(tok, "events", None) is not None
+def refuse_variant(fmt_title: str, fmt_name: str, variant) -> None:
+    """A variant's tokenizer (``variant``, or None for a plain one) in a format whose files cannot
+    hold it: the variant says which can (``held_by``) and why the others cannot."""
+    if variant is not None and fmt_name not in variant.held_by:
+        raise VocabularyError(variant.refusal(fmt_title))
 
 
 # -- reading files ------------------------------------------------------------------------------

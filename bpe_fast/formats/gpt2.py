@@ -12,7 +12,7 @@ from ..errors import ArgumentError, TokenizerFileError, VocabularyError
 from ..outputs import atomic_open
 from ..patterns import GPT2, name_of
 from ._common import (FileKind, Format, Peek, Vocabulary, check_every_token_made, lookup_merge, maps_tokens_to_ids,
-                      is_picky, read_json, read_text, refuse_normalization, refuse_picky, refuse_supermerges)
+                      read_json, read_text, refuse_normalization, refuse_variant)
 
 LOADER = "Tokenizer.from_gpt2(encoder_json, vocab_bpe)"
 ENCODER = FileKind("GPT-2's encoder.json", LOADER)
@@ -71,9 +71,8 @@ def check_writable(pattern: str | None, special_tokens) -> None:
 
 def write_gpt2(tok, encoder_json: str | os.PathLike, vocab_bpe: str | os.PathLike) -> None:
     check_writable(tok.pattern, tok.special_tokens)
-    refuse_supermerges(FORMAT.title, tok.is_boundless)
+    refuse_variant(FORMAT.title, FORMAT.name, tok.variant)
     refuse_normalization(FORMAT.title, tok.normalize)
-    refuse_picky(FORMAT.title, is_picky(tok))
     vocab = {token_to_str(t): i for t, i in tok.mergeable_ranks().items()}
     vocab.update(tok.special_tokens)
     with atomic_open(encoder_json, "w", encoding="utf-8") as fh:
@@ -134,7 +133,7 @@ def write(tok, path: str | os.PathLike) -> None:
     encoder, merges = gpt2_files(path)
     check_writable(tok.pattern, tok.special_tokens)          # before the folder is made
     refuse_normalization(FORMAT.title, tok.normalize)
-    refuse_picky(FORMAT.title, is_picky(tok))
+    refuse_variant(FORMAT.title, FORMAT.name, tok.variant)
     encoder.parent.mkdir(exist_ok=True)
     write_gpt2(tok, encoder, merges)
 

@@ -11,7 +11,7 @@ from ..errors import ArgumentError, TokenizerFileError, require
 from ..outputs import atomic_open
 from ..patterns import PATTERNS
 from ._common import (FileKind, Format, Peek, Vocabulary, check_every_token_made, expect, lookup_merge,
-                      is_picky, maps_tokens_to_ids, read_json, refuse_picky, refuse_supermerges)
+                      maps_tokens_to_ids, read_json, refuse_variant)
 
 KIND = FileKind("a Hugging Face tokenizer.json", "Tokenizer.from_huggingface(path)")
 
@@ -133,7 +133,7 @@ def _hf_pattern(pre, source: str) -> str | None:
 
 
 def huggingface_json(tok) -> dict:
-    refuse_picky(FORMAT.title, is_picky(tok))
+    refuse_variant(FORMAT.title, FORMAT.name, tok.variant)
     vocab = {token_to_str(t): i for t, i in tok.mergeable_ranks().items()}
     # Special tokens are in the model's vocab too, as BpeTrainer writes them: without them there,
     # Hugging Face numbers added tokens after the last vocab id, ignoring theirs when ids have
@@ -164,8 +164,7 @@ def huggingface_json(tok) -> dict:
 
 
 def write_huggingface(tok, path: str | os.PathLike) -> None:
-    refuse_supermerges(FORMAT.title, tok.is_boundless)
-    refuse_picky(FORMAT.title, is_picky(tok))                   # before the file is opened
+    refuse_variant(FORMAT.title, FORMAT.name, tok.variant)     # before the file is opened
     with atomic_open(path, "w", encoding="utf-8") as fh:
         json.dump(huggingface_json(tok), fh, ensure_ascii=False)
 
@@ -195,7 +194,7 @@ def to_transformers(tok, **special_roles):
     ``special_roles`` (eos_token=, pad_token=, bos_token=, unk_token=, ...) name special tokens
     the tokenizer already has: a role given a token it lacks would make transformers add a new
     id, silently growing the vocabulary, so it is refused. Other keywords go to transformers."""
-    refuse_supermerges("a transformers tokenizer (Hugging Face's BPE model)", tok.is_boundless)
+    refuse_variant("a transformers tokenizer (Hugging Face's BPE model)", FORMAT.name, tok.variant)
     transformers = require("transformers", "transformers", "to_transformers()")
     tokenizers = require("tokenizers", "transformers", "to_transformers()")
     for role, token in special_roles.items():

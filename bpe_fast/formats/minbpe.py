@@ -10,8 +10,7 @@ import numpy as np
 
 from ..errors import TokenizerFileError, VocabularyError
 from ..outputs import atomic_open
-from ._common import (FileKind, Format, Peek, Vocabulary, is_picky, read_text, refuse_normalization, refuse_picky,
-                      refuse_supermerges)
+from ._common import FileKind, Format, Peek, Vocabulary, read_text, refuse_normalization, refuse_variant
 
 KIND = FileKind("a minbpe .model file", "Tokenizer.from_minbpe(path)")
 
@@ -46,13 +45,12 @@ def read_minbpe(path: str | os.PathLike) -> Vocabulary:
 
 def write_minbpe(tok, prefix: str | os.PathLike) -> None:
     """``prefix.model`` (for loading) and ``prefix.vocab`` (for people), as minbpe writes them."""
-    refuse_picky(FORMAT.title, is_picky(tok))
+    refuse_variant(FORMAT.title, FORMAT.name, tok.variant)
     if not (np.array_equal(tok.byte_ids, np.arange(256))
             and np.array_equal(tok.merge_ids, np.arange(256, 256 + len(tok.merges)))):
         raise VocabularyError("minbpe numbers bytes 0..255 and merge i as 256 + i; this vocabulary "
                               "uses other ids (save it as tiktoken or tokenizer.json instead)")
     check_writable(tok.pattern, tok.special_tokens)
-    refuse_supermerges(FORMAT.title, tok.is_boundless)
     refuse_normalization(FORMAT.title, tok.normalize)
     with atomic_open(f"{prefix}.model", "w", encoding="utf-8") as fh:
         fh.write("minbpe v1\n")

@@ -27,7 +27,7 @@ from ..named import ENCODINGS
 from ..outputs import atomic_open
 from ..patterns import name_of
 from ._common import (MAX_ID, FileKind, Format, Peek, Vocabulary, expect, expect_optional, file_sha256,
-                      is_picky, open_for_reading, read_json, read_normalize, refuse_picky, refuse_supermerges)
+                      open_for_reading, read_json, read_normalize, refuse_variant)
 
 if TYPE_CHECKING:       # for annotations only (types.EllipsisType is Python 3.10+)
     from types import EllipsisType
@@ -150,8 +150,7 @@ def _pattern_required(path) -> PatternRequiredError:
 def write_tiktoken(tok, path: str | os.PathLike) -> list[str]:
     """The .tiktoken file (ranks, as tiktoken's ``load_tiktoken_bpe`` reads them) and its
     sidecar ``path + ".json"`` (pattern and special tokens). Returns both paths."""
-    refuse_supermerges(FORMAT.title, tok.is_boundless)
-    refuse_picky(FORMAT.title, is_picky(tok))
+    refuse_variant(FORMAT.title, FORMAT.name, tok.variant)
     with atomic_open(path, "wb") as fh:
         for token, rank in sorted(tok.mergeable_ranks().items(), key=lambda item: item[1]):
             fh.write(base64.b64encode(token) + b" " + str(rank).encode() + b"\n")
@@ -162,10 +161,9 @@ def write_tiktoken(tok, path: str | os.PathLike) -> list[str]:
 def to_tiktoken(tok, name: str = "bpe_fast"):
     """A ``tiktoken.Encoding`` with the same ranks, pattern and special tokens. tiktoken cannot
     normalize text, so a tokenizer that does is refused (the Encoding would give other ids), and
-    it applies merges by rank, so a Picky BPE tokenizer is refused too, and so is a BoundlessBPE
-    one (tiktoken has no supermerges)."""
-    refuse_picky("a tiktoken.Encoding", is_picky(tok))
-    refuse_supermerges("a tiktoken.Encoding", tok.is_boundless)
+    it applies merges by rank, so the tokenizers of variants it cannot hold are refused too
+    (``refuse_variant``: as its files cannot hold them)."""
+    refuse_variant("a tiktoken.Encoding", FORMAT.name, tok.variant)
     if tok.normalize is not None:
         form = tok.normalize.upper()
         raise VocabularyError(f"to_tiktoken(): this tokenizer puts text in {form} form before encoding it, which a "
