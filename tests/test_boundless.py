@@ -3,6 +3,7 @@
 the tokenizer's runs, files and the command line."""
 from __future__ import annotations
 
+import json
 import pickle
 import warnings
 from typing import Any
@@ -270,6 +271,17 @@ def test_save_load_and_other_formats_refuse(trained, tmp_path):
     plain.save(tmp_path / "plain.json")
     assb = (tmp_path / "plain.json").read_text()
     assert '"version": 1' in assb and "supermerges" not in assb     # plain files stay as they were
+
+
+def test_a_file_whose_version_cannot_hold_its_variant_fields_is_refused(trained, tmp_path):
+    """A version-1 file carrying supermerges (made by hand) would load without them and encode
+    other ids than its author meant: the field is named instead."""
+    data = trained[0].to_dict()
+    assert data["version"] == 4 and data["supermerges"]
+    data["version"] = 1
+    (tmp_path / "v1.json").write_text(json.dumps(data))
+    with pytest.raises(bpe_fast.TokenizerFileError, match="'supermerges' belongs to a BoundlessBPE tokenizer"):
+        bpe_fast.load(tmp_path / "v1.json")
 
 
 def test_arguments_are_checked_before_any_text_is_read():

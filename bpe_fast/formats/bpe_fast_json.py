@@ -95,6 +95,7 @@ def bpe_fast_vocabulary(data: Any, source: str | None = None) -> Vocabulary:
         raise TokenizerFileError(f"{where}: format version {data.get('version')!r} is not supported "
                                  f"(this bpe_fast reads versions {', '.join(map(str, versions()))})")
     variant = _variant_of_version(data["version"])
+    _refuse_other_variants(data, variant, where)
     rows = _rows(variant)
     if rows not in data:
         raise TokenizerFileError(f"{where}: missing field {rows!r}" + (
@@ -115,6 +116,18 @@ def bpe_fast_vocabulary(data: Any, source: str | None = None) -> Vocabulary:
     extra = {} if variant is None else variant.from_json(data, where)
     return Vocabulary(merges, pattern, specials, merge_ids, byte_ids, source=where, normalize=normalize,
                       variant=name, extra=extra)
+
+
+def _refuse_other_variants(data: dict, variant, where: str) -> None:
+    """A field only another version holds (a variant's) would be left unread, and the tokenizer
+    would encode other ids than the file's author meant: refused, naming the field."""
+    for other in variant_parts.values():
+        if other is variant:
+            continue
+        for key in other.json_keys:
+            if key in data:
+                raise TokenizerFileError(f"{where}: field {key!r} belongs to a {other.title} tokenizer, which is "
+                                         f"version {other.json_version}; this file says version {data['version']}")
 
 
 def sniff(peek: Peek) -> FileKind | None:

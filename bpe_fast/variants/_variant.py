@@ -51,6 +51,7 @@ class Variant:
     held_by: tuple[str, ...] = ()   # the formats (formats.names()) whose files hold its tokenizers
     json_version: int | None = None     # the bpe_fast JSON version its tokenizers write (None: plain)
     rows = "merges"                 # the field of bpe_fast's JSON its rows are in (Picky BPE: "events")
+    json_keys: tuple[str, ...] = ()     # the fields of bpe_fast's JSON that only its version may hold
 
     # -- options ------------------------------------------------------------------------------
     def selects(self, options: Any) -> bool:

@@ -211,6 +211,7 @@ class BoundlessBPE(Variant):
     keywords_help = KEYWORDS_HELP
     held_by = ("bpe_fast",)
     json_version = BOUNDLESS_VERSION
+    json_keys = ("supermerges", "supermerge_ids", "boundless_eligible")
 
     def selects(self, options: Any) -> bool:
         return options.superword == self.name and options.superword_at is not None

@@ -292,6 +292,7 @@ class PickyBPE(Variant):
     held_by = ("bpe_fast",)
     json_version = PICKY_VERSION
     rows = "events"                 # bpe_fast's JSON holds its events where others hold merges
+    json_keys = ("events", "picky")
 
     def selects(self, options: Any) -> bool:
         return options.picky is not None
