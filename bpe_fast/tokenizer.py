@@ -192,6 +192,7 @@ class Tokenizer:
     # the second level (set in __init__); none for plain BPE, nor for a subclass without them
     supermerges: np.ndarray = np.empty((0, 2), np.int32)
     supermerge_ids: np.ndarray = np.empty(0, np.int32)
+    boundless_eligible: str | None = None
     _units: frozenset[int] | None = None
 
     def __init__(self, merges, pattern: str | None = None,
@@ -208,9 +209,8 @@ class Tokenizer:
                           else _as_ids(supermerge_ids, "supermerge_ids"))
         if supermerge_ids.shape != (len(supermerges),):
             raise VocabularyError("supermerge_ids needs one id per supermerge")
-        eligible = boundless_eligible
-        if eligible is not None and not isinstance(eligible, str):
-            raise VocabularyError(f"boundless_eligible must be a regex (str), got {eligible!r}")
+        if boundless_eligible is not None and not isinstance(boundless_eligible, str):
+            raise VocabularyError(f"boundless_eligible must be a regex (str), got {boundless_eligible!r}")
         self._vocab = _build_vocab(merges, merge_ids, byte_ids, supermerges, supermerge_ids)
         self.merges = merges.astype(np.int32)
         self.merge_ids = merge_ids.astype(np.int32)
@@ -220,7 +220,7 @@ class Tokenizer:
         # that chose the runs' units in training is a record (None without supermerges).
         self.supermerges = supermerges.astype(np.int32)
         self.supermerge_ids = supermerge_ids.astype(np.int32)
-        self.boundless_eligible = eligible if len(supermerges) else None
+        self.boundless_eligible = boundless_eligible if len(supermerges) else None
         self._set_up(pattern, special_tokens, normalize)
 
     def _set_up(self, pattern: str | None, special_tokens, normalize: str | None) -> None:

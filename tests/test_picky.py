@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import pickle
 
 import numpy as np
 import pytest
@@ -249,6 +250,8 @@ def test_save_and_load_keep_the_events(tmp_path):
     assert isinstance(back, PickyTokenizer) and back == tok and back.picky == 0.7
     assert back.encode(small_text()) == tok.encode(small_text())
     assert bpe_fast.Tokenizer.load(tmp_path / "tok.json") == tok
+    for kept in (tok, back, pickle.loads(pickle.dumps(tok))):       # a Tokenizer's attributes, with no second level
+        assert kept.boundless_eligible is None and len(kept.supermerges) == 0 and not kept.is_boundless
 
 
 @pytest.mark.parametrize("fmt", ["huggingface", "tiktoken", "minbpe", "gpt2"])

@@ -34,8 +34,16 @@ def versions() -> tuple[int, ...]:
                          *(v.json_version for v in variant_parts.values() if v.json_version is not None)}))
 
 
-def _variant_of_version(version):
-    return next((v for v in variant_parts.values() if v.json_version == version), None)
+def _variant_of(data: dict):
+    """The variant whose tokenizer the file holds: the one its version names; or, in a file of
+    merges, the one whose fields it has (a hand-made version 1 with supermerges is read as
+    bpe_fast has always read it: with them)."""
+    version = data["version"]
+    named = next((v for v in variant_parts.values() if v.json_version == version), None)
+    if named is not None:
+        return named
+    return next((v for v in variant_parts.values() if v.rows == "merges" and any(k in data for k in v.json_keys)),
+                None)
 
 
 def _rows(variant) -> str:
@@ -94,8 +102,7 @@ def bpe_fast_vocabulary(data: Any, source: str | None = None) -> Vocabulary:
     if data.get("version") not in versions():
         raise TokenizerFileError(f"{where}: format version {data.get('version')!r} is not supported "
                                  f"(this bpe_fast reads versions {', '.join(map(str, versions()))})")
-    variant = _variant_of_version(data["version"])
-    _refuse_other_variants(data, variant, where)
+    variant = _variant_of(data)
     rows = _rows(variant)
     if rows not in data:
         raise TokenizerFileError(f"{where}: missing field {rows!r}" + (
@@ -116,18 +123,6 @@ def bpe_fast_vocabulary(data: Any, source: str | None = None) -> Vocabulary:
     extra = {} if variant is None else variant.from_json(data, where)
     return Vocabulary(merges, pattern, specials, merge_ids, byte_ids, source=where, normalize=normalize,
                       variant=name, extra=extra)
-
-
-def _refuse_other_variants(data: dict, variant, where: str) -> None:
-    """A field only another version holds (a variant's) would be left unread, and the tokenizer
-    would encode other ids than the file's author meant: refused, naming the field."""
-    for other in variant_parts.values():
-        if other is variant:
-            continue
-        for key in other.json_keys:
-            if key in data:
-                raise TokenizerFileError(f"{where}: field {key!r} belongs to a {other.title} tokenizer, which is "
-                                         f"version {other.json_version}; this file says version {data['version']}")
 
 
 def sniff(peek: Peek) -> FileKind | None:

@@ -1,7 +1,7 @@
 """What a variant is (``Variant``, each variant's module makes one: its ``VARIANT``) and what the
 plain pipeline hands it to train with (``Pipeline``). A variant overrides only what it does
-differently; every default below is plain BPE's. ``options`` is a trainer.TrainOptions (typed
-Any: trainer.py imports the table of variants)."""
+differently; every default below is plain BPE's. ``options`` is an options.TrainOptions (typed
+Any: options.py imports the table of variants)."""
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -51,7 +51,7 @@ class Variant:
     held_by: tuple[str, ...] = ()   # the formats (formats.names()) whose files hold its tokenizers
     json_version: int | None = None     # the bpe_fast JSON version its tokenizers write (None: plain)
     rows = "merges"                 # the field of bpe_fast's JSON its rows are in (Picky BPE: "events")
-    json_keys: tuple[str, ...] = ()     # the fields of bpe_fast's JSON that only its version may hold
+    json_keys: tuple[str, ...] = ()     # the fields it adds to bpe_fast's JSON (a file that has them is its)
 
     # -- options ------------------------------------------------------------------------------
     def selects(self, options: Any) -> bool:

@@ -207,7 +207,7 @@ class BoundlessBPE(Variant):
     name = "boundless"
     title = "BoundlessBPE"
     summary = ("BoundlessBPE (Schmidt et al. 2025, two-phase): stage two learns supermerges of whole adjacent "
-               "pretokens that are one token each (boundless.py)")
+               "pretokens that are one token each (variants/boundless.py)")
     keywords_help = KEYWORDS_HELP
     held_by = ("bpe_fast",)
     json_version = BOUNDLESS_VERSION

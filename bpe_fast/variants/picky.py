@@ -309,9 +309,10 @@ class PickyBPE(Variant):
     def learn(self, plain: Pipeline, table: WordTable, vocab_size: int, options: Any,
               report: Any) -> PickyTokenizer:
         """The kernel stage with ``picky=tau``: Picky BPE's events (_picky.train_picky,
-        single-threaded) until 256 + the learned tokens present + the special tokens make ``vocab_size``: removed tokens
-        make room for more merges. Ties break as ``tie_break`` says, by the bytes' ids as the
-        kernel numbers them; learned tokens' event ids are the same either way."""
+        single-threaded) until 256 + the learned tokens present + the special tokens make
+        ``vocab_size``: removed tokens make room for more merges. Ties break as ``tie_break``
+        says, by the bytes' ids as the kernel numbers them; learned tokens' event ids are the
+        same either way."""
         tau = options.picky
         specials = dict(options.special_ids) if options.special_ids is not None else list(options.special_tokens)
         n_learned = vocab_size - 256 - len(options.special_tokens)
