@@ -34,6 +34,7 @@ from .wordtable import WordTable
 # defined here before count_corpus.py, options.py and variants/ were, and imported from here still
 from .count_corpus import count, count_from_iterator  # noqa: F401
 from .options import MAX_VOCAB_SIZE, TIE_BREAKS  # noqa: F401
+from .variants import SUPERWORDS  # noqa: F401
 from .variants.superbpe import CountAhead as _CountAhead  # noqa: F401
 
 if TYPE_CHECKING:       # for annotations only (types.EllipsisType is Python 3.10+)
