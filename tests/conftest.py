@@ -89,6 +89,21 @@ needs_data = pytest.mark.skipif(SHARED is None, reason=NO_SHARED)
 needs_vocabs = pytest.mark.skipif(vocab_dir() is None, reason=NO_VOCABS)
 
 
+# The optional packages behind each extra of pyproject.toml (by top-level module); any other
+# package a test needs (a peer library, a notebook runner) is a dev dependency.
+EXTRAS = {"tiktoken": "tiktoken", "matplotlib": "plot", "line_profiler": "profile", "dask": "dask",
+          "distributed": "dask", "pyarrow": "parquet", "zstandard": "zstd", "sentencepiece": "workshop",
+          "ipywidgets": "workshop", "transformers": "transformers"}
+
+
+def missing_reason(module: str) -> str:
+    """Why a test skips without ``module``: the extra that brings it, named, and how to install it."""
+    extra = EXTRAS.get(module.split(".")[0])
+    if extra is not None:
+        return f"{module} is missing: needs the [{extra}] extra: pip install 'bpe_fast[{extra}]'"
+    return f"{module} is a dev dependency: pip install -e '.[dev]'"
+
+
 def need(module: str):
-    """Import a peer library the test cross-checks against, or skip saying how to install it."""
-    return pytest.importorskip(module, reason=f"{module} is a dev dependency: pip install -e '.[dev]'")
+    """Import an optional package or a peer library the test needs, or skip saying how to install it."""
+    return pytest.importorskip(module, reason=missing_reason(module))

@@ -119,6 +119,7 @@ def test_bench_picky_compares_picky_with_plain_training(tmp_path):
 
 
 def test_quality_writes_a_row_per_method_and_size_and_a_chart(tmp_path):
+    need("matplotlib")                                   # the chart needs the [plot] extra
     (tmp_path / "multilingual").mkdir()
     text = small_text() * 3
     (tmp_path / "big.txt").write_text(text, encoding="utf-8")

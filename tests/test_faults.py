@@ -452,7 +452,7 @@ def test_a_word_table_that_cannot_be_written_after_counting_is_saved_elsewhere(t
 
 
 def test_the_plot_is_checked_before_training(tmp_path, monkeypatch, capsys):
-    pytest.importorskip("matplotlib", reason="--plot needs matplotlib")
+    need("matplotlib")                                   # --plot needs the [plot] extra
     monkeypatch.setattr("bpe_fast.cli.train", lambda *a, **k: pytest.fail("trained before checking --plot"))
     plot = tmp_path / "no" / "curve.png"
     assert main(["train", str(SMALL_CORPUS), "--vocab-size", "300", "-o", str(tmp_path / "t.json"), "-q",

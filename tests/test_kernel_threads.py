@@ -206,7 +206,7 @@ def test_continued_training_on_the_parallel_path(monkeypatch):
 
 @pytest.mark.skipif(SHARED is None, reason="shared corpora not found (BPE_FAST_DATA or ../shared)")
 def test_same_vocabulary_as_rustbpe_on_the_parallel_path(monkeypatch):
-    rustbpe = pytest.importorskip("rustbpe")
+    rustbpe = pytest.importorskip("rustbpe", reason="rustbpe is a dev dependency: pip install -e '.[dev]'")
     share_every_merge(monkeypatch)
     text = read_corpus(shared_path("corpora", "taylorswift.txt"))
     docs = [text[i:i + 65536] for i in range(0, len(text), 65536)]

@@ -17,6 +17,8 @@ from bpe_fast.workshop.ladder import RUNGS, Workload, harness, select
 from bpe_fast.workshop.ladder.harness import budget_check, line_profile, run_ladder
 from bpe_fast.reference import count_pairs, merge_word, train_reference
 
+from .conftest import need
+
 # Rungs that break ties like the reference (smallest pair), and rungs that share v1's running
 # maximum (first top pair in dict order) and must therefore agree with each other exactly.
 LIKE_REFERENCE = ("v5", "v6")
@@ -131,6 +133,7 @@ def test_cli_line_profile_prints_per_line_timings(profile_main, capsys):
 @pytest.mark.slow      # 2.5 s; test_cli_json_has_the_documented_shape runs the CLI in the fast suite
 def test_cli_says_which_rung_runs_with_an_estimate_and_writes_json_and_chart_as_rungs_finish(
         profile_main, tmp_path, capsys, monkeypatch):
+    need("matplotlib")                                   # --plot needs the [plot] extra
     from bpe_fast.workshop.ladder import harness
     out, png = tmp_path / "ladder.json", tmp_path / "ladder.png"
     seen = []
@@ -180,6 +183,7 @@ def test_line_profile_of_the_kernel_rung_shows_its_python_lines():
 
 @pytest.mark.slow      # 2.4 s; test_charts draws the ladder's chart in the fast suite
 def test_cli_plot_writes_a_png(profile_main, tmp_path):
+    need("matplotlib")                                   # --plot needs the [plot] extra
     png = tmp_path / "ladder.png"
     assert profile_main(["profile", "--chars", "2000", "--merges", "4", "--versions", "v1,v5,v6",
                          "--repeats", "1", "--plot", str(png), "-q"]) == 0

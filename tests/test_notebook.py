@@ -13,7 +13,7 @@ from bpe_fast.paths import corpora_dir, shared_corpus, vocab_dirs
 nbformat = pytest.importorskip("nbformat", reason="the notebook test needs nbformat (pip install -e '.[dev]')")
 nbclient = pytest.importorskip("nbclient", reason="the notebook test needs nbclient (pip install -e '.[dev]')")
 pytest.importorskip("ipykernel", reason="the notebook test needs ipykernel (pip install -e '.[dev]')")
-pytest.importorskip("matplotlib", reason="the notebooks draw with matplotlib")
+pytest.importorskip("matplotlib", reason="the notebooks draw: needs the [plot] extra: pip install 'bpe_fast[plot]'")
 
 # Each notebook takes 10-20 s: the full suite runs them, the inner loop (-m "not slow") does not.
 pytestmark = pytest.mark.slow

@@ -57,8 +57,9 @@ def expected_arrays(counts: Counter) -> tuple[np.ndarray, np.ndarray, np.ndarray
             np.array([h for (h, _), _ in items], np.uint64))
 
 
-def assert_table(table: ChunkTable, counts: Counter) -> None:
-    got, want = table.sorted_arrays(), expected_arrays(counts)
+def assert_table(table: ChunkTable, counts: Counter, want: tuple | None = None) -> None:
+    """``want``: expected_arrays(counts), when the caller already has it (seconds on big tables)."""
+    got, want = table.sorted_arrays(), want or expected_arrays(counts)
     assert len(table) == len(want[2])
     for k, name in enumerate(("bytes", "offsets", "counts", "hashes")):
         assert got[k].dtype == want[k].dtype and np.array_equal(got[k], want[k]), f"{name} differ"
@@ -219,41 +220,49 @@ def thp_madvise_available() -> bool:
     return "[always]" in mode or "[madvise]" in mode
 
 
+@pytest.fixture(scope="module")
+def big_long_tail() -> tuple[str, Counter, tuple]:
+    """A long-tailed text past 2 MB of slots, its regex counts and their expected arrays: made
+    once for the growth tests below (seconds of plain Python each time)."""
+    text = long_tail_text(7, 150_000)
+    counts = regex_counts(text, GPT2)
+    return text, counts, expected_arrays(counts)
+
+
 @pytest.mark.parametrize("huge", [True, False])
-def test_growth_past_2_mb_in_huge_pages_or_not_gives_the_same_table(huge):
+def test_growth_past_2_mb_in_huge_pages_or_not_gives_the_same_table(huge, big_long_tail):
+    text, counts, want = big_long_tail
     previous = _use_huge_pages(huge)
     try:
-        text = long_tail_text(3, 150_000)
         table = ChunkTable()
         table.add_text(scanner("gpt2"), text.encode())
-        counts = regex_counts(text, GPT2)
         assert len(counts) > 3 * (1 << 16) // 4                     # past 65,536 slots, 2 MB
         assert table.huge_pages == (huge and thp_madvise_available())
-        assert_table(table, counts)
+        assert_table(table, counts, want)
         table.clear()
         assert len(table) == 0 and not table.huge_pages and table.nbytes == 4096 * 32
         table.add_text(scanner("gpt2"), text.encode())              # and again after clear
-        assert_table(table, counts)
+        assert_table(table, counts, want)
     finally:
         _use_huge_pages(previous)
 
 
 @pytest.mark.parametrize("huge", [True, False])
-def test_growth_in_place_keeps_clusters_that_wrap_around_the_end(huge):
+def test_growth_in_place_keeps_clusters_that_wrap_around_the_end(huge, big_long_tail):
     """Probe hashes with their low 8 bits cleared make runs of hundreds of slots from every 256th
     slot, the last of them wrapping past the table's end to its start; the table grows through
     2, 4 and 8 MB that way (in place, where the slots are mapped) and must still find every chunk."""
+    text, counts, want = big_long_tail
     previous = _use_huge_pages(huge)
     try:
-        text = long_tail_text(7, 150_000)
         table = ChunkTable()
         table._weaken_probe_hash(~0xFF & (2**64 - 1))
         table.add_text(scanner("gpt2"), text.encode())
-        counts = regex_counts(text, GPT2)
         assert len(counts) > 3 * (1 << 17) // 4 * 0.8                 # well past 2 MB of slots
-        assert_table(table, counts)
+        assert_table(table, counts, want)
         table.add_text(scanner("gpt2"), text.encode())                 # every chunk found again
-        assert_table(table, counts + counts)
+        data, offsets, once, hashes = want                              # the same chunks, each counted twice
+        assert_table(table, counts + counts, (data, offsets, once * 2, hashes))
     finally:
         _use_huge_pages(previous)
 

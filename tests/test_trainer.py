@@ -392,6 +392,7 @@ def test_a_list_of_sizes_trains_once():
 
 
 def test_cli_trains_several_sizes_and_evaluates_them(tmp_path, capsys):
+    need("matplotlib")                                   # --plot needs the [plot] extra
     corpus, held_out = tmp_path / "c.txt", tmp_path / "h.txt"
     corpus.write_text(small_text() * 3)
     held_out.write_text("A held-out text about lighthouses, ledgers and the sea.\n" * 20)
