@@ -1,5 +1,6 @@
 """Every input people have gives the word table of the same documents: text, standard input,
-compressed files, JSON lines, Parquet, directories; and bad ones fail naming the file."""
+compressed files, JSON lines, Parquet, directories; and bad ones fail naming the file. Input
+tasks read themselves."""
 from __future__ import annotations
 
 import bz2
@@ -12,6 +13,7 @@ import sys
 import pytest
 
 import bpe_fast
+from bpe_fast import InputError, inputs
 from bpe_fast.inputs import classify
 
 from .conftest import need, small_text
@@ -131,3 +133,52 @@ def test_lines_mode_streams_any_pattern_in_blocks(tmp_path, pattern):
     lines = [line + "\n" for line in text.split("\n")][:-1]
     blocks = table([path], pattern=pattern, lines=True, workers=2, block_size=1000)
     assert blocks == bpe_fast.count_from_iterator(lines, pattern=pattern, workers=1)
+
+
+# -- input tasks read themselves -------------------------------------------------------------------
+
+def test_every_kind_of_input_yields_its_documents_as_pieces(tmp_path):
+    text = tmp_path / "a.txt"
+    text.write_text("first\nsecond\n")
+    packed = tmp_path / "b.txt.gz"
+    packed.write_bytes(gzip.compress(b"zipped text"))
+    records = tmp_path / "c.jsonl"
+    records.write_text("\n".join(json.dumps({"body": t}) for t in ["r1", "r2", None]) + "\n")
+    found = inputs.sources([text, packed, records], field="body")
+    assert [type(s).__name__ for s in found] == ["TextSource", "TextSource", "JsonlSource"]
+    got = [(piece.data, piece.starts_document) for s in found for task in s.tasks(None, 1 << 20)
+           for piece in task.pieces(keep_null=True)]
+    assert got == [(b"first\nsecond\n", True), (b"zipped text", True), ("r1", True), ("r2", True), ("", True)]
+
+
+def test_a_stream_task_reads_what_the_local_tasks_read(tmp_path):
+    records = tmp_path / "c.jsonl.gz"
+    records.write_bytes(gzip.compress("".join(json.dumps({"text": f"doc {i}"}) + "\n" for i in range(500)).encode()))
+    (source,) = inputs.sources([records])
+    (remote,) = source.cluster_tasks(None, 1000)
+    local = [p for task in source.tasks(None, 1000) for p in task.pieces()]
+    assert list(remote.pieces()) == local and len(local) == 500
+
+
+def test_an_empty_text_file_is_one_empty_document(tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    tasks = list(inputs.sources([empty])[0].tasks(None, 1 << 20))
+    assert [p.data for t in tasks for p in t.pieces()] == [b""]
+
+
+def test_a_read_that_fails_while_counting_names_the_input(tmp_path, monkeypatch):
+    path = tmp_path / "disk.txt"
+    path.write_text("some text\n" * 100)
+
+    opened = []
+
+    def failing_open(name, mode="r", *args, **kwargs):        # readable when checked, failing when read
+        opened.append(name)
+        if len(opened) > 1:
+            raise OSError(5, "Input/output error")
+        return open(name, mode, *args, **kwargs)
+
+    monkeypatch.setattr(inputs, "open", failing_open, raising=False)
+    with pytest.raises(InputError, match=r"disk.txt: read failed: Input/output error"):
+        bpe_fast.count([path], workers=1, progress="none")

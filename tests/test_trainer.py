@@ -1,5 +1,6 @@
 """Training that other trainers do not offer: continue any tokenizer, many vocabulary sizes from
-one run, a maximum token length. Each held to the plain-Python reference and to the peers."""
+one run, a maximum token length. Each held to the plain-Python reference and to the peers. And
+train and train_from_iterator share one path (TrainOptions)."""
 from __future__ import annotations
 
 import threading
@@ -14,12 +15,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpe_fast
-from bpe_fast import Tokenizer, WordTable, _kernel, continued
+from bpe_fast import ArgumentError, Tokenizer, WordTable, _kernel, continued
 from bpe_fast._kernel import Trainer, train_merges
 from bpe_fast.cli import main
 from bpe_fast.patterns import resolve
 from bpe_fast.pretokenize import Splitter, chunks_of
 from bpe_fast.reference import train_reference
+from bpe_fast.trainer import TrainOptions
 
 from .conftest import need, needs_data, needs_vocabs, read_corpus, small_text, vocab_dir
 
@@ -603,3 +605,73 @@ def test_superword_training_is_stage_one_then_tokens_across_words():
         bpe_fast.train_from_iterator(SMALL, 800, superword_at=900)
     with pytest.raises(bpe_fast.ArgumentTypeError, match="give a list"):
         bpe_fast.train_from_iterator(iter(SMALL), 800, superword_at=500)
+
+
+# -- one training path ------------------------------------------------------------------------------
+
+SPECIAL = "<|sep|>"
+
+def test_files_and_iterators_train_the_same_tokenizer_through_one_path(tmp_path):
+    docs = [small_text()[i::3] for i in range(3)]
+    files = []
+    for i, doc in enumerate(docs):
+        files.append(tmp_path / f"d{i}.txt")
+        files[-1].write_text(doc)
+    base = bpe_fast.train_from_iterator(docs, 300, pattern="cl100k", progress="none")
+    options: dict[str, Any] = dict(special_tokens=[SPECIAL], base=base, superword_at=340, min_frequency=2,
+                                   progress="none")
+    from_files = bpe_fast.train(files, [420, 400], workers=1, **options)
+    from_docs = bpe_fast.train_from_iterator(docs, [420, 400], workers=1, **options)
+    assert from_files == from_docs
+    assert [t.vocab_size for t in from_docs] == [420, 400] and from_docs[0].pattern_name == "superword"
+
+
+def test_train_options_refuse_bad_settings_before_any_text_is_read():
+    with pytest.raises(ArgumentError, match="tie_break must be one of"):
+        bpe_fast.train(["no-such-file.txt"], 1000, tie_break="random")
+    with pytest.raises(ArgumentError, match="superword_at=100 must be"):
+        bpe_fast.train_from_iterator(["x"], 1000, superword_at=100)
+    options = TrainOptions.checked([512, 1024], special_tokens=["<a>"])
+    assert options.sizes == (512, 1024) and options.resolved_pattern == "cl100k"
+    assert options.cut_out == ["<a>"]
+
+
+def test_the_word_table_is_freed_before_the_kernel_counts_the_pairs(monkeypatch):
+    """The pair lists and the merging need the most memory: the table and its arrays must be gone
+    once the kernel has laid the words out, before it counts the pairs (train keeps no reference);
+    the table's hashes, which training does not read, already before the layout."""
+    import gc
+    import weakref
+    from types import SimpleNamespace
+
+    from bpe_fast import _kernel, trainer
+    tables: list = []
+    alive_when_counting: list[bool] = []
+    hashes_at_layout: list[bool] = []
+    real_count = trainer.count_docs
+
+    def counting(*args, **kwargs):
+        table = real_count(*args, **kwargs)
+        assert table.hashes is not None
+        tables.append([weakref.ref(table), weakref.ref(table.symbols), weakref.ref(table.offsets),
+                       weakref.ref(table.hashes)])
+        return table
+
+    class Watched(_kernel.Trainer):
+        def __init__(self, *args, **kwargs):
+            gc.collect()
+            hashes_at_layout.append(tables[-1][3]() is not None)
+            super().__init__(*args, **kwargs)
+
+        def count_pairs(self):
+            gc.collect()
+            alive_when_counting.append(any(ref() is not None for ref in tables[-1]))
+            super().count_pairs()
+
+    monkeypatch.setattr(trainer, "count_docs", counting)
+    monkeypatch.setattr(trainer, "_kernel", SimpleNamespace(Trainer=Watched))
+    tok = bpe_fast.train_from_iterator([small_text()], 400, progress="none")
+    assert alive_when_counting and not any(alive_when_counting)       # (learn asks again: counted once)
+    assert hashes_at_layout == [False]
+    monkeypatch.undo()
+    assert tok == bpe_fast.train_from_iterator([small_text()], 400, progress="none")
