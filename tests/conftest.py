@@ -9,8 +9,28 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from bpe_fast import paths
+
+# The inner loop (-m "not slow") runs each property test on a quarter of its examples (at least
+# 20, or all of them when it asks for fewer), the whole suite on all of them: every kind of check
+# stays in the inner loop, and CI draws the full number. Set in pytest_configure, which runs
+# before any test module is imported (the decorators read it then).
+_INNER_LOOP = False
+
+
+def pytest_configure(config) -> None:
+    global _INNER_LOOP
+    _INNER_LOOP = "not slow" in (config.getoption("markexpr", "") or "")
+    if _INNER_LOOP:         # the properties that take hypothesis' default (100 examples)
+        settings.register_profile("inner-loop", max_examples=25)
+        settings.load_profile("inner-loop")
+
+
+def examples(n: int) -> int:
+    """How many examples a property test asking for ``n`` draws in this run (see _INNER_LOOP)."""
+    return max(-(-n // 4), min(n, 20)) if _INNER_LOOP else n
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL_CORPUS = Path(__file__).resolve().parent / "data" / "small_corpus.txt"

@@ -21,7 +21,7 @@ from bpe_fast.errors import VocabSizeWarning
 from bpe_fast.reference import (encode_boundless_reference, phase_one, pretoken_units, train_boundless_auto_reference,
                                 train_boundless_reference)
 
-from .conftest import corpus_params, read_corpus, shared_path, small_text
+from .conftest import corpus_params, examples, read_corpus, shared_path, small_text
 
 SMALL = [small_text()] * 3
 
@@ -90,14 +90,14 @@ WORDS = [" the", " of", " a", " one", " cat", " sat", "The", " and", " the", "I"
 @given(docs=st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=40).map("".join), min_size=1, max_size=6),
        at=st.integers(256, 300), extra=st.integers(0, 60), pattern=st.sampled_from(["cl100k", "gpt2", "o200k"]),
        eligible=st.sampled_from([patterns.BOUNDLESS_ELIGIBLE, patterns.BOUNDLESS_ELIGIBLE_V2]))
-@settings(max_examples=120, deadline=None)
+@settings(max_examples=examples(120), deadline=None)
 def test_fast_equals_the_reference_on_random_corpora(docs, at, extra, pattern, eligible):
     check_against_reference(docs, at + extra, at, pattern, eligible)
 
 
 @given(docs=st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=30).map("".join), min_size=1, max_size=4),
        extra=st.integers(1, 40), limit=st.integers(2, 12), min_count=st.integers(0, 3))
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 def test_fast_equals_the_reference_with_a_length_limit_and_a_minimum_count(docs, extra, limit, min_count):
     """max_token_length lays each unit out over its bytes (lengths in bytes); min_frequency stops both phases."""
     at = 280
@@ -224,7 +224,7 @@ def trained():
 
 @given(text=st.lists(st.sampled_from([*"the of and a I’'_ ,.\n12éß", " the", " of the", " and", " which", " was",
                                       " in the", " it"]), max_size=120).map("".join))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_encoding_equals_the_reference_encoder(trained, text):
     tok, merges, supers = trained
     ids = tok.encode(text)
@@ -378,7 +378,7 @@ def test_a_boundless_base_is_refused_and_convert_says_why(trained, tmp_path, cap
 
 @given(docs=st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=40).map("".join), min_size=1, max_size=6),
        n=st.integers(0, 120), eligible=st.sampled_from([patterns.BOUNDLESS_ELIGIBLE, patterns.BOUNDLESS_ELIGIBLE_V2]))
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 def test_auto_equals_paper_twos_loop(docs, n, eligible):
     tok = boundless(docs * 3, 256 + n, "auto", boundless_eligible=eligible)
     merges, supers = train_boundless_auto_reference(docs * 3, "cl100k", n, eligible)

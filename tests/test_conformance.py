@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 import bpe_fast
 
-from .conftest import corpus_files, corpus_params, read_corpus, vocab_dir, vocab_path
+from .conftest import corpus_files, corpus_params, examples, read_corpus, vocab_dir, vocab_path
 
 if TYPE_CHECKING:
     from tiktoken import Encoding
@@ -80,7 +80,7 @@ assigned = st.characters(exclude_categories=("Cs", "Cn"))
 
 @pytest.mark.parametrize("name", NAMES)
 @given(text=st.text(alphabet=assigned, max_size=300))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_encode_equals_tiktoken_on_any_text(name, text):
     ids = ours(name).encode(text, disallowed_special=())
     assert ids == reference(name).encode(text, disallowed_special=())
@@ -99,7 +99,7 @@ def kept_utf8(text: str) -> str:
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
 @given(text=st.text(alphabet=assigned, max_size=300))
 @example(text="<|endoftext|>")                 # found by hypothesis: the text itself a special token
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_a_str_whose_utf8_cpython_keeps_encodes_as_tiktoken(name, text):
     """The encoder reads a str's kept UTF-8 instead of converting its code points (when the str
     is not ASCII): the same ids from every entry point, special tokens included."""

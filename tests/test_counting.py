@@ -15,7 +15,7 @@ from bpe_fast.inputs import docs_tasks, file_tasks
 from bpe_fast.patterns import SUPERWORD
 from bpe_fast.pretokenize import Splitter, chunks_of, find_cut, is_safe_cut
 
-from .conftest import SHARED, corpus_files
+from .conftest import SHARED, corpus_files, examples
 
 NAMED = [GPT2, CL100K, O200K, SUPERWORD]
 IDS = ["gpt2", "cl100k", "o200k", "superword"]
@@ -29,7 +29,7 @@ def whole_counts(text: str, pattern: str) -> Counter:
 
 @pytest.mark.parametrize("pattern", NAMED, ids=IDS)
 @given(text=documents)
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_every_safe_cut_keeps_the_chunks(pattern, text):
     """Splitting at *all* safe cuts at once gives exactly the chunks of the whole text."""
     data = text.encode("utf-8")
@@ -40,7 +40,7 @@ def test_every_safe_cut_keeps_the_chunks(pattern, text):
 
 @pytest.mark.parametrize("pattern", NAMED, ids=IDS)
 @given(text=st.text(alphabet="ab 1.\r\n\t/é", max_size=200))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_crlf_cuts_keep_the_chunks(pattern, text):
     """The same on text made mostly of CRLF line ends (the pattern-specific rules)."""
     data = text.replace("\n", "\r\n").encode("utf-8")
@@ -74,7 +74,7 @@ superwordy = st.text(alphabet="ab\u00e9\u4e2d 1\u0663!./\n\r\t\u00a0\U0001F600",
 
 
 @given(text=superwordy)
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_every_superword_cut_keeps_the_chunks(text):
     data = text.encode("utf-8")
     cuts = [i for i in range(len(data) + 1) if is_safe_cut(data, i, SUPERWORD)]
@@ -90,7 +90,7 @@ normalizable = st.text(alphabet="ae1 !.\u0301\u0308\u037a\ufb01\u2460\u00a8\uff0
 
 
 @given(text=normalizable, form=st.sampled_from(["nfc", "nfkc"]))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_every_normalized_superword_cut_keeps_the_normalized_chunks(text, form):
     """With a normalization, a superword cut must also be a place where normalizing the blocks
     one by one gives the normalized whole, and the chunks of the normalized blocks those of the
@@ -122,7 +122,7 @@ def test_superword_cut_rule_refuses_the_dangerous_places():
 
 
 @given(parts=st.lists(st.sampled_from(["ab", "c!!", "x1", " ", "  ", "\n", "<|s|>", "é.", "!"]), max_size=40))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 def test_superword_blocks_keep_the_chunks_around_special_tokens(tmp_path_factory, parts):
     """Every block cut the superword splitter allows, where special tokens are cut out: no cut
     inside a token nor beside one (the text the rule reads would change)."""

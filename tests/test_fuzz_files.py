@@ -21,9 +21,9 @@ from hypothesis import strategies as st
 import bpe_fast
 from bpe_fast import BpeFastError, Tokenizer
 
-from .conftest import small_text
+from .conftest import examples, small_text
 
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+FUZZ = settings(max_examples=examples(150), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 
 
 @functools.lru_cache(maxsize=1)
@@ -212,7 +212,7 @@ def io_path(tmp: Path, content: bytes) -> Path:
 
 @pytest.mark.parametrize("fmt", ["bpe_fast", "huggingface", "gpt2"])
 @given(data=st.data())
-@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(20), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_json_files_with_a_value_nested_past_the_parser(tmp_path, fmt, data):
     files = written(tmp_path, fmt)
     name = data.draw(st.sampled_from([n for n in sorted(files) if n.endswith(".json")]))

@@ -10,6 +10,7 @@ from bpe_fast import CL100K, GPT2, O200K, WordTable
 from bpe_fast._kernel import train_merges
 from bpe_fast.pretokenize import chunks_of
 from bpe_fast.reference import count_pairs, train_reference
+from .conftest import examples
 
 PATTERNS = [GPT2, CL100K, O200K, None]
 
@@ -32,7 +33,7 @@ def table_of(docs: list[str], pattern) -> dict[bytes, int]:
 
 @pytest.mark.parametrize("pattern", PATTERNS, ids=["gpt2", "cl100k", "o200k", "none"])
 @given(docs=texts, n_merges=st.integers(0, 60))
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 def test_kernel_equals_reference_on_random_corpora(pattern, docs, n_merges):
     counts = table_of(docs, pattern)
     assert kernel_merges(counts, n_merges) == train_reference(counts, n_merges)
@@ -40,7 +41,7 @@ def test_kernel_equals_reference_on_random_corpora(pattern, docs, n_merges):
 
 @given(words=st.dictionaries(st.binary(min_size=1, max_size=12), st.integers(1, 2**40), min_size=1, max_size=20),
        n_merges=st.integers(0, 40), min_count=st.integers(0, 5), track_from=st.sampled_from([0, 1, 3, 2**41]))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_kernel_equals_reference_on_random_tables(words, n_merges, min_count, track_from):
     """Arbitrary bytes (not only UTF-8), counts far beyond 32 bits, min_count, and any tracking
     threshold (0: the default)."""
@@ -49,7 +50,7 @@ def test_kernel_equals_reference_on_random_tables(words, n_merges, min_count, tr
 
 @given(words=st.dictionaries(st.text(alphabet="ab", min_size=1, max_size=10).map(str.encode),
                              st.integers(1, 6), min_size=1, max_size=6), n_merges=st.integers(0, 12))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_kernel_equals_reference_on_two_letter_words(words, n_merges):
     """Two letters make overlaps and pairs that vanish and come back within a merge."""
     assert kernel_merges(words, n_merges, track_from=1) == train_reference(words, n_merges)

@@ -24,7 +24,7 @@ from bpe_fast._kernel import train_merges
 from bpe_fast.counting import default_workers
 from bpe_fast.reference import train_reference
 
-from .conftest import SHARED, read_corpus, shared_path, small_text
+from .conftest import SHARED, examples, read_corpus, shared_path, small_text
 
 # Work counters that must not depend on the number of threads (the others time or split work).
 WORK = ("initial_pairs", "pairs_tracked", "positions_visited", "occurrences_replaced", "recounts", "heap_left")
@@ -57,7 +57,7 @@ counts = st.one_of(st.integers(1, 300), st.integers(1, 2**40))
 @given(words=st.dictionaries(st.binary(min_size=1, max_size=14), counts, min_size=1, max_size=25),
        n_merges=st.integers(0, 40), track_from=st.sampled_from([0, 1, 3, 2**41]),
        parallel_from=st.sampled_from([1, 2, 5, 64]))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 def test_threads_learn_the_reference_merges(words, n_merges, track_from, parallel_from):
     merges = assert_same_on_threads(words, n_merges, parallel_from=parallel_from, track_from=track_from)
     assert merges == train_reference(words, n_merges)
@@ -66,7 +66,7 @@ def test_threads_learn_the_reference_merges(words, n_merges, track_from, paralle
 @given(words=st.dictionaries(st.text(alphabet="ab", min_size=1, max_size=16).map(str.encode),
                              st.integers(1, 400), min_size=1, max_size=8),
        n_merges=st.integers(0, 14), max_length=st.sampled_from([0, 2, 3, 5]))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 def test_threads_on_two_letter_words(words, n_merges, max_length):
     """Overlaps, pairs made and unmade within one merge (and within one thread's range), and a
     maximum token length."""

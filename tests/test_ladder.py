@@ -17,7 +17,7 @@ from bpe_fast.workshop.ladder import RUNGS, Workload, harness, select
 from bpe_fast.workshop.ladder.harness import budget_check, line_profile, run_ladder
 from bpe_fast.reference import count_pairs, merge_word, train_reference
 
-from .conftest import need
+from .conftest import examples, need
 
 # Rungs that break ties like the reference (smallest pair), and rungs that share v1's running
 # maximum (first top pair in dict order) and must therefore agree with each other exactly.
@@ -62,7 +62,7 @@ def test_every_rung_learns_valid_merges(name, pattern):
     check_rungs(TEXTS[name], pattern, 30)
 
 
-@settings(max_examples=40, deadline=None)
+@settings(max_examples=examples(40), deadline=None)
 @given(st.text(alphabet="ab \x00é\n", max_size=60), st.integers(1, 12))
 def test_every_rung_on_random_text(text, n_merges):
     if text:

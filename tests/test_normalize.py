@@ -20,7 +20,7 @@ from bpe_fast import Tokenizer, WordTable
 from bpe_fast.cli import main
 from bpe_fast.pretokenize import Splitter, chunks_of, find_cut, is_safe_cut
 
-from .conftest import corpus_files, need, needs_data, read_corpus, small_text
+from .conftest import corpus_files, examples, need, needs_data, read_corpus, small_text
 
 FORMS: dict[str, Literal["NFC", "NFKC"]] = {"nfc": "NFC", "nfkc": "NFKC"}
 SPACE = regex.compile(r"\s")
@@ -100,7 +100,7 @@ CUT_TEXT = st.lists(st.tuples(st.lists(CUT_ALPHABET, min_size=1, max_size=5).map
     .map(lambda lines: "".join(line + end for line, end in lines))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(CUT_TEXT, st.sampled_from(["nfc", "nfkc"]))
 def test_every_cut_keeps_the_normalized_text_and_its_chunks(text, form):
     data = text.encode()
@@ -378,7 +378,7 @@ def test_hugging_face_encodes_our_tokenizer_json_the_same(tmp_path, form):
                                        progress="none")
     theirs = _hf(tok, tmp_path)
 
-    @settings(max_examples=200, deadline=None)
+    @settings(max_examples=examples(200), deadline=None)
     @given(st.lists(HYPOTHESIS_CHARS, max_size=60).map("".join))
     def same_ids(text):
         assert theirs.encode(text).ids == tok.encode(text, allowed_special="all")

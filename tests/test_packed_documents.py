@@ -23,6 +23,7 @@ from bpe_fast._pack import document_ends, pack_documents
 from bpe_fast._table import ChunkTable
 from bpe_fast.inputs import docs_tasks
 from bpe_fast.pretokenize import Splitter
+from .conftest import examples
 
 # Every UTF-8 width, line ends, spaces the patterns treat apart, and text outside the BMP.
 ALPHABET = "ab 1'\n\r\t!/\u00a0é😀中\u3000.x\u0300\U0010fffd"
@@ -48,7 +49,7 @@ def table_dict(table: ChunkTable) -> dict[bytes, int]:
 
 
 @given(docs=documents)
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_packing_equals_encoding_each_document(docs):
     data, offsets, all_str = packed(docs)
     encoded = [d.encode() if isinstance(d, str) else d for d in docs]
@@ -58,7 +59,7 @@ def test_packing_equals_encoding_each_document(docs):
 
 
 @given(docs=st.lists(any_text, max_size=30), kept=st.lists(st.booleans(), min_size=30, max_size=30))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_strs_whose_utf8_cpython_keeps_pack_as_their_encoding(docs, kept):
     """Packing reads a str's kept UTF-8 when CPython has it (PyUnicode_AsUTF8 leaves it), the
     code points otherwise: the same bytes either way, in any mix."""
@@ -75,7 +76,7 @@ def test_strs_whose_utf8_cpython_keeps_pack_as_their_encoding(docs, kept):
 
 
 @given(docs=documents)
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 def test_document_ends_are_the_running_sum_of_lengths(docs):
     ends = document_ends(docs)
     assert ends is not None and ends.tolist() == list(accumulate(map(len, docs)))
@@ -98,7 +99,7 @@ def test_a_surrogate_leaves_a_batch_unpacked_and_other_types_are_refused():
 @pytest.mark.parametrize("pattern", [GPT2, CL100K, O200K], ids=["gpt2", "cl100k", "o200k"])
 @pytest.mark.parametrize("lines", [False, True])
 @given(docs=st.lists(texts, max_size=12))
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 def test_a_packed_batch_counts_each_document_on_its_own(pattern, lines, docs):
     """One native call over the buffer counts what the reference splitter finds in each document:
     no chunk runs from one document into the next (two documents "a" and "b" are not "ab")."""
@@ -140,7 +141,7 @@ item = st.one_of(texts, texts.map(str.encode), st.lists(st.one_of(texts, st.none
 
 
 @given(items=st.lists(item, max_size=80), batch_chars=st.integers(1, 200))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_batches_end_where_the_one_at_a_time_loop_ends_them(items, batch_chars):
     got = [(t.first_index, list(t.documents()), t.size, t.count) for t in docs_tasks(items, batch_chars)]
     want = [(i, [d.encode() if isinstance(d, str) else d for d in batch], size, len(batch))

@@ -22,7 +22,7 @@ from bpe_fast.cli import main
 from bpe_fast.picky import REMOVED, events_for, token_ids
 from bpe_fast.reference import (encode_picky_reference, picky_token_ids, train_picky_reference, train_reference)
 
-from .conftest import corpus_params, needs_data, read_corpus, small_text
+from .conftest import corpus_params, examples, needs_data, read_corpus, small_text
 
 SMALL = [small_text()] * 4
 A, B, C, D = b"abcd"
@@ -110,14 +110,14 @@ taus = st.sampled_from([0.05, 0.3, 0.5, 0.6, 0.75, 0.9, 1.0])
 
 @given(words=words_strategy, n_learned=st.integers(0, 50), tau=taus, min_count=st.integers(1, 3),
        limit=st.sampled_from([None, 2, 4]))
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 def test_the_kernel_makes_the_references_events(words, n_learned, tau, min_count, limit):
     assert kernel_events(words, n_learned, tau, min_count=min_count, max_token_length=limit or 0) == \
         train_picky_reference(words, n_learned, tau, min_count=min_count, max_token_length=limit)
 
 
 @given(words=words_strategy, n_merges=st.integers(0, 50))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_a_tau_above_1_removes_nothing_and_learns_plain_bpe(words, n_merges):
     table = WordTable.from_counts(words)
     plain = train_merges(table.symbols, table.offsets, table.counts, n_merges).tolist()
@@ -128,7 +128,7 @@ def test_a_tau_above_1_removes_nothing_and_learns_plain_bpe(words, n_merges):
 
 @given(words=words_strategy, n_learned=st.integers(0, 50), tau=taus,
        others=st.lists(st.text(alphabet="abcde", max_size=20).map(str.encode), max_size=5))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_the_replay_encoder_reaches_the_trainings_segmentation(words, n_learned, tau, others):
     """Every training word encodes to what training left it as; any other text as the plain
     replay of every event (encode_picky_reference) says."""

@@ -16,7 +16,7 @@ from bpe_fast.encode_corpus import pieces
 from bpe_fast.patterns import CL100K, GPT2, O200K, SUPERWORD
 from bpe_fast.pretokenize import NATIVE, REGEX, WHOLE, Splitter
 
-from .conftest import small_text
+from .conftest import examples, small_text
 
 SPECIAL = "<|sep|>"
 
@@ -51,7 +51,7 @@ text_with_specials = st.lists(st.sampled_from(["Hello", " world", "\n", "\r\n", 
                                                "\u2028", "\t", "!?", "/"]), max_size=30).map("".join)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=examples(150), deadline=None)
 @given(text=text_with_specials, pattern=st.sampled_from([GPT2, CL100K, O200K, SUPERWORD, r"\w+|\s+|[^\w\s]+", None]),
        lines=st.booleans())
 def test_chunks_are_the_pattern_matches_between_special_tokens_and_lines(text, pattern, lines):
@@ -59,7 +59,7 @@ def test_chunks_are_the_pattern_matches_between_special_tokens_and_lines(text, p
     assert list(splitter.chunks(text)) == plain_chunks(text, pattern, [SPECIAL], lines)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=examples(60), deadline=None)
 @given(docs=st.lists(text_with_specials, min_size=1, max_size=6),
        pattern=st.sampled_from([GPT2, CL100K, O200K, SUPERWORD, r"\w+|\s+|[^\w\s]+", None]), lines=st.booleans(),
        as_bytes=st.booleans())

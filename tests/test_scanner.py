@@ -14,7 +14,7 @@ from bpe_fast._table import ChunkTable
 from bpe_fast.wordtable import WordTable
 from bpe_fast.pretokenize import char_classes, native_scanner
 
-from .conftest import SHARED, corpus_params
+from .conftest import SHARED, corpus_params, examples
 
 PATTERNS = {"gpt2": GPT2, "cl100k": CL100K, "o200k": O200K, "superword": SUPERWORD}
 
@@ -28,14 +28,14 @@ tricky = st.text(alphabet=ALPHABET, max_size=80)
 
 @pytest.mark.parametrize("name", PATTERNS)
 @given(text=tricky)
-@settings(max_examples=2000, deadline=None)
+@settings(max_examples=examples(2000), deadline=None)
 def test_scanner_equals_regex_on_tricky_text(name, text):
     assert native_scanner(PATTERNS[name]).chunks(text) == regex.findall(PATTERNS[name], text)
 
 
 @pytest.mark.parametrize("name", PATTERNS)
 @given(text=st.text(max_size=60))
-@settings(max_examples=1000, deadline=None)
+@settings(max_examples=examples(1000), deadline=None)
 def test_scanner_equals_regex_on_any_text(name, text):
     assert native_scanner(PATTERNS[name]).chunks(text) == regex.findall(PATTERNS[name], text)
 
@@ -48,7 +48,7 @@ letter_runs = st.lists(st.one_of(st.text(alphabet="AZazbYmN", min_size=1, max_si
 
 @pytest.mark.parametrize("name", PATTERNS)
 @given(text=letter_runs)
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 def test_scanner_equals_regex_on_long_ascii_letter_runs(name, text):
     assert native_scanner(PATTERNS[name]).chunks(text) == regex.findall(PATTERNS[name], text)
 
@@ -80,7 +80,7 @@ ascii_text = st.lists(ascii_pieces, max_size=60).map("".join)
 
 @pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k"])
 @given(text=ascii_text)
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 def test_windows_and_scanner_each_equal_regex_on_mostly_ascii_text(name, text):
     expected = regex.findall(PATTERNS[name], text)
     with_windows = Scanner(PATTERN_IDS[name], *char_classes())
@@ -103,7 +103,7 @@ def simd_level(request):
 
 @pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k"])
 @given(text=ascii_text)
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_every_classifier_splits_as_regex(simd_level, name, text):
     assert Scanner(PATTERN_IDS[name], *char_classes()).chunks(text) == regex.findall(PATTERNS[name], text)
 
@@ -163,7 +163,7 @@ superwordy = st.text(alphabet="ab \u00e9\u4e2d1\u0663!./-\n\r\t\u00a0", max_size
 
 
 @given(text=superwordy)
-@settings(max_examples=1500, deadline=None)
+@settings(max_examples=examples(1500), deadline=None)
 def test_superword_scanner_equals_regex_on_dense_text(text):
     assert native_scanner(SUPERWORD).chunks(text) == regex.findall(SUPERWORD, text)
 

@@ -19,7 +19,7 @@ from bpe_fast import CL100K, GPT2, O200K
 from bpe_fast._table import ChunkTable, _use_huge_pages, read_part
 from bpe_fast.pretokenize import Splitter
 
-from .conftest import corpus_params, small_text
+from .conftest import corpus_params, examples, small_text
 
 M64 = (1 << 64) - 1
 SEED, MUL1, MUL2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
@@ -134,7 +134,7 @@ def test_chunks_at_the_end_of_the_buffer_are_read_exactly(length):
 
 
 @given(st.lists(st.binary(min_size=1, max_size=40), max_size=60), st.integers(0, 3))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_any_chunks_and_counts_equal_a_counter(chunks, repeat):
     table, counts = ChunkTable(), Counter[bytes]()
     for k, chunk in enumerate(chunks):

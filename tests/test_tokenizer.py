@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import bpe_fast
 from bpe_fast import Tokenizer
 
-from .conftest import corpus_params, need, needs_data, small_text
+from .conftest import corpus_params, examples, need, needs_data, small_text
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def test_round_trip_and_tiktoken_agree_on_every_corpus(trained, path):
 
 @needs_data
 @given(text=st.text(max_size=200))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_encode_matches_tiktoken_on_any_text(trained, text):
     enc = as_tiktoken(trained)
     ids = trained.encode_ordinary(text)

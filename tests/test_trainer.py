@@ -23,7 +23,7 @@ from bpe_fast.pretokenize import Splitter, chunks_of
 from bpe_fast.reference import train_reference
 from bpe_fast.trainer import TrainOptions
 
-from .conftest import need, needs_data, needs_vocabs, read_corpus, small_text, vocab_dir
+from .conftest import examples, need, needs_data, needs_vocabs, read_corpus, small_text, vocab_dir
 
 SMALL = [small_text()] * 4
 
@@ -212,7 +212,7 @@ def test_tokenized_by_lays_each_word_out_as_the_base_encodes_it():
 
 
 @pytest.mark.parametrize("pattern", ["gpt2", "cl100k", "o200k"])
-@settings(max_examples=30, deadline=None)
+@settings(max_examples=examples(30), deadline=None)
 @given(words=st.lists(st.text(" ab,.\n1'", min_size=1, max_size=24), min_size=1, max_size=40),
        n_merges=st.integers(1, 40))
 def test_tokenized_by_lays_out_superword_chunks_as_their_whole_bpe(pattern, words, n_merges):
@@ -418,7 +418,7 @@ def test_cli_trains_several_sizes_and_evaluates_them(tmp_path, capsys):
 @given(words=st.dictionaries(st.text(alphabet="abc ", min_size=1, max_size=12).map(str.encode), st.integers(1, 50),
                              min_size=1, max_size=10),
        n_merges=st.integers(0, 30), limit=st.integers(1, 6), track_from=st.sampled_from([0, 1]))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_max_token_length_equals_the_reference(words, n_merges, limit, track_from):
     table = WordTable.from_counts(words)
     merges = train_merges(table.symbols, table.offsets, table.counts, n_merges, max_token_length=limit,
@@ -437,7 +437,7 @@ def test_no_learned_token_is_longer_than_the_limit():
 # -- superword tokens (SuperBPE) ----------------------------------------------------------------
 
 @given(text=st.text(alphabet="ab .,!?12\n\r\t/-é", max_size=80))
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 def test_the_superword_pattern_splits_as_hugging_face_isolated_split(text):
     """patterns.SUPERWORD is SuperBPE's stage-two Split (behaviour "isolated") as one findall."""
     hf = need("tokenizers")

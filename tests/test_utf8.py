@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 import bpe_fast
 from bpe_fast._pack import pack_documents
+from .conftest import examples
 
 WIDTHS = {
     "ascii": "ab \n.~\x7f",
@@ -36,7 +37,7 @@ def byte_level() -> bpe_fast.Tokenizer:
 
 
 @given(text=runs(WIDTHS))
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 def test_packing_converts_runs_of_every_width_as_str_encode(text):
     packed = pack_documents([text, "x" + text])
     assert packed is not None
@@ -46,14 +47,14 @@ def test_packing_converts_runs_of_every_width_as_str_encode(text):
 
 
 @given(text=runs({**WIDTHS, "surrogate": SURROGATES}))
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=examples(400), deadline=None)
 def test_the_encoder_converts_runs_of_every_width_and_surrogates_as_tiktoken_would(text):
     tok = byte_level()
     assert tok.decode_bytes(tok.encode(text)) == tok._utf8(text)
 
 
 @given(text=runs(WIDTHS), at=st.integers(0, 200))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 def test_a_surrogate_anywhere_leaves_the_batch_unpacked(text, at):
     at = min(at, len(text))
     assert pack_documents(["ok", text[:at] + "\udc00" + text[at:]]) is None

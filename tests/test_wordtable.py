@@ -12,13 +12,13 @@ from bpe_fast import WordTable
 from bpe_fast._table import ChunkTable, merge_tables
 from bpe_fast.cli import main
 
-from .conftest import small_text
+from .conftest import examples, small_text
 
 chunk_counts = st.dictionaries(st.binary(min_size=1, max_size=12), st.integers(1, 2**40), max_size=30)
 
 
 @given(a=chunk_counts, b=chunk_counts, c=chunk_counts)
-@settings(max_examples=100, deadline=None)
+@settings(max_examples=examples(100), deadline=None)
 def test_adding_tables_adds_counts_associatively(a, b, c):
     ta, tb, tc = (WordTable.from_counts(x) for x in (a, b, c))
     expected = {k: a.get(k, 0) + b.get(k, 0) + c.get(k, 0) for k in {*a, *b, *c}}
