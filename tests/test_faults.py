@@ -635,9 +635,11 @@ SUPERWORD_AHEAD = """
 """
 
 
-# Seconds each (24 MB counted in the child): SIGINT stays in the fast suite, and SIGTERM during a
-# count there too (test_a_terminating_signal_while_counting_leaves_no_spill_files).
-@pytest.mark.parametrize("signum", [signal.SIGINT, pytest.param(signal.SIGTERM, marks=pytest.mark.slow)])
+# About 10 s each (24 MB counted in the child): slow. The inner loop keeps a signal while counting
+# (test_a_terminating_signal_while_counting_leaves_no_spill_files) and while merging
+# (test_ctrl_c_during_merging_stops_within_a_second).
+@pytest.mark.slow
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
 def test_a_signal_while_stage_two_is_counted_ahead_stops_the_count(tmp_path, signum):
     """SuperBPE counts stage two's text on a thread while stage one learns: Ctrl-C or SIGTERM
     then (in stage one's merging) stops that count too, its workers and spill files gone, at once."""
