@@ -101,6 +101,8 @@ def load(name_or_path: str | os.PathLike, path: str | os.PathLike | None = None)
     file = Path(spec)
     if file.is_dir():
         return open_folder(file)
+    if file.exists() and not file.is_file():         # a device, a FIFO, a socket: not a vocabulary to read
+        raise TokenizerFileError(f"{spec}: not a regular file (a tokenizer is read from a file or a folder)")
     if not file.is_file():
         raise TokenizerFileError(f"{spec}: no such file, and not a named encoding ({', '.join(ENCODINGS)})")
     return open_file(file)

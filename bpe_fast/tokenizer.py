@@ -73,11 +73,31 @@ def _check_id_range(largest: int, defined: int, what: str) -> None:
                               f"{defined + MAX_UNUSED_IDS:,} (at most {MAX_UNUSED_IDS:,} unused ids)")
 
 
+def _check_no_repeated_pair(merges: np.ndarray, what: str) -> None:
+    """A pair is merged once: merged again it would make a second id for the same bytes (the
+    ranks, a tiktoken file and a tokenizer.json would then each hold another vocabulary)."""
+    if len(merges) < 2:
+        return
+    keys = merges[:, 0].astype(np.int64) << 32 | merges[:, 1].astype(np.int64)
+    unique, first = np.unique(keys, return_index=True)
+    if len(unique) == len(keys):
+        return
+    repeated = np.ones(len(keys), dtype=bool)
+    repeated[first] = False
+    m = int(np.flatnonzero(repeated)[0])
+    earlier = int(np.flatnonzero(keys == keys[m])[0])
+    left, right = (int(x) for x in merges[m])
+    raise VocabularyError(f"{what} {m} is ({left}, {right}), the pair {what} {earlier} already merged: "
+                          f"each {what} must join a pair no earlier one joined")
+
+
 def _build_vocab(merges: np.ndarray, merge_ids: np.ndarray, byte_ids: np.ndarray,
                  supermerges: np.ndarray | None = None, supermerge_ids: np.ndarray | None = None) -> list:
     """id -> token bytes (None where no token has the id), checking that ids are consistent.
     Supermerges come after the merges and join any two tokens made before."""
+    _check_no_repeated_pair(merges, "merge")
     if supermerges is not None and len(supermerges):
+        _check_no_repeated_pair(supermerges, "supermerge")
         merges, merge_ids = np.concatenate([merges, supermerges]), np.concatenate([merge_ids, supermerge_ids])
     all_ids = np.concatenate([byte_ids, merge_ids])
     if len(all_ids) and all_ids.min() < 0:

@@ -200,6 +200,7 @@ def train_from_table(table: WordTable, vocab_size: int | Sequence[int],
                                 f"not {type(table).__name__}")
     if report is not None and not isinstance(report, TrainReport):
         raise ArgumentTypeError(f"report must be a TrainReport (it is filled in), got {type(report).__name__}")
+    table.check_consistent("train_from_table's table")
     if pattern is not ... and resolve(pattern) != table.pattern:
         raise ArgumentError(f"pattern={pattern!r}: this word table was counted with {name_of(table.pattern)}, and a "
                             f"tokenizer must split text as its table did; count the text again with this pattern "

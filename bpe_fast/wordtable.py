@@ -33,9 +33,9 @@ import numpy as np
 from ._table import ChunkTable, hashes_of, merge_into, merge_tables, part_hash_index, part_size, read_part
 from . import arguments
 from .arguments import INT64_MAX
-from .errors import ArgumentError, ArgumentTypeError, InputError
+from .errors import ArgumentError, ArgumentTypeError, InputError, PatternError
 from .outputs import atomic_open
-from .patterns import name_of
+from .patterns import name_of, resolve
 from .pretokenize import NORMALIZATIONS, normalization
 
 FORMAT = "bpe_fast.wordtable"
@@ -98,6 +98,22 @@ class WordTable:
                     input_bytes: int = 0, normalize: str | None = None) -> WordTable:
         symbols, offsets, counts, hashes = table.sorted_arrays()
         return cls(symbols, offsets, counts, hashes, pattern, tuple(special_tokens), input_bytes, normalize=normalize)
+
+    def check_consistent(self, what: str = "the word table") -> None:
+        """Raise ArgumentError, naming ``what`` and the fault, unless the arrays make a table the
+        kernel can train on (a table built by hand; one counted or loaded is). The kernel checks
+        the same, but its ValueError would not say which argument is at fault."""
+        n = len(self.counts) if self.counts.ndim == 1 else -1
+        if self.offsets.shape != (n + 1,):
+            raise ArgumentError(f"{what}: offsets must have one entry more than counts "
+                                f"({self.offsets.shape[0] if self.offsets.ndim == 1 else self.offsets.shape} "
+                                f"for {n} counts)")
+        if self.offsets[0] != 0 or self.offsets[-1] != len(self.symbols) or np.any(np.diff(self.offsets) < 0):
+            raise ArgumentError(f"{what}: offsets must start at 0, never fall, and end at the number of bytes "
+                                f"({len(self.symbols)}), got {_sample(self.offsets)}")
+        if n and self.counts.min() <= 0:
+            at = int(np.argmax(self.counts <= 0))
+            raise ArgumentError(f"{what}: every count must be positive, counts[{at}] is {int(self.counts[at])}")
 
     # -- adding tables ------------------------------------------------------------------------
     def sorted(self) -> WordTable:
@@ -287,6 +303,12 @@ class WordTable:
                    meta["input_bytes"], meta, meta["normalize"])
 
 
+def _sample(values: np.ndarray, most: int = 8) -> str:
+    """The first values of an array, for a message."""
+    shown = ", ".join(str(int(v)) for v in values[:most])
+    return f"[{shown}{', ...' if len(values) > most else ''}]"
+
+
 ARRAYS = ("symbols", "offsets", "counts", "hashes", "meta")
 # What zipfile and numpy raise on a damaged archive or array header (tokenize's error: numpy
 # parses the header as a Python literal).
@@ -344,6 +366,11 @@ def _meta(array: np.ndarray, source: str) -> dict:
     if not (pattern is None or isinstance(pattern, str)) or not isinstance(specials, list) \
             or not all(isinstance(s, str) for s in specials):
         raise InputError(f"{source}: meta must give pattern as a string or null and special_tokens as strings")
+    if pattern is not None:
+        try:
+            resolve(pattern)
+        except PatternError as exc:       # the table could not be trained from, nor its text split
+            raise InputError(f"{source}: meta's pattern is not usable: {exc}") from None
     if not isinstance(input_bytes, int) or isinstance(input_bytes, bool) or input_bytes < 0:
         raise InputError(f"{source}: meta's input_bytes must be a number of bytes, not {json.dumps(input_bytes)[:40]}")
     return meta

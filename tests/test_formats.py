@@ -554,3 +554,12 @@ def test_a_missing_named_encoding_says_where_it_looked_in_pythons_words(tmp_path
     cli_message = err.value.cli_message or ""
     assert "--vocabs FOLDER" in cli_message and "path=" not in cli_message
     assert "tiktoken.get_encoding('o200k_base')" in message
+
+
+def test_a_path_that_is_not_a_regular_file_is_named_so(tmp_path):
+    """A device or a FIFO exists: "no such file" would send the user looking in the wrong place."""
+    fifo = tmp_path / "tok.json"
+    os.mkfifo(fifo)
+    for path in ("/dev/zero", fifo):
+        with pytest.raises(TokenizerFileError, match="not a regular file"):
+            bpe_fast.load(path)

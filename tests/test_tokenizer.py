@@ -145,3 +145,20 @@ def test_a_list_of_a_million_ids_and_more_is_a_list_like_any_other():
     del ids
     gc.collect()
     assert before - sys.getrefcount(token) == held or before > 1 << 30    # (immortal: counts never move)
+
+
+def test_merges_that_repeat_a_pair_are_refused_on_every_path(tmp_path):
+    """A pair merged twice would give its bytes two ids: ranks, tiktoken and tokenizer.json files
+    would each hold another vocabulary. Refused from a list, bpe_fast JSON and a minbpe .model."""
+    with pytest.raises(bpe_fast.VocabularyError, match=r"merge 2 is \(104, 101\), the pair merge 0 already"):
+        Tokenizer([[104, 101], [256, 108], [104, 101]])
+    good = Tokenizer([[104, 101], [256, 108]])
+    good.save(tmp_path / "tok.json")
+    data = json.loads((tmp_path / "tok.json").read_text())
+    data["merges"].append([104, 101])
+    (tmp_path / "tok.json").write_text(json.dumps(data))
+    (tmp_path / "tok.model").write_text("minbpe v1\n\n0\n104 101\n104 101\n")
+    for name in ("tok.json", "tok.model"):
+        with pytest.raises(bpe_fast.TokenizerFileError, match=f"{name}: merge 1 is|{name}: merge 2 is"):
+            bpe_fast.load(tmp_path / name)
+    assert len(good.mergeable_ranks()) == good.vocab_size          # the pairs once each: one id per token

@@ -120,3 +120,27 @@ def test_cli_counts_once_and_trains_from_tables(tmp_path, capsys):
     assert main(["train", "--counts", str(tmp_path / "a.npz"), "--pattern", "gpt2", "--vocab-size", "500",
                  "-o", str(tmp_path / "t2.json"), "-q"]) == 2
     assert "--pattern: a word table keeps the pattern" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("offsets, counts, fault", [
+    ([0, 2, 4], [5, 0], r"every count must be positive, counts\[1\] is 0"),
+    ([0, 2, 9], [5, 1], "offsets must start at 0, never fall, and end at the number of bytes"),
+    ([0, 3, 2, 4], [1, 1, 1], "offsets must start at 0, never fall"),
+    ([0, 4], [1, 1], "offsets must have one entry more than counts"),
+])
+def test_a_table_built_by_hand_that_is_not_consistent_is_refused_naming_the_fault(offsets, counts, fault):
+    table = WordTable(np.frombuffer(b"abcd", np.uint8), offsets=offsets, counts=counts)
+    with pytest.raises(bpe_fast.ArgumentError, match=f"train_from_table's table: {fault}"):
+        bpe_fast.train_from_table(table, 258)
+
+
+def test_a_saved_table_whose_pattern_does_not_compile_is_refused_naming_the_file(tmp_path, capsys):
+    WordTable.from_words([b"ab", b"cd", b"ab"], pattern="[a-z]+").save(tmp_path / "t.npz")
+    arrays = dict(np.load(tmp_path / "t.npz"))
+    arrays["meta"] = np.array(str(arrays["meta"]).replace("[a-z]+", "([a-z"))
+    np.savez(tmp_path / "bad.npz", **arrays)
+    with pytest.raises(bpe_fast.InputError, match=r"bad.npz: meta's pattern is not usable: .*does not compile"):
+        WordTable.load(tmp_path / "bad.npz")
+    assert main(["train", "--counts", str(tmp_path / "bad.npz"), "--vocab-size", "300", "-o",
+                 str(tmp_path / "tok.json"), "-q"]) != 0
+    assert "bad.npz: meta's pattern is not usable" in capsys.readouterr().err
