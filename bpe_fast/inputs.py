@@ -306,9 +306,17 @@ def total_size(found: list[Source]) -> int | None:
 
 def _files_in(folder: Path) -> list[str]:
     """The files in a folder and below it, sorted, leaving out hidden ones and hidden folders
-    (.git/, .cache/...: a repository's objects are no corpus)."""
-    return sorted(str(p) for p in folder.rglob("*")
-                  if p.is_file() and not any(part.startswith(".") for part in p.relative_to(folder).parts))
+    (.git/, .cache/...: a repository's objects are no corpus). A folder that cannot be listed
+    is an InputError naming it: its files would otherwise be left out without a word."""
+    def unreadable(exc: OSError):
+        raise InputError(f"{exc.filename}: cannot be read: {exc.strerror or exc}") from None
+
+    found = []
+    for where, folders, names in os.walk(folder, onerror=unreadable):
+        folders[:] = [f for f in folders if not f.startswith(".")]
+        found += [os.path.join(where, n) for n in names
+                  if not n.startswith(".") and os.path.isfile(os.path.join(where, n))]
+    return sorted(found)
 
 
 def _source(path: str, field: str, column: str) -> Source:

@@ -93,6 +93,12 @@ def check_output(path: str | os.PathLike, inputs: Iterable[str | os.PathLike] = 
     path = Path(path)
     folder = path.parent if str(path.parent) else Path(".")
     _check_name_length(path, folder, option)                # before any look at it: stat would fail
+    try:
+        os.stat(path)
+    except PermissionError:             # the folder, or one above it, may not be entered
+        raise ArgumentError(f"{option} {path}: the folder {folder} cannot be entered (permission denied)") from None
+    except OSError:                     # no such file (yet), or no such folder: said below
+        pass
     if path.is_dir():
         raise ArgumentError(f"{option} {path}: is a folder; give a file name")
     if path.exists() and not path.is_file():
@@ -102,11 +108,11 @@ def check_output(path: str | os.PathLike, inputs: Iterable[str | os.PathLike] = 
         raise ArgumentError(f"{option} {path}: the folder {folder} does not exist")
     if not os.access(folder, os.W_OK):
         raise ArgumentError(f"{option} {path}: the folder {folder} is not writable")
-    for source in inputs:
-        if os.fspath(source) != "-" and path.exists() and Path(source).exists() \
+    for source in inputs:       # (os.path's tests: an input that cannot be looked at is the inputs' to report)
+        if os.fspath(source) != "-" and path.exists() and os.path.exists(source) \
                 and os.path.samefile(path, source):
             raise ArgumentError(f"{option} {path}: is also an input file; writing there would destroy it")
-        if os.fspath(source) != "-" and Path(source).is_dir() and Path(source).resolve() in path.resolve().parents:
+        if os.fspath(source) != "-" and os.path.isdir(source) and Path(source).resolve() in path.resolve().parents:
             raise ArgumentError(f"{option} {path}: is inside the input folder {source}, every file of which is read "
                                 f"as input: the next run on {source} would read it as text; write it elsewhere")
     if path.exists() and not os.access(path, os.W_OK):

@@ -385,6 +385,9 @@ def test_a_read_only_file_is_not_replaced(tmp_path):
         path = folder / "kept.json"
         path.write_text("precious")
         path.chmod(0o444)
+        corpus = folder / "corpus.txt"              # the other user may not read the checkout's own copy
+        shutil.copyfile(SMALL_CORPUS, corpus)
+        corpus.chmod(0o444)
 
         def save() -> str:
             bpe_fast.Tokenizer([]).save(path)
@@ -392,14 +395,53 @@ def test_a_read_only_file_is_not_replaced(tmp_path):
 
         def cli() -> str:
             with contextlib.redirect_stderr(io.StringIO()) as err:
-                code = main(["train", str(SMALL_CORPUS), "--vocab-size", "300", "-o", str(path), "-q"])
+                code = main(["train", str(corpus), "--vocab-size", "300", "-o", str(path), "-q"])
             return f"{code} {err.getvalue()}"
 
         assert as_another_user(save) == (f"OutputError: {path}: cannot write: permission denied (the file is "
                                          f"read-only; it is left as it was)")
         assert as_another_user(cli) == f"2 bpe-fast train: error: -o {path}: the file is read-only: it cannot be " \
                                        f"replaced\n"
-        assert path.read_text() == "precious" and os.listdir(folder) == ["kept.json"]
+        assert path.read_text() == "precious" and sorted(os.listdir(folder)) == ["corpus.txt", "kept.json"]
+    finally:
+        shutil.rmtree(folder)
+
+
+def test_inputs_and_outputs_in_a_folder_that_cannot_be_entered_are_named():
+    """A file in a folder the user may not enter, a folder that cannot be listed (at the top or
+    below), an output there: each named with what is wrong, never a bare [Errno 13], and no file
+    of an unlistable subfolder silently left out."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root, to run the check as the user nobody (root may read any folder)")
+    folder = Path(tempfile.mkdtemp())               # beyond tmp_path, which only its owner may enter
+    try:
+        folder.chmod(0o777)
+        (folder / "open.txt").write_text("some text\n")
+        (folder / "open.txt").chmod(0o644)
+        locked = folder / "locked"
+        locked.mkdir(mode=0o700)
+        (locked / "a.txt").write_text("hidden text\n")
+        open_file, hidden = str(folder / "open.txt"), str(locked / "a.txt")
+
+        def api(inputs) -> str:
+            bpe_fast.count(inputs, workers=1, progress="none")
+            return "counted"
+
+        def cli(*args: str) -> str:
+            with contextlib.redirect_stderr(io.StringIO()) as err:
+                code = main([*args, "-q"])
+            return f"{code} {err.getvalue()}"
+
+        denied = "cannot be read: Permission denied"
+        assert as_another_user(lambda: api([hidden])) == f"InputError: {hidden}: {denied}"
+        assert as_another_user(lambda: api([locked])) == f"InputError: {locked}: {denied}"
+        assert as_another_user(lambda: api([folder])) == f"InputError: {locked}: {denied}"
+        for command in (["count", hidden, "-o", str(folder / "c.npz")],
+                        ["train", hidden, "--vocab-size", "300", "-o", str(folder / "t.json")]):
+            assert as_another_user(lambda c=command: cli(*c)) == f"2 bpe-fast {command[0]}: error: {hidden}: {denied}\n"
+        out = locked / "t.json"
+        assert as_another_user(lambda: cli("train", open_file, "--vocab-size", "300", "-o", str(out))) == (
+            f"2 bpe-fast train: error: -o {out}: the folder {locked} cannot be entered (permission denied)\n")
     finally:
         shutil.rmtree(folder)
 
