@@ -790,7 +790,7 @@ def test_ctrl_c_at_random_times_while_counting_ahead_leaves_no_spill_folder(tmp_
 def test_a_clean_up_runs_to_its_end_through_ctrl_c():
     """count_tasks' clean-up (the spill folder removed, the workers stopped) is not cut short by
     a Ctrl-C that comes while it runs: it runs again, whole, then the KeyboardInterrupt is raised."""
-    calls = []
+    calls: list[int] = []
 
     def clean_up():
         calls.append(len(calls))
