@@ -29,6 +29,7 @@ import queue
 import signal
 import sys
 import time
+import uuid
 from collections import Counter
 from dataclasses import dataclass, replace
 from typing import Any, Callable
@@ -40,7 +41,8 @@ from . import arguments
 from ._runs import RunScanner
 from ._table import ChunkTable
 from .arguments import INT64_MAX
-from .errors import TERMINATING, ArgumentError, ArgumentTypeError, InputError, WorkerError, terminating_raises
+from .errors import (TERMINATING, ArgumentError, ArgumentTypeError, InputError, Terminated, WorkerError,
+                     terminating_raises)
 from .inputs import DocsTask, decode_utf8
 from .patterns import match_batches
 from .pretokenize import NATIVE, REGEX, Splitter, char_classes
@@ -392,12 +394,32 @@ def count_tasks(tasks: Iterable, config: CountConfig, workers: int | None = None
             break
     config = replace(config, memory_budget=config.memory_budget or default_memory_budget(workers))
     with terminating_raises():                 # SIGTERM/SIGHUP: the spill folder and workers go first
-        spill_dir = tempfile.mkdtemp(prefix="bpe_fast-counts-")
+        # named first, made inside the try: a Ctrl-C just after mkdtemp made it, before the try,
+        # left it behind (os.mkdir is mkdtemp's own step; a uuid4 does not collide)
+        spill_dir = os.path.join(tempfile.gettempdir(), f"bpe_fast-counts-{uuid.uuid4().hex}")
         try:
+            os.mkdir(spill_dir, 0o700)
             return _count_here_or_in_workers(head, tasks, replace(config, spill_dir=spill_dir), workers,
                                              on_progress, parallel_threshold, poll)
         finally:
-            shutil.rmtree(spill_dir, ignore_errors=True)
+            uninterrupted(lambda: shutil.rmtree(spill_dir, ignore_errors=True))
+
+
+def uninterrupted(clean_up: Callable[[], None]) -> None:
+    """Run ``clean_up`` to its end, even through Ctrl-C: a KeyboardInterrupt (or Terminated)
+    raised while it runs is raised once it has run again, whole. Why: a Ctrl-C that came as a
+    count ended, in its ``finally``, cut shutil.rmtree short (parts unlinked, the folder left),
+    or cut _Workers.stop short (workers left running, writing parts into the folder as it was
+    removed). ``clean_up`` must do no harm run twice."""
+    interrupted: BaseException | None = None
+    while True:
+        try:
+            clean_up()
+            break
+        except (KeyboardInterrupt, Terminated) as exc:
+            interrupted = interrupted or exc
+    if interrupted is not None:
+        raise interrupted
 
 
 def _count_here_or_in_workers(head: list, tasks: Iterator, config: CountConfig, workers: int,
@@ -465,7 +487,7 @@ def _count_in_workers(tasks: Iterator, config: CountConfig, workers: int,
                 on_progress(task.size)
         files = [path for part in pool.finish(poll) for path in part]
     finally:
-        pool.stop()
+        uninterrupted(pool.stop)       # every worker gone before count_tasks removes their folder
     return merge_parts(files, config, size)
 
 

@@ -110,6 +110,11 @@ class CountAhead:
         self.progress = Deferred(progress)
         self.outcome: tuple[WordTable, float] | BaseException | None = None
         self.thread: threading.Thread | None = None
+        # waited on instead of Thread.join/is_alive: a join cut by Ctrl-C (CPython 3.11, bpo-45274's
+        # clean-up) can mark the thread stopped while it runs; then is_alive() said False, stop()
+        # did not wait, the process exited and the daemon thread died before its clean-up (its
+        # spill folder, and the parts in it, left behind; issue 34)
+        self.began, self.ended = threading.Event(), threading.Event()
 
     def start(self) -> None:
         self.thread = threading.Thread(target=self._run, name="bpe_fast count ahead", daemon=True)
@@ -119,18 +124,21 @@ class CountAhead:
             self.thread = None
 
     def _run(self) -> None:
+        self.began.set()
         t0 = time.perf_counter()
         try:
             self.outcome = (self.count_text(*self.args, progress=self.progress), time.perf_counter() - t0)
         except BaseException as error:       # (raised again by result)
             self.outcome = error
+        finally:
+            self.ended.set()                 # its clean-up done (count_tasks' finally)
 
     def result(self) -> tuple[WordTable, float]:
         """The table and the seconds it took to count (much of them beside the caller's work)."""
         if self.thread is None:
             t0 = time.perf_counter()
             return self.count_text(*self.args, progress=self.shown), time.perf_counter() - t0
-        self.thread.join()
+        self.ended.wait()
         outcome, self.outcome = self.outcome, None      # (the table held by the caller alone)
         if isinstance(outcome, BaseException):
             raise outcome
@@ -144,12 +152,22 @@ class CountAhead:
         already is let go: the traceback on its way to the user (a notebook keeps the last one)
         holds this object."""
         self.progress.stop()
-        while self.thread is not None and self.thread.is_alive():
+        while self._running():
             try:
-                self.thread.join()
+                self.ended.wait()
             except KeyboardInterrupt:
                 continue
         self.outcome = None
+
+    def _running(self) -> bool:
+        """Has the thread begun, and not ended? A start() cut short by Ctrl-C may or may not
+        have started it: a thread started begins within moments."""
+        while True:
+            try:
+                return (self.thread is not None and not self.ended.is_set()
+                        and (self.began.is_set() or self.began.wait(1.0)))
+            except KeyboardInterrupt:
+                continue
 
 
 VARIANT = SuperBPE()
