@@ -123,16 +123,13 @@ cdef inline size_t slot_of(uint64_t hash, int bits) noexcept nogil:
 # ((node, byte) -> child). One slot holds key, value and an extra int, so a probe touches one
 # cache line (the kernel's PairMap keeps keys and values apart).
 #
-# Invariants: the key of (a, b) is a << 32 | b, never all ones (the free mark); the table is a
-# power of two at most half full; it doubles when needed.
+# Invariants: the key of (a, b) is a << 32 | b, never all ones (EMPTY, the free mark); the table
+# is a power of two at most half full; it doubles when needed: the shape of _pairmap.pxd's maps,
+# whose probe, sizing and free marks it uses (a slot of 16 bytes, the key first).
 
 from libc.stdlib cimport malloc, free
 
-cdef extern from *:
-    """
-    #define BPE_FREE_PAIR 0xFFFFFFFFFFFFFFFFULL
-    """
-    const uint64_t FREE_PAIR "BPE_FREE_PAIR"
+from ._pairmap cimport EMPTY, half_full_bits, mark_free, over_half, probe
 
 
 cdef struct PairSlot:
@@ -151,21 +148,17 @@ cdef inline uint64_t pair_of(int32_t a, int32_t b) noexcept nogil:
     return (<uint64_t><uint32_t>a << 32) | <uint32_t>b
 
 
-cdef inline size_t pair_slot(uint64_t key, int bits) noexcept nogil:
-    # Fibonacci hashing: the top bits of key * 2^64/phi depend on every bit of the key.
-    return <size_t>((key * <uint64_t>0x9E3779B97F4A7C15) >> (64 - bits))
+cdef inline size_t pairtable_probe(const PairTable* t, uint64_t key) noexcept nogil:
+    """The slot that holds key, or else the free slot where it would go."""
+    return probe(<const uint8_t*>t.slots, sizeof(PairSlot), t.bits, key)
 
 
 cdef inline int pairtable_init(PairTable* t, size_t expected) noexcept nogil:
-    cdef int bits = 4
-    cdef size_t i
-    while (<size_t>1 << bits) < 2 * expected + 2:
-        bits += 1
+    cdef int bits = half_full_bits(expected, 4)
     t.slots = <PairSlot*>malloc((<size_t>1 << bits) * sizeof(PairSlot))
     if t.slots == NULL:
         return -1
-    for i in range(<size_t>1 << bits):
-        t.slots[i].key = FREE_PAIR
+    mark_free(<uint8_t*>t.slots, sizeof(PairSlot), <size_t>1 << bits)
     t.bits, t.size = bits, 0
     return 0
 
@@ -177,23 +170,16 @@ cdef inline void pairtable_free(PairTable* t) noexcept nogil:
 
 cdef inline const PairSlot* pairtable_find(const PairTable* t, uint64_t key) noexcept nogil:
     """The slot of key, or NULL."""
-    cdef size_t mask = (<size_t>1 << t.bits) - 1, i = pair_slot(key, t.bits)
-    while True:
-        if t.slots[i].key == key:
-            return &t.slots[i]
-        if t.slots[i].key == FREE_PAIR:
-            return NULL
-        i = (i + 1) & mask
+    cdef size_t i = pairtable_probe(t, key)
+    return &t.slots[i] if t.slots[i].key == key else NULL
 
 
 cdef inline PairSlot* pairtable_add(PairTable* t, uint64_t key, int32_t value, int32_t extra) noexcept nogil:
     """The slot of key, made with (value, extra) if absent (else left as it was); NULL if out of memory."""
-    cdef size_t mask = (<size_t>1 << t.bits) - 1, i = pair_slot(key, t.bits)
-    while t.slots[i].key != FREE_PAIR:
-        if t.slots[i].key == key:
-            return &t.slots[i]
-        i = (i + 1) & mask
-    if 2 * (t.size + 1) > (<size_t>1 << t.bits):
+    cdef size_t i = pairtable_probe(t, key)
+    if t.slots[i].key == key:
+        return &t.slots[i]
+    if over_half(t.size, t.bits):
         if _pairtable_grow(t) != 0:
             return NULL
         return pairtable_add(t, key, value, extra)
@@ -204,16 +190,12 @@ cdef inline PairSlot* pairtable_add(PairTable* t, uint64_t key, int32_t value, i
 
 cdef inline int _pairtable_grow(PairTable* t) noexcept nogil:
     cdef PairTable bigger
-    cdef size_t i, j, mask
+    cdef size_t i
     if pairtable_init(&bigger, <size_t>1 << t.bits) != 0:
         return -1
-    mask = (<size_t>1 << bigger.bits) - 1
     for i in range(<size_t>1 << t.bits):
-        if t.slots[i].key != FREE_PAIR:
-            j = pair_slot(t.slots[i].key, bigger.bits)
-            while bigger.slots[j].key != FREE_PAIR:
-                j = (j + 1) & mask
-            bigger.slots[j] = t.slots[i]
+        if t.slots[i].key != EMPTY:
+            bigger.slots[pairtable_probe(&bigger, t.slots[i].key)] = t.slots[i]
     bigger.size = t.size
     free(t.slots)
     t[0] = bigger

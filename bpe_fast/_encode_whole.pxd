@@ -16,6 +16,7 @@ from libcpp.string cimport string
 from libcpp.vector cimport vector
 
 from ._encode_cache cimport TABLE_MAX_BITS, TABLE_MIN_BITS
+from ._pairmap cimport half_full_bits
 from ._encode_hash cimport (Slot, bytes_hash, slot_of, same_bytes, Packed, PACKED_KEY_MASK, PACKED_MAX_BYTES,
                             big_alloc, pack_key, packed_hash, packed_slot)
 
@@ -59,9 +60,7 @@ cdef inline int whole_build(WholeTokens* w, list vocab) except -1:
     for token in vocab:
         if token is not None and len(token) > PACKED_MAX_BYTES:
             count += 1
-    w.whole_bits = 4
-    while (1 << w.whole_bits) < 2 * count + 2:
-        w.whole_bits += 1
+    w.whole_bits = half_full_bits(count, 4)
     w.whole = <Slot*>calloc(<size_t>1 << w.whole_bits, sizeof(Slot))
     if w.whole == NULL:
         raise MemoryError()

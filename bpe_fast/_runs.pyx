@@ -20,6 +20,7 @@ from libc.string cimport memchr, memcmp, memcpy
 from libcpp.vector cimport vector
 
 from ._encode_hash cimport Slot, bytes_hash, slot_of
+from ._pairmap cimport half_full_bits
 from ._pretok cimport Scanner
 from ._split cimport Window, split_next, window_reset
 
@@ -45,9 +46,7 @@ cdef class RunScanner:
         if ids.shape[0] != n:
             raise ValueError("RunScanner needs one id per unit")
         self.table = table
-        self.bits = 4
-        while (1 << self.bits) < 2 * n + 2:
-            self.bits += 1
+        self.bits = half_full_bits(n, 4)
         self.slots = <Slot*>calloc(<size_t>1 << self.bits, sizeof(Slot))
         if self.slots == NULL:
             raise MemoryError()
