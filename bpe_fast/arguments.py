@@ -8,13 +8,24 @@ from __future__ import annotations
 
 import operator
 import os
+from typing import TYPE_CHECKING
+
+import numpy as np
 
 from .errors import ArgumentError, ArgumentTypeError
+
+if TYPE_CHECKING:
+    from typing import TypeGuard
 
 # The largest count of processes or threads taken: far above any machine's CPUs (more only cost
 # memory), and what a bounded queue of 2 tasks per worker can count on every system.
 MAX_WORKERS = 4096
 INT64_MAX = 2**63 - 1            # counts, lengths and byte sizes are int64 in the native code
+
+
+def is_int(value) -> TypeGuard[int | np.integer]:
+    """An int or a NumPy integer, not a bool (for checks that say more than ``integer`` does)."""
+    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 def integer(value, name: str, low: int | None = None, high: int | None = None) -> int:

@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Union
 
-import numpy as np
 
 from . import arguments
 from .counting import DEFAULT_BATCH_CHARS, DEFAULT_BLOCK_SIZE, CountConfig, CountOptions, count_tasks
@@ -24,10 +23,6 @@ from .wordtable import WordTable
 
 # What train() and count() read: a file, folder or "-", or several.
 Inputs = Union[str, os.PathLike, Iterable[Union[str, os.PathLike]]]
-
-
-def _is_int(value) -> bool:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
 
 
 def count(inputs: Inputs, *, pattern: str | None = "cl100k",
@@ -101,7 +96,7 @@ def check_docs(docs, length) -> None:
                                 "(wrap it in a list: [text])")
     if not isinstance(docs, Iterable):
         raise ArgumentTypeError(f"docs must be an iterable of documents (str or bytes), got {type(docs).__name__}")
-    if length is not None and (not _is_int(length) or length < 0):
+    if length is not None and (not arguments.is_int(length) or length < 0):
         raise ArgumentError(f"length must be the number of documents (an integer >= 0), got {length!r}")
 
 

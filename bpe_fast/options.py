@@ -6,12 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-import numpy as np
 
 from . import arguments, variants
-from .arguments import INT64_MAX
+from .arguments import INT64_MAX, is_int
 from .continued import base_special_tokens, check_base
 from .errors import ArgumentError, ArgumentTypeError
 from .patterns import DEFAULT_PATTERN
@@ -19,14 +18,6 @@ from .pretokenize import Splitter, check_normal_specials, normalization, special
 from .progress import ProgressOption
 from .progress import check as check_progress
 from .tokenizer import Tokenizer
-
-if TYPE_CHECKING:
-    from typing import TypeGuard
-
-
-def _is_int(value) -> TypeGuard[int | np.integer]:
-    return isinstance(value, (int, np.integer)) and not isinstance(value, bool)
-
 
 # Token ids are int32 in the kernel and the encoder: ids 0 .. 2**31 - 2, special tokens included.
 MAX_VOCAB_SIZE = 2**31 - 1
@@ -120,7 +111,7 @@ class TrainOptions:
         self._check_counts()
         if not isinstance(self.tie_break, str) or self.tie_break not in TIE_BREAKS:
             raise ArgumentError(f"tie_break must be one of {tuple(TIE_BREAKS)}, got {self.tie_break!r}")
-        if self.max_token_length is not None and not (_is_int(self.max_token_length)
+        if self.max_token_length is not None and not (is_int(self.max_token_length)
                                                       and 1 <= self.max_token_length <= INT64_MAX):
             raise ArgumentError(f"max_token_length must be a positive number of bytes (at most 2**63 - 1), "
                                 f"got {self.max_token_length!r}")
@@ -132,7 +123,7 @@ class TrainOptions:
         check_normal_specials(self.cut_out, self.resolved_normalize, ArgumentError)
 
     def _check_size(self, size) -> None:
-        if not _is_int(size):
+        if not is_int(size):
             raise ArgumentTypeError(f"vocab_size must be an integer, got {size!r}")
         need = 256 + len(self.special_tokens)
         if self.base is None and size < need:
@@ -143,7 +134,7 @@ class TrainOptions:
                                 f"most {MAX_VOCAB_SIZE:,} tokens, its special tokens included")
 
     def _check_counts(self) -> None:
-        if not _is_int(self.min_frequency):
+        if not is_int(self.min_frequency):
             raise ArgumentTypeError(f"min_frequency must be an integer (a number of occurrences), "
                                     f"got {self.min_frequency!r}")
         if self.min_frequency < 0:
@@ -157,7 +148,7 @@ class TrainOptions:
             raise ArgumentError("special_tokens with ids (a dict) need one vocab_size and no base= or superword_at=: "
                                 "give them as a list (ids then follow the learned ones, in the order given)")
         ids = list(self.special_ids.values())           # type: ignore[union-attr]
-        if not all(_is_int(i) for i in ids):
+        if not all(is_int(i) for i in ids):
             raise ArgumentTypeError(f"special_tokens ids must be integers, got {dict(self.special_ids or {})}")
         size, k = self.sizes[0], len(ids)
         if sorted(ids) != list(range(size - k, size)):
