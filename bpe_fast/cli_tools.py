@@ -164,13 +164,14 @@ def _utf8(data: bytes, where: str) -> str:
 
 def encode_format(args) -> str:
     """encode's output format: --format, --json, else told by -o's suffix (.bin, .npy), else text;
-    text into a .npy file (which np.load could not read) is refused."""
+    another format into a .npy file (which np.load could not read) is refused."""
     suffix = Path(args.output or "").suffix.lower()
     fmt = args.format or ("json" if args.json else {".bin": "bin", ".npy": "npy"}.get(suffix, "text"))
     if args.json and fmt != "json":
         raise ArgumentError(f"--json and --format {fmt} disagree: give one")
-    if suffix == ".npy" and fmt in ("text", "json"):
-        raise ArgumentError(f"-o {args.output}: --format {fmt} writes text, which np.load cannot read from a .npy "
+    if suffix == ".npy" and fmt != "npy":
+        what = "raw ids with no header" if fmt == "bin" else "text"
+        raise ArgumentError(f"-o {args.output}: --format {fmt} writes {what}, which np.load cannot read from a .npy "
                             f"file; give --format npy (the default for a .npy name) or another name")
     if fmt == "bin" and args.output in (None, "-"):
         raise ArgumentError("--format bin writes two files (ids and .idx): give -o corpus.bin")

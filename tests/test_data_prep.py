@@ -120,6 +120,7 @@ def test_npy_of_many_batches_with_eot_after_each_line(trained, tmp_path, monkeyp
 @pytest.mark.parametrize("args,parts", [
     (["--format", "text", "-o", "OUT/x.npy"], ["x.npy", "np.load cannot read", "--format npy"]),
     (["--json", "-o", "OUT/x.npy"], ["x.npy", "--format npy"]),
+    (["--format", "bin", "-o", "OUT/x.npy"], ["x.npy", "raw ids with no header", "--format npy"]),
     (["--format", "npy"], ["--format npy", "-o ids.npy"]),
     (["--format", "npy", "-o", "-"], ["--format npy", "-o ids.npy"]),
 ])
@@ -150,9 +151,9 @@ def test_append_eot_after_every_document_of_a_folder_as_nanogpt(tmp_path, capsys
 
 def test_append_eot_after_every_record_of_json_lines_and_parquet(tmp_path, capsys, monkeypatch):
     ref = reference("r50k_base")
-    records = [{"text": doc} for doc in DOCS] + [{"text": None}]           # a null one: an empty document
+    records: list[dict] = [{"text": doc} for doc in DOCS] + [{"text": None}]     # a null one: an empty document
     (tmp_path / "d.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
-    expected = sum([ref.encode_ordinary(r["text"] or "") + [ref.eot_token] for r in records], [])
+    expected: list[int] = sum([ref.encode_ordinary(r["text"] or "") + [ref.eot_token] for r in records], [])
     code, _, err = run(["encode", *named("r50k_base"), tmp_path / "d.jsonl", "--append-eot",
                         "-o", tmp_path / "j.bin"], capsys, monkeypatch)
     assert code == 0, err

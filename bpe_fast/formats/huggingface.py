@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from typing import Any
+from collections.abc import Mapping
 
 from ..bytelevel import huggingface_byte_order, str_to_token, token_to_str
 from ..errors import ArgumentError, TokenizerFileError, require
@@ -225,7 +226,7 @@ TRANSFORMERS_CONFIG = "tokenizer_config.json"
 ROLES = ("bos_token", "eos_token", "pad_token", "unk_token")     # the roles a folder for transformers names
 
 
-def check_special_roles(tok, roles: dict[str, str | None]) -> dict[str, str]:
+def check_special_roles(tok, roles: Mapping[str, str | None]) -> dict[str, str]:
     """The roles given a token (``{"eos_token": "<|endoftext|>"}``), each checked to be a special
     token of ``tok`` (else transformers would add a new id behind the user's back)."""
     given = {role: token for role, token in roles.items() if token is not None}
@@ -242,14 +243,14 @@ def check_special_roles(tok, roles: dict[str, str | None]) -> dict[str, str]:
     return given
 
 
-def transformers_config(tok, roles: dict[str, str]) -> dict:
+def transformers_config(tok, roles: Mapping[str, str | None]) -> dict:
     """transformers' ``tokenizer_config.json`` for the ``tokenizer.json`` beside it: a fast
     tokenizer (``PreTrainedTokenizerFast``) with these special tokens in these roles."""
     return {"tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": False,
             **check_special_roles(tok, roles)}
 
 
-def write_transformers_config(tok, folder: str | os.PathLike, roles: dict[str, str]) -> str:
+def write_transformers_config(tok, folder: str | os.PathLike, roles: Mapping[str, str | None]) -> str:
     """``folder/tokenizer_config.json`` (the roles checked first); returns its path."""
     config = transformers_config(tok, roles)
     path = os.path.join(folder, TRANSFORMERS_CONFIG)
