@@ -233,14 +233,14 @@ def _json_ids(text: str) -> list:
 def _ids_of(arg: str, dtype: str | None = None):
     """The ids INPUT means: the ids themselves, a .bin corpus (or any binary file of ``dtype``
     ids), a .npy array, or the text of a file (or stdin)."""
+    if arg != "-" and arg.lower().endswith(".npy") and os.path.isfile(arg):
+        return _npy_ids(arg)                 # its header says the dtype
     if dtype is not None:
         if arg == "-":
             raise ArgumentError("--dtype reads a binary file of ids: give its name as INPUT, not standard input")
         return load_bin(arg, dtype)[0]
     if arg != "-" and not os.path.exists(arg) and _IDS.fullmatch(arg):
         return _parse_ids(arg, "the ids given")
-    if arg != "-" and arg.lower().endswith(".npy") and os.path.isfile(arg):
-        return _npy_ids(arg)
     if arg != "-" and (arg.endswith(".bin") or index_path(arg).is_file()) and os.path.isfile(arg):
         return load_bin(arg)[0]
     return _parse_ids(_read_text(arg), "standard input" if arg == "-" else arg)
@@ -294,6 +294,13 @@ def show_text(args) -> str:
     return args.text
 
 
+def _source_name(args) -> str:
+    """Where show's text came from, for an error: the argument itself, standard input, or the file."""
+    if args.literal or not (args.text == "-" or os.path.isfile(args.text)):
+        return "the text"
+    return "standard input" if args.text == "-" else args.text
+
+
 def cmd_show(args) -> int:
     text = show_text(args)          # before loading: a missing file is found at once
     tok = load(args.tokenizer, args.vocabs)
@@ -304,9 +311,7 @@ def cmd_show(args) -> int:
         found = first_special(text, refused)
         if found is None:           # found only once normalized: the tokenizer's own message says where
             raise
-        where = "the text" if args.literal or not (args.text == "-" or os.path.isfile(args.text)) else \
-            "standard input" if args.text == "-" else args.text
-        raise special_error(f"{where} holds, at character {found[0]},", found[1]) from exc
+        raise special_error(f"{_source_name(args)} holds, at character {found[0]},", found[1]) from exc
     colour = sys.stdout.isatty() and not args.no_color and not os.environ.get("NO_COLOR")
     pieces, pending = [], b""
     for i, token in enumerate(ids):
