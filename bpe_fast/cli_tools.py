@@ -32,7 +32,7 @@ def _add_tokenizer_option(parser, many: bool = False) -> None:
                              "the shared vocabs/; see the README)")
 
 
-def _add_special_options(parser) -> None:
+def add_special_options(parser) -> None:
     """One rule for special tokens' text in every command that encodes text, tiktoken's: refused
     unless allowed."""
     parser.add_argument("--allowed-special", default="none", metavar="all|TOKEN,...",
@@ -91,7 +91,7 @@ def add_tool_parsers(sub) -> None:
     enc.add_argument("--workers", type=int, default=None, help="threads (default: all cores)")
     enc.add_argument("--errors", choices=("strict", "replace"), default="strict",
                      help="invalid UTF-8: an error naming file and offset, or U+FFFD")
-    _add_special_options(enc)
+    add_special_options(enc)
     enc.add_argument("--allow-special", action="store_true", help="same as --allowed-special all")
     enc.add_argument("--append-eot", action="store_true",
                      help="<|endoftext|>'s id after every document, as nanoGPT's prepare.py (the tokenizer must "
@@ -124,7 +124,7 @@ def add_tool_parsers(sub) -> None:
                       help="TEXT is the text itself, even if it looks like a file name")
     show.add_argument("--no-color", action="store_true", help="separate tokens with '|' instead of colours")
     show.add_argument("--ids", action="store_true", help="also list the ids")
-    _add_special_options(show)
+    add_special_options(show)
     show.set_defaults(run=cmd_show)
 
     stats = sub.add_parser("stats", help="tokens and bytes per token of files, per tokenizer",
@@ -138,7 +138,7 @@ def add_tool_parsers(sub) -> None:
     stats.add_argument("--column", default="text", help="Parquet: the column that holds the text")
     stats.add_argument("--errors", choices=("strict", "replace"), default="strict",
                        help="invalid UTF-8: an error naming file and offset, or U+FFFD")
-    _add_special_options(stats)
+    add_special_options(stats)
     stats.set_defaults(run=cmd_stats)
 
 
