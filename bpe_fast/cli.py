@@ -271,6 +271,10 @@ def add_convert_parser(sub) -> None:
     c.add_argument("--vocabs", default=None, metavar="FOLDER",
                    help="folder of the named encodings' files (default: $BPE_FAST_VOCABS, tiktoken's cache, the "
                         "shared vocabs/; see the README)")
+    for role in ("eos", "pad", "bos"):
+        c.add_argument(f"--{role}-token", default=None, metavar="TOKEN",
+                       help=f"--format huggingface: the special token that is the {role} token for transformers "
+                            f"(written to tokenizer_config.json beside tokenizer.json)")
     c.set_defaults(run=cmd_convert)
 
 
@@ -580,13 +584,19 @@ def cmd_train(args) -> int:
 def cmd_convert(args) -> int:
     fmt = formats.format_of_path(args.output, args.format)
     args.output = where_to_write(args.output, fmt, "OUT")
+    _check_transformers_roles(args, fmt)
     check_tokenizer_output(args.output, fmt, [args.input], "OUT")
     if args.pattern is not None:
         tok = Tokenizer.from_vocabulary(_read_with_pattern(args.input, args.pattern))
     else:
         tok = load(args.input, args.vocabs)
     formats.check_writable(fmt, tok.pattern, list(tok.special_tokens), tok.normalize, tok.variant)
+    roles = {role: getattr(args, role) for role in ("eos_token", "pad_token", "bos_token")}
+    if any(roles.values()):
+        formats.huggingface.check_special_roles(tok, roles)           # before anything is written
     written = write_tokenizer(tok, args.output, fmt)
+    if any(roles.values()):
+        written.append(formats.huggingface.write_transformers_config(tok, os.path.dirname(args.output), roles))
     out = sys.stderr if args.output == STDOUT else sys.stdout      # standard output holds the tokenizer
     specials = f", {len(tok.special_tokens)} special" if tok.special_tokens else ""
     print(f"read       {args.input}: vocab size {tok.vocab_size:,} ({len(tok.merges):,} merges{specials}), "
@@ -594,6 +604,21 @@ def cmd_convert(args) -> int:
     for path in written:
         print(f"wrote      {_shown(path)} ({fmt})", file=out)
     return 0
+
+
+def _check_transformers_roles(args, fmt: str) -> None:
+    """convert's --eos-token/--pad-token/--bos-token: for a tokenizer.json that transformers
+    reads from its folder, where tokenizer_config.json goes beside it."""
+    given = [f"--{role}-token" for role in ("eos", "pad", "bos") if getattr(args, f"{role}_token")]
+    if not given:
+        return
+    if fmt != "huggingface":
+        raise ArgumentError(f"{', '.join(given)}: name the special tokens' roles for transformers, which reads "
+                            f"--format huggingface (a tokenizer.json), not {fmt}")
+    if args.output == STDOUT or os.path.basename(args.output) != "tokenizer.json":
+        raise ArgumentError(f"{', '.join(given)}: transformers reads tokenizer.json and tokenizer_config.json from "
+                            f"one folder: give OUT as a folder (my-tokenizer/), not {args.output}")
+    check_output(os.path.join(os.path.dirname(args.output), "tokenizer_config.json"), [args.input], "OUT")
 
 
 def _normalized(normalize: str | None) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from typing import Any
+from collections.abc import Mapping
 
 from ..bytelevel import huggingface_byte_order, str_to_token, token_to_str
 from ..errors import ArgumentError, TokenizerFileError, require
@@ -217,3 +218,42 @@ def huggingface_ids(byte_ids, merge_ids, special_tokens: dict[str, int]) -> tupl
     renumber = {int(byte_ids[b]): first + rank for rank, b in enumerate(huggingface_byte_order())}
     renumber.update({int(old): first + 256 + m for m, old in enumerate(merge_ids)})
     return renumber, {s: k for k, s in enumerate(specials)}
+
+
+# -- transformers' tokenizer_config.json: the special tokens' roles, beside tokenizer.json ----------
+
+TRANSFORMERS_CONFIG = "tokenizer_config.json"
+ROLES = ("bos_token", "eos_token", "pad_token", "unk_token")     # the roles a folder for transformers names
+
+
+def check_special_roles(tok, roles: Mapping[str, str | None]) -> dict[str, str]:
+    """The roles given a token (``{"eos_token": "<|endoftext|>"}``), each checked to be a special
+    token of ``tok`` (else transformers would add a new id behind the user's back)."""
+    given = {role: token for role, token in roles.items() if token is not None}
+    for role, token in given.items():
+        if role not in ROLES:
+            raise ArgumentError(f"{role}: not a role of a special token (the roles: {', '.join(ROLES)})")
+        if not isinstance(token, str) or token not in tok.special_tokens:
+            have = ", ".join(map(repr, tok.special_tokens)) or "none"
+            option = "--" + role.replace("_", "-")
+            raise ArgumentError(f"{role}={token!r} is not a special token of this tokenizer (it has {have}); "
+                                f"train with special_tokens=[..., {token!r}] so that it has an id of its own",
+                                cli_message=f"{option} {token}: not a special token of this tokenizer (it has "
+                                            f"{have}); train with --special {token!r} so that it has an id of its own")
+    return given
+
+
+def transformers_config(tok, roles: Mapping[str, str | None]) -> dict:
+    """transformers' ``tokenizer_config.json`` for the ``tokenizer.json`` beside it: a fast
+    tokenizer (``PreTrainedTokenizerFast``) with these special tokens in these roles."""
+    return {"tokenizer_class": "PreTrainedTokenizerFast", "clean_up_tokenization_spaces": False,
+            **check_special_roles(tok, roles)}
+
+
+def write_transformers_config(tok, folder: str | os.PathLike, roles: Mapping[str, str | None]) -> str:
+    """``folder/tokenizer_config.json`` (the roles checked first); returns its path."""
+    config = transformers_config(tok, roles)
+    path = os.path.join(folder, TRANSFORMERS_CONFIG)
+    with atomic_open(path, "w", encoding="utf-8") as fh:
+        json.dump(config, fh, ensure_ascii=False, indent=2)
+    return path
