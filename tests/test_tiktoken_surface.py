@@ -22,7 +22,8 @@ import pytest
 import bpe_fast
 from bpe_fast import formats
 
-from .conftest import SMALL_CORPUS, corpus_files, need, read_corpus, small_text, vocab_dir, vocab_path
+from .conftest import (SMALL_CORPUS, corpus_files, need, needs_data, read_corpus, shared_path, small_text, vocab_dir,
+                       vocab_path)
 
 NAMES = ["cl100k_base", "o200k_base", "r50k_base", "p50k_base", "gpt2"]
 needs_vocabs = pytest.mark.skipif(vocab_dir() is None, reason="shared vocabularies not found (BPE_FAST_DATA or "
@@ -160,6 +161,20 @@ def test_offsets_of_a_tokenizer_that_normalizes_index_the_normalized_text():
     normal = tok.decode(ids)
     assert normal != text and tok.decode_with_offsets(ids) == (normal, offsets)
     check_offsets(tok, normal, ids, offsets)
+
+
+@needs_data
+@pytest.mark.parametrize("variant", [{"picky": 0.9}, {"superword": "boundless", "superword_at": 500}], ids=str)
+def test_offsets_and_views_of_the_variants_tokenizers(variant):
+    """Picky BPE's events and the supermerges' superwords: their ids' bytes are what offsets count."""
+    verdict = shared_path("corpora", "the-verdict.txt")
+    tok = bpe_fast.train([verdict], 700, pattern="cl100k", progress=False, **variant)
+    assert tok.variant is not None
+    text = read_corpus(verdict)[:6000] + MIXED
+    ids, offsets = tok.encode_with_offsets(text)
+    assert ids == tok.encode(text)
+    check_offsets(tok, text, ids, offsets)
+    check_view(tok, text)
 
 
 def test_errors_are_tiktokens_kinds_and_name_what_is_wrong():
