@@ -71,10 +71,28 @@ def default_name(tok) -> str:
     return f"bpe_fast_{tok.pattern_name}_{tok.vocab_size}_{digest.hexdigest()[:8]}"
 
 
+def _id_array(tokens) -> np.ndarray | None:
+    """The ids as a 1-d integer array, or None when they are anything else (each then checked alone)."""
+    try:
+        ids = np.asarray(tokens)
+    except (ValueError, TypeError):          # ragged, or not a sequence at all
+        return None
+    return ids if ids.ndim == 1 and ids.dtype.kind in "iu" else None
+
+
 def decode_tokens_bytes(table: TokenTable, tokens: Iterable[int]) -> list[bytes]:
     if isinstance(tokens, (str, bytes)) or not isinstance(tokens, Iterable):
         raise ArgumentTypeError(f"tokens must be a sequence of integer ids, got {type(tokens).__name__}")
-    return [table.bytes_of(token) for token in tokens]
+    if not isinstance(tokens, (list, tuple, np.ndarray)):
+        tokens = list(tokens)                                   # read once (a generator)
+    ids = _id_array(tokens)
+    if ids is None:
+        return [table.bytes_of(token) for token in tokens]
+    if not len(ids) or (ids.min() >= 0 and ids.max() < len(table.spelled)):
+        found = [table.spelled[i] for i in ids.tolist()]        # in range: one list lookup each
+        if None not in found:
+            return found
+    return [table.bytes_of(token) for token in ids.tolist()]   # names the first unknown id
 
 
 def encode_single_token(tok, table: TokenTable, text_or_bytes: str | bytes) -> int:
@@ -106,19 +124,17 @@ def is_special_token(table: TokenTable, token: int) -> bool:
 
 def char_offsets(data: bytes, lengths: np.ndarray) -> np.ndarray:
     """For tokens of these byte lengths, in order, that spell the UTF-8 ``data``: each one's
-    offset (see the module docstring), as tiktoken's loop computes it, with one pass over the
-    bytes and none per token in Python. The characters before a token are the bytes before it
-    that start a character (are no continuation byte, 10xxxxxx); a token whose first byte
-    continues a character belongs to the last of them."""
+    offset (see the module docstring), as tiktoken's loop computes it, in NumPy with nothing per
+    token in Python. Counting the bytes that start a character (no continuation byte, 10xxxxxx)
+    up to and including a token's first byte gives one more than the index of the character
+    that byte belongs to."""
     if not len(lengths):
         return np.zeros(0, np.int64)
     starts = np.zeros(len(lengths), np.int64)
     np.cumsum(lengths[:-1], out=starts[1:])
     starts_char = (np.frombuffer(data, np.uint8) & 0xC0) != 0x80
-    chars_in = np.add.reduceat(starts_char, starts, dtype=np.int64)    # characters each token starts
-    before = np.zeros(len(lengths), np.int64)
-    np.cumsum(chars_in[:-1], out=before[1:])
-    return np.maximum(before - (~starts_char[starts]).astype(np.int64), 0)
+    counted = np.cumsum(starts_char, dtype=np.int32 if len(data) < 2**31 else np.int64)
+    return np.maximum(counted[starts].astype(np.int64) - 1, 0)
 
 
 def decode_with_offsets(table: TokenTable, tokens: Iterable[int]) -> tuple[str, list[int]]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import html
 import os
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .tiktoken_surface import char_offsets
 
@@ -29,8 +29,7 @@ SPECIAL_STYLE = "background:#343a40;color:#fff;font-weight:bold;border-radius:3p
 PARTIAL_STYLE = "border-left:2px solid #868e96"      # a token that completes no character
 
 
-@dataclass(frozen=True)
-class TokenSpan:
+class TokenSpan(NamedTuple):
     """One token: its id, its bytes, the characters its span shows, and whether it is special."""
     id: int
     token: bytes

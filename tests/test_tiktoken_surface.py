@@ -17,6 +17,7 @@ from collections.abc import Callable
 from html.parser import HTMLParser
 from typing import Any
 
+import numpy as np
 import pytest
 
 import bpe_fast
@@ -195,6 +196,9 @@ def test_errors_are_tiktokens_kinds_and_name_what_is_wrong():
     for method, argument in wrong:
         with pytest.raises(TypeError):
             method(argument)
+    with pytest.raises(TypeError):
+        tok.decode_tokens_bytes(iter([1, "a"]))  # type: ignore[arg-type]  # a generator, read once: still checked
+    assert tok.decode_tokens_bytes(iter([72, 105])) == [b"H", b"i"] == tok.decode_tokens_bytes(np.array([72, 105]))
     cut = tok.encode_single_token(b"\xe6")        # the start of 日 alone: no text, as tiktoken says
     with pytest.raises(UnicodeDecodeError):
         tok.decode_with_offsets([cut])
