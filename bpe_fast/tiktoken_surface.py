@@ -134,7 +134,9 @@ def char_offsets(data: bytes, lengths: np.ndarray) -> np.ndarray:
     np.cumsum(lengths[:-1], out=starts[1:])
     starts_char = (np.frombuffer(data, np.uint8) & 0xC0) != 0x80
     counted = np.cumsum(starts_char, dtype=np.int32 if len(data) < 2**31 else np.int64)
-    return np.maximum(counted[starts].astype(np.int64) - 1, 0)
+    offsets = counted[starts].astype(np.int64)
+    offsets -= 1
+    return np.maximum(offsets, 0, out=offsets)
 
 
 def decode_with_offsets(table: TokenTable, tokens: Iterable[int]) -> tuple[str, list[int]]:
