@@ -257,7 +257,6 @@ class Tokenizer:
         self._special_sets: dict[frozenset, SpecialSet] = {}
         self._cache: dict[str, list[int]] = {}
         self._ids_by_bytes: dict[bytes, int] | None = None     # token_to_id's map, made on first use
-        self._token_table: tiktoken_surface.TokenTable | None = None   # the tiktoken surface's, on first use
         self._units = None                             # the ids that make runs (supermerges), on first use
         # The trainer's TrainReport (trainer.py, which imports this module: Any), else None.
         self.training_report: Any = None
@@ -637,6 +636,7 @@ class Tokenizer:
 
     # -- tiktoken's Encoding surface (tiktoken_surface.py) and a coloured view (visualize.py) ----
     _name: str | None = None        # a named encoding's name (registry.load_encoding), or one given
+    _token_table: tiktoken_surface.TokenTable | None = None      # every id's bytes, made on first use
 
     @property
     def name(self) -> str:
