@@ -19,6 +19,7 @@ from . import _build
 _build.check_extensions_are_fresh()    # before any compiled module loads: a stale one would run old code
 from ._version import __version__
 from .encode_corpus import encode_files, load_bin
+from .errors import UnknownTokenError
 from .errors import (ArgumentError, ArgumentTypeError, BpeFastError, BpeFastWarning, EmptyCorpusError,
                      EncodingError, InputError, MissingExtraError, PatternError, PatternRequiredError, StaleBuildError,
                      TokenizerFileError, VocabSizeWarning, VocabularyError, VocabularyNotFoundError, WorkerError)
@@ -41,3 +42,4 @@ __all__ = [
     "WorkerError", "VocabularyError", "TokenizerFileError", "VocabularyNotFoundError", "PatternRequiredError",
     "EncodingError", "BpeFastWarning", "VocabSizeWarning", "MissingExtraError", "StaleBuildError", "__version__",
 ]
+__all__ += ["UnknownTokenError"]

@@ -77,6 +77,14 @@ class EncodingError(BpeFastError, ValueError):
     """Text or ids a tokenizer cannot encode or decode: a disallowed special token, an unknown id."""
 
 
+class UnknownTokenError(EncodingError, KeyError):
+    """An id or a token the vocabulary does not have, where tiktoken raises KeyError
+    (``decode_single_token_bytes``, ``encode_single_token``): both a KeyError and an EncodingError."""
+
+    def __str__(self) -> str:          # the message itself, not KeyError's repr of it
+        return Exception.__str__(self)
+
+
 class MissingExtraError(BpeFastError, ImportError):
     """A feature needs an optional package; the message names the extra that installs it."""
 

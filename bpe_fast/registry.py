@@ -80,9 +80,10 @@ def load_encoding(name: str, path: str | os.PathLike | None = None) -> Tokenizer
     """A named encoding from its file(s)."""
     enc = ENCODINGS[name]
     files = encoding_files(name, path)
-    if name == "gpt2":
-        return Tokenizer.from_gpt2(*files)
-    return Tokenizer.from_tiktoken(files[0], enc.pattern, enc.special_tokens)
+    tok = Tokenizer.from_gpt2(*files) if name == "gpt2" else Tokenizer.from_tiktoken(files[0], enc.pattern,
+                                                                                     enc.special_tokens)
+    tok.name = name         # tiktoken's Encoding.name, and what repr(tok) shows
+    return tok
 
 
 def load(name_or_path: str | os.PathLike, path: str | os.PathLike | None = None) -> Tokenizer:

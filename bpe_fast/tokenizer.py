@@ -28,7 +28,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence, Set as Abst
 import numpy as np
 import regex
 
-from . import arguments, formats
+from . import arguments, formats, tiktoken_surface
 from ._encode import OUTPUT_ARRAY as OUT_ARRAY, OUTPUT_COUNT as OUT_COUNT, OUTPUT_LIST as OUT_LIST
 from ._encode import MergeEncoder, SpecialSet
 from .bytelevel import str_to_token, token_to_str
@@ -36,6 +36,7 @@ from .errors import ArgumentError, ArgumentTypeError, EncodingError, TokenizerFi
 from .formats import Vocabulary, variant_parts
 from .formats.huggingface import huggingface_ids, to_transformers
 from .patterns import whole_matches
+from .visualize import TokenView, token_view
 from .pretokenize import (NORMALIZATIONS, REGEX, WHOLE, Splitter, char_classes, check_encodable,
                           check_normal_specials, special_splitter, special_token_list)
 
@@ -291,7 +292,8 @@ class Tokenizer:
         merges = np.asarray(merges, np.int32).reshape(-1, 2)
         merge_ids = np.asarray(merge_ids, np.int32)
         tok = object.__new__(Tokenizer)
-        tok.__setstate__(dict(self.__getstate__(), _special_regexes={}, _cache={}, training_report=None))
+        tok.__setstate__(dict(self.__getstate__(), _special_regexes={}, _cache={}, training_report=None,
+                              _name=None))      # another vocabulary: not the named encoding any more
         vocab = list(self._vocab) + [None] * max(0, int(merge_ids.max(initial=-1)) + 1 - len(self._vocab))
         for (left, right), new in zip(merges.tolist(), merge_ids.tolist()):
             if vocab[new] is not None or vocab[left] is None or vocab[right] is None:
@@ -306,7 +308,8 @@ class Tokenizer:
     def __getstate__(self) -> dict:
         """Pickling (multiprocessing, ``datasets.map(num_proc=...)``) sends the vocabulary; the
         receiving process builds its own native encoder when it first encodes."""
-        state = dict(self.__dict__, _encoder=None, _special_sets={}, _ids_by_bytes=None, _units=None)
+        state = dict(self.__dict__, _encoder=None, _special_sets={}, _ids_by_bytes=None, _units=None,
+                     _token_table=None)
         del state["_encoder_lock"], state["_as_text"]
         return state
 
@@ -631,6 +634,74 @@ class Tokenizer:
     def decode_bytes_batch(self, batch: Iterable[Iterable[int]]) -> list[bytes]:
         return [self.decode_bytes(ids) for ids in batch]
 
+    # -- tiktoken's Encoding surface (tiktoken_surface.py) and a coloured view (visualize.py) ----
+    _name: str | None = None        # a named encoding's name (registry.load_encoding), or one given
+    _token_table: tiktoken_surface.TokenTable | None = None      # every id's bytes, made on first use
+
+    @property
+    def name(self) -> str:
+        """tiktoken's ``Encoding.name``: a named encoding's ("cl100k_base"), else one given
+        (``tok.name = "mine"``), else ``bpe_fast_<pattern>_<vocab size>_<8 hex digits>`` from a
+        hash of the vocabulary (tiktoken_surface.default_name): equal tokenizers, equal names."""
+        return self._name if self._name is not None else tiktoken_surface.default_name(self)
+
+    @name.setter
+    def name(self, value: str) -> None:
+        if not isinstance(value, str) or not value:
+            raise ArgumentTypeError(f"name must be a non-empty str, got {value!r}")
+        self._name = value
+
+    @property
+    def max_token_value(self) -> int:
+        """The largest id, learned or special (tiktoken's; ``n_vocab`` is one more)."""
+        return self.vocab_size - 1
+
+    @property
+    def special_tokens_set(self) -> set[str]:
+        return set(self.special_tokens)
+
+    def _tokens(self) -> tiktoken_surface.TokenTable:
+        if self._token_table is None:
+            self._token_table = tiktoken_surface.TokenTable(self._vocab, self.special_tokens)
+        return self._token_table
+
+    def is_special_token(self, token: int) -> bool:
+        return tiktoken_surface.is_special_token(self._tokens(), token)
+
+    def decode_single_token_bytes(self, token: int) -> bytes:
+        """The bytes of one id, special tokens too; an unknown id is a KeyError (UnknownTokenError)."""
+        return self._tokens().bytes_of(token)
+
+    def decode_tokens_bytes(self, tokens: Iterable[int]) -> list[bytes]:
+        """Each id's bytes: the tokens as they split the text."""
+        return tiktoken_surface.decode_tokens_bytes(self._tokens(), tokens)
+
+    def encode_single_token(self, text_or_bytes: str | bytes) -> int:
+        """The id of the token whose text or bytes these are (special tokens too), else a KeyError."""
+        return tiktoken_surface.encode_single_token(self, self._tokens(), text_or_bytes)
+
+    def token_byte_values(self) -> list[bytes]:
+        """The bytes of every learned token, sorted (special tokens aside), as tiktoken lists them."""
+        return sorted(self._ids_of_tokens())
+
+    def decode_with_offsets(self, tokens: Iterable[int]) -> tuple[str, list[int]]:
+        """The text and each token's character offset in it (tiktoken_surface.py says which
+        character a token starting inside one gets); invalid UTF-8 raises UnicodeDecodeError."""
+        return tiktoken_surface.decode_with_offsets(self._tokens(), tokens)
+
+    def encode_with_offsets(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
+                            disallowed_special: Literal["all"] | Collection[str] = "all"
+                            ) -> tuple[list[int], list[int]]:
+        """``encode``'s ids and each token's character offset in ``text``: the index of the
+        character its first byte belongs to (as ``decode_with_offsets`` gives them)."""
+        return tiktoken_surface.encode_with_offsets(self, self._tokens(), text, allowed_special, disallowed_special)
+
+    def visualize(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = "all",
+                  disallowed_special: Literal["all"] | Collection[str] = "all") -> TokenView:
+        """The tokens of ``text`` to look at: one coloured span per token in a notebook, colours
+        when printed (visualize.py). Special tokens are allowed by default, and shown apart."""
+        return token_view(self, text, allowed_special, disallowed_special)
+
     # -- the names tiktoken's and Hugging Face's users reach for ----------------------------------
     @property
     def eot_token(self) -> int:
@@ -695,8 +766,9 @@ class Tokenizer:
     def save(self, path: str | os.PathLike, format: str | None = None) -> list[str]:
         """Write the tokenizer to ``path`` in ``format``, a name from the table of formats
         (``bpe_fast.formats.names()``: bpe_fast, huggingface, tiktoken, minbpe, gpt2). Without
-        ``format`` the name says it where it can (.tiktoken, .model, vocab.bpe, tokenizer.json:
-        Hugging Face's, encoder.json: GPT-2's); any other .json name means bpe_fast's JSON.
+        ``format`` the name says it where it can (.tiktoken, .model, vocab.bpe, tokenizer.json or
+        any name ending in it: Hugging Face's, encoder.json: GPT-2's); any other .json name means
+        bpe_fast's JSON.
         Returns the files written."""
         return formats.write(self, arguments.path(path, "path"), format)
 
@@ -834,6 +906,9 @@ class Tokenizer:
                 and np.array_equal(self.supermerge_ids, other.supermerge_ids))
 
     def __repr__(self) -> str:
+        if self._name is not None:      # a named encoding: its name first
+            return (f"<Tokenizer {self._name}: {self.vocab_size:,} ids, pattern {self.pattern_name}, "
+                    f"{len(self.special_tokens)} special tokens>")
         normalize = f", normalize={self.normalize}" if self.normalize else ""
         supermerges = f", supermerges={len(self.supermerges)}" if len(self.supermerges) else ""
         return (f"Tokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)}{supermerges}, "

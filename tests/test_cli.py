@@ -40,7 +40,7 @@ def test_demo_says_where_it_writes_first_writes_to_a_temp_folder_and_shows_what_
     assert list((tmp_path / "cwd").iterdir()) == []             # nothing in the current folder
     first = captured.err.splitlines()[0]                         # said before training, on stderr
     said = re.fullmatch(r"demo: training a 600-token vocabulary on \d+ files of the Python standard library "
-                        r"\(.*\); it will be written to (.*demo-tokenizer\.json)", first)
+                        r"\(.*\); it will be written to (.*demo-tok\.json)", first)
     assert said, first
     written = Path(said.group(1))
     assert written.parent.parent == tmp_path / "tmp" and written.parent.name.startswith("bpe-fast-demo-")

@@ -105,8 +105,10 @@ def read_folder(folder: str | os.PathLike) -> Vocabulary:
 
 def _named_by(path: str | os.PathLike) -> Format | None:
     """The format the name says: its suffix (.tiktoken, .model, .bpe), or one of a format's usual
-    file names (tokenizer.json is Hugging Face's, encoder.json GPT-2's). Any other ".json" says
-    none: bpe_fast's JSON, a tokenizer.json and GPT-2's encoder.json all end in it."""
+    file names (tokenizer.json is Hugging Face's, encoder.json GPT-2's), or an ending that says
+    one (my_tokenizer.json: Hugging Face's, which is what a user who names a file so expects).
+    Any other ".json" says none: bpe_fast's JSON, a tokenizer.json and GPT-2's encoder.json all
+    end in it."""
     return _suffix_says(path) or _file_name_says(path)
 
 
@@ -117,12 +119,12 @@ def _suffix_says(path: str | os.PathLike) -> Format | None:
 
 def _file_name_says(path: str | os.PathLike) -> Format | None:
     name = Path(os.fspath(path)).name.lower()
-    return next((fmt for fmt in FORMATS if name in fmt.file_names), None)
+    return next((fmt for fmt in FORMATS if name in fmt.file_names or name.endswith(fmt.name_endings)), None)
 
 
 def format_of_path(path: str | os.PathLike, format: str | None = None) -> str:
     """The format to write ``path`` in: ``format`` if given (checked against the name's suffix),
-    else the one the name says (.tiktoken, .model, vocab.bpe, tokenizer.json, encoder.json),
+    else the one the name says (.tiktoken, .model, vocab.bpe, [*]tokenizer.json, encoder.json),
     else bpe_fast's JSON. A usual file name is a default only: ``format`` overrides it."""
     asked = by_name(format) if format is not None else None
     name = os.fspath(path)

@@ -102,6 +102,8 @@ class Format:
     suffixes: tuple[str, ...] = ()  # name endings (lower case) that say this format: (".tiktoken",)
     is_json: bool = False           # its file is JSON, so a name ending in .json may hold it
     file_names: tuple[str, ...] = ()    # its files' usual names: a folder holding them all is read as it
+    # ends of file names that say this format, as its usual names do (a default: format= wins)
+    name_endings: tuple[str, ...] = ()
     output_files: Callable[[str | os.PathLike], list[Path]] = the_path_itself  # every file write makes
     # Refuses, before any training, a pattern or special tokens the format cannot hold.
     check_writable: Callable[[str | None, Sequence[str]], None] = holds_anything

@@ -136,4 +136,4 @@ def read(peek: Peek) -> Vocabulary:
 
 FORMAT = Format(
     name="bpe_fast", title="bpe_fast's JSON", description="bpe_fast's JSON",
-    sniff=sniff, read=read, write=write_bpe_fast, demo_name="demo-tokenizer.json", is_json=True)
+    sniff=sniff, read=read, write=write_bpe_fast, demo_name="demo-tok.json", is_json=True)

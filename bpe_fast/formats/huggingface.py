@@ -185,7 +185,7 @@ def read(peek: Peek) -> Vocabulary:
 FORMAT = Format(
     name="huggingface", title="a Hugging Face tokenizer.json", description="a tokenizer.json",
     sniff=sniff, read=read, write=write_huggingface, demo_name="demo-tokenizer.hf.json", is_json=True,
-    file_names=("tokenizer.json",))
+    file_names=("tokenizer.json",), name_endings=("tokenizer.json",))    # my_tokenizer.json too
 
 
 # -- transformers, and Hugging Face's numbering -----------------------------------------------------
