@@ -403,9 +403,9 @@ def _utf8(texts: list[str]) -> tuple[bytes, np.ndarray]:
     return packed[0], packed[1]
 
 
-def _batches(pieces: Iterator[tuple[str, str, bool]], group_ids: dict[str, int],
-             chars: int = BATCH_CHARS) -> Iterator[_Batch]:
-    """Pieces in batches of about ``chars`` characters, sorted by group within each."""
+def _batches(pieces: Iterator[tuple[str, str, bool]], group_ids: dict[str, int]) -> Iterator[_Batch]:
+    """Pieces in batches of about ``BATCH_CHARS`` characters, sorted by group within each."""
+    chars = BATCH_CHARS
     texts: list[str] = []
     groups: list[int] = []
     after: list[bool] = []
@@ -416,8 +416,7 @@ def _batches(pieces: Iterator[tuple[str, str, bool]], group_ids: dict[str, int],
         texts.append(text)
         groups.append(g)
         after.append(starts or ended_in_space)
-        if text:
-            ended_in_space = text[-1].isspace()
+        ended_in_space = text[-1].isspace() if text else starts or ended_in_space
         documents[g] = documents.get(g, 0) + starts
         size += len(text)
         if size >= chars:
