@@ -17,14 +17,13 @@ One pass, at encoding speed: the inputs are read as ``bpe-fast encode`` reads th
 files, folders, compressed files, JSON lines, Parquet, standard input) or taken from an iterable
 of documents, in batches of about ``BATCH_CHARS`` characters; every tokenizer encodes each batch
 with its batch path (``encode_batch_to_numpy``, on threads without the GIL) on a thread of its
-own while the next batch is read; ids are counted with ``np.bincount`` and bytes and words with
-NumPy on the batch's UTF-8. Memory holds two batches and one count per id per (tokenizer,
+own while the next batch is read; ids are counted (a bincount) and bytes and words measured by C
+loops (_measure.pyx). Memory holds two batches and one count per id per (tokenizer,
 group), never the corpus. Special tokens' text is encoded as text (as ``bpe-fast encode`` does);
 bytes and words are those of the text as given (before a tokenizer's normalization).
 """
 from __future__ import annotations
 
-import functools
 import importlib
 import json
 import math
@@ -37,7 +36,7 @@ import numpy as np
 
 from . import arguments
 from . import inputs as inp
-from ._pack import pack_documents
+from ._measure import count_ids, measure_texts
 from .errors import ArgumentError, ArgumentTypeError, BpeFastError, InputError, MissingExtraError, require
 from .registry import load
 from .tokenizer import Tokenizer
@@ -47,7 +46,6 @@ ALL = "all"                    # the group of all the text
 FILE = "file"                  # by="file": a group per input file
 BATCH_CHARS = 1 << 22          # characters encoded per batch (about 4 MB)
 BLOCK_SIZE = 1 << 22           # bytes of a text file read per block
-BMP = 0x10000                  # no character past the Basic Multilingual Plane is a space (tests check it)
 
 
 # -- the report -------------------------------------------------------------------------------------
@@ -188,54 +186,6 @@ def vocabulary_ids(tokenizer) -> np.ndarray:
     return np.flatnonzero(present)
 
 
-@functools.cache
-def _multibyte_spaces() -> tuple[list[int], dict[int, np.ndarray]]:
-    """The non-ASCII characters str.split() splits at (U+0085, U+00A0, U+2000..., U+3000: whatever
-    this Python's Unicode says; all are in the Basic Multilingual Plane): their UTF-8 lead bytes,
-    and {UTF-8 length: their bytes as big-endian ints}."""
-    spaces = [chr(c).encode("utf-8") for c in range(0x80, BMP) if chr(c).isspace()]
-    keys = {n: np.array([int.from_bytes(s, "big") for s in spaces if len(s) == n], np.int64)
-            for n in sorted({len(s) for s in spaces})}
-    return sorted({s[0] for s in spaces}), keys
-
-
-def _spaces(a: np.ndarray) -> np.ndarray:
-    """Per byte of UTF-8 ``a``: is it (part of) a character str.isspace() holds true?"""
-    space = a <= 32               # the ASCII spaces are \t \n \v \f \r, \x1c-\x1f and " "
-    controls = (a < 9) | ((a - np.uint8(14)) < 14)        # the other controls: 0-8 and 14-27 (uint8 wraps)
-    if controls.any():
-        space &= ~controls
-    leads, spaces = _multibyte_spaces()
-    if a.max() < min(leads):          # ASCII, and the like: no lead byte of a non-ASCII space
-        return space
-    at = np.flatnonzero(functools.reduce(np.bitwise_or, [a == lead for lead in leads]))
-    if len(at):
-        def byte(i: int) -> np.ndarray:         # the i-th byte of each candidate (valid UTF-8 is never cut short)
-            return a[np.minimum(at + i, len(a) - 1)].astype(np.int64)
-        for n, keys in spaces.items():
-            key = functools.reduce(lambda k, i: k << 8 | byte(i), range(1, n), byte(0))
-            hits = at[np.isin(key, keys)]
-            for i in range(n):
-                space[hits + i] = True
-    return space
-
-
-def word_starts(data: bytes, starts: np.ndarray, after_space: np.ndarray) -> np.ndarray:
-    """Per byte of ``data`` (UTF-8 texts one after another, text i from byte ``starts[i]``): does a
-    ``str.split()`` word start there? A text's first byte starts a word unless ``after_space[i]``
-    is false (the text continues one that did not end with a space: a later block of a file)."""
-    a = np.frombuffer(data, np.uint8)
-    if not len(a):
-        return np.zeros(0, bool)
-    space = _spaces(a)
-    before = np.empty(len(a), bool)
-    before[0] = True
-    before[1:] = space[:-1]
-    inside = starts < len(a)
-    before[starts[inside]] = after_space[inside]
-    return before & ~space
-
-
 # -- reading: (group, text, starts a document, follows a space) --------------------------------------
 
 def _pieces_of_files(paths: list, by: str | None, field: str, column: str, errors: str,
@@ -363,6 +313,12 @@ class _Batch:
     groups: np.ndarray             # the group of each text, ascending (texts are sorted by group)
     after_space: np.ndarray        # does text i start after a space (or a document's start)?
     documents: dict[int, int]      # group -> documents starting in the batch
+    sizes: np.ndarray = dataclass_field(init=False)       # the UTF-8 bytes of each text
+    words: np.ndarray = dataclass_field(init=False)       # the str.split() words of each text
+
+    def __post_init__(self) -> None:
+        """Measured while the batch before is encoded, on another core (no GIL held)."""
+        self.sizes, self.words = measure_texts(self.texts, self.after_space.view(np.uint8))
 
 
 class _Counts:
@@ -376,31 +332,18 @@ class _Counts:
         self.ids: dict[tuple[int, int], np.ndarray] = {}
 
     def add(self, batch: _Batch) -> None:
-        data, offsets = _utf8(batch.texts)
-        starts = word_starts(data, offsets[:-1], batch.after_space)
+        sizes, words = batch.sizes, batch.words
         groups, first = np.unique(batch.groups, return_index=True)
-        bounds = np.append(first, len(batch.texts))
-        for g, lo, hi in zip(groups.tolist(), bounds[:-1].tolist(), bounds[1:].tolist()):
+        bounds = list(zip(groups.tolist(), first.tolist(), [*first[1:].tolist(), len(batch.texts)]))
+        for g, lo, hi in bounds:
             self.documents[g] = self.documents.get(g, 0) + batch.documents.get(g, 0)
-            self.bytes[g] = self.bytes.get(g, 0) + int(offsets[hi] - offsets[lo])
-            self.words[g] = self.words.get(g, 0) + int(np.count_nonzero(starts[offsets[lo]:offsets[hi]]))
+            self.bytes[g] = self.bytes.get(g, 0) + int(sizes[lo:hi].sum())
+            self.words[g] = self.words.get(g, 0) + int(words[lo:hi].sum())
         for t, tok in enumerate(self.tokenizers):
             ids, ends = tok.encode_batch_to_numpy(batch.texts, workers=self.workers, disallowed_special=())
-            ids = ids.view(np.int32)            # bincount takes int32 as it is; uint32 it would copy to int64
-            for g, lo, hi in zip(groups.tolist(), bounds[:-1].tolist(), bounds[1:].tolist()):
-                seen = np.bincount(ids[ends[lo]:ends[hi]])
+            for g, lo, hi in bounds:
                 counts = self.ids.setdefault((t, g), np.zeros(tok.vocab_size, np.int64))
-                counts[:len(seen)] += seen
-
-
-def _utf8(texts: list[str]) -> tuple[bytes, np.ndarray]:
-    """The texts' UTF-8 one after another and where each starts (a lone surrogate as the 3 bytes
-    of U+FFFD, which the encoder puts in its place)."""
-    packed = pack_documents(list[str | bytes](texts))
-    if packed is None:
-        packed = pack_documents([t.encode("utf-8", "surrogatepass") for t in texts])
-    assert packed is not None                  # bytes always pack
-    return packed[0], packed[1]
+                count_ids(ids[ends[lo]:ends[hi]], counts)
 
 
 def _batches(pieces: Iterator[tuple[str, str, bool]], group_ids: dict[str, int]) -> Iterator[_Batch]:
