@@ -30,7 +30,8 @@ import math
 import os
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field as dataclass_field, replace
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
 
 import numpy as np
 
@@ -38,8 +39,6 @@ from . import arguments
 from . import inputs as inp
 from ._measure import count_ids, measure_texts
 from .errors import ArgumentError, ArgumentTypeError, BpeFastError, InputError, MissingExtraError, require
-from .registry import load
-from .tokenizer import Tokenizer
 
 ALPHA = 2.5                    # Zouhar et al.'s choice: the Rényi order that best predicted BLEU
 ALL = "all"                    # the group of all the text
@@ -405,25 +404,38 @@ def _common_cut(tokenizers: list):
 
 # -- the driver ----------------------------------------------------------------------------------------
 
-def _baselines(baselines, vocabs) -> list[tuple[str, Tokenizer]]:
+# How a baseline named by the user is opened: ``bpe_fast.load``, set by registry.py, which sits
+# above this module (it imports the tokenizer, which delegates ``Tokenizer.evaluate`` here).
+open_baseline: Callable[[str | os.PathLike, str | os.PathLike | None], Any] | None = None
+
+
+def _is_tokenizer(value) -> bool:
+    """A Tokenizer (or a variant's), told by what evaluate uses of it: this module is below the tokenizer's."""
+    return all(hasattr(value, name) for name in ("encode_batch_to_numpy", "special_tokens", "vocab_size", "_vocab"))
+
+
+def _baselines(baselines, vocabs) -> list[tuple[str, Any]]:
     """(name, tokenizer) of each baseline: a named encoding or tokenizer file (loaded), a
     Tokenizer, or {name: either}."""
     if baselines is None:
         return []
-    if isinstance(baselines, (str, os.PathLike, Tokenizer)):
+    if isinstance(baselines, (str, os.PathLike)) or _is_tokenizer(baselines):
         baselines = [baselines]
     items = list(baselines.items()) if isinstance(baselines, Mapping) else \
         [(None, b) for b in _listed(baselines, "baselines")]
     found = []
     for k, (name, spec) in enumerate(items):
-        if isinstance(spec, Tokenizer):
+        if _is_tokenizer(spec):
             found.append((str(name) if name is not None else f"baseline {k + 1}", spec))
             continue
         if not isinstance(spec, (str, os.PathLike)):
             raise ArgumentTypeError(f"baselines[{k}] must be a named encoding, a tokenizer file or a Tokenizer, "
                                     f"got {type(spec).__name__}")
+        if open_baseline is None:
+            raise ArgumentError(f"baselines[{k}] = {os.fspath(spec)!r}: opening a tokenizer by name needs "
+                                f"bpe_fast.registry (import bpe_fast), or give a Tokenizer")
         try:
-            tok = load(spec, vocabs)
+            tok = open_baseline(spec, vocabs)
         except BpeFastError as exc:
             raise type(exc)(f"baselines[{k}] = {os.fspath(spec)!r}: {exc}") from None
         found.append((str(name) if name is not None else _name_of(spec), tok))
@@ -458,7 +470,7 @@ def evaluate(tokenizer, texts_or_files, *, by: str | None = None, baselines=None
     ``vocabs``), Tokenizers, or {name: either}, measured on the same text in the same pass.
     ``workers``: encoding threads (default one per CPU). ``name``: the tokenizer's in the table.
     """
-    if not isinstance(tokenizer, Tokenizer):
+    if not _is_tokenizer(tokenizer):
         raise ArgumentTypeError(f"tokenizer must be a Tokenizer, got {type(tokenizer).__name__}")
     if by is not None and (not isinstance(by, str) or not by):
         raise ArgumentError(f"by must be None, \"file\" or the name of a field, got {by!r}")

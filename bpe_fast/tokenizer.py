@@ -694,9 +694,8 @@ class Tokenizer:
     def evaluate(self, texts_or_files, *, by: str | None = None, baselines=None, **options):
         """The quality report on texts or files, per group (``by``), beside ``baselines``: bytes
         per token, tokens per word, unused tokens, Rényi efficiency (alias of ``bpe_fast.quality.evaluate``)."""
-        import importlib     # quality.py sits above this module (it loads baselines): reached at run time
-        return importlib.import_module("bpe_fast.quality").evaluate(self, texts_or_files, by=by, baselines=baselines,
-                                                                    **options)
+        from .quality import evaluate
+        return evaluate(self, texts_or_files, by=by, baselines=baselines, **options)
 
     # -- files: every format through the table of formats (formats/) ---------------------------
     def save(self, path: str | os.PathLike, format: str | None = None) -> list[str]:
