@@ -2,10 +2,12 @@
 (the figures and how they are counted: quality.py)."""
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import os
 
+from .arguments import MAX_WORKERS
 from .errors import BpeFastError, require
 from .outputs import atomic_open
 from .quality import ALL, QualityReport, evaluate
@@ -34,11 +36,21 @@ def add_eval_parser(sub) -> None:
     e.add_argument("--column", default="text", help="Parquet: the column that holds the text")
     e.add_argument("--errors", choices=("strict", "replace"), default="strict",
                    help="invalid UTF-8: an error naming file and offset, or U+FFFD")
-    e.add_argument("--workers", type=int, default=None, help="encoding threads (default: all cores)")
+    e.add_argument("--workers", type=_workers, default=None, help="encoding threads (default: all cores)")
     e.add_argument("--json", action="store_true", help="print the report as JSON (with the unused ids) instead")
     e.add_argument("--plot", default=None, metavar="PNG",
                    help="draw a chart per group: bytes per token of each tokenizer (needs bpe_fast[plot])")
     e.set_defaults(run=cmd_eval)
+
+
+def _workers(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 1 <= value <= MAX_WORKERS:
+        raise argparse.ArgumentTypeError(f"{value} is out of range: 1 to {MAX_WORKERS} threads")
+    return value
 
 
 def _name(spec: str) -> str:

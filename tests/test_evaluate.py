@@ -334,6 +334,9 @@ def test_the_cli_prints_the_table_json_and_a_chart(tmp_path, capsys):
     assert main(["eval", "-t", str(tok_path), "--baseline", "no_such_base", str(SMALL_CORPUS)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "--baseline no_such_base:" in err
+    with pytest.raises(SystemExit) as stopped:
+        main(["eval", "-t", str(tok_path), "--workers", "0", str(SMALL_CORPUS)])
+    assert stopped.value.code == 2 and "--workers: 0 is out of range" in capsys.readouterr().err
     need("matplotlib")
     chart = tmp_path / "chart.png"
     assert main(["eval", "-t", str(tok_path), "--baseline", str(other), str(SMALL_CORPUS), "--plot", str(chart)]) == 0
