@@ -185,7 +185,7 @@ def vocabulary_ids(tokenizer) -> np.ndarray:
     return np.flatnonzero(present)
 
 
-# -- reading: (group, text, starts a document, follows a space) --------------------------------------
+# -- reading: (group, text, starts a document) ----------------------------------------------------------
 
 def _pieces_of_files(paths: list, by: str | None, field: str, column: str, errors: str,
                      cut) -> Iterator[tuple[str, str, bool]]:

@@ -153,16 +153,21 @@ def test_count_ids_is_bincount_and_refuses_an_id_past_the_table(ids):
 
 
 def test_a_file_cut_into_blocks_counts_as_the_whole(monkeypatch, tmp_path):
+    """Blocks are cut where every tokenizer's pattern allows (here three), so each counts the ids
+    of the whole text, and the words across a cut are counted once."""
     text = small_text() * 3
     path = tmp_path / "c.txt"
     path.write_bytes(text.encode())
-    tok = bpe_fast.train([SMALL_CORPUS], 400, pattern="cl100k", progress="none")
-    whole = tok.evaluate([path])
-    monkeypatch.setattr(quality, "BLOCK_SIZE", 997)          # many blocks, cut where the pattern allows
+    toks = {p: bpe_fast.train([SMALL_CORPUS], 400, pattern=p, progress="none") for p in ("cl100k", "gpt2", "o200k")}
+    baselines = {"gpt2": toks["gpt2"], "o200k": toks["o200k"]}
+    whole = toks["cl100k"].evaluate([path], baselines=baselines)
+    monkeypatch.setattr(quality, "BLOCK_SIZE", 997)          # many blocks
     monkeypatch.setattr(quality, "BATCH_CHARS", 3000)        # and many batches
-    cut = tok.evaluate([path])
-    assert (cut.row().bytes, cut.row().words, cut.row().tokens) == (len(text.encode()), len(text.split()),
-                                                                    len(tok.encode_ordinary(text)))
+    cut = toks["cl100k"].evaluate([path], baselines=baselines)
+    for name, tok in (("tokenizer", toks["cl100k"]), ("gpt2", toks["gpt2"]), ("o200k", toks["o200k"])):
+        row = cut.row(tokenizer=name)
+        assert (row.bytes, row.words, row.tokens) == (len(text.encode()), len(text.split()),
+                                                      len(tok.encode_ordinary(text)))
     assert cut.to_dict() == whole.to_dict()
 
 
