@@ -514,16 +514,18 @@ def evaluate(tokenizer, texts_or_files, *, by: str | None = None, baselines=None
 def _report(named: list, counts: _Counts, group_ids: dict[str, int], by: str | None, alpha: float) -> QualityReport:
     groups = [(ALL, list(group_ids.values()))] + ([(g, [i]) for g, i in group_ids.items()] if by else [])
     vocabularies = [vocabulary_ids(tok) for _, tok in named]
+    present = [np.isin(np.arange(tok.vocab_size), vocab) for (_, tok), vocab in zip(named, vocabularies)]
     rows = []
     for group, members in groups:
         documents, nbytes, words = (sum(part.get(i, 0) for i in members)
                                     for part in (counts.documents, counts.bytes, counts.words))
         for t, ((name, tok), vocab) in enumerate(zip(named, vocabularies)):
-            ids = np.zeros(tok.vocab_size, np.int64)
-            for i in members:
-                if (t, i) in counts.ids:
-                    ids += counts.ids[(t, i)]
-            rows.append(QualityRow(name, group, documents, nbytes, words, int(ids.sum()), len(vocab),
-                                   vocab[ids[vocab] == 0], renyi_entropy(ids, alpha),
-                                   renyi_efficiency(ids, len(vocab), alpha)))
+            parts = [counts.ids[(t, i)] for i in members if (t, i) in counts.ids]
+            ids = parts[0] if len(parts) == 1 else sum(parts, np.zeros(tok.vocab_size, np.int64))
+            unused = ids == 0
+            seen = ids[~unused]
+            unused &= present[t]
+            rows.append(QualityRow(name, group, documents, nbytes, words, int(seen.sum()), len(vocab),
+                                   np.flatnonzero(unused), renyi_entropy(seen, alpha),
+                                   renyi_efficiency(seen, len(vocab), alpha)))
     return QualityReport(rows, by, alpha)
