@@ -18,9 +18,10 @@ from pathlib import Path
 from . import formats, variants
 from .arguments import INT64_MAX, MAX_WORKERS
 from .cli_tools import add_tool_parsers
+from .cli_eval import add_eval_parser
 from .continued import base_special_tokens
 from ._version import __version__
-from .errors import ArgumentError, BpeFastError, InputError, OutputError, Terminated, require, terminating_raises
+from .errors import ArgumentError, BpeFastError, OutputError, Terminated, require, terminating_raises
 from .inputs import sources
 from .registry import load
 from .outputs import atomic_open, check_output
@@ -31,6 +32,7 @@ from .pretokenize import NORMALIZATIONS
 from .tokenizer import Tokenizer
 from .counting import MAX_BLOCK_SIZE
 from .progress import MODES, mode_of
+from .quality import evaluate
 from .trainer import (MAX_VOCAB_SIZE, TIE_BREAKS, TrainOptions, TrainReport, count, train,
                       train_from_table)
 from .variants import SUPERWORDS
@@ -279,7 +281,8 @@ def add_convert_parser(sub) -> None:
 
 
 # Each adds its subcommands to the parser and sets ``run`` to their handlers.
-SUBCOMMANDS = [add_train_parser, add_count_parser, add_convert_parser, add_tool_parsers, add_profile_parser]
+SUBCOMMANDS = [add_train_parser, add_count_parser, add_convert_parser, add_tool_parsers, add_eval_parser,
+               add_profile_parser]
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -660,35 +663,22 @@ def _summary(args, tok, outputs: list[str], fmt: str, seconds: float) -> None:
         print(f"saved      {_shown(path)} ({fmt})", file=out)
 
 
-def read_text_file(path: str) -> str:
-    try:
-        data = Path(path).read_bytes()
-    except OSError as exc:
-        raise InputError(f"{path}: cannot be read: {exc.strerror or exc}") from None
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{path}: invalid UTF-8 at byte offset {exc.start}") from None
-
-
 def _evaluate(args, toks) -> None:
-    """Bytes per token of each trained size on the held-out files (and the curve, with --plot)."""
-    texts = [read_text_file(path) for path in args.eval]
-    size = sum(len(t.encode("utf-8")) for t in texts)
-    rows = []
-    for tok in toks:
-        n = sum(len(tok.encode(t, disallowed_special=())) for t in texts)
-        rows.append((tok.vocab_size, size / max(n, 1)))
-    print(f"\nheld-out   {len(texts)} file(s), {size:,} bytes")
-    print(f"{'vocab':>10} {'bytes/token':>12}")
-    for vocab, ratio in rows:
-        print(f"{vocab:>10,} {ratio:>12.3f}")
+    """Bytes per token (and tokens per word, Rényi efficiency: quality.py) of each trained size on
+    the held-out files, all sizes in one pass (and the curve, with --plot)."""
+    names = [f"{tok.vocab_size:,}" for tok in toks]
+    report = evaluate(toks[0], args.eval, baselines=dict(zip(names[1:], toks[1:])), name=names[0], files=True)
+    rows = [(tok.vocab_size, report.row(tokenizer=name)) for tok, name in zip(toks, names)]
+    print(f"\nheld-out   {len(args.eval)} file(s), {report.row().bytes:,} bytes")
+    print(f"{'vocab':>10} {'bytes/token':>12} {'tokens/word':>12} {'Rényi(2.5)':>11}")
+    for vocab, row in rows:
+        print(f"{vocab:>10,} {row.bytes_per_token:>12.3f} {row.tokens_per_word:>12.3f} {row.renyi_efficiency:>11.4f}")
     if args.plot:
         require("matplotlib", "plot", "--plot")
         from matplotlib.figure import Figure
         fig = Figure(figsize=(6, 4))
         ax = fig.add_subplot()
-        ax.plot([v for v, _ in rows], [r for _, r in rows], "o-")
+        ax.plot([v for v, _ in rows], [r.bytes_per_token for _, r in rows], "o-")
         ax.set_xscale("log", base=2)
         ax.set_xticks([v for v, _ in rows], [f"{v:,}" for v, _ in rows])
         ax.set_xlabel("vocabulary size")

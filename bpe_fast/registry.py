@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import arguments, formats
+from . import arguments, formats, quality
 from .errors import TokenizerFileError, VocabularyNotFoundError
 from .named import ENCODINGS, EncodingFile, NamedEncoding, encoding_of_file
 from .paths import tiktoken_cache_dir, tiktoken_cache_file, vocab_dirs
@@ -118,3 +118,6 @@ def open_folder(folder: Path) -> Tokenizer:
 def open_file(file: Path) -> Tokenizer:
     """A tokenizer file, its format told by its content (or, failing that, its name)."""
     return Tokenizer.from_vocabulary(formats.read(file))
+
+
+quality.open_baseline = load      # the quality report opens its baselines by name through load (quality.py)

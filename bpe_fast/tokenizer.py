@@ -762,6 +762,12 @@ class Tokenizer:
                          merge_ids=[renumber[int(i)] for i in self.merge_ids],
                          byte_ids=[renumber[int(i)] for i in self.byte_ids], normalize=self.normalize)
 
+    def evaluate(self, texts_or_files, *, by: str | None = None, baselines=None, **options):
+        """The quality report on texts or files, per group (``by``), beside ``baselines``: bytes
+        per token, tokens per word, unused tokens, Rényi efficiency (alias of ``bpe_fast.quality.evaluate``)."""
+        from .quality import evaluate
+        return evaluate(self, texts_or_files, by=by, baselines=baselines, **options)
+
     # -- files: every format through the table of formats (formats/) ---------------------------
     def save(self, path: str | os.PathLike, format: str | None = None) -> list[str]:
         """Write the tokenizer to ``path`` in ``format``, a name from the table of formats
