@@ -55,3 +55,18 @@ def test_mypy_on_a_users_script_sees_the_installed_package(tmp_path):
     assert 'script.py:4: error: Incompatible types in assignment (expression has type "list[int]", ' \
            'variable has type "str")' in result.stdout, result.stdout + result.stderr
     assert result.returncode == 1
+
+
+def test_pyproject_asks_setuptools_for_a_plain_path():
+    """The fast half of the check above, on the checkout: setuptools (>= 64) makes an editable
+    install a plain .pth path when ``package-dir`` is ``{"": "."}`` and every package sits at its
+    own name's folder under it (editable_wheel's ``_select_strategy``); else an import hook."""
+    from setuptools import find_packages
+    from setuptools.config.pyprojecttoml import read_configuration
+    root = Path(__file__).resolve().parent.parent
+    config = read_configuration(root / "pyproject.toml", expand=False)
+    package_dir = config["tool"]["setuptools"].get("package-dir", {})
+    assert package_dir == {"": "."}, package_dir
+    packages = find_packages(str(root), include=["bpe_fast*"])
+    assert "bpe_fast" in packages and "bpe_fast.formats" in packages
+    assert all((root / Path(*name.split("."))).is_dir() for name in packages)
