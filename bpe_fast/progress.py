@@ -197,7 +197,7 @@ class SteadyEta:
         else:
             tau = smoothing_time(now)
             weight = 1 - math.exp(-dt / tau)
-            blended = math.exp((1 - weight) * math.log(max(expected, ETA_FLOOR)) + weight * math.log(raw))
+            blended = math.exp((1 - weight) * math.log(max(expected, ETA_FLOOR)) + weight * math.log(max(raw, 1e-9)))
             factor = ETA_CHANGE_PER_TAU ** (dt / tau)
             low, high = min(expected, self.value / factor), self.value * factor
             self.value = max(min(max(blended, low), high), 0.0)
