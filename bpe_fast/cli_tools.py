@@ -25,7 +25,8 @@ RESET = "\x1b[0m"
 def _add_tokenizer_option(parser, many: bool = False) -> None:
     parser.add_argument("-t", "--tokenizer", required=True, action="append" if many else "store",
                         help="a file in any format (bpe_fast .json, tokenizer.json, .tiktoken with its sidecar, "
-                             f"minbpe .model, GPT-2's encoder.json) or a named encoding ({', '.join(ENCODINGS)})"
+                             f"minbpe .model, GPT-2's encoder.json), a named encoding ({', '.join(ENCODINGS)}) or a "
+                             "Hugging Face hub repo id (ORG/NAME, read from the local hub cache)"
                              + ("; repeatable" if many else ""))
     parser.add_argument("--vocabs", default=None, metavar="FOLDER",
                         help="folder of the named encodings' files (default: $BPE_FAST_VOCABS, tiktoken's cache, "

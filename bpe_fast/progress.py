@@ -22,7 +22,12 @@ Every stage's summary also goes to the "bpe_fast" logger (INFO), whatever ``prog
 The merging stage's time left is not the average rate's: early merges touch the most frequent
 pairs, so each takes far longer than a late one (on mix33 the average rate overestimates by 20x
 at 1% done). The time per merge falls roughly as a power law of the merge number, so the
-estimate fits that law to the last two doublings of merges (``decaying_eta``).
+estimate fits that law to the last two doublings of merges (``decaying_eta``), its exponent held
+between "each doubling of merges takes as long as the last" and "each merge as long as the last"
+(a recount's pause inside one of the two windows would otherwise say 0 s, or 16 min, left).
+What is shown is ``SteadyEta``'s: it counts down with the clock and takes a new fit in slowly
+(a few seconds' time constant, and at most 2x in one: 1.26x a second), so that bursts of
+progress and pauses do not make it jump. JSON lines of the merging carry it as ``seconds_left``.
 """
 from __future__ import annotations
 
@@ -32,6 +37,7 @@ import json
 import logging
 import math
 import os
+import statistics
 import sys
 import time
 import warnings
@@ -40,6 +46,10 @@ from typing import Callable, Union
 ProgressOption = Union[str, bool, None, Callable[[str, int, "int | None", float], None], "Deferred"]
 MODES = ("auto", "bar", "json", "none")
 JSON_EVERY = 0.25                # seconds between two JSON lines of one stage
+ETA_EVERY = 0.25                 # seconds between two updates of a time-left estimate
+ETA_SMOOTHING = 3.0              # seconds: the time constant a new fit is taken in with (log scale)
+ETA_CHANGE_PER_TAU = 2.0         # beyond counting down, an estimate moves at most 2x per time constant
+ETA_FLOOR = 1.0                  # seconds: below this, the fit is shown as it is (the stage is ending)
 
 log = logging.getLogger("bpe_fast")
 
@@ -120,21 +130,92 @@ def decaying_eta(samples: list[tuple[int, float]], done: int, total: int) -> flo
     until there are enough samples (a few hundred items)."""
     if done < 4 or total <= done:
         return None
-    t1 = _time_at(samples, done / 2) - _time_at(samples, done / 4)
-    t2 = _time_at(samples, done) - _time_at(samples, done / 2)
+    t1 = _window_time(samples, done / 4, done / 2)
+    t2 = _window_time(samples, done / 2, done)
     if t1 <= 0 or t2 <= 0:
         return None
-    b = math.log2(t2 / t1)                # time per doubling grows as 2**b
+    # Time per doubling grows as 2**b. Held to [0, 1]: b = 1 is a constant time per merge, b = 0 a
+    # time per merge falling as 1/merge; merges never grow dearer, and the counts they act on fall
+    # no faster than Zipf's law. Outside it, a pause in one window (a recount) is all the fit sees.
+    b = min(max(math.log2(t2 / t1), 0.0), 1.0)
     ratio = total / done
     if abs(b) < 1e-3:
         return t2 * math.log2(ratio)
     return t2 * (ratio ** b - 1) / (1 - 2 ** -b)
 
 
+def _window_time(samples: list[tuple[int, float]], low: float, high: float) -> float:
+    """The time items low..high took, at their usual pace: the median time per item over the
+    sample intervals in the window, times its items, so that one pause (a recount, the process
+    held by a busy machine) is not taken for the pace. With few intervals, the plain difference."""
+    i = bisect.bisect_left(samples, (low, -math.inf))
+    j = min(bisect.bisect_left(samples, (high, -math.inf)), len(samples) - 1)
+    part = samples[i:j + 1]
+    paces = [(t1 - t0) / (d1 - d0) for (d0, t0), (d1, t1) in zip(part, part[1:]) if d1 > d0]
+    pace = statistics.median(paces) if len(paces) >= 3 else 0.0
+    if pace <= 0:
+        return _time_at(samples, high) - _time_at(samples, low)
+    return pace * (part[-1][0] - part[0][0])
+
+
 def _time_at(samples: list[tuple[int, float]], done: float) -> float:
     """The elapsed time of the first sample at or after ``done`` items."""
     i = bisect.bisect_left(samples, (done, -math.inf))
     return samples[min(i, len(samples) - 1)][1]
+
+
+def smoothing_time(elapsed: float) -> float:
+    """The time constant new estimates are taken in with: ``ETA_SMOOTHING`` seconds, less in a
+    stage's first seconds (a third of the time passed), when the first fits are the least sure
+    and the estimate must find its scale."""
+    return min(ETA_SMOOTHING, max(elapsed, ETA_EVERY) / 3)
+
+
+class SteadyEta:
+    """A time-left estimate that does not jump: fed raw estimates (``update(raw, now)``), it
+    counts down with the clock and moves toward each new one in log scale with a time constant
+    (``smoothing_time``: ``ETA_SMOOTHING`` seconds once the stage has run a few), never faster
+    than ``ETA_CHANGE_PER_TAU`` per time constant (beyond the time that passed), and takes at most
+    one new estimate each ``ETA_EVERY`` seconds. Below
+    ``ETA_FLOOR`` seconds both ways, the raw estimate is shown as it is: the end is near."""
+
+    def __init__(self):
+        self.value: float | None = None
+        self.at = 0.0
+
+    def update(self, raw: float | None, now: float) -> float | None:
+        if self.value is None:
+            if raw is not None:
+                self.value, self.at = raw, now
+            return self.value
+        dt = now - self.at
+        if raw is None or dt < ETA_EVERY:
+            return self.current(now)
+        expected = self.value - dt                      # the last estimate, counted down
+        if raw < ETA_FLOOR and expected < ETA_FLOOR:
+            self.value = raw
+        else:
+            tau = smoothing_time(now)
+            weight = 1 - math.exp(-dt / tau)
+            blended = math.exp((1 - weight) * math.log(max(expected, ETA_FLOOR)) + weight * math.log(max(raw, 1e-9)))
+            factor = ETA_CHANGE_PER_TAU ** (dt / tau)
+            low, high = min(expected, self.value / factor), self.value * factor
+            self.value = max(min(max(blended, low), high), 0.0)
+        self.at = now
+        return self.value
+
+    def due(self, now: float) -> bool:
+        """Whether ``update`` at ``now`` would take a new estimate."""
+        return self.value is None or now - self.at >= ETA_EVERY
+
+    @staticmethod
+    def current_limit(dt: float, now: float) -> float:
+        """The most an estimate may grow (or shrink, beyond counting down) in ``dt`` seconds up to ``now``."""
+        return ETA_CHANGE_PER_TAU ** (dt / smoothing_time(now))
+
+    def current(self, now: float) -> float | None:
+        """The last estimate, counted down to ``now``."""
+        return None if self.value is None else max(self.value - (now - self.at), 0.0)
 
 
 class Bar:
@@ -151,6 +232,7 @@ class Bar:
         self.last_json = time.perf_counter()
         self.start = self.last_json if start is None else start
         self.samples: list[tuple[int, float]] | None = [] if decaying and total else None
+        self.steady = SteadyEta()
         self.bar = None
         if self.mode == "bar":
             tqdm = _tqdm_class()
@@ -190,7 +272,10 @@ class Bar:
         """Seconds left, for a decaying stage (None: not known yet)."""
         if self.samples is None or not self.total:
             return None
-        return decaying_eta(self.samples, self.done, self.total)
+        now = time.perf_counter() - self.start
+        if not self.steady.due(now):          # the fit costs a pass over a window: only when it is taken
+            return self.steady.current(now)
+        return self.steady.update(decaying_eta(self.samples, self.done, self.total), now)
 
     def reach(self, done: int) -> None:
         self.advance(done - self.done)
@@ -206,13 +291,15 @@ class Bar:
             return None
         return self.reach if reach else self.advance
 
-    def _json(self) -> None:
+    def _json(self, ended: bool = False) -> None:
         self.last_json = time.perf_counter()
-        line = {"stage": self.stage, "current": self.done, "total": self.total,
-                "elapsed": round(self.last_json - self.start, 3)}
-        left = self.eta()
+        line: dict[str, object] = {"stage": self.stage, "current": self.done, "total": self.total,
+                                   "elapsed": round(self.last_json - self.start, 3)}
+        left = None if ended else self.eta()
+        if self.samples is not None:        # a decaying stage (the merging): seconds_left always, null until known
+            line["seconds_left"] = 0.0 if ended else None if left is None else round(left, 1)
         if left is not None:
-            line["eta"] = round(left, 1)
+            line["eta"] = round(left, 1)     # the same, by its old name
         print(json.dumps(line), file=sys.stderr, flush=True)
 
     def __enter__(self):
@@ -224,7 +311,7 @@ class Bar:
         if self.bar is not None:
             self.bar.close()
         elif self.mode == "json" and exc[0] is None:
-            self._json()
+            self._json(ended=True)
         return False
 
 

@@ -6,13 +6,15 @@ tokens. The file is looked for in ``path=`` (CLI ``--vocabs``) when given, else 
 or ``data-gym-cache`` in the temporary folder: the files tiktoken has downloaded) and in the
 shared ``vocabs/`` (paths.py); whichever is found, its SHA-256 must be the one tiktoken publishes.
 ``load("tok.json")`` opens a file in any supported format, telling them apart by content.
+``load("openai-community/gpt2")`` opens a Hugging Face hub repository's tokenizer.json from the
+local hub cache (hub.py), offline.
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from . import arguments, formats, quality
+from . import arguments, formats, hub, quality
 from .errors import TokenizerFileError, VocabularyNotFoundError
 from .named import ENCODINGS, EncodingFile, NamedEncoding, encoding_of_file
 from .paths import tiktoken_cache_dir, tiktoken_cache_file, vocab_dirs
@@ -92,8 +94,10 @@ def load(name_or_path: str | os.PathLike, path: str | os.PathLike | None = None)
     a file in any supported format, told by its content: bpe_fast's JSON, a Hugging Face
     tokenizer.json, a .tiktoken file (pattern and special tokens from its sidecar
     ``x.tiktoken.json``, or the named encoding it is the published file of), a minbpe .model,
-    GPT-2's encoder.json or vocab.bpe (the other file beside it), or a folder holding
-    tokenizer.json or encoder.json and vocab.bpe."""
+    GPT-2's encoder.json or vocab.bpe (the other file beside it), a folder holding
+    tokenizer.json or encoder.json and vocab.bpe, or a Hugging Face hub repository id
+    ("openai-community/gpt2"), its tokenizer.json read offline from the local hub cache (hub.py)
+    when no local file or folder has that name."""
     spec = os.fspath(arguments.path(name_or_path, "name_or_path"))
     if path is not None:
         arguments.path(path, "path")
@@ -104,6 +108,8 @@ def load(name_or_path: str | os.PathLike, path: str | os.PathLike | None = None)
         return open_folder(file)
     if file.exists() and not file.is_file():         # a device, a FIFO, a socket: not a vocabulary to read
         raise TokenizerFileError(f"{spec}: not a regular file (a tokenizer is read from a file or a folder)")
+    if not file.is_file() and hub.is_repo_id(spec):   # ORG/NAME: a Hugging Face hub repository, from its cache
+        return open_file(hub.cached_tokenizer_file(spec))
     if not file.is_file():
         raise TokenizerFileError(f"{spec}: no such file, and not a named encoding ({', '.join(ENCODINGS)})")
     return open_file(file)

@@ -115,7 +115,9 @@ def test_cli_json_has_the_documented_shape(profile_main, tmp_path, capsys):
         assert len(rung["merges"]) == 6
     assert data["rungs"][0]["speedup"] == 1.0
     table = capsys.readouterr().out
-    assert re.search(r"^v6 +\d+\.\d+ +\d+ +[\d,.]+x +(yes|ties differ)", table, re.M), table
+    assert re.search(r"^v6 +\d+\.\d+ +\d+ +(-|\d+\.\d+-\d+\.\d+) +[\d,.]+x +(yes|ties differ)", table, re.M), table
+    for rung in data["rungs"]:
+        assert rung["seconds_min"] == min(rung["runs"]) <= rung["seconds"] <= max(rung["runs"]) == rung["seconds_max"]
 
 
 def test_cli_line_profile_prints_per_line_timings(profile_main, capsys):
@@ -262,3 +264,30 @@ def test_the_charts_two_panels_show_the_same_time_for_the_ladders_run():
         assert swept, f"{r.name} was not swept"
         assert swept[20] == r.seconds          # the bar (left panel) and the point (right panel)
         assert set(swept) == set(harness.sweep_points(20))
+
+
+def test_every_rung_is_timed_repeats_times_even_a_slow_one(monkeypatch):
+    """A slow rung timed once is at the mercy of a busy machine (v3 once came out slower than
+    v1): every rung is timed ``repeats`` times; the median is its time, the runs' range its spread."""
+    import statistics
+    monkeypatch.setattr(harness, "MIN_TOTAL", 0.0)          # every rung counts as slow
+    work = Workload.from_text(TEXTS["prose"] * 5, "gpt2")
+    report = run_ladder(work, 5, "v1,v3,v6", repeats=3, log=None)
+    for r in report.results:
+        assert len(r.runs) == 3, r.name
+        assert r.seconds == statistics.median(r.runs) and r.spread == (min(r.runs), max(r.runs))
+        assert r.spread_text() == f"{min(r.runs):.3f}-{max(r.runs):.3f}" and r.spread_text() in report.table()
+
+
+def test_the_chart_shows_each_rungs_spread_as_error_bars():
+    need("matplotlib")
+    from matplotlib.container import ErrorbarContainer
+    work = Workload.from_text(TEXTS["prose"] * 5, "gpt2")
+    report = run_ladder(work, 5, "v1,v4,v6", repeats=3, log=None)
+    per_rung = report.plot().axes[0]
+    bars = [c for c in per_rung.containers if isinstance(c, ErrorbarContainer)]
+    assert len(bars) == len(report.results)
+    for container, r in zip(bars, report.results):
+        [(x, low), (_, high)] = container.lines[2][0].get_segments()[0]
+        assert low == pytest.approx(min(r.runs)) and high == pytest.approx(max(r.runs))
+    assert "fastest-slowest run" in [t.get_text() for t in per_rung.get_legend().get_texts()]

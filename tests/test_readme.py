@@ -33,7 +33,7 @@ SETUP = {
     r"python -m pytest\b": "runs this test suite itself",
 }
 SLOW = {
-    r"^bpe-fast profile\b": "slow: the profiling ladder takes about a minute or more (the README gives the "
+    r"^bpe-fast profile\b": "slow: the profiling ladder takes minutes, each rung timed 3 times (the README gives the "
                             "measured time of each profile command); run it by hand",
 }
 # Tokens after these options (or a ">") are files a command writes, not files it needs.

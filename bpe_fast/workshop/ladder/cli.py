@@ -14,7 +14,7 @@ from ...outputs import atomic_open
 from ...patterns import known_names
 from ...trainer import MAX_VOCAB_SIZE
 from . import DEFAULT_CHARS, DEFAULT_MERGES, DEFAULT_PATTERN, RUNGS, Workload, select
-from .harness import DEFAULT_BUDGET, DEFAULT_REPEATS, run_ladder
+from .harness import CHEAP_REPEATS, DEFAULT_BUDGET, DEFAULT_REPEATS, run_ladder
 
 
 MAX_MERGES = MAX_VOCAB_SIZE - 256        # merge m makes token 256 + m
@@ -43,7 +43,8 @@ def add_profile_parser(sub) -> None:
                         "each rung again at several numbers of merges, up to 30 s a rung (it says which it sweeps)")
     p.add_argument("--json", metavar="FILE", help="write the results as JSON")
     p.add_argument("--repeats", type=int, default=DEFAULT_REPEATS,
-                   help=f"time a rung up to this many times while cheap; report the median (default {DEFAULT_REPEATS})")
+                   help=f"time every rung this many times (more, up to {CHEAP_REPEATS}, while cheap); report "
+                        f"the median and the spread (default {DEFAULT_REPEATS})")
     p.add_argument("--budget", type=float, default=DEFAULT_BUDGET,
                    help=f"skip a rung estimated to take longer than this many seconds; 0 never skips "
                         f"(default {DEFAULT_BUDGET:.0f}; v1-v3 always run at the notebook's workload)")

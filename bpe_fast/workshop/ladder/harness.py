@@ -7,9 +7,11 @@
 
 * Timing: the corpus is split into chunks once, before anything is timed, and every rung gets
   that same list. A rung is timed with ``time.perf_counter`` around ``train(chunks, n)``, with
-  no profiler attached, and repeated (up to ``repeats`` times) while its runs add up to less
-  than ``MIN_TOTAL`` seconds; the median is reported. Slow rungs run once. The garbage
-  collector stays on, as it is when anyone runs these trainers (and was in the notebook).
+  no profiler attached, ``repeats`` times (slow rungs too: timed once, a busy machine's pause
+  can put v3 behind v1), and more, up to ``CHEAP_REPEATS`` runs, while its runs add up to less
+  than ``MIN_TOTAL`` seconds; the median is reported, and the spread (fastest and slowest run)
+  beside it, as error bars in the chart. The garbage collector stays on, as it is when anyone
+  runs these trainers (and was in the notebook).
 * Agreement: each rung's merges are compared with ``bpe_fast.reference.train_reference`` on the
   same word counts. When they differ, the first difference is examined: if both pairs had the
   same count there, the rung broke a tie its own way (its ``TIE_RULE`` says how); otherwise it
@@ -38,9 +40,10 @@ from ...errors import BpeFastError, require
 from ...reference import count_pairs, merge_word, train_reference
 from . import DEFAULT_CHARS, DEFAULT_MERGES, Rung, Workload, select
 
-DEFAULT_REPEATS = 5
+DEFAULT_REPEATS = 3           # timed runs of every rung, however slow
+CHEAP_REPEATS = 7             # a cheap rung's runs (while they add up to under MIN_TOTAL)
 DEFAULT_BUDGET = 300.0        # seconds a rung may take before it is skipped (0: never skip)
-MIN_TOTAL = 3.0               # repeat a rung while its runs add up to less than this
+MIN_TOTAL = 3.0               # time a rung more than ``repeats`` times while its runs add up to less than this
 LINE_PROFILER_OVERHEAD = (3, 9)   # how much slower a rung runs under line_profiler (RESULTS_ladder.md)
 ALWAYS_RUN = ("v1", "v2", "v3")   # at the notebook's workload (or smaller), never skipped
 SWEEP_MERGES = (1, 2, 5, 10, 20, 50, 100, 200)
@@ -70,6 +73,18 @@ class RungResult:
     def name(self) -> str:
         return self.rung.name
 
+    @property
+    def spread(self) -> tuple[float, float] | None:
+        """(fastest, slowest) of the timed runs; None before any."""
+        return (min(self.runs), max(self.runs)) if self.runs else None
+
+    def spread_text(self) -> str:
+        """The runs' range, "0.91-1.20" (seconds), or "-" with fewer than two runs."""
+        if len(self.runs) < 2:
+            return "-"
+        low, high = min(self.runs), max(self.runs)
+        return f"{low:.3f}-{high:.3f}"
+
     def measured(self) -> tuple[float, list[tuple[int, int]]]:
         """(median seconds, merges) of a rung that ran: what profiling and sweeping start from."""
         if self.seconds is None or self.merges is None:
@@ -85,10 +100,11 @@ def time_once(rung: Rung, chunks: list[str], n_merges: int) -> tuple[float, list
 
 
 def time_rung(rung: Rung, chunks: list[str], n_merges: int, repeats: int) -> tuple[list[float], list]:
-    """Run times (at least one; more while cheap) and the merges of the first run."""
+    """Run times (``repeats`` of them; more, up to CHEAP_REPEATS, while they add up to under
+    MIN_TOTAL seconds) and the merges of the first run."""
     seconds, merges = time_once(rung, chunks, n_merges)
     runs = [seconds]
-    while len(runs) < repeats and sum(runs) < MIN_TOTAL:
+    while len(runs) < repeats or (len(runs) < CHEAP_REPEATS and sum(runs) < MIN_TOTAL):
         seconds, again = time_once(rung, chunks, n_merges)
         if again != merges:
             raise RuntimeError(f"{rung.name} learned different merges on a second run")
@@ -257,11 +273,14 @@ def run_ladder(workload: Workload, n_merges: int = DEFAULT_MERGES, versions=None
             estimate = result.estimate
             if estimate is None and rung.cost == "recount" and n_merges > 1:
                 estimate = time_once(rung, workload.chunks, 1)[0] * n_merges     # every merge costs alike
-            log(f"[{k}/{len(rungs)}] {rung.name} ({rung.label}): {n_merges} merges{_about(estimate)} ...")
+            runs = f", {repeats} runs" if repeats > 1 else ""
+            log(f"[{k}/{len(rungs)}] {rung.name} ({rung.label}): {n_merges} merges{runs}"
+                f"{_about(None if estimate is None else estimate * repeats)} ...")
             result.runs, result.merges = time_rung(rung, workload.chunks, n_merges, repeats)
             result.seconds = statistics.median(result.runs)
             result.merges_agree, result.agreement = referee.judge(rung, result.merges)
-            log(f"      {rung.name}: {result.seconds:.3f} s (median of {len(result.runs)})")
+            spread = f", {result.spread_text()} s" if len(result.runs) > 1 else ""
+            log(f"      {rung.name}: {result.seconds:.3f} s (median of {len(result.runs)}{spread})")
         report.results.append(result)
         report.compute_speedups()
         update(report)
@@ -324,21 +343,23 @@ class Report:
     def table(self) -> str:
         """The results as a text table, with notes on skipped and disagreeing rungs."""
         profiled = any(r.profiled_seconds is not None for r in self.results)
-        header = ["rung", "seconds", "runs", f"speed-up over {self.speedup_basis}", "merges agree"]
+        header = ["rung", "seconds", "runs", "fastest-slowest", f"speed-up over {self.speedup_basis}", "merges agree"]
         if profiled:
             header += ["with line_profiler", "overhead"]
         header.append("idea")
         rows = []
         for r in self.results:
             row = [r.name, f"{r.seconds:.3f}" if r.seconds is not None else "skipped",
-                   str(len(r.runs)) if r.runs else "-", f"{r.speedup:,.1f}x" if r.speedup else "-", _agree_cell(r)]
+                   str(len(r.runs)) if r.runs else "-", r.spread_text(), f"{r.speedup:,.1f}x" if r.speedup else "-",
+                   _agree_cell(r)]
             if profiled:
                 p = r.profiled_seconds
                 row += [f"{p:.3f}" if p is not None else "-", f"{p / r.seconds:.1f}x" if p and r.seconds else "-"]
             rows.append(row + [r.rung.idea])
         widths = [max(len(row[i]) for row in [header] + rows) for i in range(len(header))]
         lines = [self.headline(),
-                 "timed without line_profiler, from the same pre-split chunks; seconds = median of the runs", ""]
+                 "timed without line_profiler, from the same pre-split chunks; seconds = median of the runs "
+                 "(fastest-slowest: their spread; runs that overlap do not rank two rungs)", ""]
         lines += ["  ".join(c.rjust(w) if 0 < i < len(header) - 1 and c[:1].isdigit() else c.ljust(w)
                             for i, (c, w) in enumerate(zip(row, widths))).rstrip()
                   for row in [header] + rows]
@@ -362,6 +383,7 @@ class Report:
             rungs.append({
                 "name": r.name, "seconds": r.seconds, "speedup": r.speedup, "merges_agree": r.merges_agree,
                 "label": r.rung.label, "idea": r.rung.idea, "runs": r.runs, "agreement": r.agreement or None,
+                "seconds_min": r.spread[0] if r.spread else None, "seconds_max": r.spread[1] if r.spread else None,
                 "skipped": r.skipped, "estimated_seconds": r.estimate,
                 "seconds_line_profiled": r.profiled_seconds,
                 "merges": [list(m) for m in r.merges] if r.merges is not None else None,
@@ -413,6 +435,7 @@ def _draw_rungs(ax, report: Report) -> None:
     profiled = [r.profiled_seconds for r in results]
     width = 0.4 if any(profiled) else 0.7
     shift = -width / 2 if any(profiled) else 0.0
+    errorbars = False
     for i, r in enumerate(results):
         seconds = r.seconds or r.estimate
         if seconds is None:
@@ -420,10 +443,16 @@ def _draw_rungs(ax, report: Report) -> None:
         skipped = r.seconds is None
         ax.bar(i + shift, seconds, width, color="lightgray" if skipped else "tab:blue",
                hatch="//" if skipped else None, label="without line_profiler" if i == 0 else None)
+        top = seconds
+        if len(r.runs) > 1:                  # the spread: fastest and slowest run around the median
+            low, top = min(r.runs), max(r.runs)
+            ax.errorbar(i + shift, seconds, yerr=[[seconds - low], [top - seconds]], fmt="none", ecolor="black",
+                        capsize=4, linewidth=1, label="fastest-slowest run" if not errorbars else None)
+            errorbars = True
         text = f"~{seconds:.3g} s\n(skipped)" if skipped else f"{seconds:.3g} s"
         if r.speedup and not skipped:
             text += f"\n{r.speedup:,.0f}x" if r.speedup >= 10 else f"\n{r.speedup:.1f}x"
-        ax.annotate(text, (i + shift, seconds), ha="center", va="bottom", fontsize=8,
+        ax.annotate(text, (i + shift, top), ha="center", va="bottom", fontsize=8,
                     xytext=(0, 2), textcoords="offset points")
         if profiled[i]:
             ax.bar(i + width / 2, profiled[i], width, color="tab:orange",
@@ -431,9 +460,12 @@ def _draw_rungs(ax, report: Report) -> None:
     ax.set_yscale("log")
     ax.set_xticks(x, [f"{r.name}\n{r.rung.label}" for r in results], fontsize=9)
     ax.set_ylabel("seconds (log scale)")
-    ax.set_title(f"time per rung, {report.workload['merges']} merges (speed-up over v1)")
+    runs = sorted({len(r.runs) for r in results if r.runs})
+    counted = f"median of {runs[0]}" if len(runs) == 1 else f"median of {runs[0]}-{runs[-1]}" if runs else ""
+    ax.set_title(f"time per rung, {report.workload['merges']} merges ({counted} runs; speed-up over v1)"
+                 if runs and runs != [1] else f"time per rung, {report.workload['merges']} merges (speed-up over v1)")
     ax.margins(y=0.25)
-    if any(profiled):
+    if any(profiled) or errorbars:
         ax.legend(loc="upper right", fontsize=8)
 
 
