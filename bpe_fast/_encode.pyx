@@ -29,6 +29,7 @@ import threading
 
 cimport cython
 import numpy as np
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.number cimport PyNumber_Index
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, realloc
@@ -39,11 +40,11 @@ from libcpp.vector cimport vector
 from ._encode_batch cimport (Blocks, BlockLog, blocks_first_bad, blocks_gather, blocks_log, blocks_note_bad,
                              blocks_plan, blocks_take)
 from ._encode_bpe cimport (Compat, Reachable, bpe_chunk, compat_free, compat_widen, compatible,
-                           reachable_build, reachable_free, reachable_init)
+                           reachable_build, reachable_free, reachable_init, reachable_load)
 from ._encode_cache cimport (CACHE_MAX_BYTES, INLINE_IDS, SPILLED, TABLE_MAX_BITS, ChunkTable, LongCache,
                              long_add, long_find, long_free, table_free, table_grow_to, table_insert,
                              table_lookup, table_start)
-from ._encode_hash cimport (slot_of, pair_of, pairtable_add, pairtable_free, pairtable_init, Packed,
+from ._encode_hash cimport (PairSlot, slot_of, pair_of, pairtable_add, pairtable_free, pairtable_init, Packed,
                             PACKED_KEY_MASK, PACKED_MAX_BYTES, big_alloc, bytes_hash, pack_key, packed_hash,
                             packed_slot)
 from ._encode_lists cimport IdInts, bpe_list_of_ids, bpe_lists_of_ids, ints_free, ints_make
@@ -150,26 +151,54 @@ cdef class MergeEncoder:
     cdef readonly bint boundless
 
     def __cinit__(self, const int32_t[:, ::1] merges, const int32_t[::1] result_ids,
-                  const int32_t[::1] byte_ids, list vocab, dict special_tokens):
-        """vocab[id] is the token's bytes or None; special_tokens maps bytes -> id."""
+                  const int32_t[::1] byte_ids, list vocab, dict special_tokens, tuple reachable=None):
+        """vocab[id] is the token's bytes or None; special_tokens maps bytes -> id; reachable,
+        if given, is what ``reachable_tables`` gave for these merges (prebuilt.py)."""
         cdef Py_ssize_t n = merges.shape[0], m, i
+        cdef int32_t left, right, largest = 0
         if result_ids.shape[0] != n or byte_ids.shape[0] != 256:
             raise ValueError("MergeEncoder needs one result id per merge and 256 byte ids")
         if merges_init(&self.merges, n, &byte_ids[0]) != 0 or reachable_init(&self.bpe) != 0:
             raise MemoryError()
-        symbol_of = {byte_ids[i]: i for i in range(256)}
+        for i in range(256):
+            largest = max(largest, byte_ids[i])
         for m in range(n):
-            left, right = symbol_of.get(merges[m, 0]), symbol_of.get(merges[m, 1])
-            if left is None or right is None:
+            largest = max(largest, result_ids[m])
+        cdef vector[int32_t] symbol_of             # token id -> its symbol, -1 while unmade
+        symbol_of.assign(<size_t>largest + 1, -1)
+        for i in range(256):
+            if byte_ids[i] >= 0:
+                symbol_of[byte_ids[i]] = <int32_t>i
+        for m in range(n):
+            left = symbol_of[merges[m, 0]] if 0 <= merges[m, 0] <= largest else -1
+            right = symbol_of[merges[m, 1]] if 0 <= merges[m, 1] <= largest else -1
+            if left < 0 or right < 0 or result_ids[m] < 0:
                 raise ValueError(f"merge {m} joins ids that no earlier merge or byte makes")
             merges_add(&self.merges, left, right, result_ids[m])
-            symbol_of[result_ids[m]] = 256 + m
-        reachable_build(&self.bpe, &self.merges)
+            symbol_of[result_ids[m]] = <int32_t>(256 + m)
+        if reachable is None:
+            reachable_build(&self.bpe, &self.merges)
+        else:
+            reachable_load(&self.bpe, 256 + n, reachable[0], reachable[1], reachable[2], reachable[3],
+                           reachable[4], reachable[5])
         whole_build(&self.tokens, vocab)
         self.build_decoding(vocab, special_tokens)
         self.pattern = 0
         self.caches = []
         self.tokens.table_max_bits = TABLE_MAX_BITS
+
+    def reachable_tables(self) -> tuple:
+        """The reachable symbols and their trie as arrays, for ``MergeEncoder(..., reachable=)``
+        to read back instead of building them (prebuilt.py keeps them between processes)."""
+        cdef size_t slots = <size_t>1 << self.bpe.trie.bits
+        trie = np.empty(slots * sizeof(PairSlot), np.uint8)
+        cdef uint8_t[::1] trie_view = trie
+        memcpy(&trie_view[0], self.bpe.trie.slots, slots * sizeof(PairSlot))
+        return (np.asarray(<uint8_t[:self.bpe.reachable.size()]>self.bpe.reachable.data()).copy(),
+                np.asarray(<int32_t[:self.bpe.shorter.size()]>self.bpe.shorter.data()).copy(),
+                np.asarray(<int32_t[:self.bpe.level2.size()]>self.bpe.level2.data()).copy(),
+                np.asarray(<int32_t[:self.bpe.node_symbol.size()]>self.bpe.node_symbol.data()).copy(),
+                trie, self.bpe.trie.bits)
 
     def __dealloc__(self):
         merges_free(&self.merges)
@@ -946,6 +975,31 @@ cdef class _Batch:
         for w in self.workers:
             blocks_gather(&self.blocks, &w.blocks, w.ids.data, &off[0], &out[0] if out.shape[0] else NULL)
         return ids, offsets
+
+
+def spell_tokens(const int32_t[:, ::1] merges, const int32_t[::1] merge_ids, const int32_t[::1] byte_ids,
+                 Py_ssize_t size):
+    """id -> token bytes (None where no token has the id) for ids below ``size``: byte b is
+    ``byte_ids[b]``, merge m joins the tokens ``merges[m]`` into ``merge_ids[m]``. Returns
+    (the list, the index of the first merge whose parts are not made yet or whose id is taken
+    or out of range, else -1); the caller has checked the byte ids."""
+    cdef Py_ssize_t m, b
+    cdef int32_t left, right, new
+    cdef list vocab = [None] * size
+    cdef bytes a, c, joined
+    for b in range(256):
+        vocab[byte_ids[b]] = bytes((b,))
+    for m in range(merges.shape[0]):
+        left, right, new = merges[m, 0], merges[m, 1], merge_ids[m]
+        if not (0 <= left < size and 0 <= right < size and 0 <= new < size) \
+                or vocab[left] is None or vocab[right] is None or vocab[new] is not None:
+            return vocab, m
+        a, c = vocab[left], vocab[right]
+        joined = PyBytes_FromStringAndSize(NULL, PyBytes_GET_SIZE(a) + PyBytes_GET_SIZE(c))
+        memcpy(PyBytes_AS_STRING(joined), PyBytes_AS_STRING(a), PyBytes_GET_SIZE(a))
+        memcpy(PyBytes_AS_STRING(joined) + PyBytes_GET_SIZE(a), PyBytes_AS_STRING(c), PyBytes_GET_SIZE(c))
+        vocab[new] = joined
+    return vocab, -1
 
 
 def recover_merges(list tokens, const int32_t[::1] ids, const int32_t[::1] byte_ids):

@@ -13,17 +13,18 @@ Invariant: ``backtrack`` gives exactly what replaying the merges gives (_encode_
   the work is linear in the chunk (times the longest token), with no quadratic corner.
 
 ``Reachable`` holds the reachable symbols of a ``Merges`` and the trie of their bytes, built
-once from the merges (``reachable_build``); ``Compat`` is a thread's memory of answers of
+once from the merges (``reachable_build``) or read back (``reachable_load``); ``Compat`` is a thread's memory of answers of
 ``compatible``, direct-mapped, the last per slot: (a << 33 | b << 1 | answer), all ones when
 empty.
 """
-from libc.stdint cimport int32_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.stdlib cimport free, malloc
-from libc.string cimport memset
+from libc.string cimport memcpy, memset
 from libcpp.vector cimport vector
 
 from ._encode_hash cimport (PairSlot, PairTable, pair_of, pairtable_add, pairtable_find, pairtable_free,
                             pairtable_init)
+from ._pairmap cimport EMPTY
 from ._encode_merges cimport Merges, NO_MERGE, no_cross_merge, spell
 from ._encode_replay cimport replay
 
@@ -108,6 +109,50 @@ cdef inline int reachable_build(Reachable* r, Merges* m) except -1:
         if r.reachable[t]:
             spell(m, <int32_t>t, &text)
             r.shorter[t] = longest_prefix(r, text.data(), text.size() - 1, 0)
+    return 0
+
+
+cdef inline int reachable_load(Reachable* r, size_t n, const uint8_t[::1] reachable,
+                               const int32_t[::1] shorter, const int32_t[::1] level2,
+                               const int32_t[::1] node_symbol, const uint8_t[::1] trie_slots,
+                               int trie_bits) except -1:
+    """``reachable_build``'s result for n symbols, read back (prebuilt.py saves it): the same
+    tables, after checking every index they hold is in range, so a damaged file cannot lead a
+    lookup out of its table (it could only give other ids: prebuilt.py's checksum is for that)."""
+    cdef size_t i, nodes = node_symbol.shape[0], slots, used = 0
+    cdef const PairSlot* s
+    if not 0 < trie_bits < 40 or <size_t>trie_slots.shape[0] != (<size_t>1 << trie_bits) * sizeof(PairSlot):
+        raise ValueError("the trie's size does not match its bits")
+    if <size_t>reachable.shape[0] != n or <size_t>shorter.shape[0] != n or level2.shape[0] != 65536 or nodes < 257:
+        raise ValueError("the tables are not the size the merges give")
+    for i in range(n):
+        if reachable[i] > 1 or not -1 <= shorter[i] < <int64_t>n:
+            raise ValueError("a symbol out of range")
+    for i in range(65536):
+        if not -1 <= level2[i] < <int64_t>nodes:
+            raise ValueError("a trie node out of range")
+    for i in range(nodes):
+        if not -1 <= node_symbol[i] < <int64_t>n:
+            raise ValueError("a symbol out of range")
+    slots = <size_t>1 << trie_bits
+    s = <const PairSlot*>&trie_slots[0]
+    for i in range(slots):
+        if s[i].key != EMPTY:
+            used += 1
+            if not (0 <= s[i].value < <int64_t>nodes and -1 <= s[i].extra < <int64_t>n):
+                raise ValueError("a trie entry out of range")
+    if 2 * used + 2 > slots:               # probes end at a free slot: the table must keep some
+        raise ValueError("the trie is too full")
+    pairtable_free(&r.trie)
+    r.trie.slots = <PairSlot*>malloc(slots * sizeof(PairSlot))
+    if r.trie.slots == NULL:
+        raise MemoryError()
+    memcpy(r.trie.slots, s, slots * sizeof(PairSlot))
+    r.trie.bits, r.trie.size = trie_bits, used
+    r.reachable.assign(&reachable[0], &reachable[0] + n)
+    r.shorter.assign(&shorter[0], &shorter[0] + n)
+    r.level2.assign(&level2[0], &level2[0] + 65536)
+    r.node_symbol.assign(&node_symbol[0], &node_symbol[0] + nodes)
     return 0
 
 

@@ -31,6 +31,7 @@ import numpy as np
 import regex
 from regex import Pattern as RegexPattern      # the Splitter's own ``regex`` property hides the module there
 
+from . import prebuilt
 from ._pretok import Scanner
 from .errors import ArgumentError, ArgumentTypeError
 from .patterns import BlockCut, NamedPattern, compile_pattern, name_of, named, resolve, whole_matches
@@ -489,8 +490,19 @@ _BITS = {"L": 1, "N": 2, "S": 4, "U": 8, "W": 16, "NL": 32}     # as in _scan.px
 def char_classes() -> tuple[np.ndarray, np.ndarray]:
     """(class bits per code point, contraction letter per code point below _FOLD_LIMIT).
 
-    Built once per process by running the regex module over every code point, so the
-    classes mean exactly what they mean in the patterns."""
+    Built by running the regex module over every code point, so the classes mean exactly what
+    they mean in the patterns: once per process, or read back from prebuilt.py's cache, keyed by
+    the regex module's version (its Unicode tables) and the class bits."""
+    key = prebuilt.key_of("classes", regex.__version__, repr(sorted(_BITS.items())), str(_FOLD_LIMIT))
+    saved = prebuilt.read(key)
+    if saved is not None and saved["classes"].shape == (0x110000,) and saved["fold"].shape == (_FOLD_LIMIT,):
+        return saved["classes"].astype(np.uint8), saved["fold"].astype(np.uint8)
+    classes, fold = _char_classes_of_regex()
+    prebuilt.write(key, {"classes": classes, "fold": fold})
+    return classes, fold
+
+
+def _char_classes_of_regex() -> tuple[np.ndarray, np.ndarray]:
     codepoints = np.arange(0x110000, dtype=np.uint32)
     codepoints = codepoints[(codepoints < 0xD800) | (codepoints >= 0xE000)]
     text = codepoints.astype("<u4").tobytes().decode("utf-32-le")

@@ -28,9 +28,9 @@ from collections.abc import Collection, Iterable, Mapping, Sequence, Set as Abst
 import numpy as np
 import regex
 
-from . import arguments, formats, tiktoken_surface
+from . import arguments, formats, prebuilt, tiktoken_surface
 from ._encode import OUTPUT_ARRAY as OUT_ARRAY, OUTPUT_COUNT as OUT_COUNT, OUTPUT_LIST as OUT_LIST
-from ._encode import MergeEncoder, SpecialSet
+from ._encode import MergeEncoder, SpecialSet, spell_tokens
 from .bytelevel import str_to_token, token_to_str
 from .errors import ArgumentError, ArgumentTypeError, EncodingError, TokenizerFileError, VocabularyError, naming_file
 from .formats import Vocabulary, variant_parts
@@ -80,9 +80,10 @@ def _check_no_repeated_pair(merges: np.ndarray, what: str) -> None:
     if len(merges) < 2:
         return
     keys = merges[:, 0].astype(np.int64) << 32 | merges[:, 1].astype(np.int64)
-    unique, first = np.unique(keys, return_index=True)
-    if len(unique) == len(keys):
+    in_order = np.sort(keys)
+    if not (in_order[1:] == in_order[:-1]).any():      # the usual case, at the cost of one sort
         return
+    unique, first = np.unique(keys, return_index=True)
     repeated = np.ones(len(keys), dtype=bool)
     repeated[first] = False
     m = int(np.flatnonzero(repeated)[0])
@@ -107,17 +108,19 @@ def _build_vocab(merges: np.ndarray, merge_ids: np.ndarray, byte_ids: np.ndarray
         raise VocabularyError("the 256 single-byte tokens must have 256 distinct ids")
     _check_id_range(int(all_ids.max()), len(all_ids), "token id")
     size = int(all_ids.max()) + 1 if len(all_ids) else 256
-    vocab: list = [None] * size
-    for b, i in enumerate(byte_ids.tolist()):
-        vocab[i] = bytes([b])
-    for m, ((left, right), new) in enumerate(zip(merges.tolist(), merge_ids.tolist())):
+    outside = np.flatnonzero(((merges < 0) | (merges >= size)).any(axis=1))
+    made = int(outside[0]) if len(outside) else len(merges)   # narrowed to int32 below: no wrapping
+    vocab, bad = spell_tokens(np.ascontiguousarray(merges[:made], np.int32),
+                              np.ascontiguousarray(merge_ids[:made], np.int32),
+                              np.ascontiguousarray(byte_ids, np.int32), size)
+    if bad < 0 and made < len(merges):
+        bad = made
+    if bad >= 0:
+        (left, right), new = merges[bad].tolist(), int(merge_ids[bad])
         if not (0 <= left < size and 0 <= right < size) or vocab[left] is None or vocab[right] is None:
-            raise VocabularyError(f"merge {m} is ({left}, {right}): its ids must be single bytes or "
+            raise VocabularyError(f"merge {bad} is ({left}, {right}): its ids must be single bytes or "
                                   f"tokens made by earlier merges")
-        if vocab[new] is not None:
-            raise VocabularyError(f"merge {m} makes token id {new}, which is already "
-                                  f"{vocab[new]!r} (duplicate id)")
-        vocab[new] = vocab[left] + vocab[right]
+        raise VocabularyError(f"merge {bad} makes token id {new}, which is already {vocab[new]!r} (duplicate id)")
     return vocab
 
 
@@ -273,8 +276,7 @@ class Tokenizer:
                         vocab = list(vocab)
                         for i in self.supermerge_ids.tolist():
                             vocab[i] = None
-                    encoder = MergeEncoder(self.merges, self.merge_ids, self.byte_ids, vocab,
-                                           {s.encode("utf-8"): i for s, i in self.special_tokens.items()})
+                    encoder = self._merge_encoder(vocab)
                     if len(self.supermerges):
                         encoder.set_supermerges(self.supermerges, self.supermerge_ids,
                                                 [self._vocab[i] for i in self.supermerge_ids.tolist()])
@@ -285,6 +287,26 @@ class Tokenizer:
                         encoder.set_no_split()
                     self._encoder = encoder
         return self._encoder
+
+    def _merge_encoder(self, vocab: list) -> MergeEncoder:
+        """The encoder of these merges; a large vocabulary's reachable tokens and their trie are
+        read back from prebuilt.py's cache when an earlier process saved them (they are most of
+        the time of building it), else built and saved."""
+        specials = {s.encode("utf-8"): i for s, i in self.special_tokens.items()}
+        if len(self.merges) < prebuilt.WORTH_CACHING:
+            return MergeEncoder(self.merges, self.merge_ids, self.byte_ids, vocab, specials)
+        key = prebuilt.key_of("reachable", self.merges, self.merge_ids, self.byte_ids)
+        saved = prebuilt.read(key)
+        if saved is not None:
+            try:
+                return MergeEncoder(self.merges, self.merge_ids, self.byte_ids, vocab, specials,
+                                    tuple(saved[f"t{i}"] for i in range(5)) + (int(saved["bits"][0]),))
+            except (ValueError, KeyError):      # not what these merges make: build it afresh
+                pass
+        encoder = MergeEncoder(self.merges, self.merge_ids, self.byte_ids, vocab, specials)
+        *tables, bits = encoder.reachable_tables()
+        prebuilt.write(key, {f"t{i}": table for i, table in enumerate(tables)} | {"bits": np.array([bits])})
+        return encoder
 
     def _extended(self, merges: np.ndarray, merge_ids: np.ndarray, special_tokens: Mapping[str, int]) -> Tokenizer:
         """This tokenizer's merges and ids, then ``merges`` making ``merge_ids`` (continued

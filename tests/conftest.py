@@ -6,6 +6,9 @@ The shared data lives outside the repository, found by ``bpe_fast.paths`` ($BPE_
 """
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -22,6 +25,9 @@ _INNER_LOOP = False
 
 def pytest_configure(config) -> None:
     global _INNER_LOOP
+    if "BPE_FAST_CACHE" not in os.environ:      # prebuilt.py's entries: the run's own, not the user's
+        os.environ["BPE_FAST_CACHE"] = tempfile.mkdtemp(prefix="bpe_fast-test-cache-")
+        config.add_cleanup(lambda: shutil.rmtree(os.environ.pop("BPE_FAST_CACHE"), ignore_errors=True))
     _INNER_LOOP = "not slow" in (config.getoption("markexpr", "") or "")
     if _INNER_LOOP:         # the properties that take hypothesis' default (100 examples)
         settings.register_profile("inner-loop", max_examples=25)

@@ -243,11 +243,25 @@ def _line_past_depth(path, depth: int = _DEEP) -> int:
 
 
 def file_sha256(path: str | os.PathLike) -> str:
+    """The file's SHA-256, hashed once per version of the file (a load checks a named
+    encoding's file, then keys prebuilt.py's cache by the same hash)."""
+    try:
+        st = os.stat(path)
+        version = (os.path.realpath(path), st.st_ino, st.st_size, st.st_mtime_ns)
+    except OSError:
+        version = None
+    if version is not None and version in _hashed:
+        return _hashed[version]
     digest = hashlib.sha256()
     with open_for_reading(path, "rb") as fh:
         while block := fh.read(1 << 20):
             digest.update(block)
+    if version is not None:
+        _hashed[version] = digest.hexdigest()
     return digest.hexdigest()
+
+
+_hashed: dict[tuple, str] = {}
 
 
 # -- checking what a file holds ------------------------------------------------------------------

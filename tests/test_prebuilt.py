@@ -1,0 +1,175 @@
+"""prebuilt.py: what a load derives, saved by one process and read back by the next.
+
+The contract: a tokenizer read back from the cache encodes exactly as one built afresh (checked
+against tiktoken itself), a damaged or stale entry is never trusted, and a cache that cannot be
+written or is turned off changes nothing but the time.
+"""
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import pytest
+
+import bpe_fast
+from bpe_fast import prebuilt
+from bpe_fast._encode import MergeEncoder
+from bpe_fast.errors import VocabularyError
+from bpe_fast.formats import tiktoken as tiktoken_format
+from bpe_fast.pretokenize import _char_classes_of_regex, char_classes
+
+from .conftest import needs_data, needs_vocabs, shared_path, vocab_path
+from .test_conformance import reference
+
+pytestmark = [needs_vocabs, needs_data]
+
+
+def _text() -> str:
+    """Some of every script in the shared corpora: many tokens of the trie, and the long ones."""
+    folder = shared_path("corpora", "multilingual")
+    return "".join(p.read_text(encoding="utf-8")[:3000] for p in sorted(folder.iterdir()))
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    folder = tmp_path / "cache"
+    monkeypatch.setenv("BPE_FAST_CACHE", str(folder))
+    return folder
+
+
+def _entries(folder, kind: str) -> list:
+    return sorted(folder.glob(f"{kind}-*.npz"))
+
+
+def _must_not_write(key, arrays):
+    raise AssertionError(f"{key} was built again, not read back")
+
+
+def test_a_second_load_reads_back_what_the_first_saved(cache, monkeypatch):
+    text = _text()
+    first = bpe_fast.load("cl100k_base", path=vocab_path())
+    assert first.encode(text) == reference("cl100k_base").encode(text)
+    assert len(_entries(cache, "tiktoken")) == 1 and len(_entries(cache, "reachable")) == 1
+
+    monkeypatch.setattr(prebuilt, "write", _must_not_write)
+    monkeypatch.setattr(tiktoken_format, "read_tiktoken_ranks", lambda path: pytest.fail("ranks read again"))
+    second = bpe_fast.load("cl100k_base", path=vocab_path())
+    assert second.encode(text) == reference("cl100k_base").encode(text)
+    assert np.array_equal(second.merges, first.merges) and second.special_tokens == first.special_tokens
+
+
+def test_a_damaged_entry_is_rebuilt(cache):
+    text = _text()
+    bpe_fast.load("cl100k_base", path=vocab_path()).encode("warm")
+    for entry in _entries(cache, "tiktoken") + _entries(cache, "reachable"):
+        data = bytearray(entry.read_bytes())
+        data[len(data) // 2] ^= 0xFF                    # one bit pattern inside an array
+        entry.write_bytes(bytes(data))
+    tok = bpe_fast.load("cl100k_base", path=vocab_path())
+    assert tok.encode(text) == reference("cl100k_base").encode(text)
+    for entry in _entries(cache, "tiktoken") + _entries(cache, "reachable"):    # saved whole again
+        assert prebuilt.read(entry.stem) is not None
+
+
+def test_tables_with_a_right_checksum_but_indices_out_of_range_are_not_trusted(cache):
+    text = _text()
+    bpe_fast.load("cl100k_base", path=vocab_path()).encode("warm")
+    (entry,) = _entries(cache, "reachable")
+    arrays = prebuilt.read(entry.stem)
+    assert arrays is not None
+    slots = arrays["t4"].view(np.int32).reshape(-1, 4).copy()      # key (2 words), node, symbol
+    used = np.flatnonzero(slots[:, 0] != -1)
+    slots[used[0], 2] = 1 << 30                                     # a node past the end
+    prebuilt.write(entry.stem, dict(arrays, t4=slots.view(np.uint8).reshape(-1)))
+    tok = bpe_fast.load("cl100k_base", path=vocab_path())
+    assert tok.encode(text) == reference("cl100k_base").encode(text)
+
+
+@pytest.mark.parametrize("damage", ["node", "symbol", "level2", "full", "size"])
+def test_the_encoder_checks_tables_it_is_given(damage):
+    tok = bpe_fast.Tokenizer([[97, 98], [256, 99], [100, 101]])
+    made = MergeEncoder(tok.merges, tok.merge_ids, tok.byte_ids, tok._vocab, {})
+    reachable, shorter, level2, node_symbol, trie, bits = made.reachable_tables()
+    slots = trie.view(np.int32).reshape(-1, 4).copy()
+    used = np.flatnonzero((slots[:, 0] != -1) | (slots[:, 1] != -1))
+    if damage == "node":
+        slots[used[0], 2] = len(node_symbol)
+    elif damage == "symbol":
+        node_symbol = node_symbol.copy()
+        node_symbol[-1] = len(reachable)
+    elif damage == "level2":
+        level2 = level2.copy()
+        level2[0] = len(node_symbol)
+    elif damage == "full":                                  # no free slot: a probe would not end
+        slots[:, 0:2] = 7
+        slots[:, 2:] = 0
+    else:
+        shorter = shorter[:-1]
+    with pytest.raises(ValueError):
+        MergeEncoder(tok.merges, tok.merge_ids, tok.byte_ids, tok._vocab, {},
+                     (reachable, shorter, level2, node_symbol, slots.view(np.uint8).reshape(-1), bits))
+
+
+def test_a_changed_file_is_read_afresh(cache, tmp_path):
+    whole = vocab_path("cl100k_base.tiktoken").read_bytes()
+    copy = tmp_path / "mine.tiktoken"
+    copy.write_bytes(whole)
+    assert bpe_fast.Tokenizer.from_tiktoken(copy, pattern="cl100k").vocab_size == 100256
+    lines = whole.splitlines(keepends=True)
+    copy.write_bytes(b"".join(lines[:60000]))              # the same name, other contents
+    assert bpe_fast.Tokenizer.from_tiktoken(copy, pattern="cl100k").vocab_size == 60000
+    assert len(_entries(cache, "tiktoken")) == 2
+
+
+def test_off_writes_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv("BPE_FAST_CACHE", "off")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    text = _text()
+    assert bpe_fast.load("cl100k_base", path=vocab_path()).encode(text) == reference("cl100k_base").encode(text)
+    assert prebuilt.cache_folder() is None
+    assert not (tmp_path / "xdg").exists() and not (tmp_path / "home").exists()
+
+
+def test_the_default_folder_follows_xdg(monkeypatch, tmp_path):
+    monkeypatch.delenv("BPE_FAST_CACHE")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert prebuilt.cache_folder() == tmp_path / "bpe_fast"
+
+
+def test_a_cache_that_cannot_be_written_is_not_an_error(tmp_path, monkeypatch):
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder would be")
+    monkeypatch.setenv("BPE_FAST_CACHE", str(blocker / "cache"))
+    text = _text()
+    assert bpe_fast.load("cl100k_base", path=vocab_path()).encode(text) == reference("cl100k_base").encode(text)
+    assert list(tmp_path.iterdir()) == [blocker]           # no temporary file left behind either
+
+
+def test_character_classes_read_back_equal_the_regex_modules(cache):
+    char_classes.cache_clear()
+    try:
+        built = char_classes()                             # built, then saved
+        char_classes.cache_clear()
+        read = char_classes()                              # read back
+    finally:
+        char_classes.cache_clear()
+    fresh = _char_classes_of_regex()
+    assert len(_entries(cache, "classes")) == 1
+    for a, b, c in zip(built, read, fresh):
+        assert a.dtype == b.dtype == c.dtype and np.array_equal(a, c) and np.array_equal(b, c)
+
+
+def test_small_vocabularies_are_not_cached(cache):
+    bpe_fast.Tokenizer([[97, 98]], pattern="gpt2").encode("abab")
+    assert not cache.exists() or not _entries(cache, "reachable")
+
+
+def test_the_vocabulary_checks_still_name_the_merge():
+    with pytest.raises(VocabularyError, match=r"merge 1 is \(256, 300\): its ids must be single bytes"):
+        bpe_fast.Tokenizer([[97, 98], [256, 300]], merge_ids=[256, 400])
+    with pytest.raises(VocabularyError, match=r"merge 0 is \(97, 4294967394\): its ids must be single bytes"):
+        bpe_fast.Tokenizer([[97, (1 << 32) + 98]])           # would wrap to 98 as an int32
+    with pytest.raises(VocabularyError, match="merge 1 makes token id 256, which is already b'ab'"):
+        bpe_fast.Tokenizer([[97, 98], [98, 99]], merge_ids=[256, 256])
+    assert os.environ.get("BPE_FAST_CACHE")                # the suite never writes the user's cache
