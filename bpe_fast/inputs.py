@@ -632,6 +632,21 @@ def parquet_values(task: ParquetTask, keep_null: bool = False) -> Iterator[tuple
 def jsonl_values(task: JsonlTask, keep_null: bool = False) -> Iterator[tuple[str, str]]:
     """(where, text) of each record's field; a bad line is an InputError naming file and line.
     A null field is skipped, or an empty document with ``keep_null``."""
+    for where, record in jsonl_records(task):
+        value = record[task.field]
+        if value is None:
+            if keep_null:
+                yield where, ""
+            continue
+        if not isinstance(value, str):
+            raise InputError(f"{where}: field {task.field!r} holds {type(value).__name__}, not text")
+        yield where, value
+
+
+def jsonl_records(task: JsonlTask, also: tuple[tuple[str, str], ...] = ()) -> Iterator[tuple[str, dict]]:
+    """(where, record) of each line of a block of JSON lines: an object holding the text's field
+    and every field of ``also`` ((field, how it was chosen), for the error), else an InputError
+    naming file and line."""
     for k, line in enumerate(task.data.split(b"\n")):
         if not line.strip():
             continue
@@ -645,17 +660,11 @@ def jsonl_values(task: JsonlTask, keep_null: bool = False) -> Iterator[tuple[str
                              f"hundreds of levels deep); a record is an object with a text field") from None
         if not isinstance(record, dict):
             raise InputError(f"{where}: a JSON record must be an object with a {task.field!r} field")
-        if task.field not in record:
-            raise InputError(f"{where}: no field {task.field!r} (fields: {', '.join(map(str, record)) or 'none'}); "
-                             f"choose one with field= (CLI: --field)")
-        value = record[task.field]
-        if value is None:
-            if keep_null:
-                yield where, ""
-            continue
-        if not isinstance(value, str):
-            raise InputError(f"{where}: field {task.field!r} holds {type(value).__name__}, not text")
-        yield where, value
+        for key, chosen in ((task.field, "choose one with field= (CLI: --field)"), *also):
+            if key not in record:
+                raise InputError(f"{where}: no field {key!r} (fields: {', '.join(map(str, record)) or 'none'}); "
+                                 f"{chosen}")
+        yield where, record
 
 
 # -- documents from an iterator -------------------------------------------------------------------

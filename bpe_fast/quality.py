@@ -216,21 +216,7 @@ def _group_name(value) -> str:
 def _jsonl_grouped(task, by: str) -> Iterator[tuple[str, str]]:
     """(group, text) of each record of a block of JSON lines: its field ``by`` and its text
     (``task.field``), checked as inputs.jsonl_values checks records (a null text is skipped)."""
-    for k, line in enumerate(task.data.split(b"\n")):
-        if not line.strip():
-            continue
-        where = f"{task.name}, line {task.first_line + k}"
-        try:
-            record = json.loads(line)
-        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-            raise InputError(f"{where}: not valid JSON ({exc})") from None
-        if not isinstance(record, dict):
-            raise InputError(f"{where}: a JSON record must be an object with a {task.field!r} field")
-        for key, what in ((task.field, "choose the text's with field= (CLI: --field)"),
-                          (by, "the field by= names")):
-            if key not in record:
-                raise InputError(f"{where}: no field {key!r} (fields: {', '.join(map(str, record)) or 'none'}); "
-                                 f"{what}")
+    for where, record in inp.jsonl_records(task, also=((by, "the field by= names"),)):
         text = record[task.field]
         if text is None:
             continue
