@@ -14,8 +14,10 @@ its arrays: an entry that fails it (a damaged disk, a partial copy) is ignored a
 A cache that cannot be written (a read-only home) is not an error: loading works as before,
 only slower, and nothing is left half-written (entries appear whole, by rename).
 
-Only tokenizers of ``WORTH_CACHING`` merges or more are cached: below that, building is about
-as fast as reading, and the tokenizers trained in a loop would fill the folder.
+Only tokenizers of ``WORTH_CACHING`` merges or more, read from a file, are cached: below that
+size building is about as fast as reading, and a tokenizer trained in memory is read by no other
+process. The folder is kept under ``LIMIT_BYTES``: writing an entry removes the least recently
+used ones past it (reading one marks it used).
 """
 from __future__ import annotations
 
@@ -30,10 +32,11 @@ import numpy as np
 
 from ._version import __version__
 
-__all__ = ["WORTH_CACHING", "cache_folder", "key_of", "read", "write"]
+__all__ = ["LIMIT_BYTES", "WORTH_CACHING", "cache_folder", "key_of", "read", "write"]
 
 LAYOUT = 1                      # bump when what an entry holds, or the encoder's tables, change
 WORTH_CACHING = 20_000
+LIMIT_BYTES = 1 << 30
 _OFF = {"off", "0", "no", "none", "false"}
 
 
@@ -62,11 +65,17 @@ def read(key: str) -> dict[str, np.ndarray] | None:
     folder = cache_folder()
     if folder is None:
         return None
+    path = folder / f"{key}.npz"
     try:
-        with np.load(folder / f"{key}.npz", allow_pickle=False) as entry:
-            return {name: entry[name] for name in entry.files}
+        with np.load(path, allow_pickle=False) as entry:
+            arrays = {name: entry[name] for name in entry.files}
     except (OSError, ValueError, KeyError, EOFError, zlib.error, zipfile.BadZipFile):  # none, or damaged
         return None
+    try:
+        os.utime(path)                  # used now: the last to go when the folder is trimmed
+    except OSError:                     # a cache others made, read-only to us: read it all the same
+        pass
+    return arrays
 
 
 def write(key: str, arrays: dict[str, np.ndarray]) -> None:
@@ -82,8 +91,26 @@ def write(key: str, arrays: dict[str, np.ndarray]) -> None:
             np.savez(fh, **arrays)  # type: ignore[arg-type]  # (numpy types allow_pickle as a keyword too)
         os.replace(tmp, folder / f"{key}.npz")
         tmp = None
+        _trim(folder)
     except OSError:
         pass                      # a read-only or full disk: the cache is only a shortcut
     finally:
         if tmp is not None:
             Path(tmp).unlink(missing_ok=True)
+
+
+def _trim(folder: Path) -> None:
+    """Remove the least recently used entries until the folder holds LIMIT_BYTES or less."""
+    entries = []
+    for path in folder.glob("*.npz"):
+        try:
+            st = path.stat()
+        except OSError:                 # removed meanwhile by another process
+            continue
+        entries.append((st.st_mtime_ns, st.st_size, path))
+    total = sum(size for _, size, _ in entries)
+    for _, size, path in sorted(entries):
+        if total <= LIMIT_BYTES:
+            break
+        path.unlink(missing_ok=True)
+        total -= size

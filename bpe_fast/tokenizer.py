@@ -261,6 +261,7 @@ class Tokenizer:
         self._cache: dict[str, list[int]] = {}
         self._ids_by_bytes: dict[bytes, int] | None = None     # token_to_id's map, made on first use
         self._units = None                             # the ids that make runs (supermerges), on first use
+        self._keep_tables = False                      # save the encoder's tables for other processes (prebuilt.py)
         # The trainer's TrainReport (trainer.py, which imports this module: Any), else None.
         self.training_report: Any = None
 
@@ -289,11 +290,12 @@ class Tokenizer:
         return self._encoder
 
     def _merge_encoder(self, vocab: list) -> MergeEncoder:
-        """The encoder of these merges; a large vocabulary's reachable tokens and their trie are
-        read back from prebuilt.py's cache when an earlier process saved them (they are most of
-        the time of building it), else built and saved."""
+        """The encoder of these merges; a large vocabulary read from a file has its reachable
+        tokens and their trie read back from prebuilt.py's cache when an earlier process saved them
+        (they are most of the time of building it), else built and saved. A tokenizer made in
+        memory (trained, extended) is not saved: no other process would read it."""
         specials = {s.encode("utf-8"): i for s, i in self.special_tokens.items()}
-        if len(self.merges) < prebuilt.WORTH_CACHING:
+        if len(self.merges) < prebuilt.WORTH_CACHING or not getattr(self, "_keep_tables", False):
             return MergeEncoder(self.merges, self.merge_ids, self.byte_ids, vocab, specials)
         key = prebuilt.key_of("reachable", self.merges, self.merge_ids, self.byte_ids)
         saved = prebuilt.read(key)
@@ -315,7 +317,7 @@ class Tokenizer:
         merge_ids = np.asarray(merge_ids, np.int32)
         tok = object.__new__(Tokenizer)
         tok.__setstate__(dict(self.__getstate__(), _special_regexes={}, _cache={}, training_report=None,
-                              _name=None))      # another vocabulary: not the named encoding any more
+                              _name=None, _keep_tables=False))  # another vocabulary, made in memory
         vocab = list(self._vocab) + [None] * max(0, int(merge_ids.max(initial=-1)) + 1 - len(self._vocab))
         for (left, right), new in zip(merges.tolist(), merge_ids.tolist()):
             if vocab[new] is not None or vocab[left] is None or vocab[right] is None:
@@ -345,9 +347,12 @@ class Tokenizer:
         """From what a format reader returns; a bad vocabulary read from a file names the file."""
         with naming_file(vocab.source):
             if vocab.variant is not None:           # its tokenizer, as the variant makes it
-                return variant_parts[vocab.variant].tokenizer(vocab)
-            return cls(vocab.merges, vocab.pattern, vocab.special_tokens,
-                       merge_ids=vocab.merge_ids, byte_ids=vocab.byte_ids, normalize=vocab.normalize)
+                tok = variant_parts[vocab.variant].tokenizer(vocab)
+            else:
+                tok = cls(vocab.merges, vocab.pattern, vocab.special_tokens,
+                          merge_ids=vocab.merge_ids, byte_ids=vocab.byte_ids, normalize=vocab.normalize)
+        tok._keep_tables = vocab.source is not None     # read from a file: other processes will read it too
+        return tok
 
     @classmethod
     def from_ranks(cls, ranks: Mapping[bytes, int], pattern: str | None = None,

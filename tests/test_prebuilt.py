@@ -173,3 +173,40 @@ def test_the_vocabulary_checks_still_name_the_merge():
     with pytest.raises(VocabularyError, match="merge 1 makes token id 256, which is already b'ab'"):
         bpe_fast.Tokenizer([[97, 98], [98, 99]], merge_ids=[256, 256])
     assert os.environ.get("BPE_FAST_CACHE")                # the suite never writes the user's cache
+
+
+def test_a_tokenizer_made_in_memory_is_not_cached(cache):
+    loaded = bpe_fast.load("cl100k_base", path=vocab_path())
+    in_memory = bpe_fast.Tokenizer(loaded.merges, loaded.pattern, merge_ids=loaded.merge_ids,
+                                   byte_ids=loaded.byte_ids)
+    text = _text()
+    assert in_memory.encode(text, disallowed_special=()) == reference("cl100k_base").encode(text)
+    assert not _entries(cache, "reachable")                 # no other process would read it back
+    loaded.encode("now the loaded one")
+    assert len(_entries(cache, "reachable")) == 1
+
+
+def test_the_folder_is_trimmed_to_its_limit_least_recently_used_first(cache, monkeypatch):
+    monkeypatch.setattr(prebuilt, "LIMIT_BYTES", 3 * 4096)
+    big = {"a": np.zeros(4096 - 300, np.uint8)}             # one entry: about 4 KiB on disk
+    for i in range(3):
+        prebuilt.write(f"test-{i}", big)
+        os.utime(cache / f"test-{i}.npz", ns=(i * 10**9, i * 10**9))   # written in order, seconds apart
+    assert prebuilt.read("test-0") is not None              # read: now the most recently used
+    prebuilt.write("test-3", big)
+    assert sorted(p.stem for p in cache.glob("*.npz")) == ["test-0", "test-2", "test-3"]
+
+
+def test_an_entry_that_cannot_be_marked_used_is_still_read(cache, monkeypatch):
+    # A cache others made, read-only to this user: marking an entry used fails (root would not
+    # see it fail, so the refusal is made here), and the entry is read all the same.
+    bpe_fast.load("cl100k_base", path=vocab_path()).encode("warm")
+
+    def refuse(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(prebuilt.os, "utime", refuse)
+    monkeypatch.setattr(prebuilt, "write", _must_not_write)
+    tok = bpe_fast.load("cl100k_base", path=vocab_path())
+    text = _text()
+    assert tok.encode(text) == reference("cl100k_base").encode(text)
