@@ -212,12 +212,15 @@ cdef class MergeEncoder:
         size = max([len(vocab)] + [i + 1 for i in special_tokens.values()])
         self.token_bytes.resize(size)
         self.defined.resize(size, 0)
-        for i, token in enumerate(vocab):
+        cdef Py_ssize_t k, n = len(vocab)
+        cdef bytes token
+        for k in range(n):                  # (a C index and one copy per token: 200k of them for o200k)
+            token = vocab[k]
             if token is not None:
-                self.token_bytes[i] = <string>token
-                self.defined[i] = 1
-        for token, i in special_tokens.items():
-            self.token_bytes[i] = <string>token
+                self.token_bytes[k].assign(PyBytes_AS_STRING(token), PyBytes_GET_SIZE(token))
+                self.defined[k] = 1
+        for special, i in special_tokens.items():
+            self.token_bytes[i] = <string>special
             self.defined[i] = 1
         return 0
 

@@ -57,6 +57,7 @@ cdef inline int whole_build(WholeTokens* w, list vocab) except -1:
     cdef const unsigned char* s
     cdef uint64_t h
     cdef size_t k, mask
+    cdef bytes token
     for token in vocab:
         if token is not None and len(token) > PACKED_MAX_BYTES:
             count += 1
