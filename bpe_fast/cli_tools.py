@@ -194,7 +194,9 @@ def cmd_encode(args) -> int:
     if args.output is not None:
         what = (f" as {summary['dtype']} to {' and '.join(summary['files'])}" if fmt in ("bin", "npy")
                 else f" to {args.output}")
-        print(f"encoded {summary['documents']:,} documents into {summary['tokens']:,} tokens{what}", file=sys.stderr)
+        docs, tokens = summary["documents"], summary["tokens"]
+        print(f"encoded {docs:,} document{'s' * (docs != 1)} into {tokens:,} token{'s' * (tokens != 1)}{what}",
+              file=sys.stderr)
     return 0
 
 
