@@ -40,7 +40,7 @@ import itertools
 import math
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -347,20 +347,30 @@ class ClusterCount:
     def _gather(self, finals: list) -> Arrays:
         """The partitions, fetched one at a time in hash order into the final arrays."""
         sizes = self.watch.results([self.client.submit(partition_size, f, pure=False) for f in finals])
-        n, total = sum(s[0] for s in sizes), sum(s[1] for s in sizes)
-        symbols, offsets = np.empty(total, np.uint8), np.empty(n + 1, np.int64)
-        counts, hashes = np.empty(n, np.int64), np.empty(n, np.uint64)
-        offsets[0] = 0
-        k = at = 0
-        for i in range(len(finals)):
-            part_symbols, part_offsets, part_counts, part_hashes = self.watch.result(finals[i])
-            finals[i] = None                                 # released on the cluster, and here
-            m = len(part_counts)
-            symbols[at:at + len(part_symbols)] = part_symbols
-            offsets[k + 1:k + m + 1] = part_offsets[1:] + at
-            counts[k:k + m], hashes[k:k + m] = part_counts, part_hashes
-            k, at = k + m, at + len(part_symbols)
-        return symbols, offsets, counts, hashes
+
+        def fetched() -> Iterator[Arrays]:
+            for i in range(len(finals)):
+                part = self.watch.result(finals[i])
+                finals[i] = None                             # released on the cluster, and here
+                yield part
+        return assembled(sizes, fetched())
+
+
+def assembled(sizes: list[tuple[int, int]], parts: Iterable[Arrays]) -> Arrays:
+    """One table of ``parts`` (tables sorted by (hash, bytes), of consecutive hash ranges, whose
+    (chunks, bytes) are ``sizes``), copied one by one into arrays made once."""
+    n, total = sum(s[0] for s in sizes), sum(s[1] for s in sizes)
+    symbols, offsets = np.empty(total, np.uint8), np.empty(n + 1, np.int64)
+    counts, hashes = np.empty(n, np.int64), np.empty(n, np.uint64)
+    offsets[0] = 0
+    k = at = 0
+    for part_symbols, part_offsets, part_counts, part_hashes in parts:
+        m = len(part_counts)
+        symbols[at:at + len(part_symbols)] = part_symbols
+        offsets[k + 1:k + m + 1] = part_offsets[1:] + at
+        counts[k:k + m], hashes[k:k + m] = part_counts, part_hashes
+        k, at = k + m, at + len(part_symbols)
+    return symbols, offsets, counts, hashes
 
 
 class Watch:
@@ -417,10 +427,11 @@ class Watch:
 
 
 def died_message(exc: BaseException) -> str:
+    said = str(exc).split(". ")[0].splitlines()[0] if str(exc) else type(exc).__name__
     return (f"the workers running one of its tasks died each time, too often to try again (Dask's "
-            f"distributed.scheduler.allowed-failures; most likely killed over their memory limit, "
-            f"or by the system's out-of-memory killer): give the workers more memory "
-            f"({str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__})")
+            f"distributed.scheduler.allowed-failures), most likely killed over their memory limit or by the "
+            f"system's out-of-memory killer: give the workers more memory, or a smaller block_size (--block-size: "
+            f"a block is counted whole) (dask: {said[:160]})")
 
 
 def stalled_message(workers: list[dict], seconds: float) -> str:
