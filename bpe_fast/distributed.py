@@ -35,6 +35,7 @@ every worker paused over its memory limit): never a hang. Needs ``pip install 'b
 """
 from __future__ import annotations
 
+import collections
 import contextlib
 import itertools
 import math
@@ -299,25 +300,44 @@ class ClusterCount:
         self.parts = partitions
         self.fan_in = max(fan_in, 2)
         self.levels: list[list[list]] = []        # per partition, its sums waiting at each level of the tree
+        self.counting: dict = {}                  # tasks counting -> their units
+        self.waiting: collections.deque = collections.deque()     # tasks not sent yet
+        self.finals: list = []                    # the partitions' sums, until fetched
         self.watch = Watch(client)
 
     def run(self, groups: list[list], total: int) -> Arrays:
-        counting = {self._submit(group): group for group in groups}
+        """Count the groups; the final table's arrays. Only the futures of this object's fields
+        are held, so whatever the cluster holds is released as soon as it is added up."""
+        self.waiting = collections.deque(groups)
+        self._fill()
         try:
-            while counting:
-                done = self.watch.wait(list(counting))
-                outcomes = self.watch.results([self.client.submit(task_outcome, d, pure=False) for d in done])
-                for table, (rest, table_bytes) in zip(done, outcomes):
-                    group = counting.pop(table)
-                    if rest is not None:
-                        counting[self._submit(rest)] = rest
-                    self._partition(table, table_bytes, counted_bytes(group, rest), total)
-            finals = [self._sum(sum(levels, [])) for levels in self.levels]
-            return self._gather(finals)
+            while self.counting:
+                self._took(self.watch.wait(list(self.counting)), total)
+                self._fill()
+            self.finals = [self._sum(sum(levels, [])) for levels in self.levels]
+            self.levels = []
+            return self._gather(self.finals)
         except BaseException:
             with contextlib.suppress(Exception):        # a client already closed: nothing to cancel
-                self.client.cancel(list(counting) + [f for levels in self.levels for level in levels for f in level])
+                self.client.cancel([*self.counting, *(f for levels in self.levels for level in levels for f in level),
+                                    *(f for f in self.finals if f is not None)])
             raise
+
+    def _fill(self) -> None:
+        """As many tasks out as the cluster has threads, no more: a task sent ahead waits in a
+        busy worker's queue while another worker idles (Dask hands each worker a task ahead)."""
+        while self.waiting and len(self.counting) < self.plan.threads:
+            group = self.waiting.popleft()
+            self.counting[self._submit(group)] = group
+
+    def _took(self, done: list, total: int) -> None:
+        """Tasks done: their rest goes out as a task, their table to the partitions."""
+        outcomes = self.watch.results([self.client.submit(task_outcome, d, pure=False) for d in done])
+        for table, (rest, table_bytes) in zip(done, outcomes):
+            group = self.counting.pop(table)
+            if rest is not None:
+                self.waiting.appendleft(rest)                # next: it is where the input goes on
+            self._partition(table, table_bytes, counted_bytes(group, rest), total)
 
     def _submit(self, group: list):
         return self.client.submit(count_task, group, self.config, self.plan.table_budget, pure=False)

@@ -102,7 +102,8 @@ def setup(inputs, **count):
 
 def same_arrays(a: bpe_fast.WordTable, b: bpe_fast.WordTable) -> bool:
     """Equal tables in the same order: (hash, bytes), as counting leaves them."""
-    return a.hashes is not None and b.hashes is not None and all(np.array_equal(x, y) for x, y in zip(a.sorted_arrays(), b.sorted_arrays()))
+    return a.hashes is not None and b.hashes is not None and \
+        all(np.array_equal(x, y) for x, y in zip(a.sorted_arrays(), b.sorted_arrays()))
 
 
 def test_tasks_stopped_at_their_budget_and_partitioned_add_up_to_the_local_table(tmp_path):
