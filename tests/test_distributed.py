@@ -362,3 +362,18 @@ def test_a_scheduler_address_where_something_else_answers_is_a_one_line_error(tm
     finally:
         server.close()
     assert code == 2 and err.count("\n") == 1 and f"--scheduler {address}: what answers there is no Dask " in err, err
+
+
+@pytest.mark.slow
+def test_bench_cluster_compares_cluster_and_local_counting(tmp_path):
+    """benchmarks/bench_cluster.py's quick path: one pair of timings, the tables checked equal."""
+    need("distributed")
+    (tmp_path / "a.txt").write_text(small_text() * 20)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_cluster.py"), str(tmp_path / "a.txt"),
+                           "--repeats", "1", "--json", str(tmp_path / "out.json")],
+                          capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    figures = json.loads((tmp_path / "out.json").read_text())
+    assert figures["workers"] == 2 and len(figures["local_s"]) == len(figures["cluster_s"]) == 1
+    assert "median ratio" in done.stdout
