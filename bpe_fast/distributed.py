@@ -2,19 +2,22 @@
 
 A count on a cluster is a map and a hash-partitioned reduce, sized from the workers' memory:
 
-- **Map.** The inputs' blocks (inputs.py ``cluster_tasks``: 1 MiB blocks of a text file, a whole
-  compressed or JSON-lines file read as a stream, a Parquet row group) are grouped, in file order,
-  into tasks of tens to hundreds of MB (about two per thread of the cluster, see ``Plan``). A
+- **Map.** The input is planned into tasks of tens to hundreds of MB, in file order (``Plan``,
+  ``plan_tasks``): a text file in ranges cut where the pattern allows (``FileRange``: the worker
+  finds the 1 MiB blocks inside), a compressed or JSON-lines file whole (read as a stream
+  there), a Parquet row group; small files go together. Sizes are guided (the bytes left over
+  the cluster's threads), so the first tasks are big and the last small, and only as many
+  tasks as threads are out at once (a task sent ahead would wait behind a busy worker). A
   worker counts its task with the native counter, piece by piece, as a local counting worker
   does (``ChunkCounter``), into one table that it returns sorted by (hash, bytes). A table that
   reaches the task's budget (a share of the worker's Dask ``memory_limit``) stops the task: it
-  returns what it counted and where it stopped, and the rest goes to the cluster as a new task.
-  So no task holds more than its budget, however long the tail of the text.
-- **Reduce by hash partition.** Each task's table is cut into P ranges of the 64-bit hash (P set
-  when the first table comes back, from its size per input byte, so that one partition of the
-  final table fits a task's budget). Partition p of every task is added up on the cluster, in a
-  tree of ``fan_in`` (a native k-way merge of sorted tables): no worker ever holds the whole
-  table, and parts are added as they come, while other tasks still count.
+  returns what it counted and the rest of its input, which goes out as the next task. So no
+  task holds more than its budget, however long the tail of the text.
+- **Reduce by hash partition.** Each task's table is cut, on the worker that holds it, into P
+  ranges of the 64-bit hash (P set when the first table comes back, from its size per input
+  byte, so that one partition of the final table fits half a task's budget). Partition p of
+  every task is added up on the cluster (a native k-way merge of sorted tables, ``fan_in`` at a
+  time, in a tree): no worker ever holds the whole table.
 - **Gather, partition by partition.** The client learns each partition's size, makes the final
   arrays once, and fetches the partitions one at a time in hash order into them: the table is
   never pickled whole, and since each partition is sorted by (hash, bytes) and the ranges are in
@@ -302,6 +305,7 @@ class ClusterCount:
         self.levels: list[list[list]] = []        # per partition, its sums waiting at each level of the tree
         self.counting: dict = {}                  # tasks counting -> their units
         self.waiting: collections.deque = collections.deque()     # tasks not sent yet
+        self.where: list[str] = []                # the workers holding the table being partitioned
         self.finals: list = []                    # the partitions' sums, until fetched
         self.watch = Watch(client)
 
@@ -332,8 +336,10 @@ class ClusterCount:
 
     def _took(self, done: list, total: int) -> None:
         """Tasks done: their rest goes out as a task, their table to the partitions."""
+        holders = self.client.who_has(done)
         outcomes = self.watch.results([self.client.submit(task_outcome, d, pure=False) for d in done])
         for table, (rest, table_bytes) in zip(done, outcomes):
+            self.where = list(holders.get(table.key, ()))
             group = self.counting.pop(table)
             if rest is not None:
                 self.waiting.appendleft(rest)                # next: it is where the input goes on
@@ -348,8 +354,12 @@ class ClusterCount:
             self.parts = self.plan.partitions(table_bytes, counted, total)
         if not self.levels:
             self.levels = [[] for _ in range(self.parts)]
+        # Where the table is: Dask would rather send a busy worker's table to an idle one than
+        # wait, and the whole table would travel; a loose restriction, so that a worker lost
+        # meanwhile does not leave the task without one.
+        where = dict(workers=self.where, allow_other_workers=True) if self.where else {}
         for p in range(self.parts):
-            self._add(p, 0, self.client.submit(hash_range, table, p, self.parts, pure=False))
+            self._add(p, 0, self.client.submit(hash_range, table, p, self.parts, pure=False, **where))
 
     def _add(self, p: int, level: int, part) -> None:
         """Partition p's tree: ``fan_in`` sums at a level make one at the next."""

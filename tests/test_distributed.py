@@ -202,11 +202,12 @@ class KillOnce:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("victim", ["count_task", "add_partitions"])
+@pytest.mark.parametrize("victim", ["count_task", "hash_range", "add_partitions"])
 def test_a_worker_killed_mid_count_gives_the_same_table(tmp_path, victim):
-    """A worker dies as it starts counting a task, or adding partitions (losing every table it
-    held): Dask runs the lost tasks again on the worker the nanny starts, and the table is the
-    local one."""
+    """A worker dies as it starts counting a task, cutting a table into partitions (a task
+    pinned, loosely, to that worker), or adding partitions, losing every table it held: Dask
+    runs the lost tasks again (on the other worker, or the one the nanny starts), and the table
+    is the local one."""
     distributed = need("distributed")
     inputs = three_inputs(tmp_path, lines=20)
     local = bpe_fast.count(inputs, workers=1, progress="none")
