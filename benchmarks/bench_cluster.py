@@ -63,7 +63,7 @@ def main(argv=None) -> int:
     ap.add_argument("--repeats", type=int, default=5, help="pairs of timings (default 5)")
     ap.add_argument("--pattern", default="cl100k")
     ap.add_argument("--json", help="write the figures here")
-    ap.add_argument("--tasks-per-thread", type=int, help="override distributed.TASKS_PER_THREAD (experiments)")
+    ap.add_argument("--tasks-per-thread", type=float, help="override distributed.TASKS_PER_THREAD (experiments)")
     ap.add_argument("--fan-in", type=int, help="override distributed.FAN_IN (experiments)")
     args = ap.parse_args(argv)
     files = list(args.corpus) + ([make_corpus(args.make, args.dir)] if args.make else [])

@@ -200,7 +200,7 @@ class Plan:
         """The input bytes of the next task, with ``remaining`` bytes left to plan."""
         if self.task_bytes is not None:
             return self.task_bytes
-        return min(max(remaining // (self.threads * TASKS_PER_THREAD), MIN_TASK_BYTES), MAX_TASK_BYTES)
+        return min(max(int(remaining / (self.threads * TASKS_PER_THREAD)), MIN_TASK_BYTES), MAX_TASK_BYTES)
 
     def partitions(self, table_bytes: int, counted: int, total: int) -> int:
         """P, from the first task's table (``table_bytes`` for ``counted`` input bytes): enough
@@ -327,26 +327,32 @@ class ClusterCount:
                                     *(f for f in self.finals if f is not None)])
             raise
 
-    def _fill(self) -> None:
+    def _fill(self, free: list[str] | None = None) -> None:
         """As many tasks out as the cluster has threads, no more: a task sent ahead waits in a
-        busy worker's queue while another worker idles (Dask hands each worker a task ahead)."""
+        busy worker's queue while another worker idles (Dask hands each worker a task ahead).
+        Each goes, if it may, to one of the ``free`` workers (those whose task just ended):
+        sent together, two went to the same worker, and one waited there."""
+        free = list(free or [])
         while self.waiting and len(self.counting) < self.plan.threads:
             group = self.waiting.popleft()
-            self.counting[self._submit(group)] = group
+            self.counting[self._submit(group, free.pop() if free else None)] = group
 
     def _took(self, done: list, total: int) -> None:
-        """Tasks done: their rest goes out as a task, their table to the partitions."""
+        """Tasks done: their rest goes out as a task, their table to the partitions. The next
+        tasks go out first, so that no worker waits for the round trips here."""
+        groups = [self.counting.pop(table) for table in done]
         holders = self.client.who_has(done)
+        self._fill([w for table in done for w in holders.get(table.key, ())[:1]])
         outcomes = self.watch.results([self.client.submit(task_outcome, d, pure=False) for d in done])
-        for table, (rest, table_bytes) in zip(done, outcomes):
+        for table, group, (rest, table_bytes) in zip(done, groups, outcomes):
             self.where = list(holders.get(table.key, ()))
-            group = self.counting.pop(table)
             if rest is not None:
                 self.waiting.appendleft(rest)                # next: it is where the input goes on
             self._partition(table, table_bytes, counted_bytes(group, rest), total)
 
-    def _submit(self, group: list):
-        return self.client.submit(count_task, group, self.config, self.plan.table_budget, pure=False)
+    def _submit(self, group: list, worker: str | None = None):
+        where = dict(workers=[worker], allow_other_workers=True) if worker else {}
+        return self.client.submit(count_task, group, self.config, self.plan.table_budget, pure=False, **where)
 
     def _partition(self, table, table_bytes: int, counted: int, total: int) -> None:
         """Cut a task's table into the partitions, each added to its tree."""
