@@ -190,7 +190,7 @@ class Plan:
 
     @classmethod
     def of(cls, client, task_bytes: int | None = None, table_budget: int | None = None) -> Plan:
-        workers = list(client.scheduler_info(n_workers=-1)["workers"].values())
+        workers = cluster_workers(client)
         threads = max(sum(w.get("nthreads", 1) for w in workers), 1)
         if table_budget is None:
             table_budget = min((worker_budget(w) for w in workers), default=NO_LIMIT_BUDGET)
@@ -211,6 +211,16 @@ class Plan:
         guess = table_bytes * total / max(counted, 1)
         want = max(2 * self.threads, math.ceil(2 * guess / self.table_budget))
         return min(1 << max(want - 1, 0).bit_length(), MAX_PARTITIONS)
+
+
+def cluster_workers(client) -> list[dict]:
+    """Every worker's description from the scheduler (dask 2025 lists 5 unless told all;
+    the dask 2024 this supports takes no such argument and lists all)."""
+    try:
+        info = client.scheduler_info(n_workers=-1)
+    except TypeError:
+        info = client.scheduler_info()
+    return list(info["workers"].values())
 
 
 def worker_budget(worker: dict) -> int:
@@ -451,7 +461,7 @@ class Watch:
         return self.client.gather(futures)
 
     def check_cluster(self) -> None:
-        workers = list(self.client.scheduler_info(n_workers=-1)["workers"].values())
+        workers = cluster_workers(self.client)
         if any(w.get("status", "running") == "running" for w in workers):
             self.stalled_since = None
             return
