@@ -31,6 +31,7 @@ from .patterns import DEFAULT_PATTERN, known_names, name_of, resolve
 from .pretokenize import NORMALIZATIONS
 from .tokenizer import Tokenizer
 from .counting import MAX_BLOCK_SIZE
+from .distributed import connect
 from .progress import MODES, mode_of
 from .quality import evaluate
 from .trainer import (MAX_VOCAB_SIZE, TIE_BREAKS, TrainOptions, TrainReport, count, train,
@@ -335,15 +336,7 @@ def count_options(args, pattern=DEFAULT_PATTERN, normalize=None) -> dict:
 
 
 def _dask_client(address: str | None):
-    if address is None:
-        return None
-    distributed = require("dask.distributed", "dask", "--scheduler")
-    try:
-        return distributed.Client(address, timeout="10s")
-    except (OSError, TimeoutError) as exc:
-        raise ArgumentError(f"--scheduler {address}: cannot connect ({exc})") from None
-    except (ValueError, TypeError) as exc:      # dask's word for a malformed address or unknown scheme
-        raise ArgumentError(f"--scheduler {address}: not a scheduler address such as tcp://host:8786 ({exc})") from None
+    return None if address is None else connect(address, "--scheduler")
 
 
 def cmd_count(args) -> int:

@@ -119,13 +119,18 @@ class ChunkCounter:
             self.add_packed(task)
         else:
             for where, data, offset, _ in task.pieces():
-                if data.__class__ is bytes:
-                    self.add_utf8(data, where, offset)
-                else:
-                    self.add_text(data, where)
+                self.add_piece(where, data, offset)
         self.input_size += task.size
         if self.config.memory_budget is not None and self.table.nbytes > self.config.memory_budget:
             self.spills.append(self._spill())
+
+    def add_piece(self, where: str, data: bytes | str, offset: int = 0) -> None:
+        """One piece of a task (inputs.Piece): UTF-8 bytes, or text. A cluster task (distributed.py)
+        counts piece by piece, to stop where its table reaches its budget."""
+        if data.__class__ is bytes:
+            self.add_utf8(data, where, offset)
+        else:
+            self.add_text(data, where)                  # type: ignore[arg-type]
 
     def add_text(self, text: str, where: str) -> None:
         if self.whole_texts:

@@ -347,13 +347,13 @@ def _source(path: str, field: str, column: str) -> Source:
 
 # -- planning: blocks of files and streams ----------------------------------------------------------
 
-def file_tasks(path: str, size: int, cut: Cut | None, block_size: int) -> Iterator[FileTask]:
-    """Blocks of about ``block_size`` bytes of a regular file, cut only where ``cut`` allows."""
-    if cut is None or size <= block_size:
-        yield FileTask(path, 0, size)           # an empty file too: it is an (empty) document
+def file_tasks(path: str, size: int, cut: Cut | None, block_size: int, start: int = 0) -> Iterator[FileTask]:
+    """Blocks of about ``block_size`` bytes of a regular file, cut only where ``cut`` allows;
+    from byte ``start`` (a safe cut) to byte ``size``."""
+    if cut is None or size - start <= block_size:
+        yield FileTask(path, start, size)       # an empty file too: it is an (empty) document
         return
     with open(path, "rb") as fh, _reading(path):
-        start = 0
         while start < size:
             end = _next_cut(fh, start + block_size, size, cut) if start + block_size < size else size
             yield FileTask(path, start, end)
