@@ -20,8 +20,9 @@ _build.check_extensions_are_fresh()    # before any compiled module loads: a sta
 from ._version import __version__
 from .encode_corpus import encode_files, load_bin
 from .errors import (ArgumentError, ArgumentTypeError, BpeFastError, BpeFastWarning, EmptyCorpusError,
-                     EncodingError, InputError, MissingExtraError, PatternError, PatternRequiredError, StaleBuildError,
-                     TokenizerFileError, VocabSizeWarning, VocabularyError, VocabularyNotFoundError, WorkerError)
+                     EncodingError, InputError, MemoryBudgetError, MissingExtraError, PatternError,
+                     PatternRequiredError, StaleBuildError, TokenizerFileError, VocabSizeWarning, VocabularyError,
+                     VocabularyNotFoundError, WorkerError)
 from .patterns import CL100K, GPT2, O200K
 from .registry import ENCODINGS, load
 from .tokenizer import Tokenizer
@@ -38,6 +39,7 @@ __all__ = [
     "encode_files", "load_bin", "TrainReport", "WordTable",
     "ENCODINGS", "GPT2", "CL100K", "O200K",
     "BpeFastError", "ArgumentError", "ArgumentTypeError", "PatternError", "InputError", "EmptyCorpusError",
-    "WorkerError", "VocabularyError", "TokenizerFileError", "VocabularyNotFoundError", "PatternRequiredError",
+    "WorkerError", "MemoryBudgetError", "VocabularyError", "TokenizerFileError", "VocabularyNotFoundError",
+    "PatternRequiredError",
     "EncodingError", "BpeFastWarning", "VocabSizeWarning", "MissingExtraError", "StaleBuildError", "__version__",
 ]
