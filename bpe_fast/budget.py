@@ -84,14 +84,16 @@ def counting_peak(workers: int, table_budget: int) -> int:
 #   (the positions of pairs made by merges are added, those of merged pairs dropped; capacities
 #   round up) -- measured 1.7-2.1 on long-tailed corpora;
 # * the tracked pairs: key, count, list header, last position, heap entry and by-symbol entries,
-#   about PAIR_BYTES each, and about TRACKED_PER_MERGE of them per merge (measured 4-7);
+#   about PAIR_BYTES each, and about TRACKED_PER_MERGE of them per merge (measured 2-15: 7 on
+#   1 GB at 32,768), never more than the table's pair positions;
 # * while laying out, the word table itself (the caller's, or freed before the pair lists when
-#   only the trainer holds it) and the order of the words (12 bytes a word).
+#   only the trainer holds it) and the order of the words (4 bytes a word; the counts that sort
+#   them, 8 bytes a word, go before the corpus is made).
 HEAVY = 256
 LIST_BYTES = 2.2
-PAIR_BYTES = 110
-TRACKED_PER_MERGE = 8
-LAYOUT_TEMP_PER_WORD = 12
+PAIR_BYTES = 100
+TRACKED_PER_MERGE = 10
+LAYOUT_TEMP_PER_WORD = 4
 
 
 @dataclass(frozen=True)
@@ -135,7 +137,8 @@ def kernel_bytes(offsets: np.ndarray, counts: np.ndarray, n_merges: int, threads
     corpus = 4 * n_symbols + n_symbols // 8 + 4 * heavy_slots + 8 * int(heavy.sum())
     per_id = ids * (4 + 8 + 8 + 48 + threads * 24)
     layout = corpus + per_id + LAYOUT_TEMP_PER_WORD * n_words
-    merging = corpus + per_id + int(LIST_BYTES * positions) + PAIR_BYTES * TRACKED_PER_MERGE * merges
+    tracked = min(TRACKED_PER_MERGE * merges, positions)      # no more pairs than places for them
+    merging = corpus + per_id + int(LIST_BYTES * positions) + PAIR_BYTES * tracked
     return layout, merging
 
 

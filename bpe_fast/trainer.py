@@ -315,16 +315,18 @@ def _planned(counted: WordTable, table: WordTable, n_merges: int, first_id: int,
     """The merging's plan (budget.py) within ``options.memory_budget``, else MemoryBudgetError
     before the kernel starts. A table counted here (``sole``: no caller holds it) is first saved
     to disk, so that the counting is not lost: the error names the file, for ``--counts``."""
+    limit = options.memory_budget
+    assert limit is not None
     threads = min(options.threads or default_workers(), default_workers())
     plan = budget.plan_merging(table, n_merges, threads, first_id, table_freed=sole)
     if counted.hashes is not None and sole:   # they go before the layout: not part of the peak
         plan = replace(plan, process=plan.process - counted.hashes.nbytes)
-    if plan.peak > options.memory_budget:
+    if plan.peak > limit:
         kept = None
         if sole:
             kept = os.path.join(tempfile.mkdtemp(prefix="bpe_fast-kept-"), "counts.npz")
             counted.save(kept)
-        budget.check_fits(plan, options.memory_budget, kept)
+        budget.check_fits(plan, limit, kept)
     return plan
 
 

@@ -17,7 +17,7 @@ MiB = 1 << 20
 # The plan may overstate the kernel's peak allocation, never understate it by more than this
 # factor, nor overstate it by more than OVER on tables of any shape (measured on small tables
 # here, on 0.3-1 GB corpora in benchmarks/bench_budget.py).
-UNDER, OVER = 0.9, 3.0
+UNDER, OVER = 0.8, 3.0
 
 
 def random_words(n_words: int, seed: int, alphabet: str = "abcdefghij", longest: int = 12) -> str:
@@ -106,11 +106,10 @@ def test_train_from_table_refuses_before_merging_and_names_no_file(monkeypatch):
 
 
 def test_a_budget_that_fits_gives_the_same_merges(corpus):
-    report = bpe_fast.TrainReport()
-    budgeted = bpe_fast.train([corpus], 800, memory_budget=budget.resident_bytes() + 512 * MiB, report=report,
-                              progress="none")
+    budgeted = bpe_fast.train([corpus], 800, memory_budget=budget.resident_bytes() + 512 * MiB, progress="none")
     assert np.array_equal(budgeted.merges, bpe_fast.train([corpus], 800, progress="none").merges)
-    assert report.memory_plan is not None and report.memory_plan.kernel > 0
+    plan = budgeted.training_report.memory_plan
+    assert plan is not None and plan.kernel > 0 and plan.table_freed      # train() lets its table go
 
 
 def test_train_from_iterator_takes_the_budget_too():
