@@ -23,6 +23,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -57,6 +58,7 @@ def merges_of(path: str):
 def tree(corpora: list[str], vocab: int, budgets: list[str], workdir: str) -> None:
     print("| corpus | vocab | budget | predicted peak MiB | measured peak PSS MiB | measured / budget | "
           "same merges |\n|---|---|---|---|---|---|---|")
+    refusals: list[str] = []
     for corpus in corpora:
         name = os.path.basename(corpus)
         runs = {}
@@ -71,8 +73,12 @@ def tree(corpora: list[str], vocab: int, budgets: list[str], workdir: str) -> No
             if rc != 0:
                 kept = re.search(r"kept in (\S+?):", stderr)
                 ok = kept is not None and os.path.exists(kept.group(1))
-                print(f"| {name} | {vocab} | {budget} | refused: {stderr.strip()[:90]}... | {peak:,.0f} | | "
-                      f"table kept: {ok} |")
+                needs = re.search(r"needs about ([\d,]+) MiB", stderr)
+                print(f"| {name} | {vocab} | {budget} | {needs.group(1) if needs else '?'} (refused before merging) | "
+                      f"{peak:,.0f} | {peak * MiB / parse_size(budget):.2f} | table kept: {ok} |", flush=True)
+                refusals.append(stderr.strip())
+                if ok:
+                    shutil.rmtree(os.path.dirname(kept.group(1)))
                 continue
             runs[budget] = merges_of(out)
             same = "" if budget is None else str(bool((runs[budget] == runs[None]).all()
@@ -80,6 +86,8 @@ def tree(corpora: list[str], vocab: int, budgets: list[str], workdir: str) -> No
             share = f"{peak * MiB / parse_size(budget):.2f}" if budget else ""
             print(f"| {name} | {vocab} | {budget or 'none'} | {predicted} | {peak:,.0f} | {share} | {same} |",
                   flush=True)
+    for line in refusals:
+        print(f"\n    {line}")
 
 
 def parse_size(text: str) -> int:
