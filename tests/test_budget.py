@@ -1,6 +1,7 @@
 """One memory budget for the whole job (bpe_fast/budget.py): the counting's share of it, the
 merging's plan against what the kernel really allocates, the one-line refusal before merging
 (with the counted table kept for --counts), and the same merges under a budget that fits."""
+import dataclasses
 import random
 
 import numpy as np
@@ -60,10 +61,11 @@ def test_the_plan_is_within_a_stated_factor_of_what_the_kernel_allocates(name, n
 def test_the_plan_counts_the_table_until_it_is_let_go():
     table = bpe_fast.count_from_iterator([random_words(5_000, seed=3)], workers=1, progress="none")
     kept = budget.plan_merging(table, 500, 1, table_freed=False)
-    freed = budget.plan_merging(table, 500, 1, table_freed=True)
+    freed = dataclasses.replace(kept, table_freed=True)
     assert kept.table == table.symbols.nbytes + table.offsets.nbytes + table.counts.nbytes
-    assert freed.peak <= kept.peak and kept.kernel == freed.kernel
-    assert kept.peak >= kept.process + kept.merging
+    assert kept.peak == kept.process + max(kept.layout, kept.merging)
+    assert freed.peak == freed.process + max(freed.layout, freed.merging - freed.table)
+    assert 0 < kept.process and abs(kept.process - budget.resident_bytes()) < 64 * MiB
 
 
 @pytest.fixture()
@@ -138,3 +140,24 @@ def test_workers_given_are_kept_and_their_tables_shrink():
 def test_counting_under_a_small_budget_gives_the_same_table(corpus):
     assert bpe_fast.count([corpus], block_size=4096, memory_budget=MiB, progress="none") == \
         bpe_fast.count([corpus], block_size=4096, progress="none")
+
+
+@pytest.mark.parametrize("workers, total, expected", [
+    (None, 150 * MiB, (1, 16 * MiB)),          # too small for two workers' tables: one, with a bigger table
+    (2, 150 * MiB, (2, budget.SPILL_FLOOR)),   # workers given: kept, their tables shrink
+    (None, 400 * MiB, (2, 64 * MiB)),          # room for both: the default table each
+])
+def test_the_count_runs_with_its_share(corpus, monkeypatch, workers, total, expected):
+    import bpe_fast.counting as counting
+    monkeypatch.setattr(counting, "default_workers", lambda: 2)
+    monkeypatch.setattr(counting, "default_memory_budget", lambda n: 64 * MiB)
+    seen = []
+    real = counting._count_here_or_in_workers
+
+    def spy(head, tasks, config, n, *rest):
+        seen.append((n, config.memory_budget))
+        return real(head, tasks, config, n, *rest)
+
+    monkeypatch.setattr(counting, "_count_here_or_in_workers", spy)
+    table = bpe_fast.count([corpus], workers=workers, memory_budget=total, block_size=4096, progress="none")
+    assert seen == [expected] and table == bpe_fast.count([corpus], progress="none")
