@@ -70,19 +70,22 @@ def tree(corpora: list[str], vocab: int, budgets: list[str], workdir: str) -> No
             rc, peak, stdout, stderr = sampled_pss(cmd)
             planned = re.search(r"planned peak ([\d,]+) MiB", stdout)
             predicted = planned.group(1) if planned else "-"
+            if rc != 0 and budget is None:
+                raise SystemExit(f"{name}: training without a budget failed: {stderr.strip()}")
             if rc != 0:
+                assert budget is not None
                 kept = re.search(r"kept in (\S+?):", stderr)
                 ok = kept is not None and os.path.exists(kept.group(1))
                 needs = re.search(r"needs about ([\d,]+) MiB", stderr)
                 print(f"| {name} | {vocab} | {budget} | {needs.group(1) if needs else '?'} (refused before merging) | "
                       f"{peak:,.0f} | {peak * MiB / parse_size(budget):.2f} | table kept: {ok} |", flush=True)
                 refusals.append(stderr.strip())
-                if ok:
+                if kept is not None and ok:
                     shutil.rmtree(os.path.dirname(kept.group(1)))
                 continue
             runs[budget] = merges_of(out)
-            same = "" if budget is None else str(bool((runs[budget] == runs[None]).all()
-                                                       and len(runs[budget]) == len(runs[None])))
+            same = "" if budget is None else str(len(runs[budget]) == len(runs[None])
+                                                  and bool((runs[budget] == runs[None]).all()))
             share = f"{peak * MiB / parse_size(budget):.2f}" if budget else ""
             print(f"| {name} | {vocab} | {budget or 'none'} | {predicted} | {peak:,.0f} | {share} | {same} |",
                   flush=True)
