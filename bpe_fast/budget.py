@@ -11,6 +11,7 @@ measures how close it comes, and tests/test_budget.py holds it to a stated facto
 """
 from __future__ import annotations
 
+import ctypes
 import os
 from dataclasses import dataclass
 
@@ -143,11 +144,23 @@ def kernel_bytes(offsets: np.ndarray, counts: np.ndarray, n_merges: int, threads
 
 
 def plan_merging(table, n_merges: int, threads: int, first_id: int = 256, table_freed: bool = False) -> MergingPlan:
-    """The plan for training ``table`` (a WordTable, in memory now) to ``n_merges`` merges."""
+    """The plan for training ``table`` (a WordTable, in memory now) to ``n_merges`` merges. The
+    memory the counting freed goes back to the system first (``give_back_free_memory``)."""
     layout, merging = kernel_bytes(table.offsets, table.counts, n_merges, threads, first_id)
     held = table.symbols.nbytes + table.offsets.nbytes + table.counts.nbytes
+    give_back_free_memory()             # (kernel_bytes's own temporaries too)
     return MergingPlan(process=resident_bytes(), table=held, table_freed=table_freed, layout=layout,
                        merging=merging)
+
+
+def give_back_free_memory() -> None:
+    """Return the C heap's free pages to the system (glibc's malloc_trim): counting in this
+    process leaves tens of MiB freed but still resident (19 MiB of 123 on 300 MB counted here),
+    which would count against the merging. Elsewhere nothing to do."""
+    try:
+        ctypes.CDLL(None).malloc_trim(0)
+    except (OSError, AttributeError):       # not glibc
+        pass
 
 
 def resident_bytes() -> int:
