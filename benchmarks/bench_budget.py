@@ -56,7 +56,7 @@ def merges_of(path: str):
 
 
 def tree(corpora: list[str], vocab: int, budgets: list[str], workdir: str) -> None:
-    print("| corpus | vocab | budget | predicted peak MiB | measured peak PSS MiB | measured / budget | "
+    print("| corpus | vocab | budget | merging's planned peak MiB | measured peak PSS MiB | measured / budget | "
           "same merges |\n|---|---|---|---|---|---|---|")
     refusals: list[str] = []
     for corpus in corpora:
@@ -68,7 +68,7 @@ def tree(corpora: list[str], vocab: int, budgets: list[str], workdir: str) -> No
             if budget:
                 cmd += ["--memory-budget", budget]
             rc, peak, stdout, stderr = sampled_pss(cmd)
-            planned = re.search(r"planned peak ([\d,]+) MiB", stdout)
+            planned = re.search(r"planned to peak at ([\d,]+) MiB", stdout)
             predicted = planned.group(1) if planned else "-"
             if rc != 0 and budget is None:
                 raise SystemExit(f"{name}: training without a budget failed: {stderr.strip()}")

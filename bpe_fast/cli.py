@@ -659,7 +659,7 @@ def _summary(args, tok, outputs: list[str], fmt: str, seconds: float) -> None:
     print("time       " + ", ".join(f"{k} {v:.2f}s" for k, v in report.seconds.items()) + f", total {seconds:.2f}s",
           file=out)
     if report.memory_plan is not None:
-        print(f"memory     planned peak {report.memory_plan.peak / (1 << 20):,.0f} MiB of the "
+        print(f"memory     merging planned to peak at {report.memory_plan.peak / (1 << 20):,.0f} MiB, within the "
               f"{args.memory_budget / (1 << 20):,.0f} MiB budget", file=out)
     for path in outputs:
         print(f"saved      {_shown(path)} ({fmt})", file=out)
