@@ -61,6 +61,30 @@ def tree_rss_kb(root: int, table: ProcessTable) -> int:
     return total
 
 
+def pss_kb(pid: int) -> int:
+    """Proportional set size: pages shared between processes (a forked worker's inherited pages,
+    shared memory) count once over all of them, split between the sharers."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
+            for line in fh:
+                if line.startswith(b"Pss:"):
+                    return int(line.split()[1])
+    except OSError:
+        pass
+    return 0  # exited, or a zombie
+
+
+def tree_pss_kb(root: int, table: ProcessTable) -> int:
+    """Sum of PSS over root and all its descendants: the tree's own share of memory."""
+    children = table.children()
+    total, stack = 0, [root]
+    while stack:
+        pid = stack.pop()
+        total += pss_kb(pid)
+        stack.extend(children.get(pid, ()))
+    return total
+
+
 def system_busy_s() -> float:
     """CPU seconds all processes have spent busy since boot (the 'cpu' line of /proc/stat)."""
     with open("/proc/stat") as fh:

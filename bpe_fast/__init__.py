@@ -21,8 +21,9 @@ from ._version import __version__
 from .encode_corpus import encode_files, load_bin
 from .errors import UnknownTokenError
 from .errors import (ArgumentError, ArgumentTypeError, BpeFastError, BpeFastWarning, EmptyCorpusError,
-                     EncodingError, InputError, MissingExtraError, PatternError, PatternRequiredError, StaleBuildError,
-                     TokenizerFileError, VocabSizeWarning, VocabularyError, VocabularyNotFoundError, WorkerError)
+                     EncodingError, InputError, MemoryBudgetError, MissingExtraError, PatternError,
+                     PatternRequiredError, StaleBuildError, TokenizerFileError, VocabSizeWarning, VocabularyError,
+                     VocabularyNotFoundError, WorkerError)
 from .patterns import CL100K, GPT2, O200K
 from .registry import ENCODINGS, load
 from .tokenizer import Tokenizer
@@ -39,7 +40,8 @@ __all__ = [
     "encode_files", "load_bin", "TrainReport", "WordTable",
     "ENCODINGS", "GPT2", "CL100K", "O200K",
     "BpeFastError", "ArgumentError", "ArgumentTypeError", "PatternError", "InputError", "EmptyCorpusError",
-    "WorkerError", "VocabularyError", "TokenizerFileError", "VocabularyNotFoundError", "PatternRequiredError",
+    "WorkerError", "MemoryBudgetError", "VocabularyError", "TokenizerFileError", "VocabularyNotFoundError",
+    "PatternRequiredError",
     "EncodingError", "BpeFastWarning", "VocabSizeWarning", "MissingExtraError", "StaleBuildError", "__version__",
 ]
 __all__ += ["UnknownTokenError"]

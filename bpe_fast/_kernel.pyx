@@ -265,7 +265,8 @@ cdef class _Merger:
         del self.pool                               # joins the threads (NULL: nothing to do)
 
     def memory(self):
-        """Bytes held now, by part (allocator overheads not counted; capacities, not sizes)."""
+        """Bytes held now, by part (allocator overheads not counted; capacities, not sizes); "per_id":
+        the arrays sized by token id (lengths, pair ids by symbol, the threads' ledgers)."""
         cdef size_t i, lists = 0, used = 0, neighbours = 0
         for i in range(self.pairs.occ.size()):
             lists += self.pairs.occ[i].capacity()
@@ -275,7 +276,13 @@ cdef class _Merger:
                 sizeof(Neighbour)
         cdef size_t slots = (self.sym.nbytes + self.word_starts.nbytes + self.word_of.nbytes + self.run_start.nbytes
                              + self.run_count.nbytes + self.heavy_count.nbytes)
-        return {"slots": slots,
+        cdef size_t per_id = (self.token_len.nbytes + self.left_of.nbytes + self.right_of.nbytes
+                              + (self.ids.with_left.capacity() + self.ids.with_right.capacity()) * sizeof(int32_t)
+                              + 2 * self.pairs.ends_with.capacity() * sizeof(vector[Neighbour]))
+        for i in range(self.ledgers.size()):
+            per_id += (self.ledgers[i].with_left.capacity() + self.ledgers[i].with_right.capacity()) * sizeof(int32_t) \
+                + (self.ledgers[i].left_loss.capacity() + self.ledgers[i].right_loss.capacity()) * sizeof(int64_t)
+        return {"slots": slots, "per_id": per_id,
                 "pairs": self.pairs.keys.capacity() * (sizeof(uint64_t) + 2 * sizeof(int64_t) + sizeof(vector[uint8_t])),
                 "lists": lists, "lists_used": used, "neighbours": neighbours,
                 "heap": self.pairs.heap.entries.size() * sizeof(HeapEntry) + self.pairs.heap.waiting.capacity() * sizeof(int32_t),

@@ -189,8 +189,10 @@ def add_input_options(p) -> None:
     p.add_argument("--workers", type=whole_number(1, MAX_WORKERS, "processes"), default=None,
                    help="counting processes (default: one per CPU)")
     p.add_argument("--memory-budget", type=parse_bytes, default=None, metavar="SIZE",
-                   help="memory each counting process may use before it writes its table to a temporary file "
-                        "(e.g. 512M; default 64M: spilling costs about nothing)")
+                   help="the peak memory of the whole job, all its processes (e.g. 400M): counting takes fewer "
+                        "workers and smaller tables (spilled to temporary files), and training plans the merging "
+                        "before it starts, with an error saying what it needs if it cannot fit (default: no limit; "
+                        "each counting worker's table 64M)")
     p.add_argument("--scheduler", default=None, metavar="ADDRESS",
                    help="count on this Dask scheduler (tcp://host:8786); the files must be readable there")
     p.add_argument("--block-size", type=whole_number(1, MAX_BLOCK_SIZE, "bytes"), default=None, help=argparse.SUPPRESS)
@@ -381,7 +383,7 @@ def _train_from_counts(args, options: dict, fmt: str):
                           table.normalize)
     report = TrainReport(input_size=table.input_bytes)
     return train_from_table(table, _sizes(args), min_frequency=args.min_frequency, tie_break=args.tie_break,
-                            progress=_progress(args), report=report, **options)
+                            progress=_progress(args), report=report, memory_budget=args.memory_budget, **options)
 
 
 def _sizes(args):
@@ -652,6 +654,9 @@ def _summary(args, tok, outputs: list[str], fmt: str, seconds: float) -> None:
           + (f" ({len(tok.special_tokens)} special)" if tok.special_tokens else ""), file=out)
     print("time       " + ", ".join(f"{k} {v:.2f}s" for k, v in report.seconds.items()) + f", total {seconds:.2f}s",
           file=out)
+    if report.memory_plan is not None:
+        print(f"memory     merging planned to peak at {report.memory_plan.peak / (1 << 20):,.0f} MiB, within the "
+              f"{args.memory_budget / (1 << 20):,.0f} MiB budget", file=out)
     for path in outputs:
         print(f"saved      {_shown(path)} ({fmt})", file=out)
 

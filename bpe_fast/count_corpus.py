@@ -36,8 +36,10 @@ def count(inputs: Inputs, *, pattern: str | None = "cl100k",
     An input is a text file, "-" (standard input), a pipe, a compressed file (.gz .bz2 .xz
     .zst), JSON lines (each record's ``field`` a document), Parquet (each value of ``column`` a
     document) or a directory of such files (see inputs.py). The table is the same for any
-    ``workers``, ``block_size`` and ``memory_budget`` (bytes a worker's table may hold before it
-    writes it out to a temporary file; default 64 MiB, see counting.default_memory_budget). ``lines``
+    ``workers``, ``block_size`` and ``memory_budget`` (the peak bytes of the whole count, every
+    process: fewer workers, unless ``workers`` is given, and smaller tables, each written out to a
+    temporary file past its share, budget.counting_share; default: each worker's table 64 MiB, see
+    counting.default_memory_budget). ``lines``
     makes every line a document. ``client``, a dask.distributed Client, counts on its cluster.
     ``normalize`` ("nfc" or "nfkc") puts the text in that Unicode normal form before special
     tokens are found and it is split; the table records it, and a tokenizer trained from it

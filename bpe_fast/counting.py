@@ -40,7 +40,7 @@ import numpy as np
 from . import arguments
 from ._runs import RunScanner
 from ._table import ChunkTable
-from .arguments import INT64_MAX
+from .budget import checked_budget, counting_share
 from .errors import (TERMINATING, ArgumentError, ArgumentTypeError, InputError, Terminated, WorkerError,
                      terminating_raises)
 from .inputs import DocsTask, decode_utf8
@@ -352,12 +352,8 @@ class CountOptions:
         errors, memory_budget = options.errors, options.memory_budget
         if not isinstance(errors, str) or errors not in ("strict", "replace"):
             raise ArgumentError(f"errors must be 'strict' or 'replace', got {errors!r}")
-        if memory_budget is not None:
-            memory_budget = arguments.integer(memory_budget, "memory_budget")
-            if not 1 << 20 <= memory_budget <= INT64_MAX:
-                raise ArgumentError(f"memory_budget must be a number of bytes from 1 MiB to 2**63 - 1, "
-                                    f"got {memory_budget}")
-        return replace(options, memory_budget=memory_budget, lines=arguments.flag(options.lines, "lines"))
+        return replace(options, memory_budget=checked_budget(memory_budget),
+                       lines=arguments.flag(options.lines, "lines"))
 
     def splitter(self, pattern, special_tokens: Sequence[str], normalize: str | None) -> Splitter:
         """The user's pattern, special tokens and normalization, resolved (``Splitter.of``)."""
@@ -390,6 +386,7 @@ def count_tasks(tasks: Iterable, config: CountConfig, workers: int | None = None
     they are counted here, without starting processes. ``poll`` is called while the last tasks
     are awaited, so that what it raises (a count stopped from another thread) ends the wait.
     """
+    chosen = workers is not None                # workers= given: the budget shrinks tables, not workers
     workers = default_workers() if workers is None else arguments.workers(workers)
     tasks = iter(tasks)
     head = []
@@ -397,7 +394,12 @@ def count_tasks(tasks: Iterable, config: CountConfig, workers: int | None = None
         head.append(task)
         if len(head) >= parallel_threshold:
             break
-    config = replace(config, memory_budget=config.memory_budget or default_memory_budget(workers))
+    if config.memory_budget is None:
+        config = replace(config, memory_budget=default_memory_budget(workers))
+    else:                   # the budget is the whole tree's: fewer workers, smaller tables (budget.py)
+        share = counting_share(config.memory_budget, workers, default_memory_budget(workers), fixed=chosen)
+        workers, table_budget = share
+        config = replace(config, memory_budget=table_budget)
     with terminating_raises():                 # SIGTERM/SIGHUP: the spill folder and workers go first
         # named first, made inside the try: a Ctrl-C just after mkdtemp made it, before the try,
         # left it behind (os.mkdir is mkdtemp's own step; a uuid4 does not collide)

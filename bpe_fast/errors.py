@@ -51,6 +51,11 @@ class WorkerError(BpeFastError, RuntimeError):
     memory), out of memory, or no room on disk for the counts it spills."""
 
 
+class MemoryBudgetError(ArgumentError):
+    """The memory budget (``memory_budget=``, ``--memory-budget``) cannot hold the merging of this
+    word table: said before the merging starts, with what it needs (bpe_fast/budget.py)."""
+
+
 class VocabularyError(BpeFastError, ValueError):
     """Merges, ids or special tokens that do not make a consistent vocabulary."""
 

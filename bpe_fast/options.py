@@ -11,6 +11,7 @@ from typing import Any
 
 from . import arguments, variants
 from .arguments import INT64_MAX, is_int
+from .budget import checked_budget
 from .continued import base_special_tokens, check_base
 from .errors import ArgumentError, ArgumentTypeError
 from .patterns import DEFAULT_PATTERN
@@ -56,6 +57,7 @@ class TrainOptions:
     special_ids: Mapping[str, int] | None = None   # ids given with the special tokens (a dict), to honour
     threads: int | None = None     # the kernel's threads (train's workers, at most one per CPU available)
     picky: float | None = None
+    memory_budget: int | None = None   # the whole job's peak, counting and merging (budget.py)
 
     @classmethod
     def checked(cls, vocab_size, **settings) -> TrainOptions:
@@ -104,6 +106,7 @@ class TrainOptions:
         if self.normalize is not ...:
             object.__setattr__(self, "normalize", normalization(self.normalize))
         check_progress(self.progress)
+        object.__setattr__(self, "memory_budget", checked_budget(self.memory_budget))
         if self.threads is not None:
             arguments.workers(self.threads)
         for size in self.sizes:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import inspect
 import os
+import sys
+import tempfile
 import time
 import warnings
 from dataclasses import dataclass, field, fields, replace
@@ -17,7 +19,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from . import _kernel, continued, variants
+from . import _kernel, budget, continued, variants
 from .arguments import INT64_MAX
 from .bytelevel import huggingface_byte_order
 from .count_corpus import Inputs, check_docs, count_docs, count_inputs
@@ -63,6 +65,8 @@ class TrainReport:
     merge_counts: Any = field(default=None, compare=False, repr=False)
     seconds: dict = field(default_factory=dict)   # stage -> seconds
     removals: int = 0                       # tokens removed (variants/picky.py; merges then counts merge events)
+    # with a memory budget: the merging's plan, made before the kernel started (budget.MergingPlan)
+    memory_plan: Any = field(default=None, compare=False, repr=False)
 
     def summary(self) -> str:
         stages = ", ".join(f"{k} {v:.2f}s" for k, v in self.seconds.items())
@@ -110,6 +114,7 @@ class TrainTableKeywords(TableVariantOptions, total=False):
     tie_break: str
     base: Tokenizer | None
     max_token_length: int | None
+    memory_budget: int | None                   # the merging's peak, planned before it starts (budget.py)
     show_progress: bool | None                  # deprecated alias of progress
 
 
@@ -248,17 +253,25 @@ def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainRepo
     the words out, before the merging, which needs the most memory."""
     # Training reads the chunks' bytes, offsets and counts; the hashes (8 bytes a chunk) serve
     # adding tables. A table only this call holds gives their memory back before the layout.
-    table = replace(held.pop(), hashes=None)
+    counted = held.pop()
+    sole = sys.getrefcount(counted) <= 2    # no caller holds the table (train()): it goes after the layout
+    table = replace(counted, hashes=None)
     base, progress = options.base, options.progress
     if len(table) == 0:
         raise EmptyCorpusError("the corpus is empty: no text to learn merges from")
     variant = variants.selected(options)
+    planned = options.memory_budget is not None and variant is None
+    kept = counted if planned else None     # with its hashes, to be saved if the merging cannot fit
+    del counted
     tok = None if variant is None else variant.learn(PLAIN, table, vocab_size, options, report)
     if tok is not None:
         return tok
     new_specials = [s for s in options.special_tokens if base is None or s not in base.special_tokens]
     first_id = continued.first_new_id(base)
     n_merges = vocab_size - first_id - len(new_specials)
+    if kept is not None:            # before the kernel allocates anything (budget.py)
+        report.memory_plan = _planned(kept, table, n_merges, first_id, options, sole)
+    del kept                        # (its hashes go now, in train(): it was their last holder)
     t0 = time.perf_counter()
     kernel_ids = _kernel_ids(options.tie_break, base)
     byte_ranks = kernel_ids if base is None else None      # from bytes, the kernel numbers them itself
@@ -295,6 +308,26 @@ def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainRepo
                       f"{tok.vocab_size} instead of {vocab_size}", VocabSizeWarning, stacklevel=4)
     tok.training_report = report
     return tok
+
+
+def _planned(counted: WordTable, table: WordTable, n_merges: int, first_id: int, options: TrainOptions,
+             sole: bool) -> budget.MergingPlan:
+    """The merging's plan (budget.py) within ``options.memory_budget``, else MemoryBudgetError
+    before the kernel starts. A table counted here (``sole``: no caller holds it) is first saved
+    to disk, so that the counting is not lost: the error names the file, for ``--counts``."""
+    limit = options.memory_budget
+    assert limit is not None
+    threads = min(options.threads or default_workers(), default_workers())
+    plan = budget.plan_merging(table, n_merges, threads, first_id, table_freed=sole)
+    if counted.hashes is not None and sole:   # they go before the layout: not part of the peak
+        plan = replace(plan, process=plan.process - counted.hashes.nbytes)
+    if plan.peak > limit:
+        kept = None
+        if sole:
+            kept = os.path.join(tempfile.mkdtemp(prefix="bpe_fast-kept-"), "counts.npz")
+            counted.save(kept)
+        budget.check_fits(plan, limit, kept)
+    return plan
 
 
 def _train(count_text: CountText, options: TrainOptions, input_unit: str, ahead: bool = False) -> list[Tokenizer]:

@@ -153,3 +153,18 @@ def test_bench_encode_times_single_and_batch_in_processes_of_their_own(tmp_path)
     assert "RAYON_NUM_THREADS=1" in done.stdout and "RAYON_NUM_THREADS=2" in done.stdout, done.stdout
     assert re.search(r"^\| bpe_fast array \| [\d.]+ \| [\d.]+ \|", done.stdout, re.M), done.stdout
     assert re.search(r"^\| bpe_fast flat \| [\d.]+ \| [\d.]+ \|", done.stdout, re.M), done.stdout
+
+
+@pytest.mark.slow
+def test_bench_budget_measures_the_tree_and_the_kernel_plan(tmp_path):
+    corpus = tmp_path / "small.txt"
+    corpus.write_text(small_text() * 20)
+    done = run_script("bench_budget.py", "--corpus", str(corpus), "--vocab", "600", "--budgets", "2G,8M",
+                      "tree", "kernel")
+    assert done.returncode == 0, done.stderr
+    rows = [line.split("|")[1:-1] for line in done.stdout.splitlines() if line.startswith("| small.txt")]
+    by_budget = {row[2].strip(): row for row in rows if len(row) == 7}
+    assert by_budget["2G"][6].strip() == "True"                   # the same merges under a budget that fits
+    assert "refused before merging" in by_budget["8M"][3] and "table kept: True" in by_budget["8M"][6]
+    kernel_rows = [row for row in rows if len(row) == 8]
+    assert kernel_rows and float(kernel_rows[0][7]) > 0

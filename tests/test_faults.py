@@ -671,8 +671,10 @@ SUPERWORD_AHEAD = """
                 time.sleep(0.01)     # stage two's count ahead has begun: its workers have spilled
             print("both running", flush=True)
             time.sleep(60)
+    import bpe_fast.counting    # tables of 1 MiB, so that the workers spill (memory_budget is the whole job's)
+    bpe_fast.counting.counting_share = lambda budget, workers, most, fixed=False: (workers, 1 << 20)
     bpe_fast.train([sys.argv[1]], 3000, superword_at=2000, superword_pattern=r"[a-z]+ ?|\\s", workers=2,
-                   memory_budget=1 << 20, progress=progress)
+                   memory_budget=1 << 30, progress=progress)
     print("finished", flush=True)
 """
 
@@ -716,8 +718,10 @@ SUPERWORD_WAITING = """
     def progress(stage, current, total, elapsed):
         if stage == "merging" and total and current >= total and not said:     # stage one learned
             said.append(print("waiting for the count ahead", flush=True))
+    import bpe_fast.counting    # tables of 1 MiB, so that the workers spill (memory_budget is the whole job's)
+    bpe_fast.counting.counting_share = lambda budget, workers, most, fixed=False: (workers, 1 << 20)
     bpe_fast.train([sys.argv[1]], 2300, superword_at=2000, superword_pattern=r"[a-z]+ ?|\\s", workers=2,
-                   memory_budget=1 << 20, progress=progress)
+                   memory_budget=1 << 30, progress=progress)
     print("finished", flush=True)
 """
 
