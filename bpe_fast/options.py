@@ -58,6 +58,9 @@ class TrainOptions:
     threads: int | None = None     # the kernel's threads (train's workers, at most one per CPU available)
     picky: float | None = None
     memory_budget: int | None = None   # the whole job's peak, counting and merging (budget.py)
+    # A table counted for this run, kept when the merging cannot fit the budget, trains it again
+    # (--counts); not so for a variant's stage, whose run needs more than that one table.
+    counts_reusable: bool = True
 
     @classmethod
     def checked(cls, vocab_size, **settings) -> TrainOptions:

@@ -323,7 +323,7 @@ def _planned(counted: WordTable, table: WordTable, n_merges: int, first_id: int,
         plan = replace(plan, process=plan.process - counted.hashes.nbytes)
     if plan.peak > limit:
         kept = None
-        if sole:
+        if sole and options.counts_reusable:
             kept = os.path.join(tempfile.mkdtemp(prefix="bpe_fast-kept-"), "counts.npz")
             counted.save(kept)
         budget.check_fits(plan, limit, kept)
@@ -337,7 +337,7 @@ def _train(count_text: CountText, options: TrainOptions, input_unit: str, ahead:
     while an earlier one learns)."""
     variant = variants.selected(options)
     if variant is not None:
-        tokenizers = variant.train(PLAIN, count_text, options, input_unit, ahead)
+        tokenizers = variant.train(PLAIN, count_text, replace(options, counts_reusable=False), input_unit, ahead)
         if tokenizers is not None:
             return tokenizers
     report = TrainReport(input_unit=input_unit)

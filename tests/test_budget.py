@@ -3,6 +3,8 @@ merging's plan against what the kernel really allocates, the one-line refusal be
 (with the counted table kept for --counts), and the same merges under a budget that fits."""
 import dataclasses
 import random
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -89,11 +91,13 @@ def test_a_budget_too_small_is_one_line_before_merging_and_keeps_the_counts(corp
     assert not out.exists()
     kept = err.split("kept in ")[1].split(":")[0]
     assert WordTable.load(kept) == bpe_fast.count([corpus], progress="none")
-    # what the error says to do: train from the kept table with the budget it names
+    # what the error says to do, as a user would, in a new process (this one has grown since):
+    # train from the kept table with the budget it names
     monkeypatch.undo()
     needed = err.split("a budget of ")[1].split(" ")[0]
-    assert main(["train", "--counts", kept, "--vocab-size", "600", "-o", str(out), "--memory-budget", needed,
-                 "-q"]) == 0
+    done = subprocess.run([sys.executable, "-m", "bpe_fast", "train", "--counts", kept, "--vocab-size", "600",
+                           "-o", str(out), "--memory-budget", needed, "-q"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
     direct = bpe_fast.train([corpus], 600, progress="none")
     assert np.array_equal(bpe_fast.Tokenizer.load(str(out)).merges, direct.merges)
 
@@ -105,6 +109,19 @@ def test_train_from_table_refuses_before_merging_and_names_no_file(monkeypatch):
         bpe_fast.train_from_table(table, 400, memory_budget=2 * MiB, progress="none")
     message = str(caught.value)
     assert "\n" not in message and "2 MiB is too small" in message and "kept" not in message
+
+
+def test_a_variant_refused_keeps_no_table_it_could_not_be_trained_from(corpus, tmp_path, monkeypatch, capsys):
+    # SuperBPE's second stage counts the text again with another pattern: a stage-one table given
+    # to --counts would train plain BPE, so the error offers no table, only the budget it needs.
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
+    monkeypatch.setattr("bpe_fast.trainer._kernel.Trainer", no_merging)
+    out = tmp_path / "tok.json"
+    assert main(["train", str(corpus), "--vocab-size", "600", "--superword-at", "500", "-o", str(out),
+                 "--memory-budget", "8M", "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "8 MiB is too small" in err and "a budget of" in err
+    assert "--counts" not in err and "kept" not in err and not list(tmp_path.glob("bpe_fast-kept-*"))
 
 
 def test_a_budget_that_fits_gives_the_same_merges(corpus):
