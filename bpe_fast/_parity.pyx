@@ -1,0 +1,308 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True, initializedcheck=False
+# distutils: language = c++
+"""Parity-aware BPE's corpus (variants/parity.py): words of several languages, each language's
+pair counts kept incrementally, and a heap per language (and one for all of them together).
+
+Invariant: after each ``merge``, for every language ``l`` and pair ``(x, y)``, ``count`` of
+``(l, x, y)`` is exactly the number of times the pair occurs in language ``l``'s words (each
+word weighted by its count; pairs whose token would pass ``max_token_length`` bytes are not
+counted), with the words as replacing the merged pair left to right without overlap leaves
+them; the same for the pseudo-language ``n_langs`` (all languages together) while ``global``
+tracking is on. Every pair with a positive count has an entry in its language's heap whose
+count is at least its own, or its own exactly (a count that rises is pushed again; one that
+falls is re-pushed when its stale entry pops), so ``best(l)`` is the true best: the highest
+count, ties to the smallest (left, right) id (``tie_break="bytes"``) or the largest (left,
+right) by the tokens' byte-level strings (``"huggingface"``, ParityBpeTrainer's).
+
+Each pair's occurrence list holds every word it occurs in (and some it no longer does): a merge
+rewrites exactly those words of each language, like Hugging Face's ``where_to_update``.
+"""
+from cython.operator cimport dereference as deref
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libcpp.unordered_map cimport unordered_map
+from libcpp.vector cimport vector
+
+import numpy as np
+cimport numpy as cnp
+
+cnp.import_array()
+
+
+cdef struct Entry:
+    int64_t count
+    int32_t pid
+
+
+cdef class ParityCorpus:
+    cdef vector[int32_t] sym           # each slot's token (-1: taken into the token before it)
+    cdef vector[int32_t] nxt, prv      # the next and previous live slot of the word (-1: none)
+    cdef vector[int64_t] word_start    # each word's first slot (words stay whole at their start)
+    cdef vector[int64_t] wcount
+    cdef vector[int32_t] wlang
+    cdef vector[int64_t] stamp         # the last merge that rewrote the word
+    cdef int n_langs
+    cdef bint heaps, track_global
+    cdef bint hf_ties
+    cdef int64_t max_len
+    # the pairs: (lang, left, right) -> id
+    cdef vector[unordered_map[uint64_t, int32_t]] ids
+    cdef vector[int64_t] pcount
+    cdef vector[int32_t] pleft, pright, plang
+    cdef vector[vector[int32_t]] occ
+    cdef vector[vector[Entry]] heap      # per language (and n_langs: all together)
+    cdef vector[int32_t] touched         # pairs whose count rose in this merge
+    cdef vector[uint8_t] rose
+    # the tokens: lengths (bytes) and, for the Hugging Face tie-break, their bytes as ranks
+    cdef vector[int64_t] tlen
+    cdef vector[int64_t] toff
+    cdef vector[uint8_t] tbytes
+    cdef int64_t n_merged
+
+    def __cinit__(self, const int32_t[::1] tokens, const int64_t[::1] offsets, const int64_t[::1] counts,
+                  const int32_t[::1] langs, int n_langs, token_bytes, bint heaps=True, bint hf_ties=False,
+                  int64_t max_token_length=0, bint track_global=False, byte_rank=None):
+        """``tokens``/``offsets``: each word's token ids; ``counts``, ``langs``: its count and
+        language; ``token_bytes``: the bytes of every id the words hold (and any below them);
+        ``byte_rank``: each byte's place in the Hugging Face tie order."""
+        cdef Py_ssize_t w, i, n_words = counts.shape[0]
+        cdef int64_t s
+        self.n_langs, self.heaps, self.hf_ties, self.track_global = n_langs, heaps, hf_ties, track_global
+        self.max_len = max_token_length if max_token_length > 0 else (<int64_t>1 << 62)
+        self.ids.resize(n_langs + 1)
+        self.heap.resize(n_langs + 1)
+        rank = np.arange(256, dtype=np.uint8) if byte_rank is None else np.asarray(byte_rank, dtype=np.uint8)
+        for t in token_bytes:
+            self._add_token(b"" if t is None else bytes(t), rank)
+        n_sym = offsets[n_words] if n_words else 0
+        self.sym.resize(n_sym)
+        self.nxt.resize(n_sym)
+        self.prv.resize(n_sym)
+        self.word_start.resize(n_words)
+        self.wcount.resize(n_words)
+        self.wlang.resize(n_words)
+        self.stamp.assign(n_words, -1)
+        for w in range(n_words):
+            self.word_start[w] = offsets[w]
+            self.wcount[w] = counts[w]
+            self.wlang[w] = langs[w]
+            for i in range(offsets[w], offsets[w + 1]):
+                self.sym[i] = tokens[i]
+                self.nxt[i] = i + 1 if i + 1 < offsets[w + 1] else -1
+                self.prv[i] = i - 1 if i > offsets[w] else -1
+        for w in range(n_words):
+            s = offsets[w]
+            while s != -1 and self.nxt[s] != -1:
+                self._change(langs[w], self.sym[s], self.sym[self.nxt[s]], counts[w], w)
+                s = self.nxt[s]
+        if heaps:
+            self._push_touched()
+        self.touched.clear()
+
+    cdef void _add_token(self, bytes token, rank):
+        cdef const uint8_t[::1] ranks = rank
+        self.toff.push_back(self.tbytes.size())
+        self.tlen.push_back(len(token))
+        for b in token:
+            self.tbytes.push_back(ranks[b])
+
+    cdef int32_t _pid(self, int lang, int32_t x, int32_t y) noexcept:
+        """The id of pair (x, y) in ``lang``, made if it is new."""
+        cdef uint64_t key = (<uint64_t><uint32_t>x << 32) | <uint32_t>y
+        cdef unordered_map[uint64_t, int32_t].iterator it = self.ids[lang].find(key)
+        if it != self.ids[lang].end():
+            return deref(it).second
+        cdef int32_t pid = self.pcount.size()
+        self.ids[lang][key] = pid
+        self.pcount.push_back(0)
+        self.pleft.push_back(x)
+        self.pright.push_back(y)
+        self.plang.push_back(lang)
+        self.occ.push_back(vector[int32_t]())
+        self.rose.push_back(0)
+        return pid
+
+    cdef inline void _change(self, int lang, int32_t x, int32_t y, int64_t delta, int32_t word) noexcept:
+        """The pair (x, y) occurs ``delta`` more times in ``lang`` (in ``word``, if it rose)."""
+        cdef int32_t pid
+        if self.tlen[x] + self.tlen[y] > self.max_len:
+            return
+        pid = self._pid(lang, x, y)
+        self.pcount[pid] += delta
+        if delta > 0:
+            if self.occ[pid].empty() or self.occ[pid].back() != word:
+                self.occ[pid].push_back(word)
+            if not self.rose[pid]:
+                self.rose[pid] = 1
+                self.touched.push_back(pid)
+        if self.track_global:
+            pid = self._pid(self.n_langs, x, y)
+            self.pcount[pid] += delta
+            if delta > 0 and not self.rose[pid]:
+                self.rose[pid] = 1
+                self.touched.push_back(pid)
+
+    cdef void _push_touched(self) noexcept:
+        cdef int32_t pid
+        for pid in self.touched:
+            self.rose[pid] = 0
+            if self.pcount[pid] > 0:
+                self._heap_push(self.plang[pid], Entry(self.pcount[pid], pid))
+        self.touched.clear()
+
+    # -- the heaps: a binary max-heap per language, by count then the tie rule --------------------
+    cdef inline int _cmp_tokens(self, int32_t a, int32_t b) noexcept:
+        """-1, 0, 1: token a's byte-level string before, equal to, after b's."""
+        cdef int64_t i, la = self.tlen[a], lb = self.tlen[b], oa = self.toff[a], ob = self.toff[b]
+        cdef int64_t n = la if la < lb else lb
+        for i in range(n):
+            if self.tbytes[oa + i] != self.tbytes[ob + i]:
+                return -1 if self.tbytes[oa + i] < self.tbytes[ob + i] else 1
+        return -1 if la < lb else (1 if la > lb else 0)
+
+    cdef inline bint _above(self, Entry e, Entry f) noexcept:
+        """Does ``e`` come out of the heap before ``f``?"""
+        cdef int c
+        if e.count != f.count:
+            return e.count > f.count
+        if e.pid == f.pid:
+            return False
+        if self.hf_ties:
+            c = self._cmp_tokens(self.pleft[e.pid], self.pleft[f.pid])
+            if c == 0:
+                c = self._cmp_tokens(self.pright[e.pid], self.pright[f.pid])
+            return c > 0
+        if self.pleft[e.pid] != self.pleft[f.pid]:
+            return self.pleft[e.pid] < self.pleft[f.pid]
+        return self.pright[e.pid] < self.pright[f.pid]
+
+    cdef void _heap_push(self, int lang, Entry e) noexcept:
+        cdef vector[Entry]* h = &self.heap[lang]
+        cdef Py_ssize_t i = h.size(), parent
+        h.push_back(e)
+        while i > 0:
+            parent = (i - 1) >> 1
+            if not self._above(e, h[0][parent]):
+                break
+            h[0][i] = h[0][parent]
+            i = parent
+        h[0][i] = e
+
+    cdef Entry _heap_pop(self, int lang) noexcept:
+        cdef vector[Entry]* h = &self.heap[lang]
+        cdef Entry top = h[0][0], last = h.back()
+        cdef Py_ssize_t i = 0, child, n
+        h.pop_back()
+        n = h.size()
+        if n == 0:
+            return top
+        while True:
+            child = 2 * i + 1
+            if child >= n:
+                break
+            if child + 1 < n and self._above(h[0][child + 1], h[0][child]):
+                child += 1
+            if not self._above(h[0][child], last):
+                break
+            h[0][i] = h[0][child]
+            i = child
+        h[0][i] = last
+        return top
+
+    def best(self, int lang):
+        """The best pair of ``lang`` (``n_langs``: all together) as (left, right, count), or
+        None when it has none; its heap keeps it."""
+        cdef Entry top
+        cdef vector[Entry]* h = &self.heap[lang]
+        while not h.empty():
+            top = h[0][0]
+            if self.pcount[top.pid] == top.count:
+                return self.pleft[top.pid], self.pright[top.pid], top.count
+            self._heap_pop(lang)
+            if self.pcount[top.pid] > 0:            # stale: its count fell; pushed again with it
+                self._heap_push(lang, Entry(self.pcount[top.pid], top.pid))
+        return None
+
+    def stop_global(self):
+        """The steps over all languages together are done: their counts are no longer kept."""
+        self.track_global = False
+        self.heap[self.n_langs].clear()
+        self.heap[self.n_langs].shrink_to_fit()
+
+    # -- a merge ---------------------------------------------------------------------------------
+    def merge(self, int32_t x, int32_t y):
+        """Replace (x, y) by a new token (the next id: x's bytes, then y's) in every
+        language's words; each language's fall in tokens (count-weighted), as an int64 array."""
+        cdef int32_t new_id = self.tlen.size()
+        cdef int lang
+        cdef Py_ssize_t k
+        cdef vector[int32_t] words
+        cdef uint64_t key = (<uint64_t><uint32_t>x << 32) | <uint32_t>y
+        cdef unordered_map[uint64_t, int32_t].iterator it
+        cdef int32_t pid
+        fall = np.zeros(self.n_langs, dtype=np.int64)
+        cdef int64_t[::1] falls = fall
+        self._add_joined(x, y)
+        for lang in range(self.n_langs):
+            it = self.ids[lang].find(key)
+            if it == self.ids[lang].end():
+                continue
+            pid = deref(it).second
+            words.clear()
+            words.swap(self.occ[pid])
+            for k in range(<Py_ssize_t>words.size()):
+                if self.stamp[words[k]] != self.n_merged:
+                    self.stamp[words[k]] = self.n_merged
+                    falls[lang] += self._merge_word(words[k], x, y, new_id)
+            self.occ[pid].shrink_to_fit()
+        if self.heaps:
+            self._push_touched()
+        self.touched.clear()
+        self.n_merged += 1
+        return fall
+
+    cdef void _add_joined(self, int32_t x, int32_t y) noexcept:
+        """The token x then y (its bytes, as ranks: x's, then y's)."""
+        cdef int64_t i
+        self.toff.push_back(self.tbytes.size())
+        self.tlen.push_back(self.tlen[x] + self.tlen[y])
+        for i in range(self.tlen[x]):
+            self.tbytes.push_back(self.tbytes[self.toff[x] + i])
+        for i in range(self.tlen[y]):
+            self.tbytes.push_back(self.tbytes[self.toff[y] + i])
+
+    cdef int64_t _merge_word(self, int32_t w, int32_t x, int32_t y, int32_t new_id) noexcept:
+        """Replace (x, y) left to right in word ``w``, settling the counts of the pairs around
+        each; the word's fall in tokens times its count."""
+        cdef int64_t s = self.word_start[w], t, p, q, n = self.wcount[w], fell = 0
+        cdef int lang = self.wlang[w]
+        while s != -1:
+            t = self.nxt[s]
+            if t == -1:
+                break
+            if self.sym[s] != x or self.sym[t] != y:
+                s = t
+                continue
+            p, q = self.prv[s], self.nxt[t]
+            self._change(lang, x, y, -n, w)
+            if p != -1:
+                self._change(lang, self.sym[p], x, -n, w)
+                self._change(lang, self.sym[p], new_id, n, w)
+            if q != -1:
+                self._change(lang, y, self.sym[q], -n, w)
+                self._change(lang, new_id, self.sym[q], n, w)
+            self.sym[s] = new_id
+            self.sym[t] = -1
+            self.nxt[s] = q
+            if q != -1:
+                self.prv[q] = s
+            fell += n
+            s = q
+        return fell
+
+    def count_of(self, int lang, int32_t x, int32_t y):
+        """The count of (x, y) in ``lang`` (tests)."""
+        cdef uint64_t key = (<uint64_t><uint32_t>x << 32) | <uint32_t>y
+        cdef unordered_map[uint64_t, int32_t].iterator it = self.ids[lang].find(key)
+        if it == self.ids[lang].end():
+            return 0
+        return self.pcount[deref(it).second]
