@@ -14,13 +14,17 @@ falls is re-pushed when its stale entry pops), so ``best(l)`` is the true best: 
 count, ties to the smallest (left, right) id (``tie_break="bytes"``) or the largest (left,
 right) by the tokens' byte-level strings (``"huggingface"``, ParityBpeTrainer's).
 
-Each pair's occurrence list holds every word it occurs in (and some it no longer does): a merge
-rewrites exactly those words of each language, like Hugging Face's ``where_to_update``.
+Each pair's occurrence list holds the slot of its left token at every place it occurs (and at
+some where it no longer does, and some twice): a merge visits those slots of each language in
+order, so that it replaces left to right, and rewrites the pair where it still is. One
+open-addressing map (_pairmap.pxd) numbers the pairs of every language: its key is
+``(left * (n_langs + 1) + lang, right)``.
 """
-from cython.operator cimport dereference as deref
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
-from libcpp.unordered_map cimport unordered_map
+from libcpp.algorithm cimport sort
 from libcpp.vector cimport vector
+
+from ._pairmap cimport PairMap, pairmap_free, pairmap_get, pairmap_get_or_add, pairmap_init
 
 import numpy as np
 cimport numpy as cnp
@@ -36,16 +40,15 @@ cdef struct Entry:
 cdef class ParityCorpus:
     cdef vector[int32_t] sym           # each slot's token (-1: taken into the token before it)
     cdef vector[int32_t] nxt, prv      # the next and previous live slot of the word (-1: none)
-    cdef vector[int64_t] word_start    # each word's first slot (words stay whole at their start)
+    cdef vector[int32_t] word_of       # each slot's word
     cdef vector[int64_t] wcount
     cdef vector[int32_t] wlang
-    cdef vector[int64_t] stamp         # the last merge that rewrote the word
     cdef int n_langs
     cdef bint heaps, track_global
     cdef bint hf_ties
     cdef int64_t max_len
     # the pairs: (lang, left, right) -> id
-    cdef vector[unordered_map[uint64_t, int32_t]] ids
+    cdef PairMap ids
     cdef vector[int64_t] pcount
     cdef vector[int32_t] pleft, pright, plang
     cdef vector[vector[int32_t]] occ
@@ -56,7 +59,6 @@ cdef class ParityCorpus:
     cdef vector[int64_t] tlen
     cdef vector[int64_t] toff
     cdef vector[uint8_t] tbytes
-    cdef int64_t n_merged
 
     def __cinit__(self, const int32_t[::1] tokens, const int64_t[::1] offsets, const int64_t[::1] counts,
                   const int32_t[::1] langs, int n_langs, token_bytes, bint heaps=True, bint hf_ties=False,
@@ -68,7 +70,8 @@ cdef class ParityCorpus:
         cdef int64_t s
         self.n_langs, self.heaps, self.hf_ties, self.track_global = n_langs, heaps, hf_ties, track_global
         self.max_len = max_token_length if max_token_length > 0 else (<int64_t>1 << 62)
-        self.ids.resize(n_langs + 1)
+        if pairmap_init(&self.ids, 1 << 16) != 0:
+            raise MemoryError()
         self.heap.resize(n_langs + 1)
         rank = np.arange(256, dtype=np.uint8) if byte_rank is None else np.asarray(byte_rank, dtype=np.uint8)
         for t in token_bytes:
@@ -77,23 +80,20 @@ cdef class ParityCorpus:
         self.sym.resize(n_sym)
         self.nxt.resize(n_sym)
         self.prv.resize(n_sym)
-        self.word_start.resize(n_words)
+        self.word_of.resize(n_sym)
         self.wcount.resize(n_words)
         self.wlang.resize(n_words)
-        self.stamp.assign(n_words, -1)
         for w in range(n_words):
-            self.word_start[w] = offsets[w]
             self.wcount[w] = counts[w]
             self.wlang[w] = langs[w]
             for i in range(offsets[w], offsets[w + 1]):
                 self.sym[i] = tokens[i]
+                self.word_of[i] = w
                 self.nxt[i] = i + 1 if i + 1 < offsets[w + 1] else -1
                 self.prv[i] = i - 1 if i > offsets[w] else -1
         for w in range(n_words):
-            s = offsets[w]
-            while s != -1 and self.nxt[s] != -1:
-                self._change(langs[w], self.sym[s], self.sym[self.nxt[s]], counts[w], w)
-                s = self.nxt[s]
+            for i in range(offsets[w], offsets[w + 1] - 1):
+                self._change(langs[w], self.sym[i], self.sym[i + 1], counts[w], i)
         if heaps:
             self._push_touched()
         self.touched.clear()
@@ -105,14 +105,18 @@ cdef class ParityCorpus:
         for b in token:
             self.tbytes.push_back(ranks[b])
 
+    def __dealloc__(self):
+        pairmap_free(&self.ids)
+
+    cdef inline uint64_t _key(self, int lang, int32_t x, int32_t y) noexcept:
+        return (<uint64_t>(<uint64_t>x * (self.n_langs + 1) + lang) << 32) | <uint32_t>y
+
     cdef int32_t _pid(self, int lang, int32_t x, int32_t y) noexcept:
         """The id of pair (x, y) in ``lang``, made if it is new."""
-        cdef uint64_t key = (<uint64_t><uint32_t>x << 32) | <uint32_t>y
-        cdef unordered_map[uint64_t, int32_t].iterator it = self.ids[lang].find(key)
-        if it != self.ids[lang].end():
-            return deref(it).second
         cdef int32_t pid = self.pcount.size()
-        self.ids[lang][key] = pid
+        cdef int32_t got = pairmap_get_or_add(&self.ids, self._key(lang, x, y), pid)
+        if got != pid:
+            return got
         self.pcount.push_back(0)
         self.pleft.push_back(x)
         self.pright.push_back(y)
@@ -121,16 +125,15 @@ cdef class ParityCorpus:
         self.rose.push_back(0)
         return pid
 
-    cdef inline void _change(self, int lang, int32_t x, int32_t y, int64_t delta, int32_t word) noexcept:
-        """The pair (x, y) occurs ``delta`` more times in ``lang`` (in ``word``, if it rose)."""
+    cdef inline void _change(self, int lang, int32_t x, int32_t y, int64_t delta, int32_t at) noexcept:
+        """The pair (x, y) occurs ``delta`` more times in ``lang`` (at slot ``at``, if it rose)."""
         cdef int32_t pid
         if self.tlen[x] + self.tlen[y] > self.max_len:
             return
         pid = self._pid(lang, x, y)
         self.pcount[pid] += delta
         if delta > 0:
-            if self.occ[pid].empty() or self.occ[pid].back() != word:
-                self.occ[pid].push_back(word)
+            self.occ[pid].push_back(at)
             if not self.rose[pid]:
                 self.rose[pid] = 1
                 self.touched.push_back(pid)
@@ -235,29 +238,26 @@ cdef class ParityCorpus:
         cdef int32_t new_id = self.tlen.size()
         cdef int lang
         cdef Py_ssize_t k
-        cdef vector[int32_t] words
-        cdef uint64_t key = (<uint64_t><uint32_t>x << 32) | <uint32_t>y
-        cdef unordered_map[uint64_t, int32_t].iterator it
-        cdef int32_t pid
+        cdef vector[int32_t] slots
+        cdef int32_t pid, last
         fall = np.zeros(self.n_langs, dtype=np.int64)
         cdef int64_t[::1] falls = fall
         self._add_joined(x, y)
         for lang in range(self.n_langs):
-            it = self.ids[lang].find(key)
-            if it == self.ids[lang].end():
+            pid = pairmap_get(&self.ids, self._key(lang, x, y))
+            if pid < 0:
                 continue
-            pid = deref(it).second
-            words.clear()
-            words.swap(self.occ[pid])
-            for k in range(<Py_ssize_t>words.size()):
-                if self.stamp[words[k]] != self.n_merged:
-                    self.stamp[words[k]] = self.n_merged
-                    falls[lang] += self._merge_word(words[k], x, y, new_id)
-            self.occ[pid].shrink_to_fit()
+            slots.clear()
+            slots.swap(self.occ[pid])
+            sort(slots.begin(), slots.end())
+            last = -1
+            for k in range(<Py_ssize_t>slots.size()):
+                if slots[k] != last:
+                    last = slots[k]
+                    falls[lang] += self._merge_at(last, x, y, new_id)
         if self.heaps:
             self._push_touched()
         self.touched.clear()
-        self.n_merged += 1
         return fall
 
     cdef void _add_joined(self, int32_t x, int32_t y) noexcept:
@@ -270,39 +270,35 @@ cdef class ParityCorpus:
         for i in range(self.tlen[y]):
             self.tbytes.push_back(self.tbytes[self.toff[y] + i])
 
-    cdef int64_t _merge_word(self, int32_t w, int32_t x, int32_t y, int32_t new_id) noexcept:
-        """Replace (x, y) left to right in word ``w``, settling the counts of the pairs around
-        each; the word's fall in tokens times its count."""
-        cdef int64_t s = self.word_start[w], t, p, q, n = self.wcount[w], fell = 0
-        cdef int lang = self.wlang[w]
-        while s != -1:
-            t = self.nxt[s]
-            if t == -1:
-                break
-            if self.sym[s] != x or self.sym[t] != y:
-                s = t
-                continue
-            p, q = self.prv[s], self.nxt[t]
-            self._change(lang, x, y, -n, w)
-            if p != -1:
-                self._change(lang, self.sym[p], x, -n, w)
-                self._change(lang, self.sym[p], new_id, n, w)
-            if q != -1:
-                self._change(lang, y, self.sym[q], -n, w)
-                self._change(lang, new_id, self.sym[q], n, w)
-            self.sym[s] = new_id
-            self.sym[t] = -1
-            self.nxt[s] = q
-            if q != -1:
-                self.prv[q] = s
-            fell += n
-            s = q
-        return fell
+    cdef int64_t _merge_at(self, int32_t s, int32_t x, int32_t y, int32_t new_id) noexcept:
+        """Replace (x, y) at slot ``s`` if it is still there, settling the counts of the pairs
+        around it; the word's count if it was (its fall in tokens), else 0."""
+        cdef int32_t t, p, q, w
+        cdef int64_t n
+        cdef int lang
+        if self.sym[s] != x:
+            return 0
+        t = self.nxt[s]
+        if t == -1 or self.sym[t] != y:
+            return 0
+        w = self.word_of[s]
+        n, lang = self.wcount[w], self.wlang[w]
+        p, q = self.prv[s], self.nxt[t]
+        self._change(lang, x, y, -n, s)
+        if p != -1:
+            self._change(lang, self.sym[p], x, -n, p)
+            self._change(lang, self.sym[p], new_id, n, p)
+        if q != -1:
+            self._change(lang, y, self.sym[q], -n, s)
+            self._change(lang, new_id, self.sym[q], n, s)
+        self.sym[s] = new_id
+        self.sym[t] = -1
+        self.nxt[s] = q
+        if q != -1:
+            self.prv[q] = s
+        return n
 
     def count_of(self, int lang, int32_t x, int32_t y):
         """The count of (x, y) in ``lang`` (tests)."""
-        cdef uint64_t key = (<uint64_t><uint32_t>x << 32) | <uint32_t>y
-        cdef unordered_map[uint64_t, int32_t].iterator it = self.ids[lang].find(key)
-        if it == self.ids[lang].end():
-            return 0
-        return self.pcount[deref(it).second]
+        cdef int32_t pid = pairmap_get(&self.ids, self._key(lang, x, y))
+        return 0 if pid < 0 else self.pcount[pid]
