@@ -21,7 +21,10 @@ what a plain step costs plus the choice among the languages.
 Deliberate differences from ParityBpeTrainer: ``dev=`` and ``ratio=`` together are refused (it
 lets the dev set win silently); ``max_token_length`` leaves out every pair whose token would be
 longer (it counts them in the first count, and tests ``<``); a token made twice (the same bytes
-from two different merges, rare) gets a second id here, where it reuses the first.
+from two different merges, rare) gets a second id here, where it reuses the first; in the
+window variant, when the languages not passed over are all exhausted, ParityBpeTrainer never
+returns (it keeps picking language 0), where this takes the first of them (an exhausted one: the
+step is skipped and the window moves on).
 """
 from __future__ import annotations
 

@@ -39,10 +39,14 @@ def _hf_key(token: bytes) -> tuple[int, ...]:
 
 def select_window(values: Sequence[float], chosen: deque, window_size: int, threshold: float) -> int:
     """ParityBpeTrainer's select_language_window: the best value (largest; first on ties) among
-    the languages not passed over, passing over any chosen more than ``threshold`` of the window."""
+    the languages not passed over, passing over any chosen more than ``threshold`` of the window;
+    when every one is passed over, the last."""
     mask = [True] * len(values)
     while True:
-        best_idx, best_val = 0, float("-inf")
+        # (ParityBpeTrainer starts from index 0 even when it is passed over: when the languages
+        # left are all exhausted, -inf, it then picks 0 again and again, and never returns.
+        # Starting from the first language not passed over changes nothing else.)
+        best_idx, best_val = mask.index(True), float("-inf")
         for i, v in enumerate(values):
             if mask[i] and v > best_val:
                 best_idx, best_val = i, v
