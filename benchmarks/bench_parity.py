@@ -49,7 +49,7 @@ def main() -> None:
     files = sorted((Path(folder) / "multilingual").glob("*.txt"))
     docs = [[f.read_text(encoding="utf-8")] for f in files]     # each file one document, as ours reads it
     vocab = 256 + args.merges
-    common = dict(pattern="gpt2", tie_break="huggingface", progress="none")
+    common: dict = dict(pattern="gpt2", tie_break="huggingface", progress="none")
     best: dict[str, float] = {}
     for _ in range(args.repeat):
         t0 = time.perf_counter()

@@ -34,8 +34,8 @@ from .wordtable import WordTable
 
 
 __all__ = [
-    "train", "train_from_iterator", "train_from_table", "train_parity", "count", "count_from_iterator", "load", "Tokenizer",
-    "PickyTokenizer",
+    "train", "train_from_iterator", "train_from_table", "count", "count_from_iterator", "load", "Tokenizer",
+    "PickyTokenizer", "train_parity",
     "encode_files", "load_bin", "TrainReport", "WordTable",
     "ENCODINGS", "GPT2", "CL100K", "O200K",
     "BpeFastError", "ArgumentError", "ArgumentTypeError", "PatternError", "InputError", "EmptyCorpusError",

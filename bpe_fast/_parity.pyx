@@ -24,12 +24,17 @@ from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libcpp.algorithm cimport sort
 from libcpp.vector cimport vector
 
+from ._cpu cimport prefetch
 from ._pairmap cimport PairMap, pairmap_free, pairmap_get, pairmap_get_or_add, pairmap_init
 
 import numpy as np
 cimport numpy as cnp
 
 cnp.import_array()
+
+
+cdef enum:
+    LOOK_AHEAD = 8          # slots of a merge's list whose line is fetched before they are visited
 
 
 cdef bint tokens_below(const int32_t[::1] tokens, int32_t limit) noexcept:
@@ -40,15 +45,19 @@ cdef bint tokens_below(const int32_t[::1] tokens, int32_t limit) noexcept:
     return True
 
 
+cdef struct Slot:
+    int32_t sym             # the token that starts here (-1: taken into the token before it)
+    int32_t nxt, prv        # the next and previous live slot of the word (-1: none)
+    int32_t word
+
+
 cdef struct Entry:
     int64_t count
     int32_t pid
 
 
 cdef class ParityCorpus:
-    cdef vector[int32_t] sym           # each slot's token (-1: taken into the token before it)
-    cdef vector[int32_t] nxt, prv      # the next and previous live slot of the word (-1: none)
-    cdef vector[int32_t] word_of       # each slot's word
+    cdef vector[Slot] slot             # each byte of the words: one cache line holds several
     cdef vector[int64_t] wcount
     cdef vector[int32_t] wlang
     cdef int n_langs
@@ -85,26 +94,23 @@ cdef class ParityCorpus:
         for t in token_bytes:
             self._add_token(b"" if t is None else bytes(t), rank)
         n_sym = offsets[n_words] if n_words else 0
-        self.sym.resize(n_sym)
-        self.nxt.resize(n_sym)
-        self.prv.resize(n_sym)
-        self.word_of.resize(n_sym)
+        self.slot.resize(n_sym)
         self.wcount.resize(n_words)
         self.wlang.resize(n_words)
         for w in range(n_words):
             self.wcount[w] = counts[w]
             self.wlang[w] = langs[w]
             for i in range(offsets[w], offsets[w + 1]):
-                self.sym[i] = tokens[i]
-                self.word_of[i] = w
-                self.nxt[i] = i + 1 if i + 1 < offsets[w + 1] else -1
-                self.prv[i] = i - 1 if i > offsets[w] else -1
+                self.slot[i].sym = tokens[i]
+                self.slot[i].word = w
+                self.slot[i].nxt = i + 1 if i + 1 < offsets[w + 1] else -1
+                self.slot[i].prv = i - 1 if i > offsets[w] else -1
         if n_sym and tokens_below(tokens, 256) and n_langs <= 64 and self.max_len >= 2:
             self._count_bytes(offsets, counts, langs)
         else:
             for w in range(n_words):
                 for i in range(offsets[w], offsets[w + 1] - 1):
-                    self._change(langs[w], self.sym[i], self.sym[i + 1], counts[w], i)
+                    self._change(langs[w], self.slot[i].sym, self.slot[i + 1].sym, counts[w], i)
         if heaps:
             self._push_touched()
         self.touched.clear()
@@ -123,7 +129,7 @@ cdef class ParityCorpus:
         pid_of.assign(n_cells, -1)
         for w in range(n_words):
             for i in range(offsets[w], offsets[w + 1] - 1):
-                k = (<Py_ssize_t>langs[w] << 16) | (self.sym[i] << 8) | self.sym[i + 1]
+                k = (<Py_ssize_t>langs[w] << 16) | (self.slot[i].sym << 8) | self.slot[i + 1].sym
                 total[k] += counts[w]
                 seen[k] += 1
         for k in range(n_cells):
@@ -142,7 +148,7 @@ cdef class ParityCorpus:
                         self.touched.push_back(gid)
         for w in range(n_words):
             for i in range(offsets[w], offsets[w + 1] - 1):
-                k = (<Py_ssize_t>langs[w] << 16) | (self.sym[i] << 8) | self.sym[i + 1]
+                k = (<Py_ssize_t>langs[w] << 16) | (self.slot[i].sym << 8) | self.slot[i + 1].sym
                 self.occ[pid_of[k]].push_back(i)
 
     cdef void _add_token(self, bytes token, rank):
@@ -299,6 +305,8 @@ cdef class ParityCorpus:
             sort(slots.begin(), slots.end())
             last = -1
             for k in range(<Py_ssize_t>slots.size()):
+                if k + LOOK_AHEAD < <Py_ssize_t>slots.size():       # (the slots are visited in order)
+                    prefetch(&self.slot[slots[k + LOOK_AHEAD]])
                 if slots[k] != last:
                     last = slots[k]
                     falls[lang] += self._merge_at(last, x, y, new_id)
@@ -328,25 +336,25 @@ cdef class ParityCorpus:
         cdef int32_t t, p, q, w
         cdef int64_t n
         cdef int lang
-        if self.sym[s] != x:
+        if self.slot[s].sym != x:
             return 0
-        t = self.nxt[s]
-        if t == -1 or self.sym[t] != y:
+        t = self.slot[s].nxt
+        if t == -1 or self.slot[t].sym != y:
             return 0
-        w = self.word_of[s]
+        w = self.slot[s].word
         n, lang = self.wcount[w], self.wlang[w]
-        p, q = self.prv[s], self.nxt[t]
+        p, q = self.slot[s].prv, self.slot[t].nxt
         if p != -1:
-            self._change(lang, self.sym[p], x, -n, p)
-            self._change(lang, self.sym[p], new_id, n, p)
+            self._change(lang, self.slot[p].sym, x, -n, p)
+            self._change(lang, self.slot[p].sym, new_id, n, p)
         if q != -1:
-            self._change(lang, y, self.sym[q], -n, s)
-            self._change(lang, new_id, self.sym[q], n, s)
-        self.sym[s] = new_id
-        self.sym[t] = -1
-        self.nxt[s] = q
+            self._change(lang, y, self.slot[q].sym, -n, s)
+            self._change(lang, new_id, self.slot[q].sym, n, s)
+        self.slot[s].sym = new_id
+        self.slot[t].sym = -1
+        self.slot[s].nxt = q
         if q != -1:
-            self.prv[q] = s
+            self.slot[q].prv = s
         return n
 
     def count_of(self, int lang, int32_t x, int32_t y):

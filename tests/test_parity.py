@@ -18,7 +18,7 @@ from bpe_fast.variants.parity_reference import train_parity_reference
 from .conftest import SMALL_CORPUS, shared_path
 
 FIVE = ["de", "ru", "hi", "zh", "ar"]
-MODES = [dict(ratio=[1.0, 1.2, 2.5, 0.8, 1.5]),
+MODES: list[dict] = [dict(ratio=[1.0, 1.2, 2.5, 0.8, 1.5]),
          dict(dev=True),
          dict(),
          dict(ratio=[1.0, 1.2, 2.5, 0.8, 1.5], variant="window", window_size=10),
@@ -84,7 +84,8 @@ def test_merges_equal_parity_bpe_trainer(mode):
     merges, merge for merge: both variants, ratio, dev set, neither, global merges first."""
     train = [language_docs(name, 20_000) for name in FIVE]
     dev = [language_docs(name, 8_000, skip=20_000) for name in FIVE]
-    theirs = hf_parity(train, 800, dev=dev if mode.get("dev") else None, **{k: v for k, v in mode.items() if k != "dev"})
+    settings = {k: v for k, v in mode.items() if k != "dev"}
+    theirs = hf_parity(train, 800, dev=dev if mode.get("dev") else None, **settings)
     ours = bpe_fast.train_parity(train, 256 + 800, pattern="gpt2", tie_break="huggingface", workers=1,
                                  progress="none", **with_dev(mode, dev))
     assert len(theirs) == 800 and as_bytes(ours) == theirs
@@ -103,6 +104,7 @@ def test_merges_equal_parity_bpe_trainer_on_35_languages(variant):
     assert as_bytes(ours) == theirs
 
 
+@pytest.mark.slow
 def test_the_reference_agrees_with_parity_bpe_trainer():
     """The reference itself (slow) learns ParityBpeTrainer's merges on a small slice: it is an
     oracle of the algorithm, not only of our kernel."""
@@ -273,3 +275,22 @@ def test_stops_early_with_a_warning_when_every_language_is_exhausted():
     # lengths 5 and 2 bytes: "ab" twice, then " ab"; at 2 and 2 the first language has no pair
     # left (exhausted), so the second's "cd"; then none is left
     assert as_bytes(tok) == [(b"a", b"b"), (b" ", b"ab"), (b"c", b"d")]
+
+
+def test_cli_parity_writes_what_train_parity_learns(tmp_path, capsys):
+    from bpe_fast.cli import main
+    langs = synthetic_languages(3, 100, seed=6)
+    paths = []
+    for k, docs in enumerate(langs):
+        path = tmp_path / f"lang{k}.txt"
+        path.write_text("\n".join(docs), encoding="utf-8")
+        paths.append(str(path))
+    out = tmp_path / "tok.json"
+    assert main(["parity", *paths, "--vocab-size", "380", "--ratio", "1,2,1", "--variant", "window",
+                 "--window-size", "9", "--workers", "1", "--progress", "none", "-o", str(out)]) == 0
+    assert "3 languages" in capsys.readouterr().out
+    expected = bpe_fast.train_parity(paths, 380, ratio=[1, 2, 1], variant="window", window_size=9, workers=1,
+                                     progress="none")
+    assert bpe_fast.Tokenizer.load(out) == expected
+    assert main(["parity", *paths, "--vocab-size", "380", "--ratio", "1,x,1", "-o", str(tmp_path / "t2.json")]) != 0
+    assert "--ratio 1,x,1: give numbers" in capsys.readouterr().err

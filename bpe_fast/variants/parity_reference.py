@@ -31,10 +31,12 @@ from ..reference import merge_word
 Words = list[tuple[list[int], int]]        # one language's words: (token ids, count)
 
 
+_RANK = {b: r for r, b in enumerate(huggingface_byte_order())}
+
+
 def _hf_key(token: bytes) -> tuple[int, ...]:
     """A token's place among GPT-2 byte-level strings (code point order of its characters)."""
-    rank = {b: r for r, b in enumerate(huggingface_byte_order())}
-    return tuple(rank[b] for b in token)
+    return tuple(_RANK[b] for b in token)
 
 
 def select_window(values: Sequence[float], chosen: deque, window_size: int, threshold: float) -> int:
