@@ -269,6 +269,11 @@ def test_bad_corpora_are_refused():
         bpe_fast.train_parity([["a b"]], 300, superword_at=280)
 
 
+def test_an_empty_language_is_refused_naming_it():
+    with pytest.raises(bpe_fast.EmptyCorpusError, match="corpora\\['hi'\\] is empty"):
+        bpe_fast.train_parity({"en": ["some text"], "hi": [""]}, 300, ratio=[1, 1], workers=1, progress="none")
+
+
 def test_stops_early_with_a_warning_when_every_language_is_exhausted():
     with pytest.warns(bpe_fast.VocabSizeWarning, match="no language has a pair left"):
         tok = bpe_fast.train_parity([["ab ab"], ["cd"]], 300, workers=1, progress="none")

@@ -171,8 +171,9 @@ def train_parity(corpora: Any, vocab_size: int | Sequence[int], *, ratio: Sequen
                                                  for c, n in zip(dev_items, names)]
     report.seconds["counting"] = time.perf_counter() - t0
     report.input_size = sum(t.input_bytes for t in tables)
-    if all(len(t) == 0 for t in tables):
-        raise EmptyCorpusError("the corpora are empty: no text to learn merges from")
+    for name, table in zip(names, tables):
+        if len(table) == 0:       # (its compression, 0 / 0, would be no number: it could never be served)
+            raise EmptyCorpusError(f"corpora[{name!r}] is empty: every language needs text to learn merges from")
     options = replace(options, pattern=tables[0].pattern, normalize=tables[0].normalize)
     settings = dict(ratio=ratios, variant=variant, global_merges=int(global_merges), window_size=int(window_size),
                     alpha=float(alpha))
@@ -253,6 +254,24 @@ def _lengths(tables: list[WordTable], base: Tokenizer | None) -> list[int]:
     return out
 
 
+class _base_chooser:
+    """choose_language's choice for the base variant, on arrays (the same floats: each
+    language's initial / current length, over its ratio; or the longest): the first best
+    language not exhausted."""
+
+    def __init__(self, initial: list[int], ratio: Sequence[float] | None, n: int):
+        self.initial = np.array(initial, dtype=np.float64)
+        self.ratio = None if ratio is None else np.array(ratio, dtype=np.float64)
+        self.exhausted = np.zeros(n, dtype=bool)
+
+    def __call__(self, lengths: np.ndarray) -> int:
+        if self.ratio is not None:
+            adjusted = (self.initial / lengths.astype(np.float64)) / self.ratio
+            adjusted[self.exhausted] = np.inf
+            return int(np.argmin(adjusted))
+        return int(np.argmax(np.where(self.exhausted, -1, lengths)))
+
+
 def learn_parity(tables: list[WordTable], n_merges: int, *, dev: list[WordTable] | None = None,
                  ratio: Sequence[float] | None = None, variant: str = "base", global_merges: int = 0,
                  window_size: int = 100, alpha: float = 2.0, min_count: int = 1, tie_break: str = "bytes",
@@ -267,7 +286,8 @@ def learn_parity(tables: list[WordTable], n_merges: int, *, dev: list[WordTable]
     corpus = _corpus(tables, base, token_bytes, True, hf, max_token_length, global_merges > 0)
     dev_corpus = None if dev is None else _corpus(dev, base, token_bytes, False, hf, max_token_length, False)
     initial = _lengths(tables, base)
-    lengths = list(initial) if dev is None else _lengths(dev, base)
+    lengths = np.array(initial if dev is None else _lengths(dev, base), dtype=np.int64)
+    choose = _base_chooser(initial, ratio, n) if variant == "base" else None
     chosen: deque = deque()
     exhausted: set[int] = set()
     merges = np.zeros((max(n_merges, 0), 2), dtype=np.int32)
@@ -278,21 +298,27 @@ def learn_parity(tables: list[WordTable], n_merges: int, *, dev: list[WordTable]
         while step < n_merges and len(exhausted) < n:
             if global_merges and step == global_merges:
                 corpus.stop_global()
-            lang = choose_language(step, global_merges=global_merges, ratio=ratio, initial=initial, lengths=lengths,
-                                   exhausted=exhausted, variant=variant, chosen=chosen, window_size=window_size,
-                                   alpha=alpha)
+            if step < global_merges:
+                lang = -1
+            elif choose is not None:
+                lang = choose(lengths)
+            else:
+                lang = choose_language(step, global_merges=global_merges, ratio=ratio, initial=initial,
+                                       lengths=lengths.tolist(), exhausted=exhausted, variant=variant, chosen=chosen,
+                                       window_size=window_size, alpha=alpha)
             best = corpus.best(n if lang == -1 else lang)
             if best is None or best[2] < min_count:
                 if lang == -1:
                     break
                 exhausted.add(lang)
+                if choose is not None:
+                    choose.exhausted[lang] = True
                 continue
             x, y, c = best
             fall = corpus.merge(x, y)
             if dev_corpus is not None:
                 fall = dev_corpus.merge(x, y)
-            for i in range(n):
-                lengths[i] -= int(fall[i])
+            lengths -= fall
             merges[step] = x, y
             counts[step] = c
             step += 1
