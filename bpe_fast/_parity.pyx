@@ -15,8 +15,10 @@ count, ties to the smallest (left, right) id (``tie_break="bytes"``) or the larg
 right) by the tokens' byte-level strings (``"huggingface"``, ParityBpeTrainer's).
 
 Each pair's occurrence list holds the slot of its left token at every place it occurs (and at
-some where it no longer does, and some twice): a merge visits those slots of each language in
-order, so that it replaces left to right, and rewrites the pair where it still is. One
+some where it no longer does, and some twice): a merge visits those slots of each language and
+rewrites the pair where it still is. Each rewrite settles the counts against the words as they
+are then, so the order of the visits changes nothing, except where occurrences overlap (x x x,
+for a pair (x, x)): those slots are visited in order, so that it replaces left to right. One
 open-addressing map (_pairmap.pxd) numbers the pairs of every language: its key is
 ``(left * (n_langs + 1) + lang, right)``.
 """
@@ -292,7 +294,7 @@ cdef class ParityCorpus:
         cdef int lang
         cdef Py_ssize_t k
         cdef vector[int32_t] slots
-        cdef int32_t pid, last
+        cdef int32_t pid
         fall = np.zeros(self.n_langs, dtype=np.int64)
         cdef int64_t[::1] falls = fall
         self._add_joined(x, y)
@@ -302,14 +304,12 @@ cdef class ParityCorpus:
                 continue
             slots.clear()
             slots.swap(self.occ[pid])
-            sort(slots.begin(), slots.end())
-            last = -1
+            if x == y:          # overlapping occurrences (x x x): left to right, as in order
+                sort(slots.begin(), slots.end())
             for k in range(<Py_ssize_t>slots.size()):
-                if k + LOOK_AHEAD < <Py_ssize_t>slots.size():       # (the slots are visited in order)
+                if k + LOOK_AHEAD < <Py_ssize_t>slots.size():
                     prefetch(&self.slot[slots[k + LOOK_AHEAD]])
-                if slots[k] != last:
-                    last = slots[k]
-                    falls[lang] += self._merge_at(last, x, y, new_id)
+                falls[lang] += self._merge_at(slots[k], x, y, new_id)   # (0 where it no longer is)
             self.pcount[pid] = 0              # every occurrence replaced (counted down nowhere else)
         if self.track_global:
             pid = pairmap_get(&self.ids, self._key(self.n_langs, x, y))
