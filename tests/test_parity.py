@@ -104,7 +104,6 @@ def test_merges_equal_parity_bpe_trainer_on_35_languages(variant):
     assert as_bytes(ours) == theirs
 
 
-@pytest.mark.slow
 def test_the_reference_agrees_with_parity_bpe_trainer():
     """The reference itself (slow) learns ParityBpeTrainer's merges on a small slice: it is an
     oracle of the algorithm, not only of our kernel."""
@@ -299,3 +298,21 @@ def test_cli_parity_writes_what_train_parity_learns(tmp_path, capsys):
     assert bpe_fast.Tokenizer.load(out) == expected
     assert main(["parity", *paths, "--vocab-size", "380", "--ratio", "1,x,1", "-o", str(tmp_path / "t2.json")]) != 0
     assert "--ratio 1,x,1: give numbers" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_bench_parity_runs_and_finds_the_merges_equal():
+    """benchmarks/bench_parity.py's quick path (300 merges, one run) against this checkout."""
+    import os
+    import subprocess
+    import sys
+
+    from .conftest import ROOT
+    shared_path("corpora", "multilingual")
+    pytest.importorskip("tokenizers", reason="tokenizers is a dev dependency")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bench_parity.py"), "--merges", "300",
+                           "--repeat", "1"], capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "merges equal to ParityBpeTrainer's: True" in done.stdout, done.stdout
+    assert "ours / ParityBpeTrainer = " in done.stdout

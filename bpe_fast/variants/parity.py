@@ -44,7 +44,6 @@ from ..errors import ArgumentError, ArgumentTypeError, EmptyCorpusError, VocabSi
 from ..progress import Bar, summary, with_alias
 from ..wordtable import WordTable
 from ._variant import Variant
-from .parity_reference import choose_language
 
 if TYPE_CHECKING:
     from ..tokenizer import Tokenizer
@@ -272,6 +271,41 @@ class _base_chooser:
         return int(np.argmax(np.where(self.exhausted, -1, lengths)))
 
 
+class _window_chooser:
+    """choose_language's choice for the window variant (select_window's), on arrays, with each
+    language's number of steps in the window kept as the window moves."""
+
+    def __init__(self, initial: list[int], ratio: Sequence[float] | None, n: int, window_size: int, alpha: float):
+        self.initial = np.array(initial, dtype=np.float64)
+        self.ratio = None if ratio is None else np.array(ratio, dtype=np.float64)
+        self.exhausted = np.zeros(n, dtype=bool)
+        self.window: deque = deque()
+        self.in_window = [0] * n
+        self.window_size, self.threshold = window_size, alpha / n
+
+    def __call__(self, lengths: np.ndarray) -> int:
+        if self.ratio is not None:
+            values = -((self.initial / lengths.astype(np.float64)) / self.ratio)
+        else:
+            values = lengths.astype(np.float64)
+        values[self.exhausted] = -np.inf
+        passed = np.zeros(len(values), dtype=bool)
+        while True:
+            best = int(np.argmax(np.where(passed, -np.inf, values)))
+            if values[best] == -np.inf or passed[best]:          # none left above -inf: the first not passed over
+                best = int(np.argmin(passed))
+            if self.in_window[best] / self.window_size <= self.threshold:
+                break
+            passed[best] = True
+            if passed.all():
+                break
+        self.window.append(best)
+        self.in_window[best] += 1
+        if len(self.window) > self.window_size:
+            self.in_window[self.window.popleft()] -= 1
+        return best
+
+
 def learn_parity(tables: list[WordTable], n_merges: int, *, dev: list[WordTable] | None = None,
                  ratio: Sequence[float] | None = None, variant: str = "base", global_merges: int = 0,
                  window_size: int = 100, alpha: float = 2.0, min_count: int = 1, tie_break: str = "bytes",
@@ -287,8 +321,8 @@ def learn_parity(tables: list[WordTable], n_merges: int, *, dev: list[WordTable]
     dev_corpus = None if dev is None else _corpus(dev, base, token_bytes, False, hf, max_token_length, False)
     initial = _lengths(tables, base)
     lengths = np.array(initial if dev is None else _lengths(dev, base), dtype=np.int64)
-    choose = _base_chooser(initial, ratio, n) if variant == "base" else None
-    chosen: deque = deque()
+    choose: _base_chooser | _window_chooser = (_base_chooser(initial, ratio, n) if variant == "base" else
+                                               _window_chooser(initial, ratio, n, window_size, alpha))
     exhausted: set[int] = set()
     merges = np.zeros((max(n_merges, 0), 2), dtype=np.int32)
     counts = np.zeros(max(n_merges, 0), dtype=np.int64)
@@ -300,19 +334,14 @@ def learn_parity(tables: list[WordTable], n_merges: int, *, dev: list[WordTable]
                 corpus.stop_global()
             if step < global_merges:
                 lang = -1
-            elif choose is not None:
-                lang = choose(lengths)
             else:
-                lang = choose_language(step, global_merges=global_merges, ratio=ratio, initial=initial,
-                                       lengths=lengths.tolist(), exhausted=exhausted, variant=variant, chosen=chosen,
-                                       window_size=window_size, alpha=alpha)
+                lang = choose(lengths)
             best = corpus.best(n if lang == -1 else lang)
             if best is None or best[2] < min_count:
                 if lang == -1:
                     break
                 exhausted.add(lang)
-                if choose is not None:
-                    choose.exhausted[lang] = True
+                choose.exhausted[lang] = True
                 continue
             x, y, c = best
             fall = corpus.merge(x, y)
