@@ -289,15 +289,15 @@ class _window_chooser:
         else:
             values = lengths.astype(np.float64)
         values[self.exhausted] = -np.inf
-        passed = np.zeros(len(values), dtype=bool)
-        while True:
-            best = int(np.argmax(np.where(passed, -np.inf, values)))
-            if values[best] == -np.inf or passed[best]:          # none left above -inf: the first not passed over
-                best = int(np.argmin(passed))
-            if self.in_window[best] / self.window_size <= self.threshold:
-                break
-            passed[best] = True
-            if passed.all():
+        # select_window passes over the best, then the next best, ...: the languages by falling
+        # value (the first on ties, as its strict > keeps; the exhausted, -inf, last by index),
+        # until one has room in the window; none has: the last
+        in_window = self.in_window
+        order = np.argsort(-values, kind="stable").tolist()
+        best = order[-1]
+        for lang in order:
+            if in_window[lang] / self.window_size <= self.threshold:
+                best = lang
                 break
         self.window.append(best)
         self.in_window[best] += 1
