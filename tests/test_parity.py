@@ -316,3 +316,31 @@ def test_bench_parity_runs_and_finds_the_merges_equal():
     assert done.returncode == 0, done.stderr
     assert "merges equal to ParityBpeTrainer's: True" in done.stdout, done.stdout
     assert "ours / ParityBpeTrainer = " in done.stdout
+
+
+def test_the_corpus_keeps_every_languages_pair_counts_exact():
+    """_parity.ParityCorpus's invariant, checked directly: after each merge, every language's
+    count of every pair is its recount from the words as the merges leave them."""
+    from collections import Counter
+
+    from bpe_fast.variants.parity import _corpus
+    langs = synthetic_languages(3, 80, seed=9)
+    train_t = tables(langs)
+    corpus = _corpus(train_t, None, [bytes([b]) for b in range(256)], True, False, None, False)
+    words = [reference_words(t) for t in train_t]
+    rng = random.Random(1)
+    for new_id in range(256, 296):
+        lang = rng.randrange(3)
+        best = corpus.best(lang)
+        if best is None:
+            continue
+        x, y, _ = best
+        corpus.merge(x, y)
+        words = [[(merge_word(w, (x, y), new_id), c) for w, c in lang_words] for lang_words in words]
+        for k, lang_words in enumerate(words):
+            recount: Counter = Counter()
+            for w, c in lang_words:
+                for pair in zip(w, w[1:]):
+                    recount[pair] += c
+            assert all(corpus.count_of(k, a, b) == n for (a, b), n in recount.items())
+            assert corpus.count_of(k, x, y) == 0
