@@ -344,3 +344,8 @@ def test_the_corpus_keeps_every_languages_pair_counts_exact():
                     recount[pair] += c
             assert all(corpus.count_of(k, a, b) == n for (a, b), n in recount.items())
             assert corpus.count_of(k, x, y) == 0
+
+
+def test_a_vocabulary_past_the_pair_keys_is_refused_before_training():
+    with pytest.raises(bpe_fast.ArgumentError, match="pass the pair keys' 32 bits"):
+        bpe_fast.train_parity([["ab ab"], ["cd"]], 2**31 - 2, workers=1, progress="none")

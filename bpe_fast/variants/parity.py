@@ -253,6 +253,17 @@ def _lengths(tables: list[WordTable], base: Tokenizer | None) -> list[int]:
     return out
 
 
+def _check_capacity(tables: list[WordTable], n_ids: int, n: int) -> None:
+    """The corpus numbers slots and words with int32 and keys a pair by (left id x languages +
+    language, right id) in 32 bits each: refuse what would not fit, before it is laid out."""
+    if sum(t.n_symbols for t in tables) >= 2**31 - 1 or sum(len(t) for t in tables) >= 2**31 - 1:
+        raise ArgumentError("the corpora hold 2**31 or more bytes of distinct chunks: parity-aware training "
+                            "numbers them with int32; train on less text")
+    if n_ids * (n + 1) >= 2**32:
+        raise ArgumentError(f"{n} languages at {n_ids:,} token ids pass the pair keys' 32 bits: fewer languages "
+                            f"or a smaller vocab_size")
+
+
 class _base_chooser:
     """choose_language's choice for the base variant, on arrays (the same floats: each
     language's initial / current length, over its ratio; or the longest): the first best
@@ -317,6 +328,7 @@ def learn_parity(tables: list[WordTable], n_merges: int, *, dev: list[WordTable]
     hf = tie_break == "huggingface"
     token_bytes = [bytes([b]) for b in range(256)] if base is None else list(base._vocab)
     n = len(tables)
+    _check_capacity(tables + (dev or []), len(token_bytes) + max(n_merges, 0), n)
     corpus = _corpus(tables, base, token_bytes, True, hf, max_token_length, global_merges > 0)
     dev_corpus = None if dev is None else _corpus(dev, base, token_bytes, False, hf, max_token_length, False)
     initial = _lengths(tables, base)
