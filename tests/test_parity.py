@@ -349,3 +349,18 @@ def test_the_corpus_keeps_every_languages_pair_counts_exact():
 def test_a_vocabulary_past_the_pair_keys_is_refused_before_training():
     with pytest.raises(bpe_fast.ArgumentError, match="pass the pair keys' 32 bits"):
         bpe_fast.train_parity([["ab ab"], ["cd"]], 2**31 - 2, workers=1, progress="none")
+
+
+def test_window_variant_returns_where_parity_bpe_trainer_never_does():
+    """Languages exhausted (min_count) while the rest are passed over by the window: here
+    ParityBpeTrainer's select_language_window picks language 0 again and again, never returning
+    (tokenizers 0.23.3 ran past a 40 s timeout on these settings); the first language not passed
+    over is taken instead, and the training goes on, as the reference does."""
+    langs = synthetic_languages(3, 200, seed=3)
+    train_t = tables(langs)
+    settings = dict(ratio=[1.0, 2.0, 0.5], variant="window", window_size=7, alpha=1.2, min_count=3,
+                    tie_break="huggingface")
+    ours, _ = learn_parity(train_t, 400, **settings)
+    theirs = train_parity_reference([reference_words(t) for t in train_t], 400, [bytes([b]) for b in range(256)],
+                                    **settings)
+    assert len(theirs) == 400 and [tuple(m) for m in ours.tolist()] == theirs
