@@ -358,8 +358,8 @@ def test_window_variant_returns_where_parity_bpe_trainer_never_does():
     over is taken instead, and the training goes on, as the reference does."""
     langs = synthetic_languages(3, 200, seed=3)
     train_t = tables(langs)
-    settings = dict(ratio=[1.0, 2.0, 0.5], variant="window", window_size=7, alpha=1.2, min_count=3,
-                    tie_break="huggingface")
+    settings: dict = dict(ratio=[1.0, 2.0, 0.5], variant="window", window_size=7, alpha=1.2, min_count=3,
+                          tie_break="huggingface")
     ours, _ = learn_parity(train_t, 400, **settings)
     theirs = train_parity_reference([reference_words(t) for t in train_t], 400, [bytes([b]) for b in range(256)],
                                     **settings)
