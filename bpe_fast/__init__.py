@@ -8,7 +8,7 @@ Stages, one module each: patterns, pretokenize (the Splitter: what a chunk is) -
 counting -> wordtable -> _kernel (Cython; reference.py is the plain-Python oracle) -> tokenizer
 (formats/ reads and writes its files, one module per format; registry.py names the encodings)
 -> cli; trainer.py runs the stages in order (continued.py: training on from a base; variants/:
-SuperBPE, BoundlessBPE and Picky BPE, one module each, over the plain stages). errors.py,
+SuperBPE, BoundlessBPE, Picky BPE and parity-aware BPE, one module each, over the plain stages). errors.py,
 arguments.py (the API's argument checks), paths.py and bytelevel.py are leaves any module may use.
 There is no import cycle
 (``python tests/test_architecture.py`` prints the graph). The workshop (``bpe_fast.workshop``:
@@ -30,13 +30,14 @@ from .tokenizer import Tokenizer
 from .count_corpus import count, count_from_iterator
 from .trainer import TrainReport, train, train_from_iterator, train_from_table
 from .variants.picky import PickyTokenizer
+from .variants.parity import train_parity
 from . import boundless, picky  # noqa: F401  (bpe_fast.boundless and .picky, as before variants/ held them)
 from .wordtable import WordTable
 
 
 __all__ = [
     "train", "train_from_iterator", "train_from_table", "count", "count_from_iterator", "load", "Tokenizer",
-    "PickyTokenizer",
+    "PickyTokenizer", "train_parity",
     "encode_files", "load_bin", "TrainReport", "WordTable",
     "ENCODINGS", "GPT2", "CL100K", "O200K",
     "BpeFastError", "ArgumentError", "ArgumentTypeError", "PatternError", "InputError", "EmptyCorpusError",

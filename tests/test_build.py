@@ -158,6 +158,6 @@ def test_importing_a_stale_copy_of_the_package_fails_before_loading_any_extensio
     assert lines[0] == "StaleBuildError loaded: []"
     assert lines[1] == f"stale compiled extensions in the source checkout {tmp_path} (older than their Cython sources):"
     assert lines[2:-1] == [f"  bpe_fast.{m}: bpe_fast/_pairmap.pxd is newer than {m}{SUFFIX}"
-                           for m in ("_encode", "_kernel", "_picky", "_pretok", "_runs", "_table")]
+                           for m in ("_encode", "_kernel", "_parity", "_picky", "_pretok", "_runs", "_table")]
     # (the modules that cimport it: directly, or through _encode_hash.pxd)
     assert lines[-1].startswith(f"They would run the old code. Rebuild them: cd {tmp_path} && python setup.py")

@@ -7,11 +7,10 @@ a variant is what it does differently, and nothing else:
 * how it trains: ``train`` composes the plain pipeline's stages, which trainer.py hands it
   (``Pipeline``: count, learn, cut to sizes), into its own (SuperBPE: two stages; BoundlessBPE:
   phase 1, then the runs counted again and supermerged); ``learn`` replaces the kernel stage
-  alone (Picky BPE), so that it serves ``train_from_table`` too. A variant trained from one
-  corpus per language (the parity-aware variant of the research issue) would be one more module
-  here and one more row below: its keyword (a VariantOptions field) holds the corpora, by
-  language, and its ``train`` counts each (count_corpus.py, with the Splitter the options
-  resolve: ``plain.count_args``) before it learns from the tables with the plain stages;
+  alone (Picky BPE), so that it serves ``train_from_table`` too. Parity-aware BPE (parity.py)
+  trains from one corpus per language: its own entry point, ``train_parity`` (bpe_fast and the
+  CLI import it; this table does not, as it builds on the pipeline's options), counts each and
+  learns with its own kernel stage; its tokenizers are plain, so it needs no row below;
 * how its tokenizers encode (its Tokenizer subclass, or the tokenizer's second level) and which
   of them are its own (``owns``);
 * what each format can hold of them (``held_by``: the formats whose files hold them; ``refusal``:

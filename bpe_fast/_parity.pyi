@@ -1,0 +1,16 @@
+"""Type stubs for parity-aware BPE's corpus (bpe_fast/_parity.pyx)."""
+from collections.abc import Sequence
+
+import numpy as np
+import numpy.typing as npt
+
+
+class ParityCorpus:
+    def __init__(self, tokens: npt.NDArray[np.int32], offsets: npt.NDArray[np.int64], counts: npt.NDArray[np.int64],
+                 langs: npt.NDArray[np.int32], n_langs: int, token_bytes: Sequence[bytes | None], heaps: bool = True,
+                 hf_ties: bool = False, max_token_length: int = 0, track_global: bool = False,
+                 byte_rank: npt.NDArray[np.uint8] | None = None) -> None: ...
+    def best(self, lang: int) -> tuple[int, int, int] | None: ...
+    def stop_global(self) -> None: ...
+    def merge(self, x: int, y: int) -> npt.NDArray[np.int64]: ...
+    def count_of(self, lang: int, x: int, y: int) -> int: ...
