@@ -264,6 +264,27 @@ class ParquetSource(Source):
         return list(self.tasks(cut, block_size))
 
 
+def names_files(given) -> bool:
+    """Whether what a caller gave names files rather than holding texts: a path (str or
+    PathLike), or a non-empty list of items that each look like one (``looks_like_path``).
+    The API's corpora and texts take both; one rule everywhere, so that a list of file names is
+    never counted as the text of their names."""
+    if isinstance(given, (str, os.PathLike)):
+        return True
+    return isinstance(given, (list, tuple)) and bool(given) and all(looks_like_path(x) for x in given)
+
+
+def looks_like_path(item) -> bool:
+    """A file name rather than a text: a PathLike, or one word that names a file or looks like a
+    file name (a "/" or a suffix such as .txt): a missing file is then reported, not read as text."""
+    if isinstance(item, os.PathLike):
+        return True
+    if not isinstance(item, str) or not item or any(c.isspace() for c in item):
+        return False
+    return item == STDIN or os.path.exists(item) or "/" in item or os.sep in item or \
+        os.path.splitext(item)[1][1:].isalnum()
+
+
 def classify(path: str) -> tuple[str, str | None]:
     """(kind, compression) from a file name: "corpus.jsonl.zst" -> ("jsonl", "zstd")."""
     suffixes = [s.lower() for s in Path(path).suffixes]

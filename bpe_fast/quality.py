@@ -270,24 +270,10 @@ def _pieces_of_documents(docs: Iterable, by: str | None, field: str, errors: str
             yield group, doc, True
 
 
-def _looks_like_path(item) -> bool:
-    """A file name rather than a text: a PathLike, or one word that names a file or looks like a
-    file name (a "/" or a suffix such as .txt): a missing file is then reported, not evaluated."""
-    if isinstance(item, os.PathLike):
-        return True
-    if not isinstance(item, str) or not item or any(c.isspace() for c in item):
-        return False
-    return item == inp.STDIN or os.path.exists(item) or "/" in item or os.sep in item or \
-        os.path.splitext(item)[1][1:].isalnum()
-
-
 def _are_files(texts_or_files, files: bool | None) -> bool:
     if files is not None:
         return arguments.flag(files, "files")
-    if isinstance(texts_or_files, (str, os.PathLike)):
-        return True
-    return isinstance(texts_or_files, (list, tuple)) and bool(texts_or_files) and \
-        all(_looks_like_path(x) for x in texts_or_files)
+    return inp.names_files(texts_or_files)
 
 
 # -- counting ----------------------------------------------------------------------------------------

@@ -219,6 +219,11 @@ def test_files_and_named_languages(tmp_path):
     named = bpe_fast.train_parity({"a": [paths[0]], "b": [paths[1]], "c": [paths[2]]}, 380, ratio=[1, 1, 1],
                                   workers=1, progress="none")
     assert from_files == from_docs == named
+    # a list of file names per language, as train() takes files, is files, not the text of their names
+    listed = bpe_fast.train_parity([[str(p)] for p in paths], 380, ratio=[1, 1, 1], workers=1, progress="none")
+    assert listed == from_files
+    with pytest.raises(bpe_fast.InputError, match="missing.txt: no such file"):
+        bpe_fast.train_parity([[str(tmp_path / "missing.txt")], [str(paths[1])]], 380, workers=1, progress="none")
 
 
 FORMATS = {

@@ -41,6 +41,7 @@ import numpy as np
 from .. import _parity, arguments
 from ..bytelevel import huggingface_byte_order
 from ..errors import ArgumentError, ArgumentTypeError, EmptyCorpusError, VocabSizeWarning
+from ..inputs import names_files
 from ..progress import Bar, summary, with_alias
 from ..wordtable import WordTable
 from ._variant import Variant
@@ -81,10 +82,9 @@ def _languages(corpora: Any, what: str) -> tuple[list[str], list[Any]]:
 
 
 def _is_files(corpus: Any) -> bool:
-    """A corpus of files: a path (str or PathLike), or a list of PathLike; else documents."""
-    if isinstance(corpus, (str, os.PathLike)):
-        return True
-    return isinstance(corpus, (list, tuple)) and bool(corpus) and all(isinstance(c, os.PathLike) for c in corpus)
+    """A corpus of files: a path, or a list of items that each look like one (as everywhere:
+    inputs.names_files); else documents."""
+    return names_files(corpus)
 
 
 def _count(corpus: Any, name: str, options: Any, counting: dict, progress: Any) -> WordTable:
@@ -130,8 +130,9 @@ def train_parity(corpora: Any, vocab_size: int | Sequence[int], *, ratio: Sequen
     """Parity-aware BPE: one corpus per language (``corpora``, a list, or a dict name -> corpus);
     each merge is the best pair of the language least compressed so far.
 
-    A corpus is a path (a file or a folder, as ``train`` reads them) or a list of ``Path``
-    objects, or else an iterable of documents (a list of str is documents). ``dev`` (the same
+    A corpus is a path (a file or a folder, as ``train`` reads them) or a list of them (each a
+    ``Path``, or one word that names a file or looks like a file name, such as "en/part-1.txt"),
+    or else an iterable of documents. ``dev`` (the same
     shape: ideally the same text in every language) makes the choice: the language whose dev
     text is the most tokens; ``ratio`` (one number per language) instead: the language with the
     least compression (bytes at the start over tokens now) divided by its ratio; neither: the
