@@ -675,3 +675,21 @@ def test_the_word_table_is_freed_before_the_kernel_counts_the_pairs(monkeypatch)
     assert hashes_at_layout == [False]
     monkeypatch.undo()
     assert tok == bpe_fast.train_from_iterator([small_text()], 400, progress="none")
+
+
+def test_counts_past_32_bits_train_as_the_reference_does():
+    # A corpus of hundreds of GB counts chunks past 2**32: a count (or a pair's total) narrowed to
+    # 32 bits anywhere (the table, the heap, a recount) would pick other merges. Counts chosen so
+    # that the order of pairs depends on the high bits and ties on the low ones.
+    big = 1 << 32
+    word_counts = {b"abab": 3 * big + 7, b"abc": 5 * big, b"bcab": 2 * big + (big >> 1), b"cc": big - 1,
+                   b"ca": 4 * big + 9, b"bca": 1, b"abcabc": big + 3, b"dd": 7 * big}
+    words = list(word_counts)
+    table = bpe_fast.WordTable(np.frombuffer(b"".join(words), np.uint8),
+                               offsets=np.cumsum([0] + [len(w) for w in words]),
+                               counts=np.array(list(word_counts.values()), np.int64))
+    chosen: list[int] = []
+    expected = train_reference(word_counts, 12, chosen=chosen)
+    assert max(chosen) > big                                   # the test's premise
+    tok = bpe_fast.train_from_table(table, 256 + len(expected), progress="none")
+    assert [tuple(m) for m in tok.merges.tolist()] == expected
