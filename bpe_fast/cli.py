@@ -636,6 +636,8 @@ def cmd_train(args) -> int:
 
 def cmd_convert(args) -> int:
     fmt = formats.format_of_path(args.output, args.format)
+    if _names_a_folder_for_transformers(args, fmt):
+        args.output = os.path.join(args.output, "")        # its tokenizer.json and tokenizer_config.json
     args.output = where_to_write(args.output, fmt, "OUT")
     _check_transformers_roles(args, fmt)
     check_tokenizer_output(args.output, fmt, [args.input], "OUT")
@@ -657,6 +659,14 @@ def cmd_convert(args) -> int:
     for path in written:
         print(f"wrote      {_shown(path)} ({fmt})", file=out)
     return 0
+
+
+def _names_a_folder_for_transformers(args, fmt: str) -> bool:
+    """OUT given with special tokens' roles for transformers and no suffix ("my-tokenizer"): the
+    folder transformers reads, as "my-tokenizer/" would say (a file of that name is left as it is)."""
+    roles = any(getattr(args, f"{role}_token") for role in ("eos", "pad", "bos"))
+    return (roles and fmt == "huggingface" and args.output != STDOUT and not Path(args.output).suffix
+            and not os.path.isfile(args.output))
 
 
 def _check_transformers_roles(args, fmt: str) -> None:

@@ -307,6 +307,16 @@ def test_convert_names_the_special_tokens_roles_for_transformers(trained, tmp_pa
         assert batch[1][-1] == trained.special_tokens["<|pad|>"] or batch[1][0] == trained.special_tokens["<|pad|>"]
 
 
+def test_convert_roles_with_a_name_without_suffix_make_the_folder(trained, tmp_path, capsys, monkeypatch):
+    trained.save(tmp_path / "tok.json")
+    code, _, err = run(["convert", tmp_path / "tok.json", tmp_path / "hf", "--format", "huggingface",
+                        "--eos-token", EOT], capsys, monkeypatch)
+    assert code == 0, err
+    config = json.loads((tmp_path / "hf" / "tokenizer_config.json").read_text(encoding="utf-8"))
+    assert config["eos_token"] == EOT
+    assert bpe_fast.load(tmp_path / "hf").encode("The quick brown fox") == trained.encode("The quick brown fox")
+
+
 @pytest.mark.parametrize("args,parts", [
     (["OUT/hf/", "--format", "huggingface", "--eos-token", "<|eot|>"],
      ["--eos-token <|eot|>: not a special token of this tokenizer", "'<|endoftext|>'"]),
