@@ -53,6 +53,13 @@ cdef struct Slot:
     int32_t word
 
 
+cdef struct Memo:
+    # for one merge of (x, y) into z in one language, the ids of the pairs a neighbour token
+    # a on the left, b on the right, takes part in: (a, x), (a, z); (y, b), (z, b) (-1: too long)
+    int32_t lstamp, lold, lnew
+    int32_t rstamp, rold, rnew
+
+
 cdef struct Entry:
     int64_t count
     int32_t pid
@@ -74,6 +81,8 @@ cdef class ParityCorpus:
     cdef vector[vector[Entry]] heap      # per language (and n_langs: all together)
     cdef vector[int32_t] touched         # pairs whose count rose in this merge
     cdef vector[uint8_t] rose
+    cdef vector[Memo] memo               # by token: valid where its stamp is ``stamp``
+    cdef int32_t stamp
     # the tokens: lengths (bytes) and, for the Hugging Face tie-break, their bytes as ranks
     cdef vector[int64_t] tlen
     cdef vector[int64_t] toff
@@ -95,6 +104,8 @@ cdef class ParityCorpus:
         rank = np.arange(256, dtype=np.uint8) if byte_rank is None else np.asarray(byte_rank, dtype=np.uint8)
         for t in token_bytes:
             self._add_token(b"" if t is None else bytes(t), rank)
+        self.memo.resize(self.tlen.size())
+        self.stamp = 0
         n_sym = offsets[n_words] if n_words else 0
         self.slot.resize(n_sym)
         self.wcount.resize(n_words)
@@ -179,6 +190,23 @@ cdef class ParityCorpus:
         self.occ.push_back(vector[int32_t]())
         self.rose.push_back(0)
         return pid
+
+    cdef inline int32_t _pid_within(self, int lang, int32_t x, int32_t y) noexcept:
+        """``_pid``, or -1 for a pair whose token would pass ``max_token_length``."""
+        if self.tlen[x] + self.tlen[y] > self.max_len:
+            return -1
+        return self._pid(lang, x, y)
+
+    cdef inline void _add(self, int32_t pid, int64_t delta, int32_t at) noexcept:
+        """``_change`` for a pair already numbered (-1: none): one language only."""
+        if pid < 0:
+            return
+        self.pcount[pid] += delta
+        if delta > 0:
+            self.occ[pid].push_back(at)
+            if not self.rose[pid]:
+                self.rose[pid] = 1
+                self.touched.push_back(pid)
 
     cdef inline void _change(self, int lang, int32_t x, int32_t y, int64_t delta, int32_t at) noexcept:
         """The pair (x, y) occurs ``delta`` more times in ``lang`` (at slot ``at``, if it rose)."""
@@ -304,12 +332,13 @@ cdef class ParityCorpus:
                 continue
             slots.clear()
             slots.swap(self.occ[pid])
+            self.stamp += 1                   # (a new merge or language: the memo starts empty)
             if x == y:          # overlapping occurrences (x x x): left to right, as in order
                 sort(slots.begin(), slots.end())
             for k in range(<Py_ssize_t>slots.size()):
                 if k + LOOK_AHEAD < <Py_ssize_t>slots.size():
                     prefetch(&self.slot[slots[k + LOOK_AHEAD]])
-                falls[lang] += self._merge_at(slots[k], x, y, new_id)   # (0 where it no longer is)
+                falls[lang] += self._merge_at(slots[k], x, y, new_id, lang)   # (0 where it no longer is)
             self.pcount[pid] = 0              # every occurrence replaced (counted down nowhere else)
         if self.track_global:
             pid = pairmap_get(&self.ids, self._key(self.n_langs, x, y))
@@ -325,37 +354,70 @@ cdef class ParityCorpus:
         cdef int64_t i
         self.toff.push_back(self.tbytes.size())
         self.tlen.push_back(self.tlen[x] + self.tlen[y])
+        self.memo.push_back(Memo(0, -1, -1, 0, -1, -1))
         for i in range(self.tlen[x]):
             self.tbytes.push_back(self.tbytes[self.toff[x] + i])
         for i in range(self.tlen[y]):
             self.tbytes.push_back(self.tbytes[self.toff[y] + i])
 
-    cdef int64_t _merge_at(self, int32_t s, int32_t x, int32_t y, int32_t new_id) noexcept:
-        """Replace (x, y) at slot ``s`` if it is still there, settling the counts of the pairs
-        around it; the word's count if it was (its fall in tokens), else 0."""
-        cdef int32_t t, p, q, w
+    cdef int64_t _merge_at(self, int32_t s, int32_t x, int32_t y, int32_t new_id, int lang) noexcept:
+        """Replace (x, y) at slot ``s`` (of a word of ``lang``) if it is still there, settling
+        the counts of the pairs around it; the word's count if it was (its fall in tokens), else 0.
+        The ids of the pairs it changes come from the memo (one map probe per neighbour token
+        per merge and language, not four per occurrence), made in the order ``_change`` makes
+        them (so the same ids); with the all-languages counts on, through ``_change``."""
+        cdef int32_t t, p, q, w, a, b
         cdef int64_t n
-        cdef int lang
+        cdef Memo* m
         if self.slot[s].sym != x:
             return 0
         t = self.slot[s].nxt
         if t == -1 or self.slot[t].sym != y:
             return 0
         w = self.slot[s].word
-        n, lang = self.wcount[w], self.wlang[w]
+        n = self.wcount[w]
         p, q = self.slot[s].prv, self.slot[t].nxt
+        if self.track_global:
+            self._change_around(s, t, p, q, x, y, new_id, n, lang)
+            return n
+        if p != -1:
+            a = self.slot[p].sym
+            m = &self.memo[a]
+            if m.lstamp != self.stamp:
+                m.lstamp = self.stamp
+                m.lold = self._pid_within(lang, a, x)
+                m.lnew = self._pid_within(lang, a, new_id)
+            self._add(m.lold, -n, p)
+            self._add(m.lnew, n, p)
+        if q != -1:
+            b = self.slot[q].sym
+            m = &self.memo[b]
+            if m.rstamp != self.stamp:
+                m.rstamp = self.stamp
+                m.rold = self._pid_within(lang, y, b)
+                m.rnew = self._pid_within(lang, new_id, b)
+            self._add(m.rold, -n, s)
+            self._add(m.rnew, n, s)
+        self._relink(s, t, q, new_id)
+        return n
+
+    cdef inline void _relink(self, int32_t s, int32_t t, int32_t q, int32_t new_id) noexcept:
+        self.slot[s].sym = new_id
+        self.slot[t].sym = -1
+        self.slot[s].nxt = q
+        if q != -1:
+            self.slot[q].prv = s
+
+    cdef void _change_around(self, int32_t s, int32_t t, int32_t p, int32_t q, int32_t x, int32_t y,
+                             int32_t new_id, int64_t n, int lang) noexcept:
+        """``_merge_at``'s settling and relinking, pair by pair through ``_change``."""
         if p != -1:
             self._change(lang, self.slot[p].sym, x, -n, p)
             self._change(lang, self.slot[p].sym, new_id, n, p)
         if q != -1:
             self._change(lang, y, self.slot[q].sym, -n, s)
             self._change(lang, new_id, self.slot[q].sym, n, s)
-        self.slot[s].sym = new_id
-        self.slot[t].sym = -1
-        self.slot[s].nxt = q
-        if q != -1:
-            self.slot[q].prv = s
-        return n
+        self._relink(s, t, q, new_id)
 
     def count_of(self, int lang, int32_t x, int32_t y):
         """The count of (x, y) in ``lang`` (tests)."""
