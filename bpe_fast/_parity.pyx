@@ -423,3 +423,26 @@ cdef class ParityCorpus:
         """The count of (x, y) in ``lang`` (tests)."""
         cdef int32_t pid = pairmap_get(&self.ids, self._key(lang, x, y))
         return 0 if pid < 0 else self.pcount[pid]
+
+
+# -- the choice of the language (variants/parity.py's choosers, on arrays, without numpy's per-call cost) --
+def least_compressed(const double[::1] initial, ratio, const int64_t[::1] lengths, const uint8_t[::1] exhausted):
+    """The base variant's language: with ``ratio`` (float64), the first with the least
+    (initial / length) / ratio; without, the first with the most tokens; never an exhausted
+    one (-1: all are). The same floats, in the same order, as numpy's over the arrays."""
+    cdef Py_ssize_t lang, best = -1
+    cdef double value, best_value = 0
+    cdef const double[::1] ratios
+    if ratio is None:
+        for lang in range(lengths.shape[0]):
+            if not exhausted[lang] and (best == -1 or lengths[lang] > lengths[best]):
+                best = lang
+        return best
+    ratios = ratio
+    for lang in range(lengths.shape[0]):
+        if exhausted[lang]:
+            continue
+        value = (initial[lang] / <double>lengths[lang]) / ratios[lang]
+        if best == -1 or value < best_value:
+            best, best_value = lang, value
+    return best

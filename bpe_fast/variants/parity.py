@@ -276,11 +276,8 @@ class _base_chooser:
         self.exhausted = np.zeros(n, dtype=bool)
 
     def __call__(self, lengths: np.ndarray) -> int:
-        if self.ratio is not None:
-            adjusted = (self.initial / lengths.astype(np.float64)) / self.ratio
-            adjusted[self.exhausted] = np.inf
-            return int(np.argmin(adjusted))
-        return int(np.argmax(np.where(self.exhausted, -1, lengths)))
+        # (in the kernel: numpy's half dozen calls a step cost more than the step's choice)
+        return int(_parity.least_compressed(self.initial, self.ratio, lengths, self.exhausted.view(np.uint8)))
 
 
 class _window_chooser:
