@@ -23,6 +23,7 @@ open-addressing map (_pairmap.pxd) numbers the pairs of every language: its key 
 ``(left * (n_langs + 1) + lang, right)``.
 """
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.math cimport INFINITY
 from libcpp.algorithm cimport sort
 from libcpp.vector cimport vector
 
@@ -446,3 +447,27 @@ def least_compressed(const double[::1] initial, ratio, const int64_t[::1] length
         if best == -1 or value < best_value:
             best, best_value = lang, value
     return best
+
+
+def least_compressed_with_room(const double[::1] initial, ratio, const int64_t[::1] lengths,
+                               const uint8_t[::1] exhausted, const int64_t[::1] in_window, int64_t window_size,
+                               double threshold):
+    """The window variant's language (select_window's): by falling value (with ``ratio``,
+    -((initial / length) / ratio); without, the length; exhausted: -inf), ties to the first,
+    the first whose steps in the window over ``window_size`` are at most ``threshold``; none
+    has room: the last in that order."""
+    cdef Py_ssize_t lang, best = -1, last = -1
+    cdef double value, best_value = 0, last_value = 0
+    cdef const double[::1] ratios = ratio if ratio is not None else initial
+    for lang in range(lengths.shape[0]):
+        if exhausted[lang]:
+            value = -INFINITY
+        elif ratio is not None:
+            value = -((initial[lang] / <double>lengths[lang]) / ratios[lang])
+        else:
+            value = <double>lengths[lang]
+        if last == -1 or value <= last_value:
+            last, last_value = lang, value
+        if <double>in_window[lang] / <double>window_size <= threshold and (best == -1 or value > best_value):
+            best, best_value = lang, value
+    return best if best != -1 else last

@@ -289,25 +289,15 @@ class _window_chooser:
         self.ratio = None if ratio is None else np.array(ratio, dtype=np.float64)
         self.exhausted = np.zeros(n, dtype=bool)
         self.window: deque = deque()
-        self.in_window = [0] * n
+        self.in_window = np.zeros(n, dtype=np.int64)
         self.window_size, self.threshold = window_size, alpha / n
 
     def __call__(self, lengths: np.ndarray) -> int:
-        if self.ratio is not None:
-            values = -((self.initial / lengths.astype(np.float64)) / self.ratio)
-        else:
-            values = lengths.astype(np.float64)
-        values[self.exhausted] = -np.inf
         # select_window passes over the best, then the next best, ...: the languages by falling
         # value (the first on ties, as its strict > keeps; the exhausted, -inf, last by index),
-        # until one has room in the window; none has: the last
-        in_window = self.in_window
-        order = np.argsort(-values, kind="stable").tolist()
-        best = order[-1]
-        for lang in order:
-            if in_window[lang] / self.window_size <= self.threshold:
-                best = lang
-                break
+        # until one has room in the window; none has: the last (in the kernel, one pass)
+        best = int(_parity.least_compressed_with_room(self.initial, self.ratio, lengths, self.exhausted.view(np.uint8),
+                                                      self.in_window, self.window_size, self.threshold))
         self.window.append(best)
         self.in_window[best] += 1
         if len(self.window) > self.window_size:
