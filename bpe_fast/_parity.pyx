@@ -37,7 +37,7 @@ cnp.import_array()
 
 
 cdef enum:
-    LOOK_AHEAD = 8          # slots of a merge's list whose line is fetched before they are visited
+    LOOK_AHEAD = 8          # a merge's list: a slot's lines fetched 2 x this many slots ahead, its word's L ahead
 
 
 cdef bint tokens_below(const int32_t[::1] tokens, int32_t limit) noexcept:
@@ -320,6 +320,7 @@ cdef class ParityCorpus:
         """Replace (x, y) by a new token (the next id: x's bytes, then y's) in every
         language's words; each language's fall in tokens (count-weighted), as an int64 array."""
         cdef int32_t new_id = self.tlen.size()
+        cdef int64_t lx = self.tlen[x], lxy = self.tlen[x] + self.tlen[y], n_slots = self.slot.size()
         cdef int lang
         cdef Py_ssize_t k
         cdef vector[int32_t] slots
@@ -337,8 +338,10 @@ cdef class ParityCorpus:
             if x == y:          # overlapping occurrences (x x x): left to right, as in order
                 sort(slots.begin(), slots.end())
             for k in range(<Py_ssize_t>slots.size()):
+                if k + 2 * LOOK_AHEAD < <Py_ssize_t>slots.size():
+                    self._fetch_ahead(slots[k + 2 * LOOK_AHEAD], lx, lxy, n_slots)
                 if k + LOOK_AHEAD < <Py_ssize_t>slots.size():
-                    prefetch(&self.slot[slots[k + LOOK_AHEAD]])
+                    self._fetch_before(slots[k + LOOK_AHEAD])
                 falls[lang] += self._merge_at(slots[k], x, y, new_id, lang)   # (0 where it no longer is)
             self.pcount[pid] = 0              # every occurrence replaced (counted down nowhere else)
         if self.track_global:
@@ -349,6 +352,21 @@ cdef class ParityCorpus:
             self._push_touched()
         self.touched.clear()
         return fall
+
+    cdef inline void _fetch_ahead(self, int32_t s, int64_t lx, int64_t lxy, int64_t n_slots) noexcept:
+        """Fetch the lines of slot ``s`` and, where the words' slots are bytes (else a guess:
+        a fetch changes nothing), of the y after it and of the token after that."""
+        prefetch(&self.slot[s])
+        if s + lxy < n_slots:
+            prefetch(&self.slot[s + lx])
+            prefetch(&self.slot[s + lxy])
+
+    cdef inline void _fetch_before(self, int32_t s) noexcept:
+        """Slot ``s``'s line is here by now: fetch the token before it and the word's count."""
+        cdef int32_t p = self.slot[s].prv
+        if p != -1:
+            prefetch(&self.slot[p])
+        prefetch(&self.wcount[self.slot[s].word])
 
     cdef void _add_joined(self, int32_t x, int32_t y) noexcept:
         """The token x then y (its bytes, as ranks: x's, then y's)."""
