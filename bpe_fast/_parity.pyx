@@ -37,7 +37,7 @@ cnp.import_array()
 
 
 cdef enum:
-    LOOK_AHEAD = 8          # a merge's list: a slot's lines fetched 2 x this many slots ahead, its word's L ahead
+    LOOK_AHEAD = 16         # a merge's list: a slot's lines fetched 2 x this many slots ahead, its word's L ahead
 
 
 cdef bint tokens_below(const int32_t[::1] tokens, int32_t limit) noexcept:
