@@ -316,17 +316,21 @@ cdef class ParityCorpus:
         self.heap[self.n_langs].shrink_to_fit()
 
     # -- a merge ---------------------------------------------------------------------------------
-    def merge(self, int32_t x, int32_t y):
+    def merge(self, int32_t x, int32_t y, int64_t[::1] lengths=None):
         """Replace (x, y) by a new token (the next id: x's bytes, then y's) in every
-        language's words; each language's fall in tokens (count-weighted), as an int64 array."""
+        language's words; each language's fall in tokens (count-weighted), as an int64 array,
+        or, given ``lengths`` (one per language), subtracted from them (None returned: no
+        array made per merge)."""
         cdef int32_t new_id = self.tlen.size()
         cdef int64_t lx = self.tlen[x], lxy = self.tlen[x] + self.tlen[y], n_slots = self.slot.size()
         cdef int lang
         cdef Py_ssize_t k
         cdef vector[int32_t] slots
         cdef int32_t pid
-        fall = np.zeros(self.n_langs, dtype=np.int64)
-        cdef int64_t[::1] falls = fall
+        cdef int64_t lang_fall
+        cdef bint subtract = lengths is not None
+        fall = None if lengths is not None else np.zeros(self.n_langs, dtype=np.int64)
+        cdef int64_t[::1] falls = fall if lengths is None else lengths
         self._add_joined(x, y)
         for lang in range(self.n_langs):
             pid = pairmap_get(&self.ids, self._key(lang, x, y))
@@ -337,12 +341,14 @@ cdef class ParityCorpus:
             self.stamp += 1                   # (a new merge or language: the memo starts empty)
             if x == y:          # overlapping occurrences (x x x): left to right, as in order
                 sort(slots.begin(), slots.end())
+            lang_fall = 0
             for k in range(<Py_ssize_t>slots.size()):
                 if k + 2 * LOOK_AHEAD < <Py_ssize_t>slots.size():
                     self._fetch_ahead(slots[k + 2 * LOOK_AHEAD], lx, lxy, n_slots)
                 if k + LOOK_AHEAD < <Py_ssize_t>slots.size():
                     self._fetch_before(slots[k + LOOK_AHEAD])
-                falls[lang] += self._merge_at(slots[k], x, y, new_id, lang)   # (0 where it no longer is)
+                lang_fall += self._merge_at(slots[k], x, y, new_id, lang)   # (0 where it no longer is)
+            falls[lang] += -lang_fall if subtract else lang_fall
             self.pcount[pid] = 0              # every occurrence replaced (counted down nowhere else)
         if self.track_global:
             pid = pairmap_get(&self.ids, self._key(self.n_langs, x, y))

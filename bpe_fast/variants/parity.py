@@ -324,8 +324,8 @@ def learn_parity(tables: list[WordTable], n_merges: int, *, dev: list[WordTable]
     choose: _base_chooser | _window_chooser = (_base_chooser(initial, ratio, n) if variant == "base" else
                                                _window_chooser(initial, ratio, n, window_size, alpha))
     exhausted: set[int] = set()
-    merges = np.zeros((max(n_merges, 0), 2), dtype=np.int32)
-    counts = np.zeros(max(n_merges, 0), dtype=np.int64)
+    merges: list[tuple[int, int]] = []          # (lists, not arrays, per step: cheaper, as the falls go
+    counts: list[int] = []                      # straight into lengths)
     step = 0
     with Bar(progress, "merging", n_merges, unit="merge", decaying=True) as bar:
         advance = bar.callback(reach=True)
@@ -344,13 +344,12 @@ def learn_parity(tables: list[WordTable], n_merges: int, *, dev: list[WordTable]
                 choose.exhausted[lang] = True
                 continue
             x, y, c = best
-            fall = corpus.merge(x, y)
+            corpus.merge(x, y, lengths if dev_corpus is None else None)
             if dev_corpus is not None:
-                fall = dev_corpus.merge(x, y)
-            lengths -= fall
-            merges[step] = x, y
-            counts[step] = c
+                dev_corpus.merge(x, y, lengths)
+            merges.append((x, y))
+            counts.append(c)
             step += 1
             if advance is not None and step % 256 == 0:
                 advance(step)
-    return merges[:step], counts[:step]
+    return np.array(merges, dtype=np.int32).reshape(-1, 2), np.array(counts, dtype=np.int64)
