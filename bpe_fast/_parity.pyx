@@ -23,6 +23,7 @@ open-addressing map (_pairmap.pxd) numbers the pairs of every language: its key 
 ``(left * (n_langs + 1) + lang, right)``.
 """
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.math cimport INFINITY
 from libcpp.algorithm cimport sort
 from libcpp.vector cimport vector
 
@@ -36,7 +37,7 @@ cnp.import_array()
 
 
 cdef enum:
-    LOOK_AHEAD = 8          # slots of a merge's list whose line is fetched before they are visited
+    LOOK_AHEAD = 16         # a merge's list: a slot's lines fetched 2 x this many slots ahead, its word's L ahead
 
 
 cdef bint tokens_below(const int32_t[::1] tokens, int32_t limit) noexcept:
@@ -51,6 +52,13 @@ cdef struct Slot:
     int32_t sym             # the token that starts here (-1: taken into the token before it)
     int32_t nxt, prv        # the next and previous live slot of the word (-1: none)
     int32_t word
+
+
+cdef struct Memo:
+    # for one merge of (x, y) into z in one language, the ids of the pairs a neighbour token
+    # a on the left, b on the right, takes part in: (a, x), (a, z); (y, b), (z, b) (-1: too long)
+    int32_t lstamp, lold, lnew
+    int32_t rstamp, rold, rnew
 
 
 cdef struct Entry:
@@ -74,6 +82,8 @@ cdef class ParityCorpus:
     cdef vector[vector[Entry]] heap      # per language (and n_langs: all together)
     cdef vector[int32_t] touched         # pairs whose count rose in this merge
     cdef vector[uint8_t] rose
+    cdef vector[Memo] memo               # by token: valid where its stamp is ``stamp``
+    cdef int32_t stamp
     # the tokens: lengths (bytes) and, for the Hugging Face tie-break, their bytes as ranks
     cdef vector[int64_t] tlen
     cdef vector[int64_t] toff
@@ -95,6 +105,8 @@ cdef class ParityCorpus:
         rank = np.arange(256, dtype=np.uint8) if byte_rank is None else np.asarray(byte_rank, dtype=np.uint8)
         for t in token_bytes:
             self._add_token(b"" if t is None else bytes(t), rank)
+        self.memo.resize(self.tlen.size())
+        self.stamp = 0
         n_sym = offsets[n_words] if n_words else 0
         self.slot.resize(n_sym)
         self.wcount.resize(n_words)
@@ -179,6 +191,23 @@ cdef class ParityCorpus:
         self.occ.push_back(vector[int32_t]())
         self.rose.push_back(0)
         return pid
+
+    cdef inline int32_t _pid_within(self, int lang, int32_t x, int32_t y) noexcept:
+        """``_pid``, or -1 for a pair whose token would pass ``max_token_length``."""
+        if self.tlen[x] + self.tlen[y] > self.max_len:
+            return -1
+        return self._pid(lang, x, y)
+
+    cdef inline void _add(self, int32_t pid, int64_t delta, int32_t at) noexcept:
+        """``_change`` for a pair already numbered (-1: none): one language only."""
+        if pid < 0:
+            return
+        self.pcount[pid] += delta
+        if delta > 0:
+            self.occ[pid].push_back(at)
+            if not self.rose[pid]:
+                self.rose[pid] = 1
+                self.touched.push_back(pid)
 
     cdef inline void _change(self, int lang, int32_t x, int32_t y, int64_t delta, int32_t at) noexcept:
         """The pair (x, y) occurs ``delta`` more times in ``lang`` (at slot ``at``, if it rose)."""
@@ -287,16 +316,21 @@ cdef class ParityCorpus:
         self.heap[self.n_langs].shrink_to_fit()
 
     # -- a merge ---------------------------------------------------------------------------------
-    def merge(self, int32_t x, int32_t y):
+    def merge(self, int32_t x, int32_t y, int64_t[::1] lengths=None):
         """Replace (x, y) by a new token (the next id: x's bytes, then y's) in every
-        language's words; each language's fall in tokens (count-weighted), as an int64 array."""
+        language's words; each language's fall in tokens (count-weighted), as an int64 array,
+        or, given ``lengths`` (one per language), subtracted from them (None returned: no
+        array made per merge)."""
         cdef int32_t new_id = self.tlen.size()
+        cdef int64_t lx = self.tlen[x], lxy = self.tlen[x] + self.tlen[y], n_slots = self.slot.size()
         cdef int lang
         cdef Py_ssize_t k
         cdef vector[int32_t] slots
         cdef int32_t pid
-        fall = np.zeros(self.n_langs, dtype=np.int64)
-        cdef int64_t[::1] falls = fall
+        cdef int64_t lang_fall
+        cdef bint subtract = lengths is not None
+        fall = None if lengths is not None else np.zeros(self.n_langs, dtype=np.int64)
+        cdef int64_t[::1] falls = fall if lengths is None else lengths
         self._add_joined(x, y)
         for lang in range(self.n_langs):
             pid = pairmap_get(&self.ids, self._key(lang, x, y))
@@ -304,12 +338,17 @@ cdef class ParityCorpus:
                 continue
             slots.clear()
             slots.swap(self.occ[pid])
+            self.stamp += 1                   # (a new merge or language: the memo starts empty)
             if x == y:          # overlapping occurrences (x x x): left to right, as in order
                 sort(slots.begin(), slots.end())
+            lang_fall = 0
             for k in range(<Py_ssize_t>slots.size()):
+                if k + 2 * LOOK_AHEAD < <Py_ssize_t>slots.size():
+                    self._fetch_ahead(slots[k + 2 * LOOK_AHEAD], lx, lxy, n_slots)
                 if k + LOOK_AHEAD < <Py_ssize_t>slots.size():
-                    prefetch(&self.slot[slots[k + LOOK_AHEAD]])
-                falls[lang] += self._merge_at(slots[k], x, y, new_id)   # (0 where it no longer is)
+                    self._fetch_before(slots[k + LOOK_AHEAD])
+                lang_fall += self._merge_at(slots[k], x, y, new_id, lang)   # (0 where it no longer is)
+            falls[lang] += -lang_fall if subtract else lang_fall
             self.pcount[pid] = 0              # every occurrence replaced (counted down nowhere else)
         if self.track_global:
             pid = pairmap_get(&self.ids, self._key(self.n_langs, x, y))
@@ -320,44 +359,139 @@ cdef class ParityCorpus:
         self.touched.clear()
         return fall
 
+    cdef inline void _fetch_ahead(self, int32_t s, int64_t lx, int64_t lxy, int64_t n_slots) noexcept:
+        """Fetch the lines of slot ``s`` and, where the words' slots are bytes (else a guess:
+        a fetch changes nothing), of the y after it and of the token after that."""
+        prefetch(&self.slot[s])
+        if s + lxy < n_slots:
+            prefetch(&self.slot[s + lx])
+            prefetch(&self.slot[s + lxy])
+
+    cdef inline void _fetch_before(self, int32_t s) noexcept:
+        """Slot ``s``'s line is here by now: fetch the token before it and the word's count."""
+        cdef int32_t p = self.slot[s].prv
+        if p != -1:
+            prefetch(&self.slot[p])
+        prefetch(&self.wcount[self.slot[s].word])
+
     cdef void _add_joined(self, int32_t x, int32_t y) noexcept:
         """The token x then y (its bytes, as ranks: x's, then y's)."""
         cdef int64_t i
         self.toff.push_back(self.tbytes.size())
         self.tlen.push_back(self.tlen[x] + self.tlen[y])
+        self.memo.push_back(Memo(0, -1, -1, 0, -1, -1))
         for i in range(self.tlen[x]):
             self.tbytes.push_back(self.tbytes[self.toff[x] + i])
         for i in range(self.tlen[y]):
             self.tbytes.push_back(self.tbytes[self.toff[y] + i])
 
-    cdef int64_t _merge_at(self, int32_t s, int32_t x, int32_t y, int32_t new_id) noexcept:
-        """Replace (x, y) at slot ``s`` if it is still there, settling the counts of the pairs
-        around it; the word's count if it was (its fall in tokens), else 0."""
-        cdef int32_t t, p, q, w
+    cdef int64_t _merge_at(self, int32_t s, int32_t x, int32_t y, int32_t new_id, int lang) noexcept:
+        """Replace (x, y) at slot ``s`` (of a word of ``lang``) if it is still there, settling
+        the counts of the pairs around it; the word's count if it was (its fall in tokens), else 0.
+        The ids of the pairs it changes come from the memo (one map probe per neighbour token
+        per merge and language, not four per occurrence), made in the order ``_change`` makes
+        them (so the same ids); with the all-languages counts on, through ``_change``."""
+        cdef int32_t t, p, q, w, a, b
         cdef int64_t n
-        cdef int lang
+        cdef Memo* m
         if self.slot[s].sym != x:
             return 0
         t = self.slot[s].nxt
         if t == -1 or self.slot[t].sym != y:
             return 0
         w = self.slot[s].word
-        n, lang = self.wcount[w], self.wlang[w]
+        n = self.wcount[w]
         p, q = self.slot[s].prv, self.slot[t].nxt
+        if self.track_global:
+            self._change_around(s, t, p, q, x, y, new_id, n, lang)
+            return n
+        if p != -1:
+            a = self.slot[p].sym
+            m = &self.memo[a]
+            if m.lstamp != self.stamp:
+                m.lstamp = self.stamp
+                m.lold = self._pid_within(lang, a, x)
+                m.lnew = self._pid_within(lang, a, new_id)
+            self._add(m.lold, -n, p)
+            self._add(m.lnew, n, p)
+        if q != -1:
+            b = self.slot[q].sym
+            m = &self.memo[b]
+            if m.rstamp != self.stamp:
+                m.rstamp = self.stamp
+                m.rold = self._pid_within(lang, y, b)
+                m.rnew = self._pid_within(lang, new_id, b)
+            self._add(m.rold, -n, s)
+            self._add(m.rnew, n, s)
+        self._relink(s, t, q, new_id)
+        return n
+
+    cdef inline void _relink(self, int32_t s, int32_t t, int32_t q, int32_t new_id) noexcept:
+        self.slot[s].sym = new_id
+        self.slot[t].sym = -1
+        self.slot[s].nxt = q
+        if q != -1:
+            self.slot[q].prv = s
+
+    cdef void _change_around(self, int32_t s, int32_t t, int32_t p, int32_t q, int32_t x, int32_t y,
+                             int32_t new_id, int64_t n, int lang) noexcept:
+        """``_merge_at``'s settling and relinking, pair by pair through ``_change``."""
         if p != -1:
             self._change(lang, self.slot[p].sym, x, -n, p)
             self._change(lang, self.slot[p].sym, new_id, n, p)
         if q != -1:
             self._change(lang, y, self.slot[q].sym, -n, s)
             self._change(lang, new_id, self.slot[q].sym, n, s)
-        self.slot[s].sym = new_id
-        self.slot[t].sym = -1
-        self.slot[s].nxt = q
-        if q != -1:
-            self.slot[q].prv = s
-        return n
+        self._relink(s, t, q, new_id)
 
     def count_of(self, int lang, int32_t x, int32_t y):
         """The count of (x, y) in ``lang`` (tests)."""
         cdef int32_t pid = pairmap_get(&self.ids, self._key(lang, x, y))
         return 0 if pid < 0 else self.pcount[pid]
+
+
+# -- the choice of the language (variants/parity.py's choosers, on arrays, without numpy's per-call cost) --
+def least_compressed(const double[::1] initial, ratio, const int64_t[::1] lengths, const uint8_t[::1] exhausted):
+    """The base variant's language: with ``ratio`` (float64), the first with the least
+    (initial / length) / ratio; without, the first with the most tokens; never an exhausted
+    one (-1: all are). The same floats, in the same order, as numpy's over the arrays."""
+    cdef Py_ssize_t lang, best = -1
+    cdef double value, best_value = 0
+    cdef const double[::1] ratios
+    if ratio is None:
+        for lang in range(lengths.shape[0]):
+            if not exhausted[lang] and (best == -1 or lengths[lang] > lengths[best]):
+                best = lang
+        return best
+    ratios = ratio
+    for lang in range(lengths.shape[0]):
+        if exhausted[lang]:
+            continue
+        value = (initial[lang] / <double>lengths[lang]) / ratios[lang]
+        if best == -1 or value < best_value:
+            best, best_value = lang, value
+    return best
+
+
+def least_compressed_with_room(const double[::1] initial, ratio, const int64_t[::1] lengths,
+                               const uint8_t[::1] exhausted, const int64_t[::1] in_window, int64_t window_size,
+                               double threshold):
+    """The window variant's language (select_window's): by falling value (with ``ratio``,
+    -((initial / length) / ratio); without, the length; exhausted: -inf), ties to the first,
+    the first whose steps in the window over ``window_size`` are at most ``threshold``; none
+    has room: the last in that order."""
+    cdef Py_ssize_t lang, best = -1, last = -1
+    cdef double value, best_value = 0, last_value = 0
+    cdef const double[::1] ratios = ratio if ratio is not None else initial
+    for lang in range(lengths.shape[0]):
+        if exhausted[lang]:
+            value = -INFINITY
+        elif ratio is not None:
+            value = -((initial[lang] / <double>lengths[lang]) / ratios[lang])
+        else:
+            value = <double>lengths[lang]
+        if last == -1 or value <= last_value:
+            last, last_value = lang, value
+        if <double>in_window[lang] / <double>window_size <= threshold and (best == -1 or value > best_value):
+            best, best_value = lang, value
+    return best if best != -1 else last

@@ -369,3 +369,62 @@ def test_window_variant_returns_where_parity_bpe_trainer_never_does():
     theirs = train_parity_reference([reference_words(t) for t in train_t], 400, [bytes([b]) for b in range(256)],
                                     **settings)
     assert len(theirs) == 400 and [tuple(m) for m in ours.tolist()] == theirs
+
+
+def _numpy_base_choice(initial, ratio, lengths, exhausted):
+    """The base variant's choice as numpy computes it (the chooser before it moved to the kernel)."""
+    import numpy as np
+    if ratio is not None:
+        adjusted = (initial / lengths.astype(np.float64)) / ratio
+        adjusted[exhausted] = np.inf
+        return int(np.argmin(adjusted))
+    return int(np.argmax(np.where(exhausted, -1, lengths)))
+
+
+def _numpy_window_choice(initial, ratio, lengths, exhausted, in_window, window_size, threshold):
+    """select_window's choice as numpy computes it: by falling value (stable), the first with room; else the last."""
+    import numpy as np
+    values = -((initial / lengths.astype(np.float64)) / ratio) if ratio is not None else lengths.astype(np.float64)
+    values[exhausted] = -np.inf
+    order = np.argsort(-values, kind="stable").tolist()
+    return next((lang for lang in order if in_window[lang] / window_size <= threshold), order[-1])
+
+
+def test_the_kernels_choice_of_language_is_numpys_on_ties_exhausted_and_full_windows():
+    import numpy as np
+
+    from bpe_fast import _parity
+    rng = np.random.default_rng(7)
+    for trial in range(400):
+        n = int(rng.integers(1, 9))
+        initial = rng.integers(1, 6, n).astype(np.float64) * 10          # (few values: many ties)
+        lengths = rng.integers(1, 6, n).astype(np.int64)
+        ratio = None if trial % 3 == 0 else rng.choice([0.5, 1.0, 2.0], n)
+        exhausted = rng.random(n) < 0.3
+        if exhausted.all():
+            exhausted[int(rng.integers(n))] = False
+        in_window = rng.integers(0, 4, n).astype(np.int64)
+        window_size, threshold = int(rng.integers(1, 6)), float(rng.choice([0.25, 0.5, 1.0]))
+        ex = exhausted.view(np.uint8)
+        assert _parity.least_compressed(initial, ratio, lengths, ex) == \
+            _numpy_base_choice(initial, ratio, lengths, exhausted)
+        assert _parity.least_compressed_with_room(initial, ratio, lengths, ex, in_window, window_size, threshold) == \
+            _numpy_window_choice(initial, ratio, lengths, exhausted, in_window, window_size, threshold)
+
+
+def test_merge_subtracts_each_languages_fall_from_lengths_as_it_returns_it():
+    import numpy as np
+
+    from bpe_fast import _parity
+    tokens = np.frombuffer(b"abab" b"ab" b"aab", dtype=np.uint8).astype(np.int32)
+    offsets = np.array([0, 4, 6, 9], dtype=np.int64)
+    counts = np.array([3, 2, 5], dtype=np.int64)
+    langs = np.array([0, 1, 1], dtype=np.int32)
+    token_bytes = [bytes([b]) for b in range(256)]
+    returned = _parity.ParityCorpus(tokens, offsets, counts, langs, 2, token_bytes)
+    subtracted = _parity.ParityCorpus(tokens, offsets, counts, langs, 2, token_bytes)
+    fall = returned.merge(ord("a"), ord("b"))
+    lengths = np.array([100, 100], dtype=np.int64)
+    assert subtracted.merge(ord("a"), ord("b"), lengths) is None
+    assert fall.tolist() == [6, 7]            # two (a, b) x 3 in language 0; one x 2 and one x 5 in language 1
+    assert lengths.tolist() == [94, 93]

@@ -276,11 +276,8 @@ class _base_chooser:
         self.exhausted = np.zeros(n, dtype=bool)
 
     def __call__(self, lengths: np.ndarray) -> int:
-        if self.ratio is not None:
-            adjusted = (self.initial / lengths.astype(np.float64)) / self.ratio
-            adjusted[self.exhausted] = np.inf
-            return int(np.argmin(adjusted))
-        return int(np.argmax(np.where(self.exhausted, -1, lengths)))
+        # (in the kernel: numpy's half dozen calls a step cost more than the step's choice)
+        return int(_parity.least_compressed(self.initial, self.ratio, lengths, self.exhausted.view(np.uint8)))
 
 
 class _window_chooser:
@@ -292,25 +289,15 @@ class _window_chooser:
         self.ratio = None if ratio is None else np.array(ratio, dtype=np.float64)
         self.exhausted = np.zeros(n, dtype=bool)
         self.window: deque = deque()
-        self.in_window = [0] * n
+        self.in_window = np.zeros(n, dtype=np.int64)
         self.window_size, self.threshold = window_size, alpha / n
 
     def __call__(self, lengths: np.ndarray) -> int:
-        if self.ratio is not None:
-            values = -((self.initial / lengths.astype(np.float64)) / self.ratio)
-        else:
-            values = lengths.astype(np.float64)
-        values[self.exhausted] = -np.inf
         # select_window passes over the best, then the next best, ...: the languages by falling
         # value (the first on ties, as its strict > keeps; the exhausted, -inf, last by index),
-        # until one has room in the window; none has: the last
-        in_window = self.in_window
-        order = np.argsort(-values, kind="stable").tolist()
-        best = order[-1]
-        for lang in order:
-            if in_window[lang] / self.window_size <= self.threshold:
-                best = lang
-                break
+        # until one has room in the window; none has: the last (in the kernel, one pass)
+        best = int(_parity.least_compressed_with_room(self.initial, self.ratio, lengths, self.exhausted.view(np.uint8),
+                                                      self.in_window, self.window_size, self.threshold))
         self.window.append(best)
         self.in_window[best] += 1
         if len(self.window) > self.window_size:
@@ -337,8 +324,8 @@ def learn_parity(tables: list[WordTable], n_merges: int, *, dev: list[WordTable]
     choose: _base_chooser | _window_chooser = (_base_chooser(initial, ratio, n) if variant == "base" else
                                                _window_chooser(initial, ratio, n, window_size, alpha))
     exhausted: set[int] = set()
-    merges = np.zeros((max(n_merges, 0), 2), dtype=np.int32)
-    counts = np.zeros(max(n_merges, 0), dtype=np.int64)
+    merges: list[tuple[int, int]] = []          # (lists, not arrays, per step: cheaper, as the falls go
+    counts: list[int] = []                      # straight into lengths)
     step = 0
     with Bar(progress, "merging", n_merges, unit="merge", decaying=True) as bar:
         advance = bar.callback(reach=True)
@@ -357,13 +344,12 @@ def learn_parity(tables: list[WordTable], n_merges: int, *, dev: list[WordTable]
                 choose.exhausted[lang] = True
                 continue
             x, y, c = best
-            fall = corpus.merge(x, y)
+            corpus.merge(x, y, lengths if dev_corpus is None else None)
             if dev_corpus is not None:
-                fall = dev_corpus.merge(x, y)
-            lengths -= fall
-            merges[step] = x, y
-            counts[step] = c
+                dev_corpus.merge(x, y, lengths)
+            merges.append((x, y))
+            counts.append(c)
             step += 1
             if advance is not None and step % 256 == 0:
                 advance(step)
-    return merges[:step], counts[:step]
+    return np.array(merges, dtype=np.int32).reshape(-1, 2), np.array(counts, dtype=np.int64)
