@@ -39,50 +39,47 @@ class ProcessTable:
         return children
 
 
-def vm_rss_kb(pid: int) -> int:
+def _kb_field(path: str, field: bytes) -> int:
+    """The kB figure of the line starting with ``field`` in a /proc file, 0 if the process has
+    exited or is a zombie (no such line)."""
     try:
-        with open(f"/proc/{pid}/status", "rb") as fh:
+        with open(path, "rb") as fh:
             for line in fh:
-                if line.startswith(b"VmRSS:"):
+                if line.startswith(field):
                     return int(line.split()[1])
     except OSError:
         pass
-    return 0  # exited, or a zombie (no VmRSS line)
+    return 0
 
 
-def tree_rss_kb(root: int, table: ProcessTable) -> int:
-    """Sum of VmRSS over root and all its descendants."""
-    children = table.children()
-    total, stack = 0, [root]
-    while stack:
-        pid = stack.pop()
-        total += vm_rss_kb(pid)
-        stack.extend(children.get(pid, ()))
-    return total
+def vm_rss_kb(pid: int) -> int:
+    return _kb_field(f"/proc/{pid}/status", b"VmRSS:")
 
 
 def pss_kb(pid: int) -> int:
     """Proportional set size: pages shared between processes (a forked worker's inherited pages,
     shared memory) count once over all of them, split between the sharers."""
-    try:
-        with open(f"/proc/{pid}/smaps_rollup", "rb") as fh:
-            for line in fh:
-                if line.startswith(b"Pss:"):
-                    return int(line.split()[1])
-    except OSError:
-        pass
-    return 0  # exited, or a zombie
+    return _kb_field(f"/proc/{pid}/smaps_rollup", b"Pss:")
 
 
-def tree_pss_kb(root: int, table: ProcessTable) -> int:
-    """Sum of PSS over root and all its descendants: the tree's own share of memory."""
+def _tree_sum(root: int, table: ProcessTable, per_process) -> int:
     children = table.children()
     total, stack = 0, [root]
     while stack:
         pid = stack.pop()
-        total += pss_kb(pid)
+        total += per_process(pid)
         stack.extend(children.get(pid, ()))
     return total
+
+
+def tree_rss_kb(root: int, table: ProcessTable) -> int:
+    """Sum of VmRSS over root and all its descendants."""
+    return _tree_sum(root, table, vm_rss_kb)
+
+
+def tree_pss_kb(root: int, table: ProcessTable) -> int:
+    """Sum of PSS over root and all its descendants: the tree's own share of memory."""
+    return _tree_sum(root, table, pss_kb)
 
 
 def system_busy_s() -> float:
