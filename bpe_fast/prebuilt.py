@@ -9,8 +9,10 @@ tokenizer and encodes a short text pays milliseconds, not a second.
 Where: ``$BPE_FAST_CACHE``, else ``$XDG_CACHE_HOME/bpe_fast``, else ``~/.cache/bpe_fast``;
 ``BPE_FAST_CACHE=off`` turns it off. An entry is named by a hash of everything it is derived
 from (the file's bytes; the merges), the kind of entry and this layout's version, so a changed
-file or another release of bpe_fast never reads a stale entry. Each entry carries a checksum of
-its arrays: an entry that fails it (a damaged disk, a partial copy) is ignored and rebuilt.
+file or another release of bpe_fast never reads a stale entry. An entry is a .npz file, whose
+arrays each carry a CRC-32 checked as they are read: an entry that fails it (a damaged disk, a
+partial copy) is ignored and rebuilt. What is read back is checked again by its user (the
+encoder checks every index of its tables), so no entry can lead a lookup out of its table.
 A cache that cannot be written (a read-only home) is not an error: loading works as before,
 only slower, and nothing is left half-written (entries appear whole, by rename).
 
