@@ -42,6 +42,7 @@ import collections
 import contextlib
 import itertools
 import math
+import os
 import socket
 import time
 from collections.abc import Iterable, Iterator
@@ -285,6 +286,9 @@ def count_on_cluster(client, found: list[Source], config: CountConfig, block_siz
     for source in found:
         if source.size is None:
             source.cluster_tasks(config.cut, block_size)       # raises: a stream cannot go to a cluster
+    # Workers open the files by path, each in a folder of its own: a path relative to this
+    # process's folder is made absolute here, where it means what the user typed.
+    found = [replace(source, path=os.path.abspath(source.path)) for source in found]
     if not found:
         return WordTable.from_counts({}, splitter.pattern, splitter.special_tokens, normalize=splitter.normalize)
     total = sum(source.size or 0 for source in found)

@@ -49,6 +49,21 @@ def test_cluster_counting_equals_local_counting(tmp_path, client):
     assert tok == bpe_fast.train(inputs, 600, workers=1)
 
 
+def test_a_relative_path_means_the_clients_file_on_every_worker(tmp_path, client, monkeypatch):
+    # Workers run in folders of their own (a machine's, a service's): a path as the user typed it,
+    # relative to the client's folder, is made absolute before it is sent.
+    (tmp_path / "a.txt").write_text(small_text() * 10)
+    (tmp_path / "elsewhere").mkdir()
+    old = client.run(os.getcwd)
+    client.run(os.chdir, str(tmp_path / "elsewhere"))
+    try:
+        monkeypatch.chdir(tmp_path)
+        assert bpe_fast.count(["a.txt"], client=client, block_size=4096) == bpe_fast.count(["a.txt"], workers=1)
+    finally:
+        for address, folder in old.items():
+            client.run(os.chdir, folder, workers=[address])
+
+
 def test_standard_input_cannot_go_to_a_cluster(client):
     with pytest.raises(bpe_fast.InputError, match="a stream cannot be counted on a cluster"):
         bpe_fast.count(["-"], client=client)
