@@ -45,8 +45,9 @@ def documents(path: str):
             yield piece
 
 
-def train(lib: str, task: str, corpus: str, vocab_size: int, workers: int) -> list[bytes]:
-    """Train once; the token each merge makes, in merge order."""
+def train(lib: str, task: str, corpus: str, vocab_size: int, workers: int) -> tuple[list[bytes], dict]:
+    """Train once; the token each merge makes, in merge order, and what bpe_fast's training report
+    says of the table (distinct chunks, their bytes, each stage's seconds; nothing for a peer)."""
     if lib == "bpe_fast":
         import bpe_fast
         if task == "gigabpe":
@@ -55,19 +56,22 @@ def train(lib: str, task: str, corpus: str, vocab_size: int, workers: int) -> li
         else:
             tok = bpe_fast.train_from_iterator(documents(corpus), vocab_size, pattern="cl100k", workers=workers,
                                                progress="none")
-        return [tok.token_bytes(i) for i in tok.merge_ids.tolist()]
+        report = tok.training_report
+        table = {"unique_chunks": report.unique_chunks, "table_symbols": report.table_symbols,
+                 "stage_seconds": report.seconds}
+        return [tok.token_bytes(i) for i in tok.merge_ids.tolist()], table
     if lib == "gigabpe":
         import gigabpe
         _, merges = gigabpe.train_bpe([corpus], vocab_size, pretokenizer="bytelevel", threads=workers)
         table = {c: b for b, c in _bytes_to_unicode().items()}
-        return [bytes(table[c] for c in a + b) for a, b in merges]
+        return [bytes(table[c] for c in a + b) for a, b in merges], {}
     if lib == "rustbpe":
         import rustbpe
         from bpe_fast.patterns import CL100K
         tok = rustbpe.Tokenizer()
         tok.train_from_iterator(documents(corpus), vocab_size, pattern=CL100K)
         by_rank = {r: t for t, r in tok.get_mergeable_ranks()}
-        return [by_rank[r] for r in sorted(by_rank) if r >= 256]
+        return [by_rank[r] for r in sorted(by_rank) if r >= 256], {}
     raise ValueError(lib)
 
 
@@ -82,11 +86,11 @@ def _bytes_to_unicode() -> dict[int, str]:
 
 def run_one(args) -> None:
     start = time.perf_counter()
-    merges = train(args.one, args.task, args.corpus, args.vocab, args.workers)
+    merges, table = train(args.one, args.task, args.corpus, args.vocab, args.workers)
     seconds = time.perf_counter() - start
     with open(args.merges_out, "wb") as fh:
         pickle.dump(merges, fh)
-    print(RESULT_MARK + json.dumps({"seconds": seconds, "merges": len(merges)}), flush=True)
+    print(RESULT_MARK + json.dumps({"seconds": seconds, "merges": len(merges), **table}), flush=True)
 
 
 def measure(lib: str, vocab_size: int, args, tmp: str) -> dict:
@@ -108,7 +112,8 @@ def measure(lib: str, vocab_size: int, args, tmp: str) -> dict:
     with open(out, "rb") as fh:
         merges = pickle.load(fh)
     return {"seconds": statistics.median(r["seconds"] for r in runs), "peak_mb": max(r["peak_mb"] for r in runs),
-            "cpu_s": statistics.median(r["cpu_s"] for r in runs), "merges": merges, "n": runs[0]["merges"]}
+            "cpu_s": statistics.median(r["cpu_s"] for r in runs), "merges": merges, "n": runs[0]["merges"],
+            "table": {k: runs[0][k] for k in ("unique_chunks", "table_symbols", "stage_seconds") if k in runs[0]}}
 
 
 def agreement(ours: list[bytes], theirs: list[bytes]) -> str:

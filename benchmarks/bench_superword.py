@@ -30,7 +30,7 @@ from pathlib import Path
 
 import bpe_fast
 from mix33 import corpus_dir  # noqa: E402  (benchmarks/ is on sys.path)
-from fresh_training import alternating, longtail_slice, median_of, stage_cells
+from fresh_training import alternating, cost_texts, median_of, stage_cells
 
 def quality(args) -> None:
     corpora = corpus_dir(args.corpus_dir)
@@ -62,8 +62,8 @@ def quality(args) -> None:
 
 def cost(args) -> None:
     corpora = corpus_dir(args.corpus_dir)
-    kinds = {"long-tail": lambda: [str(longtail_slice(Path(args.work_dir), args.longtail_size))],
-             "natural": lambda: [str(corpora / "big.txt")] + sorted(map(str, (corpora / "multilingual").glob("*.txt")))}
+    kinds = cost_texts(Path(args.work_dir), args.longtail_size, args.seed,
+                       [str(corpora / "big.txt")] + sorted(map(str, (corpora / "multilingual").glob("*.txt"))))
     wanted = args.texts.split(",")
     if not set(wanted) <= set(kinds):
         sys.exit(f"--texts: give some of {', '.join(kinds)}, not {args.texts}")
@@ -95,7 +95,11 @@ def main() -> None:
     ap.add_argument("--cost", action="store_true", help="time superword training against plain training")
     ap.add_argument("--sizes", default="16384:12000", help="cost: V:T pairs, comma-separated")
     ap.add_argument("--repeats", type=int, default=3, help="cost: runs of each, alternating")
-    ap.add_argument("--texts", default="long-tail,natural", help="cost: the kinds of text, comma-separated")
+    ap.add_argument("--texts", default="long-tail,natural",
+                    help="cost: the kinds of text, comma-separated: long-tail (tuned on), "
+                         "mutated, zipf, scripts, code, neardup (make_corpus.py at --seed), natural")
+    ap.add_argument("--seed", type=int, default=11,
+                    help="cost: make_corpus.py's seed for the generators' texts (the long-tail slice is seed 0)")
     ap.add_argument("--longtail-size", default="50M", help="cost: the long-tail slice's size (make_corpus.py)")
     ap.add_argument("--work-dir", default="/tmp/bpe_fast-bench", help="cost: where the long-tail slice is kept")
     ap.add_argument("--corpus-dir", default=None)

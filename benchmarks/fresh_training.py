@@ -49,6 +49,20 @@ def train_once(files: list[str], vocab: int, options: dict) -> dict:
     return result
 
 
+GENERATORS = ("mutated", "zipf", "scripts", "code", "neardup")
+
+
+def cost_texts(work_dir: Path, size: str, seed: int, natural: list[str]) -> dict:
+    """The texts the cost benchmarks can time, name -> a function giving the files: "long-tail" (the
+    slice the work was tuned on: mutated, seed 0), each make_corpus.py generator at ``seed`` (text
+    not tuned on when the seed is not 0), and "natural" (the shared corpora given)."""
+    texts = {"long-tail": lambda: [str(longtail_slice(work_dir, size))]}
+    for kind in GENERATORS:
+        texts[kind] = lambda kind=kind: [str(longtail_slice(work_dir, size, kind, seed))]
+    texts["natural"] = lambda: natural
+    return texts
+
+
 def alternating(files: list[str], vocab: int, kinds: dict[str, dict], repeats: int) -> dict[str, list[dict]]:
     """Each kind's training (name -> train options) ``repeats`` times, the kinds taking turns so
     that all see the same machine: name -> its runs (train_once's results)."""
@@ -71,13 +85,16 @@ def stage_cells(runs: list[dict]) -> str:
                      for k, name in enumerate(names))
 
 
-def longtail_slice(work_dir: Path, size: str) -> Path:
-    """make_corpus.py's long-tail text of this size, written once and reused."""
-    path = work_dir / f"longtail-{size}.txt"
+def longtail_slice(work_dir: Path, size: str, kind: str = "mutated", seed: int = 0) -> Path:
+    """make_corpus.py's long-tail text of this kind, size and seed, written once and reused.
+    The defaults (mutated, seed 0) are the slice superword training was tuned on; other kinds
+    and seeds are text it has not seen."""
+    name = f"longtail-{size}.txt" if (kind, seed) == ("mutated", 0) else f"{kind}-s{seed}-{size}.txt"
+    path = work_dir / name
     if not path.is_file():
         work_dir.mkdir(parents=True, exist_ok=True)
         done = subprocess.run([sys.executable, str(Path(__file__).parent / "make_corpus.py"), "--size", size,
-                               "-o", str(path)], capture_output=True, text=True)
+                               "--kind", kind, "--seed", str(seed), "-o", str(path)], capture_output=True, text=True)
         if done.returncode != 0:
             sys.exit(f"make_corpus.py failed: {done.stderr}")
     return path

@@ -1,18 +1,25 @@
-"""Time and peak memory against corpus size, 0.1 GB to 10 GB: bpe_fast, and gigabpe beside it.
+"""Time and peak memory against corpus size, 0.1 GB to 10 GB: bpe_fast, and gigabpe beside it;
+and the scaling model drawn from them (distinct chunks and memory against corpus size).
 
     python benchmarks/scaling_big.py --dir big/ --sizes 0.1,0.3,1,3,10 --peer-up-to 3
-    python benchmarks/scaling_big.py --plot-only      # redraw scaling_big.png from scaling_big.csv
+    python benchmarks/scaling_big.py --dir big/ --kinds mutated,zipf,scripts --vocab-size 65536 --peer-up-to 1
+    python benchmarks/scaling_big.py --plot-only      # redraw the charts from scaling_big.csv
+    python benchmarks/scaling_big.py --model          # the fitted model, extrapolated (README "Scaling")
 
-Makes each corpus with make_corpus.py (web-like long tail, about 6-7 million distinct GPT-2
-chunks per GB at 1 GB) unless it is there already, then runs bench_big.py's gigabpe task at
-vocab 32768 for each size (bpe_fast: GPT-2 pattern, lines as documents, Hugging Face's
-tie-break, 2 processes; gigabpe: 2 threads), each in a fresh process with the whole process
-tree's RSS sampled every 20 ms. Writes scaling_big.csv and scaling_big.png beside this script.
+Makes each corpus with make_corpus.py (``--kinds``: mutated, a web-like long tail with about 5
+million distinct GPT-2 chunks per GB, files web-Ng.txt; zipf, scripts, code, neardup: KIND-Ng.txt,
+seed 0) unless it is there already, then runs bench_big.py's gigabpe task at ``--vocab-size`` for
+each size (bpe_fast: GPT-2 pattern, lines as documents, Hugging Face's tie-break, 2 processes;
+gigabpe: 2 threads; their merges compared), each in a fresh process with the whole process tree's
+RSS sampled every 20 ms. bpe_fast's rows also keep its word table's size (distinct chunks, their
+bytes) and its stages' seconds. Writes scaling_big.csv (one row per library, kind, vocab, size;
+earlier rows kept) and scaling_big.png (time, peak and distinct chunks against size).
 """
 from __future__ import annotations
 
 import argparse
 import csv
+import math
 import subprocess
 import sys
 import tempfile
@@ -22,94 +29,174 @@ import bench_big  # noqa: E402  (benchmarks/ is on sys.path)
 from charts import library_name, plain_log_axes  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
+CSV = HERE / "scaling_big.csv"
+FIELDS = ["library", "kind", "vocab", "gigabytes", "bytes", "seconds", "peak_gb", "cpu_s", "unique_chunks",
+          "table_symbols", "counting_s", "merging_s", "merges_agree"]
+KEY = ("library", "kind", "vocab", "gigabytes")
 
 
-def corpus(directory: Path, gigabytes: float) -> Path:
-    path = directory / f"web-{gigabytes:g}g.txt"
+def corpus(directory: Path, kind: str, gigabytes: float) -> Path:
+    path = directory / (f"web-{gigabytes:g}g.txt" if kind == "mutated" else f"{kind}-{gigabytes:g}g.txt")
     if not path.exists():
-        subprocess.run([sys.executable, str(HERE / "make_corpus.py"), "--size", f"{int(gigabytes * 2**30)}",
-                        "-o", str(path)], check=True)
+        subprocess.run([sys.executable, str(HERE / "make_corpus.py"), "--kind", kind, "--jobs", "2",
+                        "--size", f"{int(gigabytes * 2**30)}", "-o", str(path)], check=True)
     return path
 
 
 def merged_with_earlier(rows: list[dict], path: Path) -> list[dict]:
-    """This run's rows, and the earlier runs' rows for the (library, size) pairs it did not run."""
+    """This run's rows, and the earlier runs' rows for the (library, kind, vocab, size) it did not run."""
     if not path.exists():
         return rows
-    earlier = read_rows(path)
-    done = {(r["library"], r["gigabytes"]) for r in rows}
-    kept = [r for r in earlier if (r["library"], r["gigabytes"]) not in done]
-    return sorted(kept + rows, key=lambda r: (r["gigabytes"], r["library"]))
+    done = {tuple(r[k] for k in KEY) for r in rows}
+    kept = [r for r in read_rows(path) if tuple(r[k] for k in KEY) not in done]
+    return sorted(kept + rows, key=lambda r: (r["kind"], r["vocab"], r["gigabytes"], r["library"]))
 
 
 def read_rows(path: Path) -> list[dict]:
+    """The CSV's rows; rows written before kinds and vocab sizes were kept are mutated at 32768."""
+    def value(key: str, text: str):
+        if key in ("library", "kind", "merges_agree"):
+            return text
+        return float(text) if text not in ("", None) else None
     with open(path, newline="") as fh:
-        return [{k: (v if k == "library" else float(v)) for k, v in row.items()} for row in csv.DictReader(fh)]
+        rows = [{k: value(k, v) for k, v in row.items()} for row in csv.DictReader(fh)]
+    for r in rows:
+        r["kind"] = r.get("kind") or "mutated"
+        r["vocab"] = r.get("vocab") or 32768.0
+    return rows
+
+
+def write_rows(rows: list[dict], path: Path) -> None:
+    with open(path, "w", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=FIELDS)
+        writer.writeheader()
+        writer.writerows({k: ("" if r.get(k) is None else r.get(k)) for k in FIELDS} for r in rows)
+
+
+def series(rows: list[dict]) -> list[tuple[str, float]]:
+    return sorted({(r["kind"], r["vocab"]) for r in rows})
 
 
 def plot(rows: list[dict], path: Path):
     from matplotlib.figure import Figure
-    fig = Figure(figsize=(11, 4.2))
-    for ax, key, label in ((fig.add_subplot(1, 2, 1), "seconds", "training time, s (log scale)"),
-                           (fig.add_subplot(1, 2, 2), "peak_gb", "peak memory of the process tree, GB (log scale)")):
-        for lib, style in (("bpe_fast", "o-"), ("gigabpe", "s--")):
-            points = [(r["gigabytes"], r[key]) for r in rows if r["library"] == lib]
-            if points:
-                ax.plot(*zip(*points), style, label=library_name(lib))
+    fig = Figure(figsize=(16, 4.6))
+    panels = ((fig.add_subplot(1, 3, 1), "seconds", "training time, s"),
+              (fig.add_subplot(1, 3, 2), "peak_gb", "peak memory of the process tree, GB"),
+              (fig.add_subplot(1, 3, 3), "unique_chunks", "distinct chunks (bpe_fast's word table)"))
+    colours = dict(zip(series(rows), ["C0", "C1", "C2", "C3", "C4", "C5", "C6", "C7"]))
+    for ax, key, label in panels:
+        for (kind, vocab), colour in colours.items():
+            for lib, style in (("bpe_fast", "o-"), ("gigabpe", "s--")):
+                points = [(r["gigabytes"], r[key]) for r in rows
+                          if (r["library"], r["kind"], r["vocab"]) == (lib, kind, vocab) and r.get(key)]
+                if points:
+                    ax.plot(*zip(*points), style, color=colour,
+                            label=f"{library_name(lib)}, {kind}, {vocab:,.0f}")
         ax.set_xscale("log")
         ax.set_yscale("log")
         plain_log_axes(ax)
-        ax.set_xlabel("corpus size, GB (web-like long tail, GPT-2 pattern, vocab 32768)")
-        ax.set_ylabel(label)
+        ax.set_xlabel("corpus size, GB (GPT-2 pattern)")
+        ax.set_ylabel(label + " (log scale)")
         ax.grid(True, which="both", alpha=0.3)
-        ax.legend()
-    fig.suptitle("Training on 2 cores: bpe_fast and gigabpe against corpus size")
+        ax.legend(fontsize=7)
+    fig.suptitle("Training on 2 cores against corpus size: bpe_fast and gigabpe, make_corpus.py's generators")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     return fig
 
 
+def power_fit(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """y = a * x**b by least squares on the logs: (a, b)."""
+    xs, ys = [math.log(x) for x, _ in points], [math.log(y) for _, y in points]
+    mx, my = sum(xs) / len(xs), sum(ys) / len(ys)
+    b = sum((x - mx) * (y - my) for x, y in zip(xs, ys)) / sum((x - mx) ** 2 for x in xs)
+    return math.exp(my - b * mx), b
+
+
+def model(rows: list[dict]) -> None:
+    """Fit, per kind and vocab, distinct chunks D = a * GB**b (Heaps' law), the word table's bytes per
+    distinct chunk, peak memory against the table's bytes, seconds per GB, and extrapolate to 1 TB."""
+    print("| kind | V | sizes GB | distinct chunks D(GB) | bytes per chunk | peak GB = c + k x table GB | "
+          "s per GB (largest) | at 1 TB: D, table GB, peak GB |")
+    print("|---|---:|---|---|---:|---|---:|---|")
+    for kind, vocab in series(rows):
+        ours = sorted((r for r in rows if (r["library"], r["kind"], r["vocab"]) == ("bpe_fast", kind, vocab)
+                       and r.get("unique_chunks")), key=lambda r: r["gigabytes"])
+        if len(ours) < 2:
+            continue
+        a, b = power_fit([(r["gigabytes"], r["unique_chunks"]) for r in ours])
+        chunk_bytes = ours[-1]["table_symbols"] / ours[-1]["unique_chunks"]
+        tables = [(r["table_symbols"] / 1e9, r["peak_gb"]) for r in ours]
+        slope = ((tables[-1][1] - tables[0][1]) / (tables[-1][0] - tables[0][0])
+                 if tables[-1][0] > tables[0][0] else float("nan"))
+        base = tables[-1][1] - slope * tables[-1][0]
+        tb_chunks = a * 1000 ** b
+        tb_table = tb_chunks * chunk_bytes / 1e9
+        sizes = ", ".join(f"{r['gigabytes']:g}" for r in ours)
+        print(f"| {kind} | {vocab:,.0f} | {sizes} | "
+              f"{a / 1e6:.2f} M x GB^{b:.2f} | {chunk_bytes:.1f} | {base:.2f} + {slope:.1f} x table | "
+              f"{ours[-1]['seconds'] / ours[-1]['gigabytes']:.1f} | {tb_chunks / 1e6:,.0f} M, {tb_table:.1f}, "
+              f"{base + slope * tb_table:.0f} |")
+
+
+def measure_row(lib: str, kind: str, gigabytes: float, path: Path, vocab: int, tmp: str) -> dict:
+    options = argparse.Namespace(task="gigabpe", corpus=str(path), workers=2, repeats=1)
+    r = bench_big.measure(lib, vocab, options, tmp)
+    table = r.get("table", {})
+    stages = table.get("stage_seconds", {})
+    return {"library": lib, "kind": kind, "vocab": float(vocab), "gigabytes": gigabytes,
+            "bytes": path.stat().st_size, "seconds": round(r["seconds"], 2), "peak_gb": round(r["peak_mb"] / 1024, 3),
+            "cpu_s": round(r["cpu_s"], 1), "unique_chunks": table.get("unique_chunks"),
+            "table_symbols": table.get("table_symbols"), "counting_s": stages.get("counting"),
+            "merging_s": stages.get("merging"), "merges": r["merges"]}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--dir", help="where the corpora are made (needs about the sum of the sizes free); required "
-                                   "unless --plot-only")
-    ap.add_argument("--plot-only", action="store_true",
-                    help="redraw scaling_big.png from scaling_big.csv beside this script; no training")
+    ap.add_argument("--dir", help="where the corpora are made (needs about the sum of the sizes free, per kind); "
+                                   "required unless --plot-only or --model")
+    ap.add_argument("--plot-only", action="store_true", help="redraw scaling_big.png from scaling_big.csv")
+    ap.add_argument("--model", action="store_true", help="print the scaling model fitted to scaling_big.csv")
+    ap.add_argument("--kinds", default="mutated", help="make_corpus.py kinds, comma-separated")
     ap.add_argument("--sizes", default="0.1,0.3,1,3,10", help="corpus sizes in GB")
     ap.add_argument("--peer-up-to", type=float, default=10, help="run gigabpe up to this size (GB)")
     ap.add_argument("--vocab-size", type=int, default=32768)
+    ap.add_argument("--csv", default=str(CSV), help="the rows' file (the chart is written beside it, .png)")
     args = ap.parse_args()
-    if args.plot_only:
-        plot(read_rows(HERE / "scaling_big.csv"), HERE / "scaling_big.png")
-        print(f"{HERE.name}/scaling_big.png redrawn from scaling_big.csv")
+    table = Path(args.csv)
+    if args.plot_only or args.model:
+        rows = read_rows(table)
+        model(rows) if args.model else plot(rows, table.with_suffix(".png"))
         return
     if args.dir is None:
-        ap.error("--dir is required (where the corpora are made), unless --plot-only")
+        ap.error("--dir is required (where the corpora are made), unless --plot-only or --model")
     directory = Path(args.dir)
     directory.mkdir(parents=True, exist_ok=True)
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        for gigabytes in [float(s) for s in args.sizes.split(",")]:
-            path = corpus(directory, gigabytes)
-            options = argparse.Namespace(task="gigabpe", corpus=str(path), workers=2, repeats=1)
-            for lib in ("bpe_fast", "gigabpe"):
-                if lib == "gigabpe" and gigabytes > args.peer_up_to:
-                    continue
-                r = bench_big.measure(lib, args.vocab_size, options, tmp)
-                rows.append({"library": lib, "gigabytes": gigabytes, "bytes": path.stat().st_size,
-                             "seconds": round(r["seconds"], 2), "peak_gb": round(r["peak_mb"] / 1024, 3),
-                             "cpu_s": round(r["cpu_s"], 1)})
-                print(rows[-1], flush=True)
-    rows = merged_with_earlier(rows, HERE / "scaling_big.csv")
-    with open(HERE / "scaling_big.csv", "w", newline="") as fh:
-        writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
-    plot(rows, HERE / "scaling_big.png")
-    print("| GB | library | s | peak GB | CPU s |")
-    print("|---:|---|---:|---:|---:|")
+        for kind in args.kinds.split(","):
+            for gigabytes in [float(s) for s in args.sizes.split(",")]:
+                path = corpus(directory, kind, gigabytes)
+                ours = measure_row("bpe_fast", kind, gigabytes, path, args.vocab_size, tmp)
+                rows.append(ours)
+                if gigabytes <= args.peer_up_to:
+                    peer = measure_row("gigabpe", kind, gigabytes, path, args.vocab_size, tmp)
+                    ours["merges_agree"] = bench_big.agreement(ours["merges"], peer["merges"])
+                    rows.append(peer)
+                for r in rows[-2:]:
+                    print({k: v for k, v in r.items() if k != "merges"}, flush=True)
     for r in rows:
-        print(f"| {r['gigabytes']:g} | {r['library']} | {r['seconds']:.1f} | {r['peak_gb']:.2f} | {r['cpu_s']:.0f} |")
+        del r["merges"]
+    rows = merged_with_earlier(rows, table)
+    write_rows(rows, table)
+    plot(rows, table.with_suffix(".png"))
+    print("| kind | V | GB | library | s | peak GB | CPU s | distinct chunks | merges |")
+    print("|---|---:|---:|---|---:|---:|---:|---:|---|")
+    for r in rows:
+        chunks = f"{r['unique_chunks']:,.0f}" if r.get("unique_chunks") else ""
+        print(f"| {r['kind']} | {r['vocab']:,.0f} | {r['gigabytes']:g} | {r['library']} | {r['seconds']:.1f} | "
+              f"{r['peak_gb']:.2f} | {r['cpu_s']:.0f} | {chunks} | {r.get('merges_agree') or ''} |")
+    model(rows)
 
 
 if __name__ == "__main__":
