@@ -83,7 +83,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--words", type=int, default=2000, help="S's words drawn (default 2000)")
     ap.add_argument("--longest", type=int, default=160, help="S's longest word, bytes (default 160)")
     ap.add_argument("--letters", type=int, default=6, help="letters of S's alphabet (default 6)")
-    ap.add_argument("--most", type=int, default=400, help="S's highest count (default 400)")
+    ap.add_argument("--most", type=int, default=300,
+                    help="S's highest count (default 300: a sixth of the words at HEAVY, 256, or more)")
     ap.add_argument("--merges", type=int, default=40, help="merges to learn (default 40)")
     ap.add_argument("--threads", type=int, default=1, help="the kernel's threads (default 1)")
     ap.add_argument("--seed", type=int, default=31)

@@ -2,8 +2,6 @@
 to disk under a memory budget, and trained from as often as one likes."""
 from __future__ import annotations
 
-import sys
-
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -12,9 +10,10 @@ from hypothesis import strategies as st
 import bpe_fast
 from bpe_fast import WordTable, _kernel, wordtable
 from bpe_fast._table import ChunkTable, merge_tables
+from bpe_fast.budget import resident_bytes
 from bpe_fast.cli import main
 
-from .conftest import examples, small_text
+from .conftest import examples, small_text, sparse_array, sparse_files
 
 chunk_counts = st.dictionaries(st.binary(min_size=1, max_size=12), st.integers(1, 2**40), max_size=30)
 
@@ -136,24 +135,15 @@ def test_a_table_built_by_hand_that_is_not_consistent_is_refused_naming_the_faul
         bpe_fast.train_from_table(table, 258)
 
 
-sparse_files = pytest.mark.skipif(sys.platform not in ("linux", "darwin") or sys.maxsize < 2**40,
-                                  reason="needs sparse files and a 64-bit address space")
-
-
-def resident_bytes() -> int:
-    from bpe_fast.budget import resident_bytes
-    return resident_bytes()
-
-
 @sparse_files
 def test_a_table_of_more_chunks_than_the_kernel_numbers_is_refused_before_any_pass(tmp_path):
     # The kernel numbers chunks with int32. A table one chunk past that holds 32 GiB of offsets
     # and counts: here sparse files, never read, so the limit must be checked before any pass
     # over them (a pass would read or allocate gigabytes, and the kernel would say ValueError).
     n = wordtable.MAX_TRAIN_CHUNKS + 1
-    symbols = np.memmap(tmp_path / "symbols", np.uint8, "w+", shape=(n,))
-    offsets = np.memmap(tmp_path / "offsets", np.int64, "w+", shape=(n + 1,))
-    counts = np.memmap(tmp_path / "counts", np.int64, "w+", shape=(n,))
+    symbols = sparse_array(tmp_path / "symbols", np.uint8, n)
+    offsets = sparse_array(tmp_path / "offsets", np.int64, n + 1)
+    counts = sparse_array(tmp_path / "counts", np.int64, n)
     offsets[-1] = n                                  # (one page written)
     table = WordTable(symbols, offsets, counts)
     before = resident_bytes()
