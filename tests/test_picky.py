@@ -344,7 +344,7 @@ def test_a_chunk_too_long_for_pickys_int32_places_is_refused_before_anything_is_
     # merged). It is refused in one line, as any chunk PickyEncoder could not encode.
     n = 2**31
     assert n > PICKY_LONGEST
-    table = bpe_fast.WordTable(sparse_array(tmp_path / "symbols", np.uint8, n), [0, n], [1])
+    table = bpe_fast.WordTable(sparse_array(tmp_path / "symbols", np.uint8, n), np.array([0, n]), np.array([1]))
     before = resident_bytes()
     with pytest.raises(ArgumentError, match=r"picky=: chunk 0 of the word table is 2,147,483,648 bytes; Picky BPE "
                                             r"trains on chunks of at most 2,147,483,646 bytes"):
