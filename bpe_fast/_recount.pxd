@@ -20,7 +20,7 @@ Continuing from a base (millions of distinct pairs of its tokens), the first cou
 ``track_from`` to the count of the 4 x n_merges-th best pair (``first_rank``): the merges come
 from far fewer pairs than that, and a recount, should one be needed, finds the rest.
 """
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint64_t
+from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint8_t, uint64_t
 from libc.string cimport memcpy
 from libcpp.algorithm cimport nth_element, sort
 from libcpp.utility cimport pair
@@ -304,6 +304,8 @@ cdef inline int plan_totals(Pairs* pairs, CountPart* parts, int n_parts, PairMap
         if every.slots[u].key != EMPTY and every.slots[u].total >= pairs.track_from:
             chosen.push_back(pair[uint64_t, int64_t](every.slots[u].key, every.slots[u].total))
     totalmap_free(every)
+    if chosen.size() > <size_t>INT32_MAX:         # (pairs are numbered with int32)
+        raise OverflowError("more than 2**31 - 1 pairs to track: the kernel numbers pairs with int32")
     sort(chosen.begin(), chosen.end())
     for u in range(chosen.size()):
         pid = new_pair(pairs, chosen[u].first)
@@ -382,6 +384,8 @@ cdef inline int plan_lists(Pairs* pairs, CountPart* parts, int n_parts, PairMap*
             g = pairmap_get_or_add(&parts[0].seen, P.keys[u], <int32_t>keys.size())
             if g == -2:
                 raise MemoryError()
+            if g < 0:          # the 2**31-th pair's number wrapped (a range's own: number_one fails)
+                raise OverflowError("more than 2**31 - 1 distinct pairs: the kernel numbers pairs with int32")
             if g == <int32_t>keys.size():
                 keys.push_back(P.keys[u])
                 totals.push_back(0)

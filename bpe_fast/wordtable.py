@@ -41,6 +41,9 @@ from .pretokenize import NORMALIZATIONS, normalization
 FORMAT = "bpe_fast.wordtable"
 VERSION = 1
 NORMALIZED_VERSION = 2         # a table with "normalize": older readers must refuse it, not drop it
+# The training kernel numbers chunks with int32 (_kernel.check_word_table: fewer than 2**31 - 1);
+# its positions, offsets and counts are 64-bit, so only the number of chunks is bounded.
+MAX_TRAIN_CHUNKS = 2**31 - 2
 
 
 @dataclass(frozen=True, eq=False)
@@ -102,8 +105,12 @@ class WordTable:
     def check_consistent(self, what: str = "the word table") -> None:
         """Raise ArgumentError, naming ``what`` and the fault, unless the arrays make a table the
         kernel can train on (a table built by hand; one counted or loaded is). The kernel checks
-        the same, but its ValueError would not say which argument is at fault."""
+        the same, but its ValueError would not say which argument is at fault. The number of
+        chunks is checked first, before any pass over the arrays."""
         n = len(self.counts) if self.counts.ndim == 1 else -1
+        if n > MAX_TRAIN_CHUNKS:
+            raise ArgumentError(f"{what}: {n:,} chunks, more than training takes ({MAX_TRAIN_CHUNKS:,}: the kernel "
+                                f"numbers chunks with int32); join equal chunks (table.sorted()) or train on less text")
         if self.offsets.shape != (n + 1,):
             raise ArgumentError(f"{what}: offsets must have one entry more than counts "
                                 f"({self.offsets.shape[0] if self.offsets.ndim == 1 else self.offsets.shape} "

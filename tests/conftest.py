@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -133,3 +134,15 @@ def missing_reason(module: str) -> str:
 def need(module: str):
     """Import an optional package or a peer library the test needs, or skip saying how to install it."""
     return pytest.importorskip(module, reason=missing_reason(module))
+
+
+# Tests of tables too big to hold (issue 31) map sparse files: gigabytes of address space, no
+# memory and no disk, as long as nothing reads them.
+sparse_files = pytest.mark.skipif(sys.platform not in ("linux", "darwin") or sys.maxsize < 2**40,
+                                  reason="needs sparse files and a 64-bit address space")
+
+
+def sparse_array(path: Path, dtype, n: int):
+    """An array of n zeros of dtype in a sparse file at path: nothing allocated until read."""
+    import numpy as np
+    return np.memmap(path, dtype, "w+", shape=(n,))

@@ -25,6 +25,18 @@ def run_script(name: str, *args: str) -> subprocess.CompletedProcess:
                           env=env, timeout=120)
 
 
+def test_bench_huge_table_trains_a_repeated_table_as_the_reference_trains_one_copy():
+    # The benchmark's own check, small: S's entries repeated (separate entries) learn the
+    # reference's merges on S, each count k times S's; a mismatch exits 1.
+    done = run_script("bench_huge_table.py", "--bytes", "2M", "--words", "300", "--longest", "40", "--merges", "15")
+    assert done.returncode == 0, done.stderr
+    built = re.search(r"big: S x ([\d,]+) =", done.stdout)
+    assert built, done.stdout
+    k = int(built[1].replace(",", ""))
+    assert k > 1 and re.search(rf"^OK: 15 merges equal to the reference's on S, each count {k:,} x S's", done.stdout,
+                               re.M), done.stdout
+
+
 @needs_data
 def test_make_corpus_counts_the_distinct_chunks_it_wrote(tmp_path):
     done = run_script("make_corpus.py", "--size", "64K", "-o", str(tmp_path / "web.txt"), "--stats")

@@ -17,12 +17,14 @@ from bpe_fast import (ArgumentError, PickyTokenizer, TokenizerFileError, VocabSi
                       WordTable, formats)
 from bpe_fast._kernel import train_merges
 from bpe_fast._picky import PickyEncoder, train_picky
+from bpe_fast.budget import resident_bytes
 from bpe_fast.bytelevel import huggingface_byte_order
 from bpe_fast.cli import main
 from bpe_fast.picky import REMOVED, events_for, token_ids
+from bpe_fast.variants.picky import PICKY_LONGEST
 from bpe_fast.reference import (encode_picky_reference, picky_token_ids, train_picky_reference, train_reference)
 
-from .conftest import corpus_params, examples, needs_data, read_corpus, small_text
+from .conftest import corpus_params, examples, needs_data, read_corpus, small_text, sparse_array, sparse_files
 
 SMALL = [small_text()] * 4
 A, B, C, D = b"abcd"
@@ -333,3 +335,18 @@ def test_the_merge_steps_are_bounded():
     free = train_picky(table.symbols, table.offsets, table.counts, 300, 0.6)
     assert stats["steps"] == 40 and int(np.sum(bounded[:, 1] != REMOVED)) == 40
     assert np.array_equal(bounded, free[:len(bounded)]) and len(free) > len(bounded)
+
+
+@sparse_files
+def test_a_chunk_too_long_for_pickys_int32_places_is_refused_before_anything_is_allocated(tmp_path):
+    # _picky keeps a chunk's length as int32: a chunk of 2**31 bytes (a sparse file, never read)
+    # would be laid out in 8 GiB of tokens and then wrap to a negative length (a chunk never
+    # merged). It is refused in one line, as any chunk PickyEncoder could not encode.
+    n = 2**31
+    assert n > PICKY_LONGEST
+    table = bpe_fast.WordTable(sparse_array(tmp_path / "symbols", np.uint8, n), np.array([0, n]), np.array([1]))
+    before = resident_bytes()
+    with pytest.raises(ArgumentError, match=r"picky=: chunk 0 of the word table is 2,147,483,648 bytes; Picky BPE "
+                                            r"trains on chunks of at most 2,147,483,646 bytes"):
+        bpe_fast.train_from_table(table, 300, picky=0.9, progress="none")
+    assert resident_bytes() - before < 64 << 20

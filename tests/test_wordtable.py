@@ -8,11 +8,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpe_fast
-from bpe_fast import WordTable
+from bpe_fast import WordTable, _kernel, wordtable
 from bpe_fast._table import ChunkTable, merge_tables
+from bpe_fast.budget import resident_bytes
 from bpe_fast.cli import main
 
-from .conftest import examples, small_text
+from .conftest import examples, small_text, sparse_array, sparse_files
 
 chunk_counts = st.dictionaries(st.binary(min_size=1, max_size=12), st.integers(1, 2**40), max_size=30)
 
@@ -132,6 +133,26 @@ def test_a_table_built_by_hand_that_is_not_consistent_is_refused_naming_the_faul
     table = WordTable(np.frombuffer(b"abcd", np.uint8), offsets=offsets, counts=counts)
     with pytest.raises(bpe_fast.ArgumentError, match=f"train_from_table's table: {fault}"):
         bpe_fast.train_from_table(table, 258)
+
+
+@sparse_files
+def test_a_table_of_more_chunks_than_the_kernel_numbers_is_refused_before_any_pass(tmp_path):
+    # The kernel numbers chunks with int32. A table one chunk past that holds 32 GiB of offsets
+    # and counts: here sparse files, never read, so the limit must be checked before any pass
+    # over them (a pass would read or allocate gigabytes, and the kernel would say ValueError).
+    n = wordtable.MAX_TRAIN_CHUNKS + 1
+    symbols = sparse_array(tmp_path / "symbols", np.uint8, n)
+    offsets = sparse_array(tmp_path / "offsets", np.int64, n + 1)
+    counts = sparse_array(tmp_path / "counts", np.int64, n)
+    offsets[-1] = n                                  # (one page written)
+    table = WordTable(symbols, offsets, counts)
+    before = resident_bytes()
+    with pytest.raises(bpe_fast.ArgumentError, match=r"train_from_table's table: 2,147,483,647 chunks, more than "
+                                                     r"training takes \(2,147,483,646: the kernel numbers chunks"):
+        bpe_fast.train_from_table(table, 300, progress="none")
+    assert resident_bytes() - before < 64 << 20
+    with pytest.raises(ValueError, match="numbers them with int32"):     # the kernel's own limit is this one
+        _kernel.check_word_table(symbols, offsets, counts)
 
 
 def test_a_saved_table_whose_pattern_does_not_compile_is_refused_naming_the_file(tmp_path, capsys):

@@ -284,6 +284,24 @@ def _read_tau(data: dict, where: str) -> float | None:
     return tau
 
 
+
+# _picky.pyx keeps a chunk's length and the places in it as int32 (the table's offsets are int64):
+# as PickyEncoder, it takes chunks shorter than 2**31 - 1 bytes.
+PICKY_LONGEST = 2**31 - 2
+
+
+def check_chunk_lengths(table: WordTable) -> None:
+    """ArgumentError unless every chunk is short enough for _picky (before it allocates anything)."""
+    if table.n_symbols <= PICKY_LONGEST:        # (a shorter table cannot hold a longer chunk)
+        return
+    lengths = np.diff(table.offsets)
+    at = int(lengths.argmax())
+    if lengths[at] > PICKY_LONGEST:
+        raise ArgumentError(f"picky=: chunk {at} of the word table is {int(lengths[at]):,} bytes; Picky BPE trains on "
+                            f"chunks of at most {PICKY_LONGEST:,} bytes (it numbers a chunk's places with int32): "
+                            f"split the text with a pattern")
+
+
 class PickyBPE(Variant):
     name = "picky"
     title = "Picky BPE"
@@ -313,6 +331,7 @@ class PickyBPE(Variant):
         ``vocab_size``: removed tokens make room for more merges. Ties break as ``tie_break``
         says, by the bytes' ids as the kernel numbers them; learned tokens' event ids are the
         same either way."""
+        check_chunk_lengths(table)
         tau = options.picky
         specials = dict(options.special_ids) if options.special_ids is not None else list(options.special_tokens)
         n_learned = vocab_size - 256 - len(options.special_tokens)
