@@ -499,15 +499,14 @@ cdef class MergeEncoder:
 
     cdef void encode_whole(self, const uint8_t* s, size_t n, const uint8_t* end, _Worker w) noexcept nogil:
         """The ids of a chunk encoded whole by the merges, into w.ids (emptied first), by way of
-        the pieces this encoder's pattern splits it into when that is exact. A superword chunk
-        is many of them, and most are words met before: encoded from the chunk table (batched
-        and prefetched, as in any encoding), not merged. Their encodings put end to end are the
-        whole's exactly when every token meets the next compatibly (_encode_bpe.pxd: the one
-        sequence of reachable tokens whose adjacent pairs are all compatible); within a piece
-        they do, so only the pieces' joins are checked. Where one is not, the whole chunk is
-        merged."""
-        cdef size_t k, at
-        cdef bint joined = True
+        the pieces this encoder's pattern splits it into. A superword chunk is many of them, and
+        most are words met before: encoded from the chunk table (batched and prefetched, as in
+        any encoding), not merged. Their encodings put end to end are the whole's exactly when
+        every token meets the next compatibly (_encode_bpe.pxd: the one sequence of reachable
+        tokens whose adjacent pairs are all compatible); within a piece they do, so only the
+        pieces' joins are checked, and where one is not compatible only the pieces around it
+        are merged again (``rejoin``), not the whole chunk."""
+        cdef size_t k
         w.ids.size = 0
         if self.pattern != SPLIT_NONE and self.pattern != 0 and not self.boundless:
             w.piece_at.clear()
@@ -515,15 +514,53 @@ cdef class MergeEncoder:
             self.encode_piece(s, n, end, w)
             w.mark_pieces = False
             for k in range(1, w.piece_at.size()):
-                at = w.piece_at[k]
-                if not compatible(&self.merges, <int32_t>w.ids.data[at - 1], <int32_t>w.ids.data[at],
-                                  w.cache.compat.known, w.cache.compat.bits):
-                    joined = False
-                    break
-            if joined:
-                return
-            w.ids.size = 0
+                if not compatible(&self.merges, <int32_t>w.ids.data[w.piece_at[k] - 1],
+                                  <int32_t>w.ids.data[w.piece_at[k]], w.cache.compat.known, w.cache.compat.bits):
+                    self.rejoin(s, n, end, w)
+                    return
+            return
         self.encode_chunk(s, n, end, w)
+
+    cdef void rejoin(self, const uint8_t* s, size_t n, const uint8_t* end, _Worker w) noexcept nogil:
+        """w.ids, the pieces' encodings end to end (w.piece_at: where each starts), made the
+        whole's. The pieces are taken in order into spans, each encoded exactly: a piece
+        whose first token meets the last span's last compatibly starts a span of its own;
+        else the two spans are one, merged again from their bytes, and the new span's first
+        token is checked against the span before it in turn. Every span is exact and every
+        join compatible, so the whole is (encode_whole). A join that is not compatible is
+        rare and the spans it makes short: merging them again costs little, where merging a
+        chunk of hundreds of bytes whole cost the most of a superword layout."""
+        cdef vector[uint32_t]* out = &w.joined
+        cdef vector[size_t]* span_byte = &w.span_byte
+        cdef vector[size_t]* span_out = &w.span_out
+        cdef size_t n_pieces = w.piece_at.size(), k, i, m, stop, byte = 0, b0, o0
+        cdef uint32_t token
+        out.clear()
+        span_byte.clear()
+        span_out.clear()
+        for k in range(n_pieces):
+            b0, o0 = byte, out.size()
+            stop = w.piece_at[k + 1] if k + 1 < n_pieces else w.ids.size
+            for i in range(w.piece_at[k], stop):
+                token = w.ids.data[i]
+                out.push_back(token)
+                byte += self.token_bytes[token].size()
+            while span_out.size() and not compatible(&self.merges, <int32_t>out[0][o0 - 1], <int32_t>out[0][o0],
+                                                     w.cache.compat.known, w.cache.compat.bits):
+                b0, o0 = span_byte.back(), span_out.back()
+                span_byte.pop_back()
+                span_out.pop_back()
+                out.resize(o0)
+                m = self.merge_chunk(s + b0, byte - b0, w)
+                for i in range(m):
+                    out.push_back(<uint32_t>self.merges.ext[w.syms[i]])
+            span_byte.push_back(b0)
+            span_out.push_back(o0)
+        w.ids.size = 0
+        if span_out.size() == 1:        # one span, the whole chunk: it may be a token (tiktoken's rule)
+            self.encode_chunk(s, n, end, w)
+        else:
+            w.ids.extend(out.data(), out.size())
 
     cdef inline void lay_out(self, _Ids ids, int32_t* slot) noexcept nogil:
         """The ids, one token after another from ``slot``: id, -1 inside, tail mark."""
@@ -759,6 +796,9 @@ cdef class _Worker:
     cdef BlockLog blocks                        # the batch blocks this worker encoded (_encode_batch.pxd)
     cdef bint mark_pieces                       # encode_piece notes where each chunk's ids start ...
     cdef vector[size_t] piece_at                # ... here (encode_whole)
+    cdef vector[uint32_t] joined                # rejoin's scratch: the ids, each span's first
+    cdef vector[size_t] span_byte               # byte, and its first id in ``joined``
+    cdef vector[size_t] span_out
 
     def __cinit__(self, MergeEncoder enc, bint counting, bint scratch=False):
         """scratch: the ids are read before ``release`` and never leave (a batch copies them

@@ -82,7 +82,11 @@ def tokenized_by(base: Tokenizer, table: WordTable, kernel_ids: np.ndarray | Non
     slots = np.empty(table.n_symbols, dtype=np.int32)
     # where each word goes: where the kernel's order puts it, or where the table has it
     positions = _kernel.kernel_positions(table.offsets, table.counts) if kernel_order else table.offsets[:-1]
-    n, threads = len(table), min(default_workers(), max(1, len(table) // 50_000))
+    # Threads by the work, chunks or bytes, whichever asks for more: a few thousand long chunks
+    # (superword chunks of generated text without punctuation run to hundreds of bytes) are
+    # as much work as millions of short ones.
+    n = len(table)
+    threads = min(default_workers(), max(1, n // 50_000, table.n_symbols // 2_000_000))
     runs = 4 * threads if threads > 1 else 1
     bounds = [n * k // runs for k in range(runs + 1)]
     # Each thread's chunk table made at the size it will reach, not doubled up to it: one piece

@@ -234,6 +234,26 @@ def test_tokenized_by_lays_out_superword_chunks_as_their_whole_bpe(pattern, word
         assert got == bpe_of_chunk(base, word)
 
 
+@settings(max_examples=examples(60), deadline=None)
+@given(words=st.lists(st.text(" ab,.\n1'", min_size=20, max_size=160), min_size=1, max_size=12),
+       n_merges=st.integers(1, 60), pattern=st.sampled_from(["gpt2", "cl100k", "o200k"]))
+def test_long_superword_chunks_of_many_pieces_are_laid_out_as_their_whole_bpe(words, n_merges, pattern):
+    """Chunks of dozens of pieces, where merges learned across the pattern's cuts make some
+    joins incompatible, one after another and next to each other: the encoder merges only the
+    pieces around such a join again (and again, while the join before the new span is not
+    compatible either); the layout is still each chunk's whole BPE."""
+    counts = {w.encode(): 1 + len(w) for w in words}
+    base = Tokenizer(train_reference(counts, n_merges), pattern=pattern)
+    table = WordTable.from_counts(counts)
+    start, _ = continued.tokenized_by(base, table)
+    for i in range(len(table)):
+        got, p = [], int(table.offsets[i])
+        while p < int(table.offsets[i + 1]):
+            got.append(int(start[p]))
+            p += len(base.token_bytes(int(start[p])))
+        assert got == bpe_of_chunk(base, table.word(i))
+
+
 def test_superword_chunks_are_laid_out_by_pieces_and_whole():
     """The case of the test above that needs both ways at once: the pieces' encodings join into
     the whole's for one chunk (" a b": no merge crosses its cuts) and not for another ("a,b",
