@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 import statistics
 import subprocess
 import sys
@@ -56,9 +57,10 @@ def cost_texts(work_dir: Path, size: str, seed: int, natural: list[str]) -> dict
     """The texts the cost benchmarks can time, name -> a function giving the files: "long-tail" (the
     slice the work was tuned on: mutated, seed 0), each make_corpus.py generator at ``seed`` (text
     not tuned on when the seed is not 0), and "natural" (the shared corpora given)."""
-    texts = {"long-tail": lambda: [str(longtail_slice(work_dir, size))]}
-    for kind in GENERATORS:
-        texts[kind] = lambda kind=kind: [str(longtail_slice(work_dir, size, kind, seed))]
+    def generated(kind: str, at_seed: int) -> Callable[[], list[str]]:
+        return lambda: [str(longtail_slice(work_dir, size, kind, at_seed))]
+    texts = {"long-tail": generated("mutated", 0)}
+    texts.update({kind: generated(kind, seed) for kind in GENERATORS})
     texts["natural"] = lambda: natural
     return texts
 

@@ -14,6 +14,7 @@ training straight through with them learns.
 """
 from __future__ import annotations
 
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Sequence
 
@@ -67,7 +68,7 @@ def huggingface_order(base: Tokenizer) -> np.ndarray:
 
 
 def tokenized_by(base: Tokenizer, table: WordTable, kernel_ids: np.ndarray | None = None,
-                 kernel_order: bool = False) -> tuple[np.ndarray, np.ndarray]:
+                 kernel_order: bool = False, slots: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The corpus as the base tokenizer leaves it, in the kernel's layout (its ``start``: each
     token's id at its first byte, a tail mark -(id + 2) at its last, -1 between, the words in
     table order, or with ``kernel_order`` in the kernel's order, by falling count, so that the
@@ -78,8 +79,10 @@ def tokenized_by(base: Tokenizer, table: WordTable, kernel_ids: np.ndarray | Non
     taking runs of chunks in turn: no array of ids, no NumPy pass over it. A few runs a thread,
     so that a thread the machine gives less time takes fewer.
     ``kernel_ids`` (base id -> id in the kernel) numbers the tokens another way: the kernel
-    breaks ties by its ids (``huggingface_order``); then one pass renumbers the layout."""
-    slots = np.empty(table.n_symbols, dtype=np.int32)
+    breaks ties by its ids (``huggingface_order``); then one pass renumbers the layout.
+    ``slots``: the array to lay the table out in (``layout_memory``), else a new one."""
+    if slots is None or slots.shape != (table.n_symbols,) or slots.dtype != np.int32:
+        slots = np.empty(table.n_symbols, dtype=np.int32)
     # where each word goes: where the kernel's order puts it, or where the table has it
     positions = _kernel.kernel_positions(table.offsets, table.counts) if kernel_order else table.offsets[:-1]
     # Threads by the work, chunks or bytes, whichever asks for more: a few thousand long chunks
@@ -110,6 +113,21 @@ def tokenized_by(base: Tokenizer, table: WordTable, kernel_ids: np.ndarray | Non
     if kernel_ids is None:
         return slots, lengths
     return _renumbered_slots(slots, kernel_ids), _renumbered(lengths, kernel_ids)
+
+
+def layout_memory(n_symbols: int, stop: threading.Event, piece: int = 1 << 22) -> np.ndarray:
+    """The array ``tokenized_by`` lays a table of ``n_symbols`` out in, its pages touched a
+    piece at a time until ``stop`` is set. On this kind of machine the first touch of a page is
+    dear (the kernel zeroes it: about 0.3 s for 150 MB, a fifth of a superword layout); a
+    thread with a core to spare (superword training's count ahead, once it has counted, while
+    stage one still learns) touches them instead, and stops as soon as the layout could start,
+    so it never makes the layout wait (pages it did not reach are touched by the layout)."""
+    slots = np.empty(n_symbols, dtype=np.int32)
+    for start in range(0, n_symbols, piece):
+        if stop.is_set():
+            break
+        slots[start:start + piece] = -1     # (NumPy lets the GIL go while it fills)
+    return slots
 
 
 def _renumbered_slots(slots: np.ndarray, kernel_ids: np.ndarray) -> np.ndarray:

@@ -5,7 +5,7 @@ always were."""
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -61,6 +61,9 @@ class TrainOptions:
     # A table counted for this run, kept when the merging cannot fit the budget, trains it again
     # (--counts); not so for a variant's stage, whose run needs more than that one table.
     counts_reusable: bool = True
+    # memory for the layout of a continued training's table, its pages touched ahead of time
+    # (continued.layout_memory: superword training's count ahead does it while stage one learns)
+    layout_memory: Any = field(default=None, compare=False, repr=False)
 
     @classmethod
     def checked(cls, vocab_size, **settings) -> TrainOptions:

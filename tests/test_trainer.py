@@ -713,3 +713,51 @@ def test_counts_past_32_bits_train_as_the_reference_does():
     assert max(chosen) > big                                   # the test's premise
     tok = bpe_fast.train_from_table(table, 256 + len(expected), progress="none")
     assert [tuple(m) for m in tok.merges.tolist()] == expected
+
+
+def test_layout_memory_touches_pieces_until_told_to_stop():
+    """continued.layout_memory (superword training's count ahead, while stage one learns) fills
+    the layout's array a piece at a time and stops at the piece where its event is set: the
+    layout that comes next must not wait for it."""
+    import threading
+
+    class StopsAfter(threading.Event):
+        def __init__(self, pieces: int):
+            super().__init__()
+            self.left = pieces
+
+        def is_set(self) -> bool:
+            self.left -= 1
+            return self.left < 0
+
+    whole = continued.layout_memory(10_000, threading.Event(), piece=1000)
+    assert whole.dtype == np.int32 and whole.shape == (10_000,) and (whole == -1).all()
+    part = continued.layout_memory(10_000_000, StopsAfter(2), piece=1000)
+    assert part.shape == (10_000_000,) and (part[:2000] == -1).all()
+    assert (part[2000:] == -1).sum() < 8_000_000       # (fresh pages read as zeros: left untouched)
+
+
+def test_superword_training_with_its_layout_touched_ahead_learns_the_same(tmp_path, monkeypatch):
+    """Stage two laid out in the array the count ahead touched (made certain here: the table is
+    asked for only once the count ahead has ended, so it touched the whole array) gives the
+    merges of a stage two laid out in a fresh one (a memory budget turns the touching off)."""
+    from bpe_fast.variants import superbpe
+    text = tmp_path / "t.txt"
+    text.write_text(small_text() * 3, encoding="utf-8")
+    fresh = bpe_fast.train([str(text)], 700, superword_at=450, progress="none", workers=2, memory_budget=4 << 30)
+    given = []
+    real_result, real_tokenized_by = superbpe.CountAhead.result, continued.tokenized_by
+
+    def result_once_counted(self):
+        if self.thread is not None:
+            self.ended.wait()
+        return real_result(self)
+
+    def tokenized_by(*args, slots=None, **keywords):
+        given.append(slots is not None and bool((slots == -1).all()))
+        return real_tokenized_by(*args, slots=slots, **keywords)
+    monkeypatch.setattr(superbpe.CountAhead, "result", result_once_counted)
+    monkeypatch.setattr(continued, "tokenized_by", tokenized_by)
+    ahead = bpe_fast.train([str(text)], 700, superword_at=450, progress="none", workers=2)
+    assert given == [True]
+    assert ahead.merges.tolist() == fresh.merges.tolist()

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from ..continued import layout_memory
 from ..errors import ArgumentError, terminating_raises
 from ..progress import Deferred, ProgressOption
 from ..tokenizer import Tokenizer
@@ -79,12 +80,14 @@ class SuperBPE(Variant):
         # stage two's count as second() will ask for it: its options differ from these in the
         # pattern and the base, stage one, whose special tokens and normalization are these
         wanted = plain.count_args(replace(options, pattern=options.superword_pattern, superword_at=None))
-        counting = CountAhead(count_text, wanted, options.progress)
+        # with a memory budget, stage one's peak is planned without stage two's layout beside it
+        counting = CountAhead(count_text, wanted, options.progress, touch_layout=options.memory_budget is None)
         with terminating_raises():          # SIGTERM: the count ahead stops and cleans up first
             try:
                 counting.start()
                 [stage_one] = plain.learn_sizes(held, first, report)
                 table, seconds = counting.result()
+                layout, counting.layout = counting.layout, None
             except BaseException:
                 counting.stop()
                 raise
@@ -94,7 +97,8 @@ class SuperBPE(Variant):
             return plain.train(count_text, two, input_unit)
         report = plain.report(input_unit)
         held, two = plain.held(table, two, report, seconds)
-        del table                           # (held alone: see trainer._learn)
+        two = replace(two, layout_memory=layout)
+        del table, layout                   # (held alone: see trainer._learn)
         return plain.learn_sizes(held, two, report)
 
 
@@ -105,8 +109,12 @@ class CountAhead:
     for it to end: its workers stopped, its spill files removed. Where no thread can be
     started, ``result`` counts then, on the caller's thread."""
 
-    def __init__(self, count_text: CountText, args: tuple, progress: ProgressOption):
+    def __init__(self, count_text: CountText, args: tuple, progress: ProgressOption, touch_layout: bool = False):
         self.count_text, self.args, self.shown = count_text, args, progress
+        # Counted before the caller asks for the table, the thread touches the pages of the
+        # table's layout (continued.layout_memory) until it does: ``layout``, or None.
+        self.touch_layout, self.asked = touch_layout, threading.Event()
+        self.layout: np.ndarray | None = None
         self.progress = Deferred(progress)
         self.outcome: tuple[WordTable, float] | BaseException | None = None
         self.thread: threading.Thread | None = None
@@ -127,7 +135,11 @@ class CountAhead:
         self.began.set()
         t0 = time.perf_counter()
         try:
-            self.outcome = (self.count_text(*self.args, progress=self.progress), time.perf_counter() - t0)
+            table = self.count_text(*self.args, progress=self.progress)
+            seconds = time.perf_counter() - t0
+            if self.touch_layout and not self.asked.is_set():
+                self.layout = layout_memory(table.n_symbols, self.asked)
+            self.outcome = (table, seconds)
         except BaseException as error:       # (raised again by result)
             self.outcome = error
         finally:
@@ -135,6 +147,7 @@ class CountAhead:
 
     def result(self) -> tuple[WordTable, float]:
         """The table and the seconds it took to count (much of them beside the caller's work)."""
+        self.asked.set()
         if self.thread is None:
             t0 = time.perf_counter()
             return self.count_text(*self.args, progress=self.shown), time.perf_counter() - t0
@@ -152,12 +165,13 @@ class CountAhead:
         already is let go: the traceback on its way to the user (a notebook keeps the last one)
         holds this object."""
         self.progress.stop()
+        self.asked.set()
         while self._running():
             try:
                 self.ended.wait()
             except KeyboardInterrupt:
                 continue
-        self.outcome = None
+        self.outcome = self.layout = None
 
     def _running(self) -> bool:
         """Has the thread begun, and not ended? A start() cut short by Ctrl-C may or may not
