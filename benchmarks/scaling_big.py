@@ -35,11 +35,44 @@ FIELDS = ["library", "kind", "vocab", "gigabytes", "bytes", "seconds", "peak_gb"
 KEY = ("library", "kind", "vocab", "gigabytes")
 
 
-def corpus(directory: Path, kind: str, gigabytes: float) -> Path:
-    path = directory / (f"web-{gigabytes:g}g.txt" if kind == "mutated" else f"{kind}-{gigabytes:g}g.txt")
-    if not path.exists():
+def corpus_name(kind: str, gigabytes: float) -> str:
+    return f"web-{gigabytes:g}g.txt" if kind == "mutated" else f"{kind}-{gigabytes:g}g.txt"
+
+
+def corpora(directory: Path, kind: str, sizes: list[float]) -> dict[float, Path]:
+    """The kind's corpus of each size: the largest made by make_corpus.py (seed 0), the smaller
+    ones its beginnings, cut at a line end (so that the sizes grow as one text read further)."""
+    largest = directory / corpus_name(kind, max(sizes))
+    if not largest.exists():
         subprocess.run([sys.executable, str(HERE / "make_corpus.py"), "--kind", kind, "--jobs", "2",
-                        "--size", f"{int(gigabytes * 2**30)}", "-o", str(path)], check=True)
+                        "--size", f"{int(max(sizes) * 2**30)}", "-o", str(largest)], check=True)
+    paths = {}
+    for gigabytes in sizes:
+        path = directory / corpus_name(kind, gigabytes)
+        if not path.exists():
+            with open(largest, "rb") as src, open(path, "wb") as out:
+                left = int(gigabytes * 2**30)
+                while left > 0:
+                    block = src.read(min(left, 1 << 24))
+                    if len(block) == left:         # the last block: up to its last line end
+                        out.write(block[:block.rfind(b"\n") + 1] or block)
+                        break
+                    out.write(block)
+                    left -= len(block)
+        paths[gigabytes] = path
+    return paths
+
+
+def mixed(directory: Path, parts: list[Path]) -> Path:
+    """The kinds' largest corpora one after another: one corpus of their summed size."""
+    gigabytes = round(sum(p.stat().st_size for p in parts) / 2**30, 2)
+    path = directory / f"mix-{gigabytes:g}g.txt"
+    if not path.exists():
+        with open(path, "wb") as out:
+            for part in parts:
+                with open(part, "rb") as src:
+                    while block := src.read(1 << 24):
+                        out.write(block)
     return path
 
 
@@ -161,42 +194,54 @@ def main() -> None:
     ap.add_argument("--sizes", default="0.1,0.3,1,3,10", help="corpus sizes in GB")
     ap.add_argument("--peer-up-to", type=float, default=10, help="run gigabpe up to this size (GB)")
     ap.add_argument("--vocab-size", type=int, default=32768)
+    ap.add_argument("--mix", action="store_true",
+                    help="then train the kinds' largest corpora one after another as one corpus (three kinds of "
+                         "3.3 GB: 10 GB)")
     ap.add_argument("--csv", default=str(CSV), help="the rows' file (the chart is written beside it, .png)")
     args = ap.parse_args()
     table = Path(args.csv)
     if args.plot_only or args.model:
-        rows = read_rows(table)
-        model(rows) if args.model else plot(rows, table.with_suffix(".png"))
+        earlier = read_rows(table)
+        model(earlier) if args.model else plot(earlier, table.with_suffix(".png"))
         return
     if args.dir is None:
         ap.error("--dir is required (where the corpora are made), unless --plot-only or --model")
     directory = Path(args.dir)
     directory.mkdir(parents=True, exist_ok=True)
-    rows = []
+    rows: list[dict] = []
+    sizes = [float(x) for x in args.sizes.split(",")]
+
+    def run(kind: str, gigabytes: float, path: Path, tmp: str) -> None:
+        """bpe_fast, and gigabpe up to --peer-up-to, on one corpus; the CSV rewritten after each."""
+        found = [measure_row("bpe_fast", kind, gigabytes, path, args.vocab_size, tmp)]
+        if gigabytes <= args.peer_up_to:
+            found.append(measure_row("gigabpe", kind, gigabytes, path, args.vocab_size, tmp))
+            found[0]["merges_agree"] = bench_big.agreement(found[0]["merges"], found[1]["merges"])
+        for r in found:
+            del r["merges"]
+            print(r, flush=True)
+        rows.extend(found)
+        write_rows(merged_with_earlier(rows, table), table)
+
     with tempfile.TemporaryDirectory() as tmp:
+        largest = []
         for kind in args.kinds.split(","):
-            for gigabytes in [float(s) for s in args.sizes.split(",")]:
-                path = corpus(directory, kind, gigabytes)
-                ours = measure_row("bpe_fast", kind, gigabytes, path, args.vocab_size, tmp)
-                rows.append(ours)
-                if gigabytes <= args.peer_up_to:
-                    peer = measure_row("gigabpe", kind, gigabytes, path, args.vocab_size, tmp)
-                    ours["merges_agree"] = bench_big.agreement(ours["merges"], peer["merges"])
-                    rows.append(peer)
-                for r in rows[-2:]:
-                    print({k: v for k, v in r.items() if k != "merges"}, flush=True)
-    for r in rows:
-        del r["merges"]
-    rows = merged_with_earlier(rows, table)
-    write_rows(rows, table)
-    plot(rows, table.with_suffix(".png"))
+            paths = corpora(directory, kind, sizes)
+            largest.append(paths[max(sizes)])
+            for gigabytes in sizes:
+                run(kind, gigabytes, paths[gigabytes], tmp)
+        if args.mix:
+            path = mixed(directory, largest)
+            run("mix:" + "+".join(args.kinds.split(",")), round(path.stat().st_size / 2**30, 2), path, tmp)
+    every = merged_with_earlier(rows, table)
+    plot(every, table.with_suffix(".png"))
     print("| kind | V | GB | library | s | peak GB | CPU s | distinct chunks | merges |")
     print("|---|---:|---:|---|---:|---:|---:|---:|---|")
-    for r in rows:
+    for r in every:
         chunks = f"{r['unique_chunks']:,.0f}" if r.get("unique_chunks") else ""
         print(f"| {r['kind']} | {r['vocab']:,.0f} | {r['gigabytes']:g} | {r['library']} | {r['seconds']:.1f} | "
               f"{r['peak_gb']:.2f} | {r['cpu_s']:.0f} | {chunks} | {r.get('merges_agree') or ''} |")
-    model(rows)
+    model(every)
 
 
 if __name__ == "__main__":

@@ -753,9 +753,9 @@ def test_superword_training_with_its_layout_touched_ahead_learns_the_same(tmp_pa
             self.ended.wait()
         return real_result(self)
 
-    def tokenized_by(*args, slots=None, **keywords):
+    def tokenized_by(base, table, kernel_ids=None, kernel_order=False, slots=None):
         given.append(slots is not None and bool((slots == -1).all()))
-        return real_tokenized_by(*args, slots=slots, **keywords)
+        return real_tokenized_by(base, table, kernel_ids, kernel_order, slots)
     monkeypatch.setattr(superbpe.CountAhead, "result", result_once_counted)
     monkeypatch.setattr(continued, "tokenized_by", tokenized_by)
     ahead = bpe_fast.train([str(text)], 700, superword_at=450, progress="none", workers=2)
