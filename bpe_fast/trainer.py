@@ -347,10 +347,12 @@ def _train(count_text: CountText, options: TrainOptions, input_unit: str, ahead:
     return _learn_sizes(held, options, report)
 
 
-def _counts_ahead(workers: int | None, client=None) -> bool:
+def _counts_ahead(workers: int | None, client=None, memory_budget: int | None = None) -> bool:
     """May a variant count a later stage while an earlier one learns? When it counts in worker
-    processes here (not workers=1, not on a Dask cluster) and there is a core to spare."""
-    return client is None and workers != 1 and default_workers() > 1
+    processes here (not workers=1, not on a Dask cluster) and there is a core to spare, and no
+    memory budget holds the job: the budget plans each stage's peak on its own (budget.py), and
+    a count beside stage one's kernel would add its workers and table to that peak unplanned."""
+    return client is None and workers != 1 and default_workers() > 1 and memory_budget is None
 
 
 def _count_args(options: TrainOptions) -> tuple:
@@ -433,7 +435,8 @@ def train(files: Inputs, vocab_size: int | Sequence[int],
             raise EmptyCorpusError(f"the corpus is empty: {', '.join(map(str, names))} hold no text")
         return table
 
-    return _as_asked(_train(count_files, options, "bytes", _counts_ahead(workers, counting.client)), options)
+    ahead = _counts_ahead(workers, counting.client, options.memory_budget)
+    return _as_asked(_train(count_files, options, "bytes", ahead), options)
 
 
 @overload
@@ -465,7 +468,8 @@ def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int],
     def count_iterated(splitter: Splitter, units, progress: ProgressOption = progress) -> WordTable:
         return count_docs(docs, counting.config(splitter, units), replace(counting, progress=progress))
 
-    return _as_asked(_train(count_iterated, options, "chars", _counts_ahead(workers)), options)
+    ahead = _counts_ahead(workers, None, options.memory_budget)
+    return _as_asked(_train(count_iterated, options, "chars", ahead), options)
 
 
 # The variants' keywords, as each variant's module tells them (variants/).

@@ -131,6 +131,20 @@ def test_a_budget_that_fits_gives_the_same_merges(corpus):
     assert plan is not None and plan.kernel > 0 and plan.table_freed      # train() lets its table go
 
 
+def test_under_a_budget_superword_training_counts_stage_two_after_stage_one(corpus, monkeypatch):
+    """The budget plans each stage's peak on its own: stage two is not counted beside stage one's
+    kernel (whose plan has no count in it), and the merges are those of the training without it."""
+    from bpe_fast.variants import superbpe
+    started = []
+    real_start = superbpe.CountAhead.start
+    monkeypatch.setattr(superbpe.CountAhead, "start", lambda self: (started.append(True), real_start(self)))
+    ahead = bpe_fast.train([corpus], 800, superword_at=600, workers=2, progress="none")
+    assert started == [True]
+    budgeted = bpe_fast.train([corpus], 800, superword_at=600, workers=2, progress="none",
+                              memory_budget=budget.resident_bytes() + 512 * MiB)
+    assert started == [True] and np.array_equal(budgeted.merges, ahead.merges)
+
+
 def test_train_from_iterator_takes_the_budget_too():
     docs = [random_words(500, seed=s) for s in range(6)]
     budgeted = bpe_fast.train_from_iterator(docs, 500, memory_budget=budget.resident_bytes() + 512 * MiB,

@@ -740,7 +740,7 @@ def test_layout_memory_touches_pieces_until_told_to_stop():
 def test_superword_training_with_its_layout_touched_ahead_learns_the_same(tmp_path, monkeypatch):
     """Stage two laid out in the array the count ahead touched (made certain here: the table is
     asked for only once the count ahead has ended, so it touched the whole array) gives the
-    merges of a stage two laid out in a fresh one (a memory budget turns the touching off)."""
+    merges of a stage two laid out in a fresh one (under a memory budget nothing is counted ahead)."""
     from bpe_fast.variants import superbpe
     text = tmp_path / "t.txt"
     text.write_text(small_text() * 3, encoding="utf-8")

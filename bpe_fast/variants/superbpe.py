@@ -80,8 +80,7 @@ class SuperBPE(Variant):
         # stage two's count as second() will ask for it: its options differ from these in the
         # pattern and the base, stage one, whose special tokens and normalization are these
         wanted = plain.count_args(replace(options, pattern=options.superword_pattern, superword_at=None))
-        # with a memory budget, stage one's peak is planned without stage two's layout beside it
-        counting = CountAhead(count_text, wanted, options.progress, touch_layout=options.memory_budget is None)
+        counting = CountAhead(count_text, wanted, options.progress, touch_layout=True)
         with terminating_raises():          # SIGTERM: the count ahead stops and cleans up first
             try:
                 counting.start()
