@@ -146,30 +146,47 @@ def power_fit(points: list[tuple[float, float]]) -> tuple[float, float]:
     return math.exp(my - b * mx), b
 
 
+def line_fit(points: list[tuple[float, float]]) -> tuple[float, float]:
+    """y = c + k * x by least squares: (c, k)."""
+    mx, my = sum(x for x, _ in points) / len(points), sum(y for _, y in points) / len(points)
+    k = sum((x - mx) * (y - my) for x, y in points) / sum((x - mx) ** 2 for x, _ in points)
+    return my - k * mx, k
+
+
+TERABYTE = 1000.0           # GB (the sizes are GiB-based; 1 TB here is 1000 of them)
+CORES = 512                 # the cluster of the example: 16 machines of 32 cores
+
+
 def model(rows: list[dict]) -> None:
-    """Fit, per kind and vocab, distinct chunks D = a * GB**b (Heaps' law), the word table's bytes per
-    distinct chunk, peak memory against the table's bytes, seconds per GB, and extrapolate to 1 TB."""
-    print("| kind | V | sizes GB | distinct chunks D(GB) | bytes per chunk | peak GB = c + k x table GB | "
-          "s per GB (largest) | at 1 TB: D, table GB, peak GB |")
-    print("|---|---:|---|---|---:|---|---:|---|")
+    """The scaling model, per kind and vocab size, from bpe_fast's rows: distinct chunks D = a x GB^b
+    (Heaps' law, fitted on the logs), the word table's bytes per chunk (at the largest size), the
+    peak memory of the whole job against the table's bytes (a line), counting's CPU seconds per GB
+    (2 workers' wall x 2) and merging's seconds per GB of table (at the largest size); then all of
+    it extrapolated to 1 TB: on this machine (2 cores) and with the counting on a cluster of 512
+    cores (the merging stays on one machine, which must hold the peak)."""
+    print("| kind | V | sizes GB | D(GB) distinct chunks | B/chunk | peak GB = c + k x table GB | "
+          "counting CPU s/GB | merging s/table GB | 1 TB: D | table GB | peak GB | counting h, 2 cores / "
+          f"{CORES} cores | merging h |")
+    print("|---|---:|---|---|---:|---|---:|---:|---:|---:|---:|---|---:|")
     for kind, vocab in series(rows):
         ours = sorted((r for r in rows if (r["library"], r["kind"], r["vocab"]) == ("bpe_fast", kind, vocab)
                        and r.get("unique_chunks")), key=lambda r: r["gigabytes"])
-        if len(ours) < 2:
+        if len(ours) < 2 or len({r["gigabytes"] for r in ours}) < 2:
             continue
         a, b = power_fit([(r["gigabytes"], r["unique_chunks"]) for r in ours])
-        chunk_bytes = ours[-1]["table_symbols"] / ours[-1]["unique_chunks"]
-        tables = [(r["table_symbols"] / 1e9, r["peak_gb"]) for r in ours]
-        slope = ((tables[-1][1] - tables[0][1]) / (tables[-1][0] - tables[0][0])
-                 if tables[-1][0] > tables[0][0] else float("nan"))
-        base = tables[-1][1] - slope * tables[-1][0]
-        tb_chunks = a * 1000 ** b
-        tb_table = tb_chunks * chunk_bytes / 1e9
+        top = ours[-1]
+        chunk_bytes = top["table_symbols"] / top["unique_chunks"]
+        c, k = line_fit([(r["table_symbols"] / 1e9, r["peak_gb"]) for r in ours])
+        count_cpu = 2 * top["counting_s"] / top["gigabytes"]
+        merge_rate = top["merging_s"] / (top["table_symbols"] / 1e9)
+        chunks = a * TERABYTE ** b
+        table = chunks * chunk_bytes / 1e9
+        over = " (over 2**31: refused)" if chunks > 2**31 - 2 else ""
         sizes = ", ".join(f"{r['gigabytes']:g}" for r in ours)
-        print(f"| {kind} | {vocab:,.0f} | {sizes} | "
-              f"{a / 1e6:.2f} M x GB^{b:.2f} | {chunk_bytes:.1f} | {base:.2f} + {slope:.1f} x table | "
-              f"{ours[-1]['seconds'] / ours[-1]['gigabytes']:.1f} | {tb_chunks / 1e6:,.0f} M, {tb_table:.1f}, "
-              f"{base + slope * tb_table:.0f} |")
+        print(f"| {kind} | {vocab:,.0f} | {sizes} | {a / 1e6:.2f} M x GB^{b:.2f} | {chunk_bytes:.1f} | "
+              f"{c:.2f} + {k:.1f} x table | {count_cpu:.1f} | {merge_rate:.0f} | {chunks / 1e9:.2f} G{over} | "
+              f"{table:.0f} | {c + k * table:.0f} | {count_cpu * TERABYTE / 2 / 3600:.1f} / "
+              f"{count_cpu * TERABYTE / CORES / 3600:.2f} | {merge_rate * table / 3600:.1f} |")
 
 
 def measure_row(lib: str, kind: str, gigabytes: float, path: Path, vocab: int, tmp: str) -> dict:

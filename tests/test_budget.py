@@ -137,7 +137,11 @@ def test_under_a_budget_superword_training_counts_stage_two_after_stage_one(corp
     from bpe_fast.variants import superbpe
     started = []
     real_start = superbpe.CountAhead.start
-    monkeypatch.setattr(superbpe.CountAhead, "start", lambda self: (started.append(True), real_start(self)))
+
+    def start(self) -> None:
+        started.append(True)
+        real_start(self)
+    monkeypatch.setattr(superbpe.CountAhead, "start", start)
     ahead = bpe_fast.train([corpus], 800, superword_at=600, workers=2, progress="none")
     assert started == [True]
     budgeted = bpe_fast.train([corpus], 800, superword_at=600, workers=2, progress="none",
