@@ -180,3 +180,32 @@ def test_bench_budget_measures_the_tree_and_the_kernel_plan(tmp_path):
     assert "refused before merging" in by_budget["8M"][3] and "table kept: True" in by_budget["8M"][6]
     kernel_rows = [row for row in rows if len(row) == 8]
     assert kernel_rows and float(kernel_rows[0][7]) > 0
+
+
+@pytest.mark.slow
+@needs_data
+def test_scaling_big_makes_prefixes_trains_beside_gigabpe_and_fits_the_model(tmp_path):
+    """scaling_big.py's quick path: each kind's smaller corpus is the beginning of its largest, cut
+    at a line end; bpe_fast's rows carry the word table and agree with gigabpe's merges; --mix
+    trains the kinds one after another; --model fits and extrapolates from the CSV."""
+    need("gigabpe")
+    table = tmp_path / "rows.csv"
+    done = run_script("scaling_big.py", "--dir", str(tmp_path), "--kinds", "zipf,code", "--sizes", "0.002,0.005",
+                      "--vocab-size", "600", "--peer-up-to", "0.002", "--mix", "--csv", str(table))
+    assert done.returncode == 0, done.stderr
+    small, large = (tmp_path / "zipf-0.002g.txt").read_bytes(), (tmp_path / "zipf-0.005g.txt").read_bytes()
+    assert large.startswith(small) and small.endswith(b"\n") and len(small) <= 0.002 * 2**30
+    mix = (tmp_path / "mix-0.01g.txt").read_bytes()
+    assert mix == large + (tmp_path / "code-0.005g.txt").read_bytes()
+    with open(table, newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    ours = [r for r in rows if r["library"] == "bpe_fast"]
+    assert {r["kind"] for r in ours} == {"zipf", "code", "mix:zipf+code"} and len(ours) == 5
+    counted = bpe_fast.count([str(tmp_path / "zipf-0.005g.txt")], pattern="gpt2", lines=True, progress="none")
+    [zipf] = [r for r in ours if r["kind"] == "zipf" and float(r["gigabytes"]) == 0.005]
+    assert int(zipf["unique_chunks"]) == len(counted) and int(zipf["table_symbols"]) == counted.n_symbols
+    assert all(r["merges_agree"].startswith("all ") for r in ours if float(r["gigabytes"]) == 0.002)
+    model = run_script("scaling_big.py", "--model", "--csv", str(table))
+    assert model.returncode == 0, model.stderr
+    fitted = [line for line in model.stdout.splitlines() if line.startswith(("| zipf |", "| code |"))]
+    assert len(fitted) == 2 and all(" x GB^" in line for line in fitted), model.stdout
