@@ -30,12 +30,19 @@ def tick_labels(fig) -> list[str]:
             for t in axis.get_ticklabels(which="both") if t.get_visible() and t.get_text()]
 
 
-def check_readable(fig, names: set[str]) -> None:
+def check_readable(fig, names: set[str], series: bool = False) -> None:
+    """Plain tick numbers, the libraries by name in every legend (``series``: "library, kind,
+    vocab" entries, the libraries the first part), no folders in titles."""
     labels = tick_labels(fig)
     assert labels and all(re.fullmatch(r"[\d,]+(\.\d+)?", t) for t in labels), labels      # 0.5, 2, 1,000
     for ax in fig.axes:
         legend = {t.get_text() for t in ax.get_legend().get_texts()}
-        assert legend == names, legend
+        if series:
+            assert all(re.fullmatch(r"[^,]+, [^,]+, [\d,]+", entry) for entry in legend), legend
+            legend = {entry.split(", ")[0] for entry in legend}
+            assert legend <= names and "bpe_fast" in legend, legend
+        else:
+            assert legend == names, legend
     titles = [ax.get_title() for ax in fig.axes] + [fig._suptitle.get_text() if fig._suptitle else ""]
     assert not any("/" in t for t in titles), titles
 
@@ -64,8 +71,11 @@ def test_scaling_charts_from_the_committed_csvs(bench, tmp_path):
 
 def test_scaling_big_chart_from_its_csv(bench, tmp_path):
     big = bench["scaling_big"]
-    fig = big.plot(big.read_rows(BENCHMARKS / "scaling_big.csv"), tmp_path / "big.png")
-    check_readable(fig, {"bpe_fast", "gigabpe"})
+    rows = big.read_rows(BENCHMARKS / "scaling_big.csv")
+    fig = big.plot(rows, tmp_path / "big.png")
+    check_readable(fig, {"bpe_fast", "gigabpe"}, series=True)
+    time_legend = {t.get_text() for t in fig.axes[0].get_legend().get_texts()}
+    assert {f"{r['library']}, {r['kind']}, {r['vocab']:,.0f}" for r in rows} == time_legend
     assert {"0.1", "0.2", "0.5", "1", "2", "5", "10"} <= set(tick_labels(fig))
 
 
