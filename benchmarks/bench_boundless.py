@@ -18,9 +18,10 @@ tokenizer must round-trip every held-out file.
 Cost (``--cost``): ``train(files, V)``, ``train(files, V, superword_at=T)``,
 ``train(files, V, superword="boundless", superword_at=T)`` and the same with
 ``superword_at="auto"``, each in a fresh process (fresh_training.train_once: its CPU and that of every
-other process on the machine meanwhile), alternating, ``--repeats`` times, on a long-tail slice
-made by make_corpus.py (``--longtail-size``, written once into ``--work-dir``) and on the natural
-text (big.txt + multilingual/*.txt, whole).
+other process on the machine meanwhile), alternating, ``--repeats`` times, on the texts ``--texts``
+names (by default all): the long-tail slice the work was tuned on (make_corpus.py's mutated kind,
+seed 0), each make_corpus.py generator at ``--seed``, all of ``--longtail-size`` (written once
+into ``--work-dir``), and the natural text (big.txt + multilingual/*.txt, whole).
 Prints median wall seconds, their ratios to plain, median CPU seconds of each process tree, the
 stages (bpe_fast's summaries: counting, merging; then runs and supermerging, or SuperBPE's
 second counting and merging), the others' CPU and the peak memory.
@@ -169,7 +170,7 @@ def main() -> None:
     ap.add_argument("--cost", action="store_true", help="time the three trainings against each other")
     ap.add_argument("--sizes", default="16384:13107", help="cost: V:T pairs, comma-separated")
     ap.add_argument("--repeats", type=int, default=3, help="cost: runs of each, alternating")
-    ap.add_argument("--texts", default="long-tail,natural",
+    ap.add_argument("--texts", default="long-tail,mutated,zipf,scripts,code,neardup,natural",
                     help="cost: the kinds of text, comma-separated: long-tail (tuned on), "
                          "mutated, zipf, scripts, code, neardup (make_corpus.py at --seed), natural")
     ap.add_argument("--no-superbpe", action="store_true", help="cost: leave SuperBPE out")

@@ -10,9 +10,11 @@ superword training that switches at ``at`` x V (stage one cl100k, stage two Supe
 patterns.SUPERWORD). Prints bytes per token (higher is better), the token counts, the gain, and
 that both round-trip.
 
-Cost (``--cost``, issue 20): ``train(files, V)`` against ``train(files, V, superword_at=T)`` on
-two kinds of text: a long-tail slice made by make_corpus.py (``--longtail-size``, 50M by default,
-written once into ``--work-dir`` and reused) and natural text (big.txt and multilingual/*.txt).
+Cost (``--cost``, issues 20 and 33): ``train(files, V)`` against ``train(files, V, superword_at=T)``
+on the texts ``--texts`` names (by default all): the long-tail slice the work was tuned on
+(make_corpus.py's mutated kind, seed 0), each make_corpus.py generator (mutated, zipf, scripts,
+code, neardup) at ``--seed`` (text not tuned on), all of ``--longtail-size`` (50M by default,
+written once into ``--work-dir`` and reused), and natural text (big.txt and multilingual/*.txt).
 Each training runs in a fresh process (fresh_training.train_once, which also measures the CPU every
 other process on the machine used meanwhile), plain and superword alternating, ``--repeats``
 times; prints the median seconds of each, their ratio, the median CPU seconds of each run's
@@ -95,7 +97,7 @@ def main() -> None:
     ap.add_argument("--cost", action="store_true", help="time superword training against plain training")
     ap.add_argument("--sizes", default="16384:12000", help="cost: V:T pairs, comma-separated")
     ap.add_argument("--repeats", type=int, default=3, help="cost: runs of each, alternating")
-    ap.add_argument("--texts", default="long-tail,natural",
+    ap.add_argument("--texts", default="long-tail,mutated,zipf,scripts,code,neardup,natural",
                     help="cost: the kinds of text, comma-separated: long-tail (tuned on), "
                          "mutated, zipf, scripts, code, neardup (make_corpus.py at --seed), natural")
     ap.add_argument("--seed", type=int, default=11,

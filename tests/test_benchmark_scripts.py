@@ -95,13 +95,15 @@ def test_bench_table_times_trees_and_checks_their_tables_agree(tmp_path):
 @needs_data
 @pytest.mark.slow      # three processes started (make_corpus and two trainings): seconds of waiting
 def test_bench_superword_times_superword_against_plain_training(tmp_path):
-    done = run_script("bench_superword.py", "--cost", "--texts", "long-tail", "--longtail-size", "64K",
-                      "--sizes", "600:400", "--repeats", "1", "--work-dir", str(tmp_path))
+    done = run_script("bench_superword.py", "--cost", "--texts", "long-tail,zipf", "--seed", "5", "--longtail-size",
+                      "64K", "--sizes", "600:400", "--repeats", "1", "--work-dir", str(tmp_path))
     assert done.returncode == 0, done.stderr
-    row = re.search(r"^\| long-tail \| 0 \| 600 \| 400 \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| "
-                    r"([\d.]+) / ([\d.]+) \(([\d.]+)\) \|", done.stdout, re.M)
-    assert row and float(row[3]) > 0 and float(row[6]) > 0, done.stdout
+    for text in ("long-tail", "zipf"):      # the tuned slice, and a generator at a seed it was not tuned on
+        row = re.search(rf"^\| {text} \| 0 \| 600 \| 400 \| ([\d.]+) \| ([\d.]+) \| ([\d.]+) \| "
+                        r"([\d.]+) / ([\d.]+) \(([\d.]+)\) \|", done.stdout, re.M)
+        assert row and float(row[3]) > 0 and float(row[6]) > 0, done.stdout
     assert "counting" in done.stdout and (tmp_path / "longtail-64K.txt").is_file()
+    assert (tmp_path / "zipf-s5-64K.txt").is_file()
 
 
 @needs_data
