@@ -278,7 +278,6 @@ def _learn(held: list, vocab_size: int, options: TrainOptions, report: TrainRepo
     start, lengths = (None, None) if base is None else continued.tokenized_by(base, table, kernel_ids,
                                                                               kernel_order=True,
                                                                               slots=options.layout_memory)
-    options = replace(options, layout_memory=None)      # (the kernel takes the layout over)
     report.unique_chunks, report.total_chunks, report.table_symbols = len(table), table.total_chunks, table.n_symbols
     _check_pair_counts(table)
     with Bar(progress, "pairs", 3 * table.n_symbols, unit="B", unit_scale=True) as bar:
