@@ -49,6 +49,7 @@ from ._encode_hash cimport (PairSlot, slot_of, pair_of, pairtable_add, pairtable
                             packed_slot)
 from ._encode_lists cimport IdInts, bpe_list_of_ids, bpe_lists_of_ids, ints_free, ints_make
 from ._encode_merges cimport Merges, merges_add, merges_free, merges_init
+from ._encode_ranks cimport SHORT_MERGE, Ranks, merge_short, ranks_build, ranks_free
 from ._encode_replay cimport SHORT_CHUNK, replay_long, replay_short
 from ._encode_runs cimport Supermerges, end_run, merge_run, run_step
 from ._encode_text cimport (TextRef, Utf8Buffer, bpe_str_view, next_cut, to_utf8, utf8_capacity, utf8_free,
@@ -136,6 +137,7 @@ cdef class MergeEncoder:
     """Merges (left id, right id) -> result id by rank, the 256 byte ids, the vocabulary's bytes."""
     cdef Merges merges                          # the merges, by symbol (_encode_merges.pxd)
     cdef Reachable bpe                          # backtracking's reachable symbols (_encode_bpe.pxd)
+    cdef Ranks ranks                            # short chunks' merging tables (_encode_ranks.pxd)
     cdef WholeTokens tokens                     # tokens by their bytes, and the seed (_encode_whole.pxd)
     # Decoding, and one Python int per id for lists of ids.
     cdef vector[string] token_bytes             # id -> bytes (special tokens too)
@@ -181,6 +183,7 @@ cdef class MergeEncoder:
         else:
             reachable_load(&self.bpe, 256 + n, reachable[0], reachable[1], reachable[2], reachable[3],
                            reachable[4], reachable[5])
+        ranks_build(&self.ranks, &self.merges)
         whole_build(&self.tokens, vocab)
         self.build_decoding(vocab, special_tokens)
         self.pattern = 0
@@ -203,6 +206,7 @@ cdef class MergeEncoder:
     def __dealloc__(self):
         merges_free(&self.merges)
         reachable_free(&self.bpe)
+        ranks_free(&self.ranks)
         pairtable_free(&self.supers.pairs)
         whole_free(&self.tokens)
         ints_free(&self.ints)
@@ -361,7 +365,14 @@ cdef class MergeEncoder:
             w.remember(h, s, n, k)
 
     cdef size_t merge_chunk(self, const uint8_t* s, size_t n, _Worker w) noexcept nogil:
-        """BPE of a chunk into w.syms (_encode_bpe.pxd); returns the number of symbols."""
+        """BPE of a chunk into w.syms; returns the number of symbols. Up to SHORT_MERGE bytes by
+        replaying the merges over small tables (_encode_ranks.pxd), longer ones by backtracking
+        (_encode_bpe.pxd); both give exactly BPE's symbols. (The tables are of the merges made
+        in __cinit__; recover_merges adds merges later, and replays them itself.)"""
+        if n <= SHORT_MERGE and self.ranks.symbols == self.merges.left.size():
+            if w.syms.size() < n:
+                w.syms.resize(n)
+            return merge_short(&self.ranks, s, n, w.syms.data())
         return bpe_chunk(&self.merges, &self.bpe, s, n, &w.syms, &w.alive, &w.cache.compat)
 
     cdef void encode_piece(self, const uint8_t* s, size_t n, const uint8_t* end, _Worker w) noexcept nogil:

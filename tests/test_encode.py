@@ -278,3 +278,25 @@ def test_real_vocabularies_at_the_edges_of_the_table(name):
     texts += ["\n".join(rng.sample(tokens_15_16, min(200, len(tokens_15_16))))]
     texts += [("Grüße aus Köln, 東京 und Москва. " * 3 + "\n") * 6000]
     assert_all_forms(tok, texts, [ref.encode_ordinary(t) for t in texts])
+
+
+@pytest.mark.skipif(vocab_dir() is None, reason="shared vocabularies not found (BPE_FAST_DATA or ../shared)")
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_chunks_merged_and_chunks_backtracked_either_side_of_48_bytes(name):
+    """New chunks of up to 48 bytes are merged by tiktoken's rule over the small tables of
+    _encode_ranks.pxd, longer ones backtracked (_encode_bpe.pxd): chunks of 1 to 64 bytes, runs
+    of one letter (every pair ties: the leftmost must win) and words of pairs that merge late,
+    against tiktoken, alone (encode_chunk) and in texts, cold and warm."""
+    tok = real(name)
+    ref = tiktoken.Encoding(name, pat_str=tok.pattern, mergeable_ranks=tok.mergeable_ranks(),
+                            special_tokens=tok.special_tokens)
+    words = words_of_bytes(range(2, 65), 3000, seed=48)
+    assert {2, 47, 48, 49, 64} <= {len(w.encode()) for w in words}
+    words += [" " + letter * k for letter in "aéж中" for k in range(1, 40)]
+    rng = random.Random(48)
+    late = [t.decode() for t in list(tok.mergeable_ranks())[-3000:] if t.isascii() and t.decode().isalpha()]
+    words += [" " + "".join(rng.sample(late, 4)) for _ in range(300)]        # tokens merged last, joined
+    for w in words:
+        assert tok._native.encode_chunk_bytes(w.encode()) == ref.encode_ordinary(w), w
+    texts = ["".join(rng.sample(words, 50)) for _ in range(40)]
+    assert_all_forms(tok, texts, [ref.encode_ordinary(t) for t in texts])

@@ -1,0 +1,151 @@
+# cython: language_level=3
+"""The BPE of a short chunk by tiktoken's rule, over tables small enough to stay near the core.
+
+Invariants: ``rank_of(r, a, b)`` equals ``merged(m, a, b)`` (_encode_merges.pxd) for the Merges
+it was built from: the symbol a and b merge into (smaller is earlier), or NO_MERGE. And
+``merge_short`` gives what ``replay`` gives (_encode_replay.pxd: the pair whose merge is the
+earliest is merged, leftmost first on ties, until none merges), hence what ``backtrack`` gives.
+
+Why, beside backtracking (_encode_bpe.pxd): on text it has never seen the encoder spends most
+of its time on the BPE of new chunks. Backtracking walks a trie of 16 MB and checks each pair of
+tokens it puts side by side by walking the merges again; on long-tailed text (generated words of
+9-24 bytes) it backtracks often: 20 walks and 27 compatibility checks a chunk (cachegrind).
+Replaying the merges over an array is quadratic in the chunk, but on these tables it is 1.7-2x
+faster than backtracking up to 48 bytes (equal at 49-64: benchmarks/RESULTS.md), so chunks up to
+SHORT_MERGE bytes are merged here and longer ones backtracked.
+
+Why another table: ``Merges.pairs`` has 16-byte slots (4-8 MB for cl100k_base / o200k_base),
+and on this kind of machine a table of 4 MB answers a random probe in ~36 ns, one of 16 MB in
+~130 ns, one of 1 MB in ~7 ns (a pointer chase, benchmarks/RESULTS.md). Here:
+* ``grid``: every pair of bytes, 256 x 256 int32 (256 KB): the first round of merges of any
+  chunk is all byte pairs, and needs no hashing;
+* ``slots``: all merges, one uint64 each, (a << 21 | b) << 21 | made (symbols below 2**21),
+  all ones when free, linear probing from the top bits of a multiplicative hash, at most half
+  full: 2 MB for cl100k_base.
+"""
+from libc.stdint cimport int32_t, uint8_t, uint64_t
+from libc.stdlib cimport free, malloc
+
+from ._encode_merges cimport Merges, NO_MERGE
+
+cdef enum:
+    RANK_BITS = 21             # symbols must be below 2**21 (a vocabulary of 2M tokens)
+    SHORT_MERGE = 48           # chunks up to this many bytes are merged by merge_short
+
+cdef extern from *:
+    """
+    /* The leftmost smallest of r[0..n) (n >= 1), without a branch on the data (the ranks of
+       a chunk's pairs follow no pattern a branch predictor could learn: the branchy loop took
+       59 mispredictions a chunk, 15% of the time of merge_short). */
+    static inline size_t bpe_argmin(const int32_t* r, size_t n, int32_t* low_out) {
+        int32_t low = r[0];
+        size_t best = 0;
+        for (size_t i = 1; i < n; i++) {
+            int32_t x = r[i];
+            best = x < low ? i : best;
+            low = x < low ? x : low;
+        }
+        *low_out = low;
+        return best;
+    }
+    """
+    size_t argmin "bpe_argmin"(const int32_t* r, size_t n, int32_t* low_out) noexcept nogil
+
+
+cdef struct Ranks:
+    int32_t* grid              # (x << 8 | y) -> what bytes x, y merge into, or NO_MERGE
+    uint64_t* slots            # the merges (see the docstring)
+    int bits                   # 2**bits slots
+    size_t symbols             # the symbols of the Merges it was built from; 0 if not built
+                               # (2**21 symbols or more: then backtracking does all chunks)
+
+
+cdef inline uint64_t rank_key(int32_t a, int32_t b) noexcept nogil:
+    return (<uint64_t>a << RANK_BITS) | <uint64_t>b
+
+
+cdef inline size_t rank_home(uint64_t key, int bits) noexcept nogil:
+    return <size_t>((key * <uint64_t>0x9E3779B97F4A7C15) >> (64 - bits))
+
+
+cdef inline int ranks_build(Ranks* r, Merges* m) except -1:
+    """The tables of the merges of m (none if m has 2**21 symbols or more)."""
+    cdef size_t n = m.left.size(), t, i, mask
+    cdef uint64_t key
+    r.grid = NULL
+    r.slots = NULL
+    r.symbols = 0
+    if n >= (<size_t>1 << RANK_BITS):
+        return 0
+    r.bits = 10
+    while (<size_t>1 << r.bits) < 2 * (n - 256) + 2:
+        r.bits += 1
+    r.grid = <int32_t*>malloc(65536 * sizeof(int32_t))
+    r.slots = <uint64_t*>malloc((<size_t>1 << r.bits) * sizeof(uint64_t))
+    if r.grid == NULL or r.slots == NULL:
+        ranks_free(r)
+        raise MemoryError()
+    for i in range(65536):
+        r.grid[i] = NO_MERGE
+    for i in range(<size_t>1 << r.bits):
+        r.slots[i] = ~(<uint64_t>0)
+    mask = (<size_t>1 << r.bits) - 1
+    for t in range(256, n):
+        if m.left[t] < 256 and m.right[t] < 256:
+            r.grid[(m.left[t] << 8) | m.right[t]] = <int32_t>t
+        key = rank_key(m.left[t], m.right[t])
+        i = rank_home(key, r.bits)
+        while r.slots[i] != ~(<uint64_t>0):
+            i = (i + 1) & mask
+        r.slots[i] = (key << RANK_BITS) | t
+    r.symbols = n
+    return 0
+
+
+cdef inline void ranks_free(Ranks* r) noexcept nogil:
+    free(r.grid)
+    free(r.slots)
+    r.grid = NULL
+    r.slots = NULL
+    r.symbols = 0
+
+
+cdef inline int32_t rank_of(const Ranks* r, int32_t a, int32_t b) noexcept nogil:
+    """What a and b merge into, or NO_MERGE."""
+    cdef uint64_t key = rank_key(a, b), slot
+    cdef size_t mask = (<size_t>1 << r.bits) - 1, i = rank_home(key, r.bits)
+    if (a | b) < 256:
+        return r.grid[(a << 8) | b]
+    while True:
+        slot = r.slots[i]
+        if (slot >> RANK_BITS) == key:
+            return <int32_t>(slot & ((<uint64_t>1 << RANK_BITS) - 1))
+        if slot == ~(<uint64_t>0):
+            return NO_MERGE
+        i = (i + 1) & mask
+
+
+cdef inline size_t merge_short(const Ranks* r, const uint8_t* s, size_t n, int32_t* out) noexcept nogil:
+    """BPE of s (1 <= n <= SHORT_MERGE bytes) by replaying the merges, lowest first, over an
+    array rescanned per merge: the symbols into out (room for n), their number returned."""
+    cdef int32_t rank[SHORT_MERGE]          # rank[i]: what (out[i], out[i + 1]) merges into
+    cdef int32_t low
+    cdef size_t i, best, m = n
+    for i in range(n):
+        out[i] = s[i]
+    for i in range(n - 1):
+        rank[i] = r.grid[(s[i] << 8) | s[i + 1]]
+    while m > 1:
+        best = argmin(rank, m - 1, &low)
+        if low == NO_MERGE:
+            break
+        out[best] = low
+        for i in range(best + 1, m - 1):    # close the gap left by out[best + 1]
+            out[i] = out[i + 1]
+            rank[i] = rank[i + 1]
+        m -= 1
+        if best + 1 < m:
+            rank[best] = rank_of(r, low, out[best + 1])
+        if best > 0:
+            rank[best - 1] = rank_of(r, out[best - 1], low)
+    return m
