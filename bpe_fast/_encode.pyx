@@ -42,7 +42,7 @@ from ._encode_batch cimport (Blocks, BlockLog, blocks_first_bad, blocks_gather, 
 from ._encode_bpe cimport (Compat, Reachable, bpe_chunk, compat_free, compat_widen, compatible,
                            reachable_build, reachable_free, reachable_init, reachable_load)
 from ._encode_cache cimport (CACHE_MAX_BYTES, INLINE_IDS, SPILLED, TABLE_MAX_BITS, ChunkTable, LongCache,
-                             long_add, long_find, long_free, table_free, table_grow_to, table_insert,
+                             long_add, long_ask, long_find, long_free, table_free, table_grow_to, table_insert,
                              table_lookup, table_start)
 from ._encode_hash cimport (PairSlot, slot_of, pair_of, pairtable_add, pairtable_free, pairtable_init, Packed,
                             PACKED_KEY_MASK, PACKED_MAX_BYTES, big_alloc, bytes_hash, pack_key, packed_hash,
@@ -68,6 +68,7 @@ cdef enum:
                                # took 10-23% off superword stage two's layouts, 1 MB 4-11% more; on
                                # cl100k's layout of mix33 2 MB changed nothing and 1 MB took 8% off)
     BATCH = 128                # chunks scanned, hashed and prefetched before they are looked up
+    LONG_AHEAD = 4             # a long chunk's stored ids are asked for this many chunks ahead
     BLOCK_CHARS = 1 << 16      # a long non-ASCII str is turned into UTF-8 and encoded this many
                                # characters at a time (or a little more: see next_cut)
     KEEP_IDS = 64 << 20        # bytes of id buffer a thread keeps between calls (scratch ids)
@@ -429,6 +430,8 @@ cdef class MergeEncoder:
             room = not counting and w.ids.reserve(i - first + INLINE_IDS) == 0
             for q in range(m):
                 before = w.ids.size
+                if q + LONG_AHEAD < m and key1[q + LONG_AHEAD] == 0:
+                    long_ask(&w.cache.longer, hashes[q + LONG_AHEAD])
                 if key1[q] == 0:
                     self.encode_long(s + start[q], length[q], hashes[q], w)
                 else:

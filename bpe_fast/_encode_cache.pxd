@@ -22,6 +22,7 @@ from libc.stdlib cimport calloc, free
 from libc.string cimport memcpy, memset
 from libcpp.vector cimport vector
 
+from ._cpu cimport prefetch
 from ._encode_hash cimport (Slot, slot_of, same_bytes, Packed, PACKED_KEY_MASK, big_alloc, packed_hash,
                             packed_slot)
 
@@ -198,6 +199,18 @@ cdef inline const uint32_t* long_find(LongCache* c, uint64_t h, const uint8_t* s
                 return c.store.data() + at
         k = (k + 1) & mask
     return NULL
+
+
+cdef inline void long_ask(const LongCache* c, uint64_t h) noexcept nogil:
+    """Ask for the stored ids and bytes of the chunk whose hash is h, if its home slot holds it
+    (the slot's own line was asked for when the chunk was split off): long_find's second wait,
+    for the store, then overlaps the chunks before it."""
+    cdef const Slot* slot
+    if c.slots == NULL:
+        return
+    slot = &c.slots[slot_of(h, c.bits)]
+    if slot.hash == h and slot.length:
+        prefetch(c.store.data() + <size_t>slot.value)
 
 
 cdef inline void long_add(LongCache* c, uint64_t h, const uint8_t* s, size_t n, const int32_t* syms,
