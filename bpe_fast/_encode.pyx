@@ -865,7 +865,11 @@ cdef class _Worker:
             if not self.counting:
                 self.ids.extend(self.cache.chunks.spill.data() + x.ids[0], count)
         elif not self.counting:
-            self.ids.extend(x.ids, count)
+            if self.ids.size + INLINE_IDS <= self.ids.capacity:     # all four slots at once:
+                memcpy(self.ids.data + self.ids.size, x.ids, INLINE_IDS * sizeof(uint32_t))
+                self.ids.size += count                              # (a call to memcpy of
+            else:                                                   # count ids was 4% of a
+                self.ids.extend(x.ids, count)                       # pass over new text)
         if self.counting:
             self.count += count
 
