@@ -10,13 +10,17 @@ Why, beside backtracking (_encode_bpe.pxd): on text it has never seen the encode
 of its time on the BPE of new chunks. Backtracking walks a trie of 16 MB and checks each pair of
 tokens it puts side by side by walking the merges again; on long-tailed text (generated words of
 9-24 bytes) it backtracks often: 20 walks and 27 compatibility checks a chunk (cachegrind).
-Replaying the merges over an array is quadratic in the chunk, but on these tables it is 1.7-2x
-faster than backtracking up to 48 bytes (equal at 49-64: benchmarks/RESULTS.md), so chunks up to
-SHORT_MERGE bytes are merged here and longer ones backtracked.
+Replaying the merges over an array is quadratic in the chunk, but on these tables it is 2-2.6x
+faster than backtracking on such chunks, and still faster up to 48 bytes (at 49-64 bytes slower:
+4.9 against 4.6 us; benchmarks/RESULTS.md, "Encode once (2)"), so chunks up to SHORT_MERGE bytes are
+merged here and longer ones backtracked.
 
-Why another table: ``Merges.pairs`` has 16-byte slots (4-8 MB for cl100k_base / o200k_base),
-and on this kind of machine a table of 4 MB answers a random probe in ~36 ns, one of 16 MB in
-~130 ns, one of 1 MB in ~7 ns (a pointer chase, benchmarks/RESULTS.md). Here:
+Why other tables than ``Merges.pairs`` (16-byte slots, 4-8 MB for cl100k_base / o200k_base): on
+this kind of machine a random load from 1 MB takes ~7 ns, from 4 MB ~36 ns, from 16 MB ~130 ns (a
+pointer chase, benchmarks/RESULTS.md). The replay of short chunks over ``Merges`` gained nothing
+over backtracking (RESULTS, "Encode once"); the same loop over these tables took 0.67x its time
+(zipf's new chunks, cl100k_base), then 0.49x with the argmin and gap-closing below. Packing the
+slots tighter still (0.76 full) changed nothing. Here:
 * ``grid``: every pair of bytes, 256 x 256 int32 (256 KB): the first round of merges of any
   chunk is all byte pairs, and needs no hashing;
 * ``slots``: all merges, one uint64 each, (a << 21 | b) << 21 | made (symbols below 2**21),
@@ -156,6 +160,8 @@ cdef inline size_t merge_short(const Ranks* r, const uint8_t* s, size_t n, int32
     cdef int32_t rank[SHORT_MERGE + 9]      # rank[i]: what (sym[i], sym[i + 1]) merges into
     cdef int32_t low
     cdef size_t i, best, m = n
+    if n == 0:                              # (no chunk is empty; n - 1 below would wrap)
+        return 0
     for i in range(n):
         sym[i] = s[i]
     for i in range(n - 1):
