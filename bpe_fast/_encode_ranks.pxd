@@ -32,6 +32,7 @@ from libc.stdlib cimport free, malloc
 
 from ._cpu cimport prefetch
 from ._encode_merges cimport Merges, NO_MERGE
+from ._pairmap cimport EMPTY, half_full_bits, mark_free, pair_home
 
 cdef enum:
     RANK_BITS = 21             # symbols must be below 2**21 (a vocabulary of 2M tokens)
@@ -84,10 +85,6 @@ cdef inline uint64_t rank_key(int32_t a, int32_t b) noexcept nogil:
     return (<uint64_t>a << RANK_BITS) | <uint64_t>b
 
 
-cdef inline size_t rank_home(uint64_t key, int bits) noexcept nogil:
-    return <size_t>((key * <uint64_t>0x9E3779B97F4A7C15) >> (64 - bits))
-
-
 cdef inline int ranks_build(Ranks* r, Merges* m) except -1:
     """The tables of the merges of m (none if m has 2**21 symbols or more)."""
     cdef size_t n = m.left.size(), t, i, mask
@@ -97,9 +94,7 @@ cdef inline int ranks_build(Ranks* r, Merges* m) except -1:
     r.symbols = 0
     if n >= (<size_t>1 << RANK_BITS):
         return 0
-    r.bits = 10
-    while (<size_t>1 << r.bits) < 2 * (n - 256) + 2:
-        r.bits += 1
+    r.bits = half_full_bits(n - 256, 10)
     r.grid = <int32_t*>malloc(65536 * sizeof(int32_t))
     r.slots = <uint64_t*>malloc((<size_t>1 << r.bits) * sizeof(uint64_t))
     if r.grid == NULL or r.slots == NULL:
@@ -107,15 +102,14 @@ cdef inline int ranks_build(Ranks* r, Merges* m) except -1:
         raise MemoryError()
     for i in range(65536):
         r.grid[i] = NO_MERGE
-    for i in range(<size_t>1 << r.bits):
-        r.slots[i] = ~(<uint64_t>0)
+    mark_free(<uint8_t*>r.slots, sizeof(uint64_t), <size_t>1 << r.bits)     # all ones: EMPTY
     mask = (<size_t>1 << r.bits) - 1
     for t in range(256, n):
         if m.left[t] < 256 and m.right[t] < 256:
             r.grid[(m.left[t] << 8) | m.right[t]] = <int32_t>t
         key = rank_key(m.left[t], m.right[t])
-        i = rank_home(key, r.bits)
-        while r.slots[i] != ~(<uint64_t>0):
+        i = pair_home(key, r.bits)
+        while r.slots[i] != EMPTY:
             i = (i + 1) & mask
         r.slots[i] = (key << RANK_BITS) | t
     r.symbols = n
@@ -133,14 +127,14 @@ cdef inline void ranks_free(Ranks* r) noexcept nogil:
 cdef inline int32_t rank_of(const Ranks* r, int32_t a, int32_t b) noexcept nogil:
     """What a and b merge into, or NO_MERGE."""
     cdef uint64_t key = rank_key(a, b), slot
-    cdef size_t mask = (<size_t>1 << r.bits) - 1, i = rank_home(key, r.bits)
+    cdef size_t mask = (<size_t>1 << r.bits) - 1, i = pair_home(key, r.bits)
     if (a | b) < 256:
         return r.grid[(a << 8) | b]
     while True:
         slot = r.slots[i]
         if (slot >> RANK_BITS) == key:
             return <int32_t>(slot & ((<uint64_t>1 << RANK_BITS) - 1))
-        if slot == ~(<uint64_t>0):
+        if slot == EMPTY:
             return NO_MERGE
         i = (i + 1) & mask
 
@@ -148,7 +142,7 @@ cdef inline int32_t rank_of(const Ranks* r, int32_t a, int32_t b) noexcept nogil
 cdef inline void rank_ask(const Ranks* r, int32_t a, int32_t b) noexcept nogil:
     """Ask for the line where rank_of(a, b) looks first (a pair of bytes needs none)."""
     if (a | b) >= 256:
-        prefetch(&r.slots[rank_home(rank_key(a, b), r.bits)])
+        prefetch(&r.slots[pair_home(rank_key(a, b), r.bits)])
 
 
 cdef inline size_t merge_short(const Ranks* r, const uint8_t* s, size_t n, int32_t* out) noexcept nogil:
