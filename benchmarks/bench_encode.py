@@ -1,6 +1,10 @@
 """Encoding speed: bpe_fast against tiktoken and the fast exact encoders on PyPI, same process,
 same vocabulary, same text, ids checked identical to tiktoken's.
 
+The headline, the job users run when they prepare data (each library in a fresh process, a text it
+has never seen encoded once, loading timed apart), is ``bench_encode_once.py``; the figures here,
+repeated calls whose chunks the caches already hold, are the secondary ones (RESULTS.md).
+
     python benchmarks/bench_encode.py [--encoding cl100k_base] [--repeats 7] [--threads 2]
                                       [--only single,batch,cold] [--fresh] [--peers gigatoken,...]
 
