@@ -17,8 +17,14 @@ bpe_fast's load may read tables an earlier process saved (bpe_fast/prebuilt.py);
 repeat of each encoding runs with a cache folder of its own that starts empty, so its load is
 the one a user pays once, reported as ``load (first ever)``; later repeats read it back.
 
-Libraries: bpe_fast, gigatoken (``pip install gigatoken``), tiktoken. RAYON_NUM_THREADS is
-set for gigatoken's pool (1 for single, --threads for batch). Runs alternate between libraries
+Libraries: bpe_fast, gigatoken (``pip install gigatoken``), tiktoken, and the new encoders on PyPI
+(``pip install splintr-rs bpe-openai wordchipper tokie``; not in the default --libs): splintr and
+bpe_openai with the copy of the vocabulary they carry, wordchipper with the local file put where it
+looks for its download, tokie with a tokenizer.json bpe_fast writes from the local file (bpe_openai
+refuses a str of 1,000,000 characters or more: its pieces are at most 900,000; its limit of 200,000
+ids a call is lifted). Each uses its
+fastest form that gives ids (arrays where there are). RAYON_NUM_THREADS is set for the Rust
+libraries' pools (1 for single, --threads for batch). Runs alternate between libraries
 within a repeat; the table gives medians over repeats of CPU seconds (all threads; the machine
 may be shared, and CPU time is least disturbed by others) and wall seconds, and the ratio
 gigatoken / bpe_fast on CPU time (> 1: bpe_fast is faster).
@@ -28,6 +34,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -36,6 +43,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 LIBS = ["bpe_fast", "gigatoken", "tiktoken"]
+NEW_ENCODERS = ["splintr", "bpe_openai", "wordchipper", "tokie"]     # the issue's "new encoders"
 
 CHILD = r'''
 import hashlib, json, os, resource, sys, time
@@ -47,6 +55,8 @@ def cpu():
 
 lib, encoding, vocab_file, text_file, mode, threads, piece = sys.argv[1:8]
 threads, piece = int(threads), int(piece)
+if lib == "bpe_openai":
+    piece = min(piece, 900_000)             # it refuses a str of 1,000,000 characters or more
 data = open(text_file, encoding="utf-8", newline="").read()
 pieces, at = [], 0
 while at < len(data):                       # ~piece characters, cut after a line end
@@ -61,9 +71,12 @@ if lib == "bpe_fast":
     import bpe_fast
 elif lib == "gigatoken":
     import gigatoken
-else:
+elif lib == "tiktoken":
     import tiktoken, tiktoken.load
     from tiktoken_ext import openai_public
+else:
+    import importlib
+    module = importlib.import_module(lib)
 w1, c1 = time.perf_counter(), cpu()
 if lib == "bpe_fast":
     tok = bpe_fast.load(encoding, path=os.path.dirname(vocab_file))
@@ -74,12 +87,29 @@ elif lib == "gigatoken":
     tok = gigatoken.Tokenizer.from_tiktoken(vocab_file)
     first = one = tok.encode
     many = lambda ts: tok.encode_batch_list(ts, parallel=True)
-else:
+elif lib == "tiktoken":
     loader = openai_public.load_tiktoken_bpe
     openai_public.load_tiktoken_bpe = lambda *a, **k: tiktoken.load.load_tiktoken_bpe(vocab_file)
     tok = tiktoken.Encoding(**getattr(openai_public, encoding)())
     first = one = tok.encode_ordinary
     many = lambda ts: tok.encode_ordinary_batch(ts, num_threads=threads)
+elif lib == "splintr":                      # its own copy of the vocabulary (ids checked anyway)
+    tok = module.Tokenizer.from_pretrained(encoding)
+    first = one = lambda t: np.frombuffer(tok.encode_flat(t), np.uint32)
+    many = lambda ts: [np.frombuffer(tok.encode_batch_flat(ts)[0], np.uint32)]
+elif lib == "bpe_openai":                   # its own copy of the vocabulary
+    tok = module.get_encoding(encoding)
+    tok._check_chunk_limit = lambda count: None     # its 200,000 ids a call: a data job has no such limit
+    first = one = tok.encode_ordinary
+    many = lambda ts: tok.encode_ordinary_batch(ts, num_threads=threads)
+elif lib == "wordchipper":                  # the local file, from WORDCHIPPER_CACHE_DIR (set by the parent)
+    tok = module.Tokenizer.from_pretrained(encoding)
+    first = one = tok.encode
+    many = tok.encode_batch
+else:                                       # tokie: the tokenizer.json bpe_fast wrote from the local file
+    tok = module.Tokenizer.from_json(os.environ["BENCH_TOKIE_JSON"])
+    first = one = lambda t: tok.encode(t).ids
+    many = lambda ts: [tok.encode_batch_flat(ts)[0]]
 w2, c2 = time.perf_counter(), cpu()
 first("Hello, world! A first short text.")
 w3, c3 = time.perf_counter(), cpu()
@@ -105,11 +135,26 @@ def run_child(lib, encoding, vocab_file, text, mode, threads, piece, cache: str 
     env.pop("PYTHONDONTWRITEBYTECODE", None)    # an installed package has its .pyc files: import as users do
     if cache is not None:
         env["BPE_FAST_CACHE"] = cache
+        env["WORDCHIPPER_CACHE_DIR"] = str(Path(cache).parent / "wordchipper")
+        env["BENCH_TOKIE_JSON"] = str(Path(cache).parent / f"{encoding}.tokenizer.json")
     done = subprocess.run([sys.executable, "-c", CHILD, lib, encoding, str(vocab_file), str(text), mode,
                            str(threads), str(piece)], env=env, capture_output=True, text=True, check=False)
     if done.returncode != 0:
         raise SystemExit(f"{lib} {encoding} {mode} on {text} failed:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def prepare_new_encoders(libs, encoding, vocab_file, scratch: Path) -> None:
+    """What two of the new encoders need to read the local vocabulary file, made before any clock
+    starts: wordchipper looks for it in its cache folder (openai/NAME/NAME.tiktoken), tokie reads
+    Hugging Face's tokenizer.json (written here by bpe_fast from the same file)."""
+    if "wordchipper" in libs:
+        folder = scratch / "wordchipper" / "openai" / encoding
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(vocab_file, folder / vocab_file.name)
+    if "tokie" in libs:
+        import bpe_fast
+        bpe_fast.load(encoding, path=vocab_file.parent).save(scratch / f"{encoding}.tokenizer.json")
 
 
 def vocab_folder() -> Path:
@@ -136,9 +181,13 @@ def main() -> None:
     args = parser.parse_args()
     libs = [lib for lib in args.libs.split(",") if lib]
     vocabs = vocab_folder()
+    missing = [lib for lib in libs if lib not in LIBS + NEW_ENCODERS]
+    if missing:
+        raise SystemExit(f"--libs: unknown {', '.join(missing)} (known: {', '.join(LIBS + NEW_ENCODERS)})")
     with tempfile.TemporaryDirectory(prefix="bench-once-cache-") as scratch:
         for encoding in args.encodings.split(","):
             vocab_file = vocabs / f"{encoding}.tiktoken"
+            prepare_new_encoders(libs, encoding, vocab_file, Path(scratch))
             first_ever = run_child("bpe_fast", encoding, vocab_file, args.texts[0], "single", 1, 1 << 16,
                                    cache=str(Path(scratch) / encoding)) if "bpe_fast" in libs else None
             if first_ever is not None:
@@ -158,14 +207,14 @@ def report(encoding, vocab_file, text, libs, args, cache) -> None:
         truth = runs.get("tiktoken", runs[libs[0]])[0]
         print(f"\n{encoding}  {text.name} ({size / 1e6:.0f} MB)  {mode}"
               f"{'' if mode == 'single' else f' ({args.threads} threads)'}")
-        print(f"{'library':<10} {'import':>7} {'load':>7} {'first':>7} {'encode cpu':>10} {'wall':>7} "
+        print(f"{'library':<12} {'import':>7} {'load':>7} {'first':>7} {'encode cpu':>10} {'wall':>7} "
               f"{'MB/s':>6} {'giga/x cpu':>10}  ids")
         med = {lib: {part: [statistics.median(r[part][i] for r in runs[lib]) for i in (0, 1)]
                      for part in ("import", "load", "first", "encode")} for lib in libs}
         for lib in libs:
             m, same = med[lib], all(r["hash"] == truth["hash"] and r["ids"] == truth["ids"] for r in runs[lib])
             ratio = med["gigatoken"]["encode"][1] / m["encode"][1] if "gigatoken" in med else float("nan")
-            print(f"{lib:<10} {m['import'][0]:>7.3f} {m['load'][0]:>7.3f} {m['first'][0]:>7.3f} "
+            print(f"{lib:<12} {m['import'][0]:>7.3f} {m['load'][0]:>7.3f} {m['first'][0]:>7.3f} "
                   f"{m['encode'][1]:>10.2f} {m['encode'][0]:>7.2f} {size / 1e6 / m['encode'][0]:>6.1f} "
                   f"{ratio:>10.2f}  {runs[lib][0]['ids']:,}{'' if same else ' DIFFERENT'}")
 
