@@ -476,6 +476,52 @@ cdef class MergeEncoder:
         w.release()
         return [w.ids.data[i] for i in range(w.ids.size)]
 
+    def bpe_chunks(self, const unsigned char[::1] data, const int64_t[::1] offsets, str method="auto"):
+        """The BPE of each chunk (chunk i is data[offsets[i]:offsets[i + 1]], none empty) with no
+        cache: a chunk that is a token is not looked up, it is merged like any other. For tests and
+        benchmarks/bench_new_chunks.py, to hold the two methods to each other and time them alone.
+        ``method``: "auto" (as encoding does: merged up to SHORT_MERGE bytes, backtracked beyond),
+        "merge" (merge_short; chunks over SHORT_MERGE bytes are refused) or "backtrack".
+        Returns (ids as uint32, each chunk's id count as int64)."""
+        cdef Py_ssize_t i, n = offsets.shape[0] - 1
+        cdef size_t k, at = 0, length
+        cdef int how = {"auto": 0, "merge": 1, "backtrack": 2}.get(method, -1)
+        if how < 0:
+            raise ValueError(f"method must be auto, merge or backtrack, not {method!r}")
+        if n < 0 or (n and (offsets[0] < 0 or offsets[n] > data.shape[0])):
+            raise ValueError("bpe_chunks needs offsets inside data")
+        for i in range(n):
+            if offsets[i + 1] <= offsets[i]:
+                raise ValueError(f"chunk {i} is empty or its offsets decrease")
+            if how == 1 and offsets[i + 1] - offsets[i] > SHORT_MERGE:
+                raise ValueError(f"chunk {i} is over {SHORT_MERGE} bytes: merge_short does not take it")
+        if how == 1 and self.ranks.symbols != self.merges.left.size():
+            raise ValueError("this encoder has no merging tables (2**21 symbols or more)")
+        ids = np.empty(offsets[n] - offsets[0] if n else 0, np.uint32)
+        counts = np.empty(n, np.int64)
+        cdef uint32_t[::1] out = ids
+        cdef int64_t[::1] count = counts
+        cdef _Worker w = _Worker(self, False)
+        with nogil:
+            for i in range(n):
+                length = <size_t>(offsets[i + 1] - offsets[i])
+                if how == 0:
+                    k = self.merge_chunk(&data[offsets[i]], length, w)
+                else:
+                    if w.syms.size() < length:
+                        w.syms.resize(length)
+                    if how == 1:
+                        k = merge_short(&self.ranks, &data[offsets[i]], length, w.syms.data())
+                    else:
+                        k = bpe_chunk(&self.merges, &self.bpe, &data[offsets[i]], length, &w.syms, &w.alive,
+                                      &w.cache.compat)
+                for length in range(k):
+                    out[at + length] = <uint32_t>self.merges.ext[w.syms[length]]
+                at += k
+                count[i] = <int64_t>k
+        w.release()
+        return ids[:at], counts
+
     def lay_out_chunks(self, const unsigned char[::1] data, const int64_t[::1] offsets,
                        const int64_t[::1] positions, int32_t[::1] slots, int table_bits=0):
         """Encode chunks of a word table, each whole (chunk i is data[offsets[i]:offsets[i + 1]]),

@@ -13,14 +13,15 @@ import pytest
 
 import bpe_fast
 
-from .conftest import ROOT, need, needs_data, needs_vocabs, small_text
+from .conftest import ROOT, need, needs_data, needs_vocabs, small_text, vocab_dir
 
 BENCHMARKS = ROOT / "benchmarks"
 
 
-def run_script(name: str, *args: str) -> subprocess.CompletedProcess:
-    """benchmarks/<name> run with this checkout's bpe_fast."""
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
+def run_script(name: str, *args: str, **env_vars: str) -> subprocess.CompletedProcess:
+    """benchmarks/<name> run with this checkout's bpe_fast (and these environment variables)."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])),
+               **env_vars)
     return subprocess.run([sys.executable, str(BENCHMARKS / name), *args], capture_output=True, text=True,
                           env=env, timeout=120)
 
@@ -211,3 +212,25 @@ def test_scaling_big_makes_prefixes_trains_beside_gigabpe_and_fits_the_model(tmp
     assert model.returncode == 0, model.stderr
     fitted = [line for line in model.stdout.splitlines() if line.startswith(("| zipf |", "| code |"))]
     assert len(fitted) == 2 and all(" x GB^" in line for line in fitted), model.stdout
+
+
+@needs_vocabs
+def test_bench_new_chunks_times_merging_against_backtracking(tmp_path):
+    text = tmp_path / "text.txt"
+    text.write_text(small_text(), encoding="utf-8")
+    done = run_script("bench_new_chunks.py", str(text), "--encodings", "cl100k_base", "--repeats", "1",
+                      "--vocabs", str(vocab_dir()))
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"^\s+1-16\s+[\d,]+\s+[\d,]+\s+[\d,]+\s+[\d.]+$", done.stdout, re.M), done.stdout
+
+
+@needs_vocabs
+def test_bench_encode_once_checks_ids_against_tiktoken(tmp_path):
+    need("tiktoken")
+    text = tmp_path / "text.txt"
+    text.write_text(small_text(), encoding="utf-8")
+    done = run_script("bench_encode_once.py", str(text), "--encodings", "cl100k_base", "--libs", "bpe_fast,tiktoken",
+                      "--modes", "single", "--repeats", "1", BPE_FAST_VOCABS=str(vocab_dir()))
+    assert done.returncode == 0, done.stderr
+    rows = [line for line in done.stdout.splitlines() if line.startswith(("bpe_fast ", "tiktoken "))]
+    assert len(rows) == 2 and not any("DIFFERENT" in row for row in rows), done.stdout

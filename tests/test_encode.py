@@ -300,3 +300,33 @@ def test_chunks_merged_and_chunks_backtracked_either_side_of_48_bytes(name):
         assert tok._native.encode_chunk_bytes(w.encode()) == ref.encode_ordinary(w), w
     texts = ["".join(rng.sample(words, 50)) for _ in range(40)]
     assert_all_forms(tok, texts, [ref.encode_ordinary(t) for t in texts])
+
+
+def test_bpe_chunks_merge_and_backtrack_agree_with_tiktoken():
+    """MergeEncoder.bpe_chunks (benchmarks/bench_new_chunks.py) with each method on the same new
+    chunks: merged, backtracked and as encoding chooses, all tiktoken's ids for each chunk."""
+    tok = trained("cl100k")
+    ref = oracle(tok)
+    words = [w.encode() for w in words_of_bytes(range(1, 49), 500, seed=7)]
+    offsets = np.concatenate([[0], np.cumsum([len(w) for w in words])]).astype(np.int64)
+    data = np.frombuffer(b"".join(words), np.uint8)
+    expected = [ref.encode_ordinary(w.decode()) for w in words]
+    for method in ("auto", "merge", "backtrack"):
+        ids, counts = tok._native.bpe_chunks(data, offsets, method)
+        assert counts.tolist() == [len(e) for e in expected], method
+        assert ids.tolist() == [i for e in expected for i in e], method
+
+
+def test_bpe_chunks_refuses_what_it_cannot_do():
+    tok = trained("cl100k")
+    data = np.frombuffer(b"a" * 60, np.uint8)
+    with pytest.raises(ValueError, match="method must be"):
+        tok._native.bpe_chunks(data, np.array([0, 3], np.int64), "fast")
+    with pytest.raises(ValueError, match="chunk 1 is empty"):
+        tok._native.bpe_chunks(data, np.array([0, 3, 3], np.int64))
+    with pytest.raises(ValueError, match="over 48 bytes"):
+        tok._native.bpe_chunks(data, np.array([0, 60], np.int64), "merge")
+    with pytest.raises(ValueError, match="inside data"):
+        tok._native.bpe_chunks(data, np.array([0, 61], np.int64))
+    ids, counts = tok._native.bpe_chunks(data, np.array([0, 60], np.int64), "auto")   # backtracked
+    assert ids.tolist() == oracle(tok).encode_ordinary("a" * 60)
