@@ -484,7 +484,7 @@ cdef class MergeEncoder:
         "merge" (merge_short; chunks over SHORT_MERGE bytes are refused) or "backtrack".
         Returns (ids as uint32, each chunk's id count as int64)."""
         cdef Py_ssize_t i, n = offsets.shape[0] - 1
-        cdef size_t k, at = 0, length
+        cdef size_t j, k, at = 0, length
         cdef int how = {"auto": 0, "merge": 1, "backtrack": 2}.get(method, -1)
         if how < 0:
             raise ValueError(f"method must be auto, merge or backtrack, not {method!r}")
@@ -515,8 +515,8 @@ cdef class MergeEncoder:
                     else:
                         k = bpe_chunk(&self.merges, &self.bpe, &data[offsets[i]], length, &w.syms, &w.alive,
                                       &w.cache.compat)
-                for length in range(k):
-                    out[at + length] = <uint32_t>self.merges.ext[w.syms[length]]
+                for j in range(k):
+                    out[at + j] = <uint32_t>self.merges.ext[w.syms[j]]
                 at += k
                 count[i] = <int64_t>k
         w.release()
