@@ -239,7 +239,7 @@ def test_a_worker_killed_mid_count_gives_the_same_table(tmp_path, victim):
 # -- faults, each in a process of its own with a timeout: a hang fails the test, never the suite ----
 
 SCRIPT = """
-import json, sys
+import json, sys, time
 import dask, distributed
 import bpe_fast
 from bpe_fast import distributed as cluster
@@ -255,6 +255,13 @@ if __name__ == "__main__":
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None,
                                   silence_logs=50, memory_limit=settings["memory_limit"]) as lc, \\
             distributed.Client(lc) as client:
+        # "paused_first": wait until the memory monitor has paused every worker (it first looks
+        # ~0.1 s after a worker starts; a small count could finish before that)
+        for _ in range(300 if settings.get("paused_first") else 0):
+            statuses = [w.get("status") for w in client.scheduler_info()["workers"].values()]
+            if len(statuses) == 2 and all(status == "paused" for status in statuses):
+                break
+            time.sleep(0.1)
         try:
             table = bpe_fast.count(files, client=client, progress="none", **settings.get("count", {}))
         except bpe_fast.BpeFastError as exc:
@@ -308,7 +315,8 @@ def test_a_cluster_paused_over_its_memory_limit_is_an_error_not_a_hang(tmp_path)
     before, the count waited forever."""
     (tmp_path / "a.txt").write_text(small_text())
     done = run_on_cluster(tmp_path, 90, files=[str(tmp_path / "a.txt")], memory_limit="300MB",
-                          dask={"distributed.worker.memory.pause": 0.1}, module={"STALL_SECONDS": 2})
+                          dask={"distributed.worker.memory.pause": 0.1}, module={"STALL_SECONDS": 2},
+                          paused_first=True)
     assert done.returncode == 3, done.stdout + done.stderr[-2000:]
     assert done.stdout.startswith("error: every Dask worker (2) has been paused for ") and \
         "memory limit 300 MB" in done.stdout and done.stdout.count("\n") == 1, done.stdout
