@@ -49,7 +49,7 @@ from ._encode_hash cimport (PairSlot, slot_of, pair_of, pairtable_add, pairtable
                             packed_slot)
 from ._encode_lists cimport IdInts, bpe_list_of_ids, bpe_lists_of_ids, ints_free, ints_make
 from ._encode_merges cimport Merges, merges_add, merges_free, merges_init
-from ._encode_ranks cimport SHORT_MERGE, Ranks, merge_short, ranks_build, ranks_free
+from ._encode_ranks cimport SHORT_MERGE, Ranks, merge_scalar, merge_short, ranks_build, ranks_free
 from ._encode_replay cimport SHORT_CHUNK, replay_long, replay_short
 from ._encode_runs cimport Supermerges, end_run, merge_run, run_step
 from ._encode_text cimport (TextRef, Utf8Buffer, bpe_str_view, next_cut, to_utf8, utf8_capacity, utf8_free,
@@ -481,21 +481,22 @@ cdef class MergeEncoder:
         cache: a chunk that is a token is not looked up, it is merged like any other. For tests and
         benchmarks/bench_new_chunks.py, to hold the two methods to each other and time them alone.
         ``method``: "auto" (as encoding does: merged up to SHORT_MERGE bytes, backtracked beyond),
-        "merge" (merge_short; chunks over SHORT_MERGE bytes are refused) or "backtrack".
+        "merge" (merge_short; chunks over SHORT_MERGE bytes are refused), "merge_scalar" (the
+        same without merge_vector, which merge_short takes where the CPU has it) or "backtrack".
         Returns (ids as uint32, each chunk's id count as int64)."""
         cdef Py_ssize_t i, n = offsets.shape[0] - 1
         cdef size_t j, k, at = 0, length
-        cdef int how = {"auto": 0, "merge": 1, "backtrack": 2}.get(method, -1)
+        cdef int how = {"auto": 0, "merge": 1, "backtrack": 2, "merge_scalar": 3}.get(method, -1)
         if how < 0:
-            raise ValueError(f"method must be auto, merge or backtrack, not {method!r}")
+            raise ValueError(f"method must be auto, merge, merge_scalar or backtrack, not {method!r}")
         if n < 0 or (n and (offsets[0] < 0 or offsets[n] > data.shape[0])):
             raise ValueError("bpe_chunks needs offsets inside data")
         for i in range(n):
             if offsets[i + 1] <= offsets[i]:
                 raise ValueError(f"chunk {i} is empty or its offsets decrease")
-            if how == 1 and offsets[i + 1] - offsets[i] > SHORT_MERGE:
+            if how in (1, 3) and offsets[i + 1] - offsets[i] > SHORT_MERGE:
                 raise ValueError(f"chunk {i} is over {SHORT_MERGE} bytes: merge_short does not take it")
-        if how == 1 and self.ranks.symbols != self.merges.left.size():
+        if how in (1, 3) and self.ranks.symbols != self.merges.left.size():
             raise ValueError("this encoder has no merging tables (2**21 symbols or more)")
         ids = np.empty(offsets[n] - offsets[0] if n else 0, np.uint32)
         counts = np.empty(n, np.int64)
@@ -512,6 +513,8 @@ cdef class MergeEncoder:
                         w.syms.resize(length)
                     if how == 1:
                         k = merge_short(&self.ranks, &data[offsets[i]], length, w.syms.data())
+                    elif how == 3:
+                        k = merge_scalar(&self.ranks, &data[offsets[i]], length, w.syms.data())
                     else:
                         k = bpe_chunk(&self.merges, &self.bpe, &data[offsets[i]], length, &w.syms, &w.alive,
                                       &w.cache.compat)

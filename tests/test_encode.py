@@ -300,6 +300,13 @@ def test_chunks_merged_and_chunks_backtracked_either_side_of_48_bytes(name):
         assert tok._native.encode_chunk_bytes(w.encode()) == ref.encode_ordinary(w), w
     texts = ["".join(rng.sample(words, 50)) for _ in range(40)]
     assert_all_forms(tok, texts, [ref.encode_ordinary(t) for t in texts])
+    short = [w.encode() for w in words if len(w.encode()) <= 48]
+    offsets = np.concatenate([[0], np.cumsum([len(w) for w in short])]).astype(np.int64)
+    expected = [ref.encode_ordinary(w.decode()) for w in short]
+    for method in ("merge", "merge_scalar"):    # with merge_vector where the CPU has it, and without
+        ids, counts = tok._native.bpe_chunks(np.frombuffer(b"".join(short), np.uint8), offsets, method)
+        assert ids.tolist() == [i for e in expected for i in e], method
+        assert counts.tolist() == [len(e) for e in expected], method
 
 
 def test_bpe_chunks_merge_and_backtrack_agree_with_tiktoken():
@@ -311,7 +318,7 @@ def test_bpe_chunks_merge_and_backtrack_agree_with_tiktoken():
     offsets = np.concatenate([[0], np.cumsum([len(w) for w in words])]).astype(np.int64)
     data = np.frombuffer(b"".join(words), np.uint8)
     expected = [ref.encode_ordinary(w.decode()) for w in words]
-    for method in ("auto", "merge", "backtrack"):
+    for method in ("auto", "merge", "merge_scalar", "backtrack"):
         ids, counts = tok._native.bpe_chunks(data, offsets, method)
         assert counts.tolist() == [len(e) for e in expected], method
         assert ids.tolist() == [i for e in expected for i in e], method
