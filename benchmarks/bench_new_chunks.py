@@ -4,10 +4,10 @@
 
 Splits the first --mb MB of TEXT with the encoding's own pattern (the ``regex`` module), keeps each
 distinct chunk that is no token once, in the order met, and times ``MergeEncoder.bpe_chunks`` over
-them with no cache, by chunk length: "backtrack" (the trie of reachable tokens, _encode_bpe.pxd)
-and "merge" (_encode_ranks.pxd, chunks up to 48 bytes), alternating, medians of --repeats. The two
-must give the same ids (checked). This is the part of encoding text never seen that the chunk cache
-cannot help with (issue 30; benchmarks/RESULTS.md, "Encode once (2)").
+them with no cache, by chunk length: "backtrack" (the trie of reachable tokens, _encode_bpe.pxd),
+"merge" (_encode_ranks.pxd's merge_short, chunks up to 48 bytes: merge_vector on a CPU with
+AVX-512, else merge_scalar) and "merge_scalar", alternating, medians of --repeats. All must give the same ids (checked). This is the part of encoding text never seen that
+the chunk cache cannot help with (issue 30; benchmarks/RESULTS.md, "Encode once (2)" and "(3)").
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ import regex
 import bpe_fast
 
 BUCKETS = [(1, 16), (17, 32), (33, 48), (49, 64), (65, 1 << 30)]
-SHORT_MERGE = 48                # bpe_fast/_encode_ranks.pxd
+SHORT_MERGE = 48                # the longest chunk merged (bpe_fast/_encode_ranks.pxd)
 
 
 def new_chunks(tok, text: str) -> list[bytes]:
@@ -65,25 +65,29 @@ def main() -> None:
         chunks = new_chunks(tok, text)
         print(f"\n{encoding}: {len(chunks):,} distinct chunks of {args.text.name}'s first {args.mb:g} MB "
               "that are no token")
-        print(f"{'bytes':>9} {'chunks':>9} {'backtrack ns':>13} {'merge ns':>9} {'merge/backtrack':>16}")
+        print(f"{'bytes':>9} {'chunks':>9} {'backtrack ns':>13} {'merge ns':>9} {'scalar ns':>10} "
+              f"{'merge/backtrack':>16} {'scalar/backtrack':>17}")
         for low, high in BUCKETS:
             part = [c for c in chunks if low <= len(c) <= high]
             if not part:
                 continue
             data, offsets = packed(part)
-            times: dict[str, list[float]] = {"backtrack": [], "merge": []}
+            methods = ["backtrack", "merge", "merge_scalar"] if high <= SHORT_MERGE else ["backtrack"]
+            times: dict[str, list[float]] = {method: [] for method in methods}
             results = {}
-            methods = ["backtrack", "merge"] if high <= SHORT_MERGE else ["backtrack"]
             for r in range(args.repeats):
                 for method in methods[r % len(methods):] + methods[:r % len(methods)]:
                     seconds, results[method] = timed(encoder, data, offsets, method)
                     times[method].append(seconds / len(part) * 1e9)
-            if "merge" in results and not np.array_equal(results["merge"], results["backtrack"]):
-                raise SystemExit(f"{encoding}: merge and backtrack differ on chunks of {low}-{high} bytes")
-            back = statistics.median(times["backtrack"])
-            merge = statistics.median(times["merge"]) if times["merge"] else float("nan")
+            for method in methods[1:]:
+                if not np.array_equal(results[method], results["backtrack"]):
+                    raise SystemExit(f"{encoding}: {method} and backtrack differ on chunks of {low}-{high} bytes")
+            median = {method: statistics.median(times[method]) if method in times else float("nan")
+                      for method in ("backtrack", "merge", "merge_scalar")}
+            back = median["backtrack"]
             label = f"{low}-{high}" if high < 1 << 30 else f"{low}+"
-            print(f"{label:>9} {len(part):>9,} {back:>13,.0f} {merge:>9,.0f} {merge / back:>16.2f}")
+            print(f"{label:>9} {len(part):>9,} {back:>13,.0f} {median['merge']:>9,.0f} {median['merge_scalar']:>10,.0f} "
+                  f"{median['merge'] / back:>16.2f} {median['merge_scalar'] / back:>17.2f}")
 
 
 if __name__ == "__main__":

@@ -481,8 +481,8 @@ cdef class MergeEncoder:
         cache: a chunk that is a token is not looked up, it is merged like any other. For tests and
         benchmarks/bench_new_chunks.py, to hold the two methods to each other and time them alone.
         ``method``: "auto" (as encoding does: merged up to SHORT_MERGE bytes, backtracked beyond),
-        "merge" (merge_short; chunks over SHORT_MERGE bytes are refused), "merge_scalar" (the
-        same without merge_vector, which merge_short takes where the CPU has it) or "backtrack".
+        "merge" (merge_short: merge_vector on a CPU with AVX-512, else merge_scalar; longer chunks
+        are refused), "merge_scalar" (the same, never merge_vector) or "backtrack".
         Returns (ids as uint32, each chunk's id count as int64)."""
         cdef Py_ssize_t i, n = offsets.shape[0] - 1
         cdef size_t j, k, at = 0, length
@@ -495,7 +495,7 @@ cdef class MergeEncoder:
             if offsets[i + 1] <= offsets[i]:
                 raise ValueError(f"chunk {i} is empty or its offsets decrease")
             if how in (1, 3) and offsets[i + 1] - offsets[i] > SHORT_MERGE:
-                raise ValueError(f"chunk {i} is over {SHORT_MERGE} bytes: merge_short does not take it")
+                raise ValueError(f"chunk {i} is over {SHORT_MERGE} bytes: {method} does not take it")
         if how in (1, 3) and self.ranks.symbols != self.merges.left.size():
             raise ValueError("this encoder has no merging tables (2**21 symbols or more)")
         ids = np.empty(offsets[n] - offsets[0] if n else 0, np.uint32)

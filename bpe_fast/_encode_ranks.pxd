@@ -39,7 +39,6 @@ from ._pairmap cimport EMPTY, half_full_bits, mark_free, pair_home
 cdef enum:
     RANK_BITS = 21             # symbols must be below 2**21 (a vocabulary of 2M tokens)
     SHORT_MERGE = 48           # chunks up to this many bytes are merged by merge_short
-    VECTOR_MERGE = 32          # ... and up to this many by merge_vector where the CPU has it
     RANK_PAD = 64              # slots past the 2**bits: a probe runs on into them, never wraps
 
 cdef extern from *:
@@ -109,60 +108,82 @@ cdef extern from *:
         }
     }
 
-    /* merge_short for 2 <= n <= 32 bytes with the chunk held in registers: the symbols in two
-       vectors of 16 int32, the rank of pair i (what symbols i, i + 1 merge into) in lane i of
-       two more (0x7FFFFFFF where none). A merge: the least (rank << 5 | lane), so the earliest
-       merge and on ties the leftmost pair; the lanes past it moved down one; the two pairs it
-       makes looked up. A fixed number of vector steps, where the scalar loop's argmin, gap and
-       probe loops ran a count the data decided (their mispredicted exits were a third of its
-       time). out gets the symbols (room for n). */
-    BPE_VECTOR static size_t bpe_merge_vector(const int32_t* grid, const uint64_t* slots, int bits,
-                                              const uint8_t* s, size_t n, int32_t* out) {
-        const __m512i iota0 = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-        const __m512i iota1 = _mm512_add_epi32(iota0, _mm512_set1_epi32(16));
+    /* merge_short for 2 <= n <= 16 * V bytes (V = 1, 2, 3) with the chunk held in registers: the symbols in V
+       vectors of 16 int32, the rank of pair i (what symbols i, i + 1 merge into) in lane i of V
+       more (0x7FFFFFFF where none). A merge: the least (rank << 6 | lane), so the earliest merge
+       and on ties the leftmost pair; the lanes past it moved down one; the two pairs it makes
+       looked up. A fixed number of vector steps, where the scalar loop's argmin, gap and probe
+       loops ran a count the data decided (their mispredicted exits were a third of its time).
+       out gets the symbols (room for n). */
+    template <int V>
+    BPE_VECTOR static inline __attribute__((always_inline))
+    size_t bpe_merge_lanes(const int32_t* grid, const uint64_t* slots, int bits,
+                           const uint8_t* s, size_t n, int32_t* out) {
+        const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
         const __m512i none = _mm512_set1_epi32(0x7FFFFFFF), zero = _mm512_setzero_si512();
-        uint32_t live = n >= 32 ? 0xFFFFFFFFu : ((1u << n) - 1);
-        __m256i bytes = _mm256_maskz_loadu_epi8(live, s);
-        __m512i s0 = _mm512_cvtepu8_epi32(_mm256_castsi256_si128(bytes));
-        __m512i s1 = _mm512_cvtepu8_epi32(_mm256_extracti128_si256(bytes, 1));
-        uint32_t pairs = live >> 1;
-        __m512i i0 = _mm512_or_si512(_mm512_slli_epi32(s0, 8), _mm512_alignr_epi32(s1, s0, 1));
-        __m512i i1 = _mm512_or_si512(_mm512_slli_epi32(s1, 8), _mm512_alignr_epi32(zero, s1, 1));
-        __m512i r0 = _mm512_mask_i32gather_epi32(none, (__mmask16)pairs, i0, grid, 4);
-        __m512i r1 = _mm512_mask_i32gather_epi32(none, (__mmask16)(pairs >> 16), i1, grid, 4);
+        __m512i sv[V], rv[V];
+        uint64_t live = (1ULL << n) - 1, pairs = live >> 1;
+        for (int k = 0; k < V; k++)
+            sv[k] = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8((__mmask16)(live >> (16 * k)), s + 16 * k));
+        for (int k = 0; k < V; k++) {
+            __m512i next = _mm512_alignr_epi32(k + 1 < V ? sv[k + 1] : zero, sv[k], 1);
+            rv[k] = _mm512_mask_i32gather_epi32(none, (__mmask16)(pairs >> (16 * k)),
+                                                _mm512_or_si512(_mm512_slli_epi32(sv[k], 8), next), grid, 4);
+        }
         size_t m = n;
         for (;;) {
-            __m512i p = _mm512_min_epu32(_mm512_or_si512(_mm512_slli_epi32(r0, 5), iota0),
-                                         _mm512_or_si512(_mm512_slli_epi32(r1, 5), iota1));
+            __m512i p = _mm512_or_si512(_mm512_slli_epi32(rv[0], 6), iota);
+            for (int k = 1; k < V; k++)
+                p = _mm512_min_epu32(p, _mm512_or_si512(_mm512_slli_epi32(rv[k], 6),
+                                                        _mm512_add_epi32(iota, _mm512_set1_epi32(16 * k))));
             uint32_t least = _mm512_reduce_min_epu32(p);
-            if (least >= 0xFFFFFFE0u)          /* no pair merges (0x7FFFFFFF << 5) */
+            if (least >= 0xFFFFFFC0u)          /* no pair merges (0x7FFFFFFF << 6) */
                 break;
-            unsigned best = least & 31;
-            int32_t low = (int32_t)(least >> 5);
-            uint32_t above = ~((2u << best) - 1), at = 1u << best;
-            s0 = _mm512_mask_mov_epi32(s0, (__mmask16)above, _mm512_alignr_epi32(s1, s0, 1));
-            s1 = _mm512_mask_mov_epi32(s1, (__mmask16)(above >> 16), _mm512_alignr_epi32(zero, s1, 1));
-            r0 = _mm512_mask_mov_epi32(r0, (__mmask16)above, _mm512_alignr_epi32(r1, r0, 1));
-            r1 = _mm512_mask_mov_epi32(r1, (__mmask16)(above >> 16), _mm512_alignr_epi32(none, r1, 1));
-            s0 = _mm512_mask_set1_epi32(s0, (__mmask16)at, low);
-            s1 = _mm512_mask_set1_epi32(s1, (__mmask16)(at >> 16), low);
+            unsigned best = least & 63;
+            int32_t low = (int32_t)(least >> 6);
+            uint64_t above = ~((2ULL << best) - 1), at = 1ULL << best;
+            for (int k = 0; k < V; k++) {
+                __mmask16 moved = (__mmask16)(above >> (16 * k));
+                sv[k] = _mm512_mask_mov_epi32(sv[k], moved, _mm512_alignr_epi32(k + 1 < V ? sv[k + 1] : zero, sv[k], 1));
+                rv[k] = _mm512_mask_mov_epi32(rv[k], moved, _mm512_alignr_epi32(k + 1 < V ? rv[k + 1] : none, rv[k], 1));
+                sv[k] = _mm512_mask_set1_epi32(sv[k], (__mmask16)(at >> (16 * k)), low);
+            }
             m -= 1;
-            __m512i around = _mm512_permutex2var_epi32(
-                s0, _mm512_castsi128_si512(_mm_setr_epi32((int)best - 1, (int)best + 1, 0, 0)), s1);
+            /* the symbols either side of the new one (lane best - 1 wraps when best is 0: its
+               rank is not kept then) */
+            __m512i where = _mm512_castsi128_si512(_mm_setr_epi32((int)best - 1, (int)best + 1, 0, 0));
+            __m512i around;
+            if (V == 1)
+                around = _mm512_permutexvar_epi32(where, sv[0]);
+            else if (V == 2)
+                around = _mm512_permutex2var_epi32(sv[0], where, sv[V - 1]);
+            else
+                around = _mm512_mask_blend_epi32(
+                    _mm512_cmpge_epu32_mask(_mm512_and_si512(where, _mm512_set1_epi32(63)), _mm512_set1_epi32(32)),
+                    _mm512_permutex2var_epi32(sv[0], where, sv[1 % V]),
+                    _mm512_permutex2var_epi32(sv[2 % V], where, zero));
             __m128i lr = _mm512_castsi512_si128(around);
             uint32_t left = (uint32_t)_mm_cvtsi128_si32(lr), right = (uint32_t)_mm_extract_epi32(lr, 1);
             int32_t with_right = bpe_rank_probe4(slots, bits, ((uint64_t)(uint32_t)low << 21) | right);
             int32_t with_left = bpe_rank_probe4(slots, bits, ((uint64_t)left << 21) | (uint32_t)low);
             with_right = best + 1 < m ? with_right : 0x7FFFFFFF;
-            r0 = _mm512_mask_set1_epi32(r0, (__mmask16)at, with_right);
-            r1 = _mm512_mask_set1_epi32(r1, (__mmask16)(at >> 16), with_right);
-            r0 = _mm512_mask_set1_epi32(r0, (__mmask16)(at >> 1), with_left);
-            r1 = _mm512_mask_set1_epi32(r1, (__mmask16)(at >> 17), with_left);
+            for (int k = 0; k < V; k++) {
+                rv[k] = _mm512_mask_set1_epi32(rv[k], (__mmask16)(at >> (16 * k)), with_right);
+                rv[k] = _mm512_mask_set1_epi32(rv[k], (__mmask16)((at >> 1) >> (16 * k)), with_left);
+            }
         }
-        uint32_t kept = m >= 32 ? 0xFFFFFFFFu : ((1u << m) - 1);
-        _mm512_mask_storeu_epi32(out, (__mmask16)kept, s0);
-        _mm512_mask_storeu_epi32(out + 16, (__mmask16)(kept >> 16), s1);
+        uint64_t kept = (1ULL << m) - 1;
+        for (int k = 0; k < V; k++)
+            _mm512_mask_storeu_epi32(out + 16 * k, (__mmask16)(kept >> (16 * k)), sv[k]);
         return m;
+    }
+
+    /* The lanes the chunk needs: 16, 32 or 48 (2 <= n <= 48). */
+    BPE_VECTOR static size_t bpe_merge_vector(const int32_t* grid, const uint64_t* slots, int bits,
+                                              const uint8_t* s, size_t n, int32_t* out) {
+        if (n <= 16) return bpe_merge_lanes<1>(grid, slots, bits, s, n, out);
+        if (n <= 32) return bpe_merge_lanes<2>(grid, slots, bits, s, n, out);
+        return bpe_merge_lanes<3>(grid, slots, bits, s, n, out);
     }
     #else
     #define BPE_MERGE_VECTOR 0
@@ -182,7 +203,7 @@ cdef struct Ranks:
     int bits                   # 2**bits slots
     size_t symbols             # the symbols of the Merges it was built from; 0 if not built
                                # (2**21 symbols or more: then backtracking does all chunks)
-    bint vector                # merge_vector can run here (chunks up to VECTOR_MERGE bytes)
+    bint vector                # merge_vector can run on this CPU
 
 
 cdef inline uint64_t rank_key(int32_t a, int32_t b) noexcept nogil:
@@ -266,9 +287,9 @@ cdef inline void rank_ask(const Ranks* r, int32_t a, int32_t b) noexcept nogil:
 
 cdef inline size_t merge_short(const Ranks* r, const uint8_t* s, size_t n, int32_t* out) noexcept nogil:
     """BPE of s (1 <= n <= SHORT_MERGE bytes): the symbols into out (room for n), their number
-    returned. merge_vector where the CPU has it and the chunk fits (2-32 bytes), else
-    merge_scalar; the two give the same symbols (tests hold each to tiktoken)."""
-    if r.vector and 2 <= n <= VECTOR_MERGE:
+    returned. merge_vector where the CPU has it (chunks of 2 or more bytes), else merge_scalar;
+    the two give the same symbols (tests hold each to tiktoken)."""
+    if r.vector and n >= 2:
         return merge_vector(r.grid, r.slots, r.bits, s, n, out)
     return merge_scalar(r, s, n, out)
 
