@@ -6,8 +6,9 @@ Splits the first --mb MB of TEXT with the encoding's own pattern (the ``regex`` 
 distinct chunk that is no token once, in the order met, and times ``MergeEncoder.bpe_chunks`` over
 them with no cache, by chunk length: "backtrack" (the trie of reachable tokens, _encode_bpe.pxd),
 "merge" (_encode_ranks.pxd's merge_short, chunks up to 48 bytes: merge_vector on a CPU with
-AVX-512, else merge_scalar) and "merge_scalar", alternating, medians of --repeats. All must give the same ids (checked). This is the part of encoding text never seen that
-the chunk cache cannot help with (issue 30; benchmarks/RESULTS.md, "Encode once (2)" and "(3)").
+AVX-512, else merge_scalar) and "merge_scalar", alternating, medians of --repeats. All must give
+the same ids (checked). This is the part of encoding text never seen that the chunk cache cannot
+help with (issue 30; benchmarks/RESULTS.md, "Encode once (2)" and "(3)").
 """
 from __future__ import annotations
 
@@ -86,8 +87,9 @@ def main() -> None:
                       for method in ("backtrack", "merge", "merge_scalar")}
             back = median["backtrack"]
             label = f"{low}-{high}" if high < 1 << 30 else f"{low}+"
-            print(f"{label:>9} {len(part):>9,} {back:>13,.0f} {median['merge']:>9,.0f} {median['merge_scalar']:>10,.0f} "
-                  f"{median['merge'] / back:>16.2f} {median['merge_scalar'] / back:>17.2f}")
+            merge, scalar = median["merge"], median["merge_scalar"]
+            print(f"{label:>9} {len(part):>9,} {back:>13,.0f} {merge:>9,.0f} {scalar:>10,.0f} "
+                  f"{merge / back:>16.2f} {scalar / back:>17.2f}")
 
 
 if __name__ == "__main__":

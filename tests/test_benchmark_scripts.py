@@ -221,7 +221,9 @@ def test_bench_new_chunks_times_merging_against_backtracking(tmp_path):
     done = run_script("bench_new_chunks.py", str(text), "--encodings", "cl100k_base", "--repeats", "1",
                       "--vocabs", str(vocab_dir()))
     assert done.returncode == 0, done.stderr
-    assert re.search(r"^\s+1-16\s+[\d,]+\s+[\d,]+\s+[\d,]+\s+[\d.]+$", done.stdout, re.M), done.stdout
+    # bytes, chunks, then ns of backtrack, merge and merge_scalar, then the two ratios
+    assert re.search(r"^\s+1-16\s+[\d,]+\s+[\d,]+\s+[\d,]+\s+[\d,]+\s+[\d.]+\s+[\d.]+$", done.stdout, re.M), \
+        done.stdout
 
 
 @needs_vocabs
