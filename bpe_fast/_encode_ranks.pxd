@@ -115,6 +115,20 @@ cdef extern from *:
        looked up. A fixed number of vector steps, where the scalar loop's argmin, gap and probe
        loops ran a count the data decided (their mispredicted exits were a third of its time).
        out gets the symbols (room for n). */
+    /* The least (rank << 6 | lane) over the lanes of rv not in skip (a bit a lane). */
+    template <int V>
+    BPE_VECTOR static inline __attribute__((always_inline))
+    uint32_t bpe_least_lane(const __m512i* rv, uint64_t skip) {
+        const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+        const __m512i all = _mm512_set1_epi32(-1);
+        __m512i p = _mm512_mask_mov_epi32(_mm512_or_si512(_mm512_slli_epi32(rv[0], 6), iota), (__mmask16)skip, all);
+        for (int k = 1; k < V; k++)
+            p = _mm512_min_epu32(p, _mm512_mask_mov_epi32(
+                _mm512_or_si512(_mm512_slli_epi32(rv[k], 6), _mm512_add_epi32(iota, _mm512_set1_epi32(16 * k))),
+                (__mmask16)(skip >> (16 * k)), all));
+        return _mm512_reduce_min_epu32(p);
+    }
+
     template <int V>
     BPE_VECTOR static inline __attribute__((always_inline))
     size_t bpe_merge_lanes(const int32_t* grid, const uint64_t* slots, int bits,
@@ -131,17 +145,16 @@ cdef extern from *:
                                                 _mm512_or_si512(_mm512_slli_epi32(sv[k], 8), next), grid, 4);
         }
         size_t m = n;
-        for (;;) {
-            __m512i p = _mm512_or_si512(_mm512_slli_epi32(rv[0], 6), iota);
-            for (int k = 1; k < V; k++)
-                p = _mm512_min_epu32(p, _mm512_or_si512(_mm512_slli_epi32(rv[k], 6),
-                                                        _mm512_add_epi32(iota, _mm512_set1_epi32(16 * k))));
-            uint32_t least = _mm512_reduce_min_epu32(p);
-            if (least >= 0xFFFFFFC0u)          /* no pair merges (0x7FFFFFFF << 6) */
-                break;
+        uint32_t least = bpe_least_lane<V>(rv, 0);
+        while (least < 0xFFFFFFC0u) {          /* (0x7FFFFFFF << 6: no pair merges) */
             unsigned best = least & 63;
             int32_t low = (int32_t)(least >> 6);
             uint64_t above = ~((2ULL << best) - 1), at = 1ULL << best;
+            /* The least of the pairs this merge leaves as they are (all but best - 1, best and
+               best + 1), found while the new pairs are looked up: the next merge is the least of
+               it and the two new pairs, three numbers to compare once the lookups are back,
+               not a vector to reduce. */
+            uint32_t untouched = bpe_least_lane<V>(rv, at | (at << 1) | (at >> 1));
             for (int k = 0; k < V; k++) {
                 __mmask16 moved = (__mmask16)(above >> (16 * k));
                 sv[k] = _mm512_mask_mov_epi32(sv[k], moved, _mm512_alignr_epi32(k + 1 < V ? sv[k + 1] : zero, sv[k], 1));
@@ -171,6 +184,12 @@ cdef extern from *:
                 rv[k] = _mm512_mask_set1_epi32(rv[k], (__mmask16)(at >> (16 * k)), with_right);
                 rv[k] = _mm512_mask_set1_epi32(rv[k], (__mmask16)((at >> 1) >> (16 * k)), with_left);
             }
+            /* the untouched pairs past the merge moved down a lane (their order kept) */
+            untouched -= untouched < 0xFFFFFFC0u && (untouched & 63) > best;
+            uint32_t new_right = ((uint32_t)with_right << 6) | best;
+            uint32_t new_left = best ? (((uint32_t)with_left << 6) | (best - 1)) : 0xFFFFFFFFu;
+            least = untouched < new_right ? untouched : new_right;
+            least = least < new_left ? least : new_left;
         }
         uint64_t kept = (1ULL << m) - 1;
         for (int k = 0; k < V; k++)
