@@ -155,16 +155,10 @@ cdef extern from *:
                it and the two new pairs, three numbers to compare once the lookups are back,
                not a vector to reduce. */
             uint32_t untouched = bpe_least_lane<V>(rv, at | (at << 1) | (at >> 1));
-            for (int k = 0; k < V; k++) {
-                __mmask16 moved = (__mmask16)(above >> (16 * k));
-                sv[k] = _mm512_mask_mov_epi32(sv[k], moved, _mm512_alignr_epi32(k + 1 < V ? sv[k + 1] : zero, sv[k], 1));
-                rv[k] = _mm512_mask_mov_epi32(rv[k], moved, _mm512_alignr_epi32(k + 1 < V ? rv[k + 1] : none, rv[k], 1));
-                sv[k] = _mm512_mask_set1_epi32(sv[k], (__mmask16)(at >> (16 * k)), low);
-            }
-            m -= 1;
-            /* the symbols either side of the new one (lane best - 1 wraps when best is 0: its
-               rank is not kept then) */
-            __m512i where = _mm512_castsi128_si512(_mm_setr_epi32((int)best - 1, (int)best + 1, 0, 0));
+            /* the symbols either side of the pair merged, read before the lanes move (lane
+               best - 1 wraps when best is 0, lane best + 2 is past the chunk when the pair ends
+               it: their ranks are not kept then) */
+            __m512i where = _mm512_castsi128_si512(_mm_setr_epi32((int)best - 1, (int)best + 2, 0, 0));
             __m512i around;
             if (V == 1)
                 around = _mm512_permutexvar_epi32(where, sv[0]);
@@ -177,6 +171,13 @@ cdef extern from *:
                     _mm512_permutex2var_epi32(sv[2 % V], where, zero));
             __m128i lr = _mm512_castsi512_si128(around);
             uint32_t left = (uint32_t)_mm_cvtsi128_si32(lr), right = (uint32_t)_mm_extract_epi32(lr, 1);
+            for (int k = 0; k < V; k++) {
+                __mmask16 moved = (__mmask16)(above >> (16 * k));
+                sv[k] = _mm512_mask_mov_epi32(sv[k], moved, _mm512_alignr_epi32(k + 1 < V ? sv[k + 1] : zero, sv[k], 1));
+                rv[k] = _mm512_mask_mov_epi32(rv[k], moved, _mm512_alignr_epi32(k + 1 < V ? rv[k + 1] : none, rv[k], 1));
+                sv[k] = _mm512_mask_set1_epi32(sv[k], (__mmask16)(at >> (16 * k)), low);
+            }
+            m -= 1;
             int32_t with_right = bpe_rank_probe4(slots, bits, ((uint64_t)(uint32_t)low << 21) | right);
             int32_t with_left = bpe_rank_probe4(slots, bits, ((uint64_t)left << 21) | (uint32_t)low);
             with_right = best + 1 < m ? with_right : 0x7FFFFFFF;
