@@ -4,13 +4,14 @@
 Invariants: ``rank_of(r, a, b)`` equals ``merged(m, a, b)`` (_encode_merges.pxd) for the Merges
 it was built from: the symbol a and b merge into (smaller is earlier), or NO_MERGE. And
 ``merge_short`` gives what ``replay`` gives (_encode_replay.pxd: the pair whose merge is the
-earliest is merged, leftmost first on ties, until none merges), hence what ``backtrack`` gives.
+earliest is merged, leftmost first on ties, until none merges), hence what ``backtrack`` gives,
+whichever of its two forms runs: ``merge_vector`` (CPUs with AVX-512) or ``merge_scalar``.
 
 Why, beside backtracking (_encode_bpe.pxd): on text it has never seen the encoder spends most
 of its time on the BPE of new chunks. Backtracking walks a trie of 16 MB and checks each pair of
 tokens it puts side by side by walking the merges again; on long-tailed text (generated words of
 9-24 bytes) it backtracks often: 20 walks and 27 compatibility checks a chunk (cachegrind).
-Replaying the merges over an array is quadratic in the chunk, but on these tables it takes
+Replaying the merges over an array (merge_scalar) is quadratic in the chunk, but on these tables it takes
 0.36-0.64x backtracking's time for new chunks of up to 32 bytes, on text made after the tuning
 (benchmarks/bench_new_chunks.py; benchmarks/RESULTS.md, "Encode once (2)"). At 33-48 bytes it
 still wins for o200k_base (0.67x) and loses for cl100k_base's chunks of many scripts (1.25x, 1.3%
@@ -27,7 +28,19 @@ slots tighter still (0.76 full) changed nothing. Here:
   chunk is all byte pairs, and needs no hashing;
 * ``slots``: all merges, one uint64 each, (a << 21 | b) << 21 | made (symbols below 2**21),
   all ones when free, linear probing from the top bits of a multiplicative hash, at most half
-  full: 2 MB for cl100k_base.
+  full: 2 MB for cl100k_base. A probe never wraps: RANK_PAD slots follow the 2**bits, the last
+  four always free, so merge_vector can compare four slots at once anywhere.
+
+Two forms of the same replay. ``merge_scalar`` keeps the chunk in two arrays (symbols, and the
+rank of each pair) and per merge finds the least rank, closes the gap and probes twice; its loops
+run as many times as the data says, and callgrind's branch simulation put a third of its
+mispredictions on their exits, the probe loops' hit-or-miss another 44%. ``merge_vector`` holds
+the chunk in 1-3 AVX-512 vectors (16, 32 or 48 lanes) and does each merge in a fixed number of
+vector steps: the least (rank << 6 | lane) for the merge, a masked shift for the gap, four slots
+compared at once for each probe. Two more things shorten the chain of waits from one merge to the
+next: the least of the pairs a merge leaves alone is found while its two new pairs are looked
+up (the next merge is then the least of three numbers), and the symbols either side of the merge
+are read before the lanes move. benchmarks/RESULTS.md, "Encode once (3)", has the measurements.
 """
 from libc.stdint cimport int32_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc
@@ -90,9 +103,11 @@ cdef extern from *:
     #define BPE_VECTOR __attribute__((target("avx512f,avx512bw,avx512vl")))
 
     /* What the pair key merges into, or 0x7FFFFFFF: four slots compared at once from the key's
-       home (slots holds 2**bits slots and BPE_RANK_PAD more, the last four always free, and a
-       probe never wraps), so that hit, miss and the rare longer probe take no branch the data
-       decides until four slots are full of other keys. */
+       home (slots holds 2**bits slots and RANK_PAD more, the last four always free, and a probe
+       never wraps), so a probe loops only past four slots full of other keys. The one branch
+       left, on the hit (the compiler makes it of the select), is worth keeping: a miss guessed
+       right needs no wait for the slot's value (a select without it: 549 against 479 ns a new
+       zipf chunk). */
     BPE_VECTOR static inline int32_t bpe_rank_probe4(const uint64_t* slots, int bits, uint64_t key) {
         size_t i = (size_t)((key * 0x9E3779B97F4A7C15ULL) >> (64 - bits));
         const __m256i want = _mm256_set1_epi64x((long long)key), all_ones = _mm256_set1_epi64x(-1);
@@ -108,13 +123,6 @@ cdef extern from *:
         }
     }
 
-    /* merge_short for 2 <= n <= 16 * V bytes (V = 1, 2, 3) with the chunk held in registers: the symbols in V
-       vectors of 16 int32, the rank of pair i (what symbols i, i + 1 merge into) in lane i of V
-       more (0x7FFFFFFF where none). A merge: the least (rank << 6 | lane), so the earliest merge
-       and on ties the leftmost pair; the lanes past it moved down one; the two pairs it makes
-       looked up. A fixed number of vector steps, where the scalar loop's argmin, gap and probe
-       loops ran a count the data decided (their mispredicted exits were a third of its time).
-       out gets the symbols (room for n). */
     /* The least (rank << 6 | lane) over the lanes of rv not in skip (a bit a lane). */
     template <int V>
     BPE_VECTOR static inline __attribute__((always_inline))
@@ -129,6 +137,13 @@ cdef extern from *:
         return _mm512_reduce_min_epu32(p);
     }
 
+    /* merge_short for 2 <= n <= 16 * V bytes (V = 1, 2, 3) with the chunk held in registers:
+       the symbols in V vectors of 16 int32, the rank of pair i (what symbols i, i + 1 merge
+       into) in lane i of V more (0x7FFFFFFF where none). A merge: the least (rank << 6 | lane),
+       so the earliest merge and on ties the leftmost pair; the lanes past it moved down one;
+       the two pairs it makes looked up. A fixed number of vector steps, where the scalar loop's
+       argmin, gap and probe loops ran a count the data decided (callgrind: a third of its
+       mispredicted branches were their exits). out gets the symbols (room for n). */
     template <int V>
     BPE_VECTOR static inline __attribute__((always_inline))
     size_t bpe_merge_lanes(const int32_t* grid, const uint64_t* slots, int bits,
