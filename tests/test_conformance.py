@@ -126,6 +126,20 @@ def test_lone_surrogates_become_replacement_characters_as_in_tiktoken():
     assert ours("cl100k_base").encode(text) == reference("cl100k_base").encode(text)
 
 
+def test_blocks_mixing_one_two_and_three_byte_characters_convert_as_tiktoken():
+    """A str of 2-byte code units is turned into UTF-8 8 characters at a time (_encode_text.pxd):
+    blocks of ASCII, of 2-byte characters, of mixed lengths without a surrogate, and with one
+    (lone, or half of nothing), at every alignment and length."""
+    import random
+    rng = random.Random(8)
+    alphabet = ["a", " ", "7", "\n", "é", "ж", "ש", "中", "ก", "ह", "\uffff", "\ud800", "\udfff"]
+    texts = ["".join(rng.choice(alphabet[:k]) for _ in range(n)) for k in (4, 7, 11, 13) for n in range(1, 41)]
+    texts += ["x" * k + "中ж a" * 9 for k in range(8)]
+    enc = ours("cl100k_base")
+    ref = reference("cl100k_base")
+    assert [enc.encode(t) for t in texts] == [ref.encode(t) for t in texts]
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_special_tokens_as_tiktoken(name):
     text = "a<|endoftext|>b<|endoftext|>"
