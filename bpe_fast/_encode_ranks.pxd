@@ -29,7 +29,7 @@ slots tighter still (0.76 full) changed nothing. Here:
 * ``slots``: all merges, one uint64 each, (a << 21 | b) << 21 | made (symbols below 2**21),
   all ones when free, linear probing from the top bits of a multiplicative hash, at most half
   full: 2 MB for cl100k_base. A probe never wraps: RANK_PAD slots follow the 2**bits, the last
-  four always free, so merge_vector can compare four slots at once anywhere.
+  RANK_FREE_TAIL always free, so merge_vector can compare four slots at once anywhere.
 
 Two forms of the same replay. ``merge_scalar`` keeps the chunk in two arrays (symbols, and the
 rank of each pair) and per merge finds the least rank, closes the gap and probes twice; its loops
@@ -53,6 +53,7 @@ cdef enum:
     RANK_BITS = 21             # symbols must be below 2**21 (a vocabulary of 2M tokens)
     SHORT_MERGE = 48           # chunks up to this many bytes are merged by merge_short
     RANK_PAD = 64              # slots past the 2**bits: a probe runs on into them, never wraps
+    RANK_FREE_TAIL = 8         # ... the last of them always free (a probe reads up to 4 past its window)
 
 cdef extern from *:
     """
@@ -103,8 +104,9 @@ cdef extern from *:
     #define BPE_VECTOR __attribute__((target("avx512f,avx512bw,avx512vl")))
 
     /* What the pair key merges into, or 0x7FFFFFFF: four slots compared at once from the key's
-       home (slots holds 2**bits slots and RANK_PAD more, the last four always free, and a probe
-       never wraps), so a probe loops only past four slots full of other keys. The one branch
+       home (slots holds 2**bits slots and RANK_PAD more, the last RANK_FREE_TAIL = 8 always
+       free, and a probe never wraps: a window starts at most at the first of them, and reads
+       at most its fifth), so a probe loops only past four slots full of other keys. The one branch
        left, on the hit (the compiler makes it of the select), is worth keeping: a miss guessed
        right needs no wait for the slot's value (a select without it: 549 against 479 ns a new
        zipf chunk). */
@@ -247,7 +249,7 @@ cdef inline uint64_t rank_key(int32_t a, int32_t b) noexcept nogil:
 
 cdef inline int ranks_build(Ranks* r, Merges* m) except -1:
     """The tables of the merges of m (none if m has 2**21 symbols or more)."""
-    cdef size_t n = m.left.size()
+    cdef size_t n = m.left.size(), i
     r.grid = NULL
     r.slots = NULL
     r.symbols = 0
@@ -268,16 +270,16 @@ cdef inline int ranks_build(Ranks* r, Merges* m) except -1:
 
 cdef inline bint ranks_fill(Ranks* r, Merges* m) except -1:
     """Put the merges of m in a table of 2**r.bits + RANK_PAD slots, each in the first free slot
-    at or after its home, with no wrapping; False if one would land in the last four slots
-    (which stay free, so that every probe, four slots at a time, meets a free one)."""
-    cdef size_t t, i, end = (<size_t>1 << r.bits) + RANK_PAD - 4
+    at or after its home, with no wrapping; False if one would land in the last RANK_FREE_TAIL
+    slots (which stay free, so that every probe, four slots at a time, meets a free one)."""
+    cdef size_t t, i, end = (<size_t>1 << r.bits) + RANK_PAD - RANK_FREE_TAIL
     cdef uint64_t key
     free(r.slots)
-    r.slots = <uint64_t*>malloc((end + 4) * sizeof(uint64_t))
+    r.slots = <uint64_t*>malloc((end + RANK_FREE_TAIL) * sizeof(uint64_t))
     if r.slots == NULL:
         ranks_free(r)
         raise MemoryError()
-    mark_free(<uint8_t*>r.slots, sizeof(uint64_t), end + 4)     # all ones: EMPTY
+    mark_free(<uint8_t*>r.slots, sizeof(uint64_t), end + RANK_FREE_TAIL)     # all ones: EMPTY
     for t in range(256, m.left.size()):
         if m.left[t] < 256 and m.right[t] < 256:
             r.grid[(m.left[t] << 8) | m.right[t]] = <int32_t>t
