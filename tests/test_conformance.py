@@ -7,6 +7,7 @@ local file), so nothing of bpe_fast's is in the oracle.
 from __future__ import annotations
 
 import functools
+import random
 from typing import TYPE_CHECKING
 
 import pytest
@@ -130,7 +131,6 @@ def test_blocks_mixing_one_two_and_three_byte_characters_convert_as_tiktoken():
     """A str of 2-byte code units is turned into UTF-8 8 characters at a time (_encode_text.pxd):
     blocks of ASCII, of 2-byte characters, of mixed lengths without a surrogate, and with one
     (lone, or half of nothing), at every alignment and length."""
-    import random
     rng = random.Random(8)
     alphabet = ["a", " ", "7", "\n", "é", "ж", "ש", "中", "ก", "ह", "\uffff", "\ud800", "\udfff"]
     texts = ["".join(rng.choice(alphabet[:k]) for _ in range(n)) for k in (4, 7, 11, 13) for n in range(1, 41)]
