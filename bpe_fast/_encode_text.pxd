@@ -155,9 +155,12 @@ cdef extern from *:
                     }
                     /* no surrogate among the 8 (c - 0xD800 is 0x800 or more): each written as a
                        4-byte word, its length added, with no branch on it (by character, text
-                       mixing scripts and spaces mispredicts most of them) */
+                       mixing scripts and spaces mispredicts most of them). A word can reach 3
+                       bytes past the block's UTF-8: so only with 3 characters or more after it,
+                       whose bytes are written there next (out is sized exactly: _pack.pyx). */
                     __m128i s = _mm_sub_epi16(v, _mm_set1_epi16((short)0xD800));
-                    if (_mm_movemask_epi8(_mm_cmpeq_epi16(_mm_srli_epi16(s, 11), _mm_setzero_si128())) == 0) {
+                    if (i + 11 <= n
+                            && _mm_movemask_epi8(_mm_cmpeq_epi16(_mm_srli_epi16(s, 11), _mm_setzero_si128())) == 0) {
                         for (int j = 0; j < 8; j++) {
                             uint32_t c = p[i + j];
                             uint32_t two = c >= 0x80, three = c >= 0x800;
@@ -257,9 +260,8 @@ cdef struct TextRef:
 
 cdef inline size_t utf8_capacity(const TextRef* t) noexcept nogil:
     """Bytes enough for the UTF-8 of t: a code point takes at most 2, 3, 4 bytes for kinds 1, 2,
-    4 (a surrogate pair, two code points, takes 4), and 1 more (to_utf8 writes a character of
-    kind 2 as a 4-byte word)."""
-    return <size_t>t.length * (1 if t.kind == 0 else t.kind + (1 if t.kind < 4 else 0)) + 1
+    4 (a surrogate pair, two code points, takes 4)."""
+    return <size_t>t.length * (1 if t.kind == 0 else t.kind + (1 if t.kind < 4 else 0))
 
 
 cdef inline size_t put_utf8(uint8_t* out, uint32_t c) noexcept nogil:

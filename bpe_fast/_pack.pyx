@@ -82,3 +82,25 @@ def pack_documents(list docs):
         else:
             bpe_to_utf8(text, kind, length, out + at[i])    # no surrogate: sized above
     return data, offsets, all_str
+
+
+def utf8_into(str text, uint8_t[::1] out):
+    """For tests: the UTF-8 of text (no surrogate) written by the packer's converter at the start
+    of out (at least that long); its length. The converter writes no byte past it (documents are
+    packed back to back in a buffer of their exact size), which a test checks by filling the rest
+    of out with a mark."""
+    cdef const void* data
+    cdef Py_ssize_t length, size
+    cdef int kind
+    bpe_str_view(text, &data, &length, &kind)
+    size = length if kind == 0 else bpe_utf8_size(data, kind, length)
+    if size < 0:
+        raise ValueError("text holds a surrogate: it has no UTF-8")
+    if out.shape[0] < size:
+        raise ValueError(f"out has {out.shape[0]} bytes, the UTF-8 needs {size}")
+    if kind == 0:
+        memcpy(&out[0], data, length)
+    elif size:
+        bpe_to_utf8(data, kind, length, &out[0])
+    return size
+

@@ -13,7 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpe_fast
-from bpe_fast._pack import pack_documents
+import numpy as np
+
+from bpe_fast._pack import pack_documents, utf8_into
 from .conftest import examples
 
 WIDTHS = {
@@ -44,6 +46,19 @@ def test_packing_converts_runs_of_every_width_as_str_encode(text):
     data, offsets, _ = packed
     assert data == text.encode() + ("x" + text).encode()
     assert offsets.tolist() == [0, len(text.encode()), len(data)]
+
+
+@given(text=runs(WIDTHS))
+@settings(max_examples=examples(400), deadline=None)
+def test_the_converter_writes_nothing_past_the_utf8(text):
+    """Documents are packed back to back in a buffer of their exact size: a byte written past one
+    document's UTF-8 would land past the buffer's end after the last (a block written a word a
+    character once did, and corrupted the heap)."""
+    size = len(text.encode())
+    out = np.full(size + 16, 0xA5, np.uint8)
+    assert utf8_into(text, out) == size
+    assert out[:size].tobytes() == text.encode()
+    assert (out[size:] == 0xA5).all()
 
 
 @given(text=runs({**WIDTHS, "surrogate": SURROGATES}))
