@@ -27,7 +27,8 @@ fastest form that gives ids (arrays where there are). RAYON_NUM_THREADS is set f
 libraries' pools (1 for single, --threads for batch). Runs alternate between libraries
 within a repeat; the table gives medians over repeats of CPU seconds (all threads; the machine
 may be shared, and CPU time is least disturbed by others) and wall seconds, and the ratio
-gigatoken / bpe_fast on CPU time (> 1: bpe_fast is faster).
+gigatoken / bpe_fast on CPU time (> 1: bpe_fast is faster); ``paired``: the same ratio repeat by
+repeat (its median and range), steadier on a busy machine.
 """
 from __future__ import annotations
 
@@ -208,7 +209,7 @@ def report(encoding, vocab_file, text, libs, args, cache) -> None:
         print(f"\n{encoding}  {text.name} ({size / 1e6:.0f} MB)  {mode}"
               f"{'' if mode == 'single' else f' ({args.threads} threads)'}")
         print(f"{'library':<12} {'import':>7} {'load':>7} {'first':>7} {'encode cpu':>10} {'wall':>7} "
-              f"{'MB/s':>6} {'giga/x cpu':>10}  ids")
+              f"{'MB/s':>6} {'giga/x cpu':>10} {'paired':>17}  ids")
         med = {lib: {part: [statistics.median(r[part][i] for r in runs[lib]) for i in (0, 1)]
                      for part in ("import", "load", "first", "encode")} for lib in libs}
         for lib in libs:
@@ -216,7 +217,18 @@ def report(encoding, vocab_file, text, libs, args, cache) -> None:
             ratio = med["gigatoken"]["encode"][1] / m["encode"][1] if "gigatoken" in med else float("nan")
             print(f"{lib:<12} {m['import'][0]:>7.3f} {m['load'][0]:>7.3f} {m['first'][0]:>7.3f} "
                   f"{m['encode'][1]:>10.2f} {m['encode'][0]:>7.2f} {size / 1e6 / m['encode'][0]:>6.1f} "
-                  f"{ratio:>10.2f}  {runs[lib][0]['ids']:,}{'' if same else ' DIFFERENT'}")
+                  f"{ratio:>10.2f} {paired(runs, lib):>17}  {runs[lib][0]['ids']:,}{'' if same else ' DIFFERENT'}")
+
+
+def paired(runs: dict[str, list[dict]], lib: str) -> str:
+    """gigatoken's CPU / lib's, repeat by repeat (the two run one after the other), as the median
+    and the range: on a shared machine the load moves both runs of a repeat more alike than runs of
+    different repeats, so this is the steadier figure, and its range says how far one repeat can be
+    trusted."""
+    if "gigatoken" not in runs:
+        return "-"
+    ratios = [g["encode"][1] / x["encode"][1] for g, x in zip(runs["gigatoken"], runs[lib])]
+    return f"{statistics.median(ratios):.2f} ({min(ratios):.2f}-{max(ratios):.2f})"
 
 
 if __name__ == "__main__":
