@@ -43,14 +43,34 @@ def document_ends(list items):
     return ends
 
 
+cdef inline Py_ssize_t str_utf8_size(str text) except -2:
+    """The bytes of text's UTF-8, or -1 if it holds a surrogate (it has none)."""
+    cdef const void* data
+    cdef Py_ssize_t length
+    cdef int kind
+    bpe_str_view(text, &data, &length, &kind)
+    return length if kind == 0 else bpe_utf8_size(data, kind, length)
+
+
+cdef inline int put_str_utf8(str text, uint8_t* out) except -1:
+    """Write text's UTF-8 (no surrogate: str_utf8_size >= 0) at out, no byte past it."""
+    cdef const void* data
+    cdef Py_ssize_t length
+    cdef int kind
+    bpe_str_view(text, &data, &length, &kind)
+    if kind == 0:                       # ASCII: already UTF-8
+        memcpy(out, data, length)
+    else:
+        bpe_to_utf8(data, kind, length, out)
+    return 0
+
+
 def pack_documents(list docs):
     """``(data, offsets, all_str)``: the UTF-8 of every document one after another (bytes as they
     are), where each starts (int64, one more than the documents: the last is the end), and
     whether every document was a str (so all of it is valid UTF-8; bytes are not checked here).
     None if a str holds a surrogate; TypeError for a document that is neither str nor bytes."""
-    cdef Py_ssize_t n = len(docs), i, size, total = 0, length
-    cdef int kind
-    cdef const void* text
+    cdef Py_ssize_t n = len(docs), i, size, total = 0
     cdef bint all_str = True
     offsets = np.empty(n + 1, np.int64)
     cdef int64_t[::1] at = offsets
@@ -60,8 +80,7 @@ def pack_documents(list docs):
             size = PyBytes_GET_SIZE(doc)
             all_str = False
         elif isinstance(doc, str):
-            bpe_str_view(doc, &text, &length, &kind)
-            size = length if kind == 0 else bpe_utf8_size(text, kind, length)
+            size = str_utf8_size(doc)
             if size < 0:
                 return None
         else:
@@ -76,11 +95,7 @@ def pack_documents(list docs):
         if PyBytes_Check(doc):
             memcpy(out + at[i], PyBytes_AS_STRING(doc), at[i + 1] - at[i])
             continue
-        bpe_str_view(doc, &text, &length, &kind)
-        if kind == 0:                   # ASCII: already UTF-8
-            memcpy(out + at[i], text, length)
-        else:
-            bpe_to_utf8(text, kind, length, out + at[i])    # no surrogate: sized above
+        put_str_utf8(doc, out + at[i])  # no surrogate: sized above
     return data, offsets, all_str
 
 
@@ -89,18 +104,11 @@ def utf8_into(str text, uint8_t[::1] out):
     of out (at least that long); its length. The converter writes no byte past it (documents are
     packed back to back in a buffer of their exact size), which a test checks by filling the rest
     of out with a mark."""
-    cdef const void* data
-    cdef Py_ssize_t length, size
-    cdef int kind
-    bpe_str_view(text, &data, &length, &kind)
-    size = length if kind == 0 else bpe_utf8_size(data, kind, length)
+    cdef Py_ssize_t size = str_utf8_size(text)
     if size < 0:
         raise ValueError("text holds a surrogate: it has no UTF-8")
     if out.shape[0] < size:
         raise ValueError(f"out has {out.shape[0]} bytes, the UTF-8 needs {size}")
-    if kind == 0:
-        memcpy(&out[0], data, length)
-    elif size:
-        bpe_to_utf8(data, kind, length, &out[0])
+    if size:
+        put_str_utf8(text, &out[0])
     return size
-
