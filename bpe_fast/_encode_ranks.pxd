@@ -15,7 +15,8 @@ Replaying the merges over an array (merge_scalar) is quadratic in the chunk, but
 0.36-0.64x backtracking's time for new chunks of up to 32 bytes, on text made after the tuning
 (benchmarks/bench_new_chunks.py; benchmarks/RESULTS.md, "Encode once (2)"). At 33-48 bytes it
 still wins for o200k_base (0.67x) and loses for cl100k_base's chunks of many scripts (1.25x, 1.3%
-of the new chunks there); at 49-64 bytes it loses (4.9 against 4.6 us). So chunks up to
+of the new chunks there; merge_vector, below, wins there too: 0.69x); at 49-64 bytes it loses
+(4.9 against 4.6 us). So chunks up to
 SHORT_MERGE bytes are merged here and longer ones backtracked.
 
 Why other tables than ``Merges.pairs`` (16-byte slots, 4-8 MB for cl100k_base / o200k_base): on
