@@ -227,6 +227,8 @@ cdef struct Window:
     size_t base                 # the anchor: a chunk starts at this byte
     uint64_t starts             # bit k: a chunk starts at byte base + k
     uint64_t bad                # bit k: byte base + k is one the rules cannot vouch for
+    uint64_t ends               # bit k: a chunk read off the window ends at byte base + k; the
+                                # bits left are those past the last chunk window_end gave
     size_t rest_until           # no window before this byte: the last ones could not answer
     int misses                  # windows in a row that could not answer their first chunk
 
@@ -234,7 +236,7 @@ cdef struct Window:
 cdef inline void window_drop(Window* w) noexcept nogil:
     """No window: the next chunk anchors one (i - base >= 64 for every i)."""
     w.base = <size_t>0 - 64
-    w.starts = w.bad = 0
+    w.starts = w.bad = w.ends = 0
 
 
 cdef inline void window_reset(Window* w) noexcept nogil:
@@ -324,33 +326,57 @@ cdef inline void window_anchor(Window* w, int pattern, const unsigned char* s, s
         starts |= after_newline_starts(&c, blank, punct, &w.bad)
     w.bad |= quoted | (quoted << 1) | (quoted << 2)
     w.starts = starts | 1
+    w.ends = vouched_ends(w.starts, w.bad)
+
+
+cdef inline uint64_t vouched_ends(uint64_t starts, uint64_t bad) noexcept nogil:
+    """The ends of the chunks the window vouches for, from its anchor on: every chunk up to the
+    first one with a bad byte in it, the byte before it (not the anchor's) or the two after it,
+    and ending before the window's last byte (the rules look one byte past a chunk's end). A
+    chunk [a, b) is tainted by a bad byte at a - 1 (bad << 1 marks a), in it, at b or at b + 1
+    (bad >> 1 and bad >> 2 mark b - 1): the first tainted byte's chunk, starting at the highest
+    start at or below it, is the first one not vouched for."""
+    cdef uint64_t taint = bad | (bad << 1) | (bad >> 1) | (bad >> 2)
+    cdef unsigned last = 62                         # the last end the window can vouch for
+    cdef unsigned first_bad
+    if taint:
+        first_bad = bpe_top_bit(starts & ((<uint64_t>2 << bpe_ctz64(taint)) - 1))
+        if first_bad < last:
+            last = first_bad
+    return starts & ~(<uint64_t>1) & ((<uint64_t>2 << last) - 1)
 
 
 cdef inline size_t window_end(Window* w, int pattern, const unsigned char* s, size_t n, size_t i) noexcept nogil:
     """The end of the chunk at i off the window if it can vouch for it, anchoring a new one at i
-    when i is past its reach (unless the text there is not ASCII, or windows rest); else 0."""
+    when i is past its reach (unless the text there is not ASCII, or windows rest); else 0.
+    Callers go chunk by chunk: i is where the last chunk ended (given here or by the scanner)."""
+    cdef uint64_t ends = w.ends
+    if ends:                    # the next end the window vouched for, one bit cleared a chunk: the
+        w.ends = ends & (ends - 1)          # chain from chunk to chunk is that one instruction
+        return w.base + bpe_ctz64(ends)
+    return window_turn(w, pattern, s, n, i)
+
+
+cdef inline size_t window_turn(Window* w, int pattern, const unsigned char* s, size_t n, size_t i) noexcept nogil:
+    """window_end past the ends the window vouched for: a new window at i if i is past the old
+    one's reach, else (the chunk at i is not vouched for) none."""
     cdef size_t k = i - w.base
-    cdef unsigned j
-    cdef uint64_t rest, span
-    if k >= 62 or w.starts >> k == 1:               # (nothing set past k: the chunk runs on)
-        if i < w.rest_until or i + 8 > n or bpe_load64(s + i) & <uint64_t>0x8080808080808080:
-            return 0                                # (not ASCII soon, or no luck lately: no window)
-        window_anchor(w, pattern, s, n, i)
-        k = 0
-    rest = w.starts >> k >> 1
-    j = <unsigned>k + 1 + bpe_ctz64(rest) if rest else 64
-    if j < 63:
-        span = (<uint64_t>2 << (j + 1)) - 1         # bytes k - 1 .. j + 1
-        if k:
-            span &= ~((<uint64_t>1 << (k - 1)) - 1)
-        if not (w.bad & span):
-            w.misses = 0
-            return w.base + j
-    window_drop(w)                                  # past a byte the rules cannot vouch for
-    if k == 0:                  # Text where window after window fails at once (quotes between
-        w.misses += 1           # letters, one after another) goes to the scanner for a while
-        if w.misses >= 3:       # instead of classifying 64 bytes per chunk.
-            w.rest_until, w.misses = i + 256, 0
+    cdef uint64_t ends
+    if k < 62 and w.starts >> k != 1:               # (a chunk ends in reach: not vouched for)
+        window_drop(w)
+        return 0
+    if i < w.rest_until or i + 8 > n or bpe_load64(s + i) & <uint64_t>0x8080808080808080:
+        return 0                                    # (not ASCII soon, or no luck lately: no window)
+    window_anchor(w, pattern, s, n, i)
+    ends = w.ends
+    if ends:
+        w.misses = 0
+        w.ends = ends & (ends - 1)
+        return w.base + bpe_ctz64(ends)
+    window_drop(w)              # Text where window after window fails at once (quotes between
+    w.misses += 1               # letters, one after another) goes to the scanner for a while
+    if w.misses >= 3:           # instead of classifying 64 bytes per chunk.
+        w.rest_until, w.misses = i + 256, 0
     return 0
 
 
