@@ -98,11 +98,120 @@ cdef extern from *:
             BPE_SURROGATE_STEP(p) \
             k += bpe_put_utf8(out + k, c); \
         }
+    /* With AVX-512 VBMI2 (asked once, bpe_utf8_wide): 16 code points at a time, whatever their
+       widths. Each lane's UTF-8 is put in a 32-bit word, low byte first (a branch-free choice
+       among the 1-4 byte forms), the words' bytes that belong to the UTF-8 are packed together
+       (VBMI2's byte compress; the mask from the lanes' widths) and exactly those are stored (a
+       masked store: nothing past the UTF-8 is written, as the packer's exact-size buffers need).
+       A block holding a surrogate stops the run: the caller takes it a character at a time. */
+    #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && !defined(BPE_NO_WIDE_SIMD)
+    #include <immintrin.h>
+    #define BPE_UTF8_WIDE 1
+    #define BPE_UTF8_TARGET __attribute__((target("avx512f,avx512bw,avx512vl,avx512vbmi2,bmi,bmi2,popcnt")))
+    BPE_UTF8_TARGET
+    static inline size_t bpe_utf8_of_16(__m512i c, unsigned char* out) {
+        const __m512i low6 = _mm512_set1_epi32(0x3F), tail = _mm512_set1_epi32(0x80);
+        __mmask16 two = _mm512_cmpge_epu32_mask(c, _mm512_set1_epi32(0x80));
+        __mmask16 three = _mm512_cmpge_epu32_mask(c, _mm512_set1_epi32(0x800));
+        __mmask16 four = _mm512_cmpge_epu32_mask(c, _mm512_set1_epi32(0x10000));
+        /* the continuation bytes 10xxxxxx of bits 0-5, 6-11, 12-17 */
+        __m512i t0 = _mm512_or_si512(_mm512_and_si512(c, low6), tail);
+        __m512i t1 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(c, 6), low6), tail);
+        __m512i t2 = _mm512_or_si512(_mm512_and_si512(_mm512_srli_epi32(c, 12), low6), tail);
+        __m512i w2 = _mm512_or_si512(_mm512_or_si512(_mm512_srli_epi32(c, 6), _mm512_set1_epi32(0xC0)),
+                                     _mm512_slli_epi32(t0, 8));
+        __m512i w3 = _mm512_or_si512(_mm512_or_si512(_mm512_srli_epi32(c, 12), _mm512_set1_epi32(0xE0)),
+                                     _mm512_or_si512(_mm512_slli_epi32(t1, 8), _mm512_slli_epi32(t0, 16)));
+        __m512i w4 = _mm512_or_si512(_mm512_or_si512(_mm512_srli_epi32(c, 18), _mm512_set1_epi32(0xF0)),
+                                     _mm512_or_si512(_mm512_slli_epi32(t2, 8),
+                                                     _mm512_or_si512(_mm512_slli_epi32(t1, 16), _mm512_slli_epi32(t0, 24))));
+        __m512i w = _mm512_mask_mov_epi32(_mm512_mask_mov_epi32(_mm512_mask_mov_epi32(c, two, w2), three, w3), four, w4);
+        /* byte 4j + b of the words is UTF-8 if lane j takes more than b bytes */
+        uint64_t keep = 0x1111111111111111ULL | _pdep_u64(two, 0x2222222222222222ULL)
+                        | _pdep_u64(three, 0x4444444444444444ULL) | _pdep_u64(four, 0x8888888888888888ULL);
+        size_t count = (size_t)_mm_popcnt_u64(keep);
+        _mm512_mask_storeu_epi8(out, _bzhi_u64(~0ULL, (unsigned)count), _mm512_maskz_compress_epi8(keep, w));
+        return count;
+    }
+    /* Blocks of 16 code points of the kind from *at while no surrogate is among them: their
+       UTF-8 to out; its length (*at: past the blocks taken). */
+    BPE_UTF8_TARGET
+    static size_t bpe_utf8_blocks(const void* data, int kind, size_t n, size_t* at, unsigned char* out) {
+        size_t i = *at, k = 0;
+        const __m256i surrogate16 = _mm256_set1_epi16((short)0xD800), span16 = _mm256_set1_epi16(0x800);
+        const __m512i surrogate32 = _mm512_set1_epi32(0xD800), span32 = _mm512_set1_epi32(0x800);
+        __m512i c;
+        while (i + 16 <= n) {
+            if (kind == 1) {
+                c = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)((const uint8_t*)data + i)));
+            } else if (kind == 2) {
+                __m256i v = _mm256_loadu_si256((const __m256i*)((const uint16_t*)data + i));
+                if (_mm256_cmplt_epu16_mask(_mm256_sub_epi16(v, surrogate16), span16))
+                    break;
+                c = _mm512_cvtepu16_epi32(v);
+            } else {
+                c = _mm512_loadu_si512((const void*)((const uint32_t*)data + i));
+                if (_mm512_cmplt_epu32_mask(_mm512_sub_epi32(c, surrogate32), span32))
+                    break;
+            }
+            k += bpe_utf8_of_16(c, out + k);
+            i += 16;
+        }
+        *at = i;
+        return k;
+    }
+    /* 1 where the processor has what bpe_utf8_blocks needs, else 0; -1 until first asked (read
+       and written atomically). Each extension has its own copy; bpe_set_utf8_wide lets a test
+       take the other route on this machine (never one the processor lacks). */
+    static int bpe_utf8_wide_level = -1;
+    static inline int bpe_utf8_wide_best(void) {
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
+               && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi2")
+               && __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt");
+    }
+    static inline int bpe_utf8_wide(void) {
+        int level = __atomic_load_n(&bpe_utf8_wide_level, __ATOMIC_RELAXED);
+        if (level < 0) {
+            level = bpe_utf8_wide_best();
+            __atomic_store_n(&bpe_utf8_wide_level, level, __ATOMIC_RELAXED);
+        }
+        return level;
+    }
+    static inline int bpe_set_utf8_wide(int on) {
+        int previous = bpe_utf8_wide();
+        __atomic_store_n(&bpe_utf8_wide_level, on && bpe_utf8_wide_best(), __ATOMIC_RELAXED);
+        return previous;
+    }
+    #else
+    #define BPE_UTF8_WIDE 0
+    static inline int bpe_utf8_wide(void) { return 0; }
+    static inline int bpe_set_utf8_wide(int on) { (void)on; return 0; }
+    #endif
     static size_t bpe_to_utf8(const void* data, int kind, size_t n, unsigned char* out) {
         size_t i = 0, k = 0, stop;
         uint64_t w;
         uint32_t c;
         (void)w;
+    #if BPE_UTF8_WIDE
+        if (bpe_utf8_wide()) {
+            while (i < n) {
+                k += bpe_utf8_blocks(data, kind, n, &i, out + k);
+                stop = i + 16 < n ? i + 16 : n;         /* a block with a surrogate, or the tail */
+                if (kind == 1) {
+                    const uint8_t* p = (const uint8_t*)data;
+                    BPE_BLOCK_BY_CHARACTER(p)
+                } else if (kind == 2) {
+                    const uint16_t* p = (const uint16_t*)data;
+                    BPE_BLOCK_BY_CHARACTER(p)
+                } else {
+                    const uint32_t* p = (const uint32_t*)data;
+                    BPE_BLOCK_BY_CHARACTER(p)
+                }
+            }
+            return k;
+        }
+    #endif
         if (kind == 1) {
             const uint8_t* p = (const uint8_t*)data;
             while (i < n) {
@@ -249,6 +358,8 @@ cdef extern from *:
     }
     """
     size_t bpe_to_utf8(const void* data, int kind, size_t n, uint8_t* out) nogil
+    int utf8_wide "bpe_utf8_wide"() nogil
+    int set_utf8_wide "bpe_set_utf8_wide"(int on) nogil
     Py_ssize_t bpe_utf8_size(const void* data, int kind, size_t n) nogil
 
 

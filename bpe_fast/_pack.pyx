@@ -19,7 +19,7 @@ from cpython.unicode cimport PyUnicode_GET_LENGTH
 from libc.stdint cimport int64_t, uint8_t
 from libc.string cimport memcpy
 
-from ._encode_text cimport bpe_str_view, bpe_to_utf8, bpe_utf8_size
+from ._encode_text cimport bpe_str_view, bpe_to_utf8, bpe_utf8_size, set_utf8_wide, utf8_wide
 
 cnp.import_array()
 
@@ -112,3 +112,12 @@ def utf8_into(str text, uint8_t[::1] out):
     if size:
         put_str_utf8(text, &out[0])
     return size
+
+
+def _utf8_wide(on=None):
+    """For tests: whether this module's converter takes 16 code points at a time (AVX-512 VBMI2,
+    where the processor has it); with ``on``, set it (never to a route the processor lacks) and
+    return the previous setting, so that a test can take both routes on one machine."""
+    if on is None:
+        return bool(utf8_wide())
+    return bool(set_utf8_wide(1 if on else 0))

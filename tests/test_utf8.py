@@ -1,7 +1,9 @@
 """Python str -> UTF-8 in C (``_encode_text.pxd``: ``bpe_to_utf8``, ``bpe_utf8_size``), which the
-encoder and the packing of iterator documents use on any str that is not ASCII. The converter
-takes blocks of 4, 8 or 16 bytes of code points whole when they are all ASCII (or, for 2-byte
-code points, all of UTF-8's 2-byte range) and the other blocks one character at a time; these
+encoder and the packing of iterator documents use on any str that is not ASCII. With AVX-512
+VBMI2 the converter takes 16 code points of any width at a time (a block holding a surrogate one
+character at a time); elsewhere it takes blocks of 4, 8 or 16 bytes of code points whole when
+they are all ASCII (or, for 2-byte code points, all of UTF-8's 2-byte range) and the other blocks
+one character at a time. The packer's tests take both routes (``route``). These
 texts are runs of every width, of any length, so that every kind of block meets every other at
 every offset, with surrogates (pairs and lone ones) across the blocks' edges. Held to Python's
 own encoder: ``str.encode``, and for surrogates ``Tokenizer._utf8`` (tiktoken's fallback)."""
@@ -9,13 +11,15 @@ from __future__ import annotations
 
 import functools
 
+import pytest
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpe_fast
 import numpy as np
 
-from bpe_fast._pack import pack_documents, utf8_into
+from bpe_fast._pack import _utf8_wide, pack_documents, utf8_into
 from .conftest import examples
 
 WIDTHS = {
@@ -32,6 +36,20 @@ def runs(alphabets: dict[str, str]):
     return st.lists(run, max_size=12).map("".join)
 
 
+@pytest.fixture(scope="module", params=[True, False], ids=["wide", "narrow"])
+def route(request):
+    """Both routes of the packer's converter where this processor has both: 16 code points at a
+    time (AVX-512 VBMI2), and the blocks of 4-16 bytes every x86-64 takes. (The encoder's copy
+    of the converter takes the first where it can; the code is the same.)"""
+    previous = _utf8_wide(request.param)
+    try:
+        if _utf8_wide() != request.param:
+            pytest.skip("this processor has no AVX-512 VBMI2: the wide route is not there to take")
+        yield request.param
+    finally:
+        _utf8_wide(previous)
+
+
 @functools.cache
 def byte_level() -> bpe_fast.Tokenizer:
     """Any byte-level tokenizer: decoding its ids gives back the exact bytes it encoded."""
@@ -40,7 +58,7 @@ def byte_level() -> bpe_fast.Tokenizer:
 
 @given(text=runs(WIDTHS))
 @settings(max_examples=examples(400), deadline=None)
-def test_packing_converts_runs_of_every_width_as_str_encode(text):
+def test_packing_converts_runs_of_every_width_as_str_encode(route, text):
     packed = pack_documents([text, "x" + text])
     assert packed is not None
     data, offsets, _ = packed
@@ -50,7 +68,7 @@ def test_packing_converts_runs_of_every_width_as_str_encode(text):
 
 @given(text=runs(WIDTHS))
 @settings(max_examples=examples(400), deadline=None)
-def test_the_converter_writes_nothing_past_the_utf8(text):
+def test_the_converter_writes_nothing_past_the_utf8(route, text):
     """Documents are packed back to back in a buffer of their exact size: a byte written past one
     document's UTF-8 would land past the buffer's end after the last (a block written a word a
     character once did, and corrupted the heap)."""
