@@ -143,9 +143,20 @@ cdef extern from *:
         __m512i c;
         while (i + 16 <= n) {
             if (kind == 1) {
-                c = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)((const uint8_t*)data + i)));
+                __m128i v = _mm_loadu_si128((const __m128i*)((const uint8_t*)data + i));
+                if (_mm_movemask_epi8(v) == 0) {                /* all ASCII: as they are */
+                    _mm_storeu_si128((__m128i*)(out + k), v);
+                    i += 16; k += 16;
+                    continue;
+                }
+                c = _mm512_cvtepu8_epi32(v);
             } else if (kind == 2) {
                 __m256i v = _mm256_loadu_si256((const __m256i*)((const uint16_t*)data + i));
+                if (_mm256_cmpge_epu16_mask(v, _mm256_set1_epi16(0x80)) == 0) {
+                    _mm_storeu_si128((__m128i*)(out + k), _mm256_cvtepi16_epi8(v));
+                    i += 16; k += 16;
+                    continue;
+                }
                 if (_mm256_cmplt_epu16_mask(_mm256_sub_epi16(v, surrogate16), span16))
                     break;
                 c = _mm512_cvtepu16_epi32(v);
