@@ -15,7 +15,8 @@ PATTERN_IDS = NATIVE_IDS
 
 
 def _simd_level(level=None):
-    """Which classifier this module's windows use (0 SSE2, 1 AVX2, 2 AVX-512BW); with ``level``,
+    """Which classifier this module's windows use (0 SSE2, 1 AVX2, 2 AVX-512BW, 3 AVX-512BW with
+    letters outside ASCII); with ``level``,
     use that one from now on (at most what the processor has) and return the one before. For
     tests, which take every route on one machine: each extension decides for itself."""
     if level is None:
@@ -69,7 +70,7 @@ cdef class Scanner:
         window_reset(&window)
         with nogil:
             while i < n:
-                j = window_end(&window, self.pattern, &data[0], n, i) if self.windows else 0
+                j = window_end(&window, self.pattern, &data[0], n, i, &self.cls[0]) if self.windows else 0
                 if j:
                     answered += 1
                 else:

@@ -8,12 +8,23 @@ and its neighbours'. A ``Window`` covers 64 bytes from ``base``, a byte where a 
 start (its *anchor*): its bytes are classified into bit masks (bit k: byte base + k), 64 at once
 with AVX-512BW, 32 with AVX2 or 16 with SSE2 (every x86-64 has it), whichever the processor has,
 and ``window_anchor`` derives from them, with shifts, ands, one addition and a short loop for
-digit groups, the bit of every byte where a chunk starts. ``split_next`` then finds a chunk's
-end as the next set bit: no branch per character, none per kind of chunk.
+digit groups, the bit of every byte where a chunk starts, and the ends of the chunks it vouches
+for (``ends``, below). ``window_end`` then gives one end a chunk, clearing the lowest bit: no
+branch per character, none per kind of chunk, one instruction from chunk to chunk.
 
-The rules hold for ASCII only, and some need more than a byte's neighbours: those bytes are
-``bad`` (not ASCII, past the text, a quote that may begin a contraction, a "/" after a newline
-that o200k's punctuation may take in). A chunk is read off the window only if no byte from the
+Where the processor has AVX-512 (level 3) the characters of 2 and 3 bytes are classified too
+(``bpe_classify_letters``: their code points looked up in the class table, 16 at a time): a
+letter becomes a letter in every one of its bytes (upper, lower or both, as o200k's classes
+say), punctuation punctuation (gpt2 and cl100k: marks too; o200k: a mark is a letter of both
+kinds, as it is to its words), and the rules below then hold for them as they are written,
+character by character: the bytes after the first of a character follow it in its class, never
+start a chunk, and a punctuation character that starts a chunk does so in all of its bytes (for
+the letters' prefix). Digits, spaces and 4-byte characters outside ASCII stay unknown.
+
+Some bytes the rules cannot vouch for: those are ``bad`` (unknown, past the text, a quote that
+may begin a contraction, a "/" after a newline that o200k's punctuation may take in; o200k: a
+mark after punctuation, which [^\s\p{L}\p{N}]+ may run on over, and an upper-only letter after
+one that is both, where U* or W+ may have taken that one). A chunk is read off the window only if no byte from the
 one before it to the second one after it is bad, and it ends before the window's last byte
 (whose next byte is not in the window): otherwise the scanner of _scan.pxd, which decodes a
 character at a time, gives its end, and the next chunk anchors a new window. So every chunk read off a
@@ -28,8 +39,8 @@ The rules, for cl100k and o200k (classes: L letters, of them U A-Z and W a-z; D 
 space; T the space, \\t, \\v, \\f; NL \\r and \\n; WS = T or NL; P everything else ASCII):
 * A byte of P starts a chunk unless it follows P (one punctuation run is one chunk) or SP (the
   last space before anything but \\s always starts a chunk, and " ?" takes the punctuation in).
-* A letter starts one unless it follows a letter (o200k: except a-z then A-Z, the end of
-  [Lu..]*[Ll..]+), T (that byte starts a chunk and is the letters' optional prefix) or a P that
+* A letter starts one unless it follows a letter (o200k: except lower then upper-only, a-z then
+  A-Z in ASCII, the end of [Lu..]*[Ll..]+), T (that byte starts a chunk and is the letters' optional prefix) or a P that
   starts a chunk (the prefix again).
 * A digit starts one at the start of its run and every third digit on (\\p{N}{1,3}).
 * A \\r or \\n starts one unless it follows WS (\\s*[\\r\\n]+ takes it) or P (the punctuation's
@@ -45,14 +56,14 @@ byte is bad: the scanner does all the work.
 from libc.stdint cimport uint8_t, uint64_t
 
 from ._encode_hash cimport bpe_load64
-from ._scan cimport PAT_CL100K, PAT_GPT2, PAT_O200K, scan_next
+from ._scan cimport C_L, C_N, C_S, C_U, C_W, PAT_CL100K, PAT_GPT2, PAT_O200K, scan_next
 
 cdef extern from *:
     """
     #include <stdint.h>
     #include <string.h>
     typedef struct {
-        uint64_t upper, lower, digit, space, blank, newline, quote, slash, unknown;
+        uint64_t upper, lower, digit, space, blank, newline, quote, slash, unknown, follow, mark;
     } bpe_classes;
     #if defined(__SSE2__) || defined(_M_X64)
     #include <emmintrin.h>
@@ -113,6 +124,7 @@ cdef extern from *:
         c->slash = bpe_equal32x2(a, b, '/');
         c->unknown = (uint64_t)(uint32_t)_mm256_movemask_epi8(a)
                      | (uint64_t)(uint32_t)_mm256_movemask_epi8(b) << 32;
+        c->follow = c->mark = 0;
     }
     __attribute__((target("avx512bw")))
     static inline uint64_t bpe_in_range64(__m512i v, int lo, int count) {
@@ -135,11 +147,72 @@ cdef extern from *:
         c->quote = bpe_equal64(v, '\\'');
         c->slash = bpe_equal64(v, '/');
         c->unknown = _mm512_movepi8_mask(v);
+        c->follow = c->mark = 0;
+    }
+    /* Level 3 (AVX-512 with VBMI2 and BMI2): the letters outside ASCII too. Each byte that
+       starts a 2- or 3-byte character has its code point made from it and the two bytes after
+       it (16 at a time, in 32-bit lanes), looked up in the class table ``cls`` (a gather); the
+       characters whose class has \p{L} become letters, in every byte: upper where the class
+       has o200k's upper class, lower where it has its lower one (Lm and Lo: both; every letter
+       has one or the other), and no longer unknown. Everything else outside ASCII (marks,
+       digits, spaces, 4-byte characters) stays unknown. A character whose class has none of
+       the bits ``others`` is punctuation, in every byte ([^\s\p{L}\p{N}]: for gpt2 and cl100k
+       marks too). With ``marks`` (o200k) a mark, upper and lower, not \p{L}, is a letter of
+       both kinds (and ``mark``): so it is to o200k's words, while to its punctuation it is
+       punctuation (the window marks it bad after punctuation). ``follow``: the bytes after the
+       first of their character, known ones.
+       p: the 64 bytes and 2 more, readable; is_letter, is_upper, is_lower: the class bits
+       (_scan.pxd's C_L, C_U, C_W). */
+    __attribute__((target("avx512f,avx512bw,avx512vl")))
+    static void bpe_classify_letters(const unsigned char* p, const uint8_t* cls, int is_letter,
+                                     int is_upper, int is_lower, int others, int marks, bpe_classes* c) {
+        __m512i v = _mm512_loadu_si512((const void*)p);
+        uint64_t cont = bpe_in_range64(v, 0x80, 0x40);
+        uint64_t lead3 = bpe_in_range64(v, 0xE0, 0x10);
+        uint64_t leads = bpe_in_range64(v, 0xC0, 0x20) | lead3;
+        uint64_t letter = 0, upper = 0, lower = 0, punct = 0, mark = 0;
+        const __m512i low6 = _mm512_set1_epi32(0x3F);
+        int h;
+        for (h = 0; h < 64; h += 16) {
+            __mmask16 at = (__mmask16)(leads >> h);
+            if (!at)
+                continue;
+            __m512i a = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(p + h)));
+            __m512i b = _mm512_and_si512(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(p + h + 1))), low6);
+            __m512i d = _mm512_and_si512(_mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i*)(p + h + 2))), low6);
+            __m512i two = _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(a, _mm512_set1_epi32(0x1F)), 6), b);
+            __m512i three = _mm512_or_si512(_mm512_slli_epi32(_mm512_and_si512(a, _mm512_set1_epi32(0x0F)), 12),
+                                            _mm512_or_si512(_mm512_slli_epi32(b, 6), d));
+            __m512i cp = _mm512_mask_mov_epi32(two, (__mmask16)(lead3 >> h), three);
+            __m128i k = _mm512_cvtepi32_epi8(_mm512_mask_i32gather_epi32(_mm512_setzero_si512(), at, cp, cls, 1));
+            __mmask16 l = _mm_mask_test_epi8_mask(at, k, _mm_set1_epi8((char)is_letter));
+            if (marks) {        /* o200k: a mark (upper and lower, not \p{L}) is a letter to its words */
+                __mmask16 m = _mm_mask_test_epi8_mask(at & ~l, k, _mm_set1_epi8((char)is_upper))
+                              & _mm_mask_test_epi8_mask(at & ~l, k, _mm_set1_epi8((char)is_lower));
+                mark |= (uint64_t)m << h;
+                l |= m;
+            }
+            letter |= (uint64_t)l << h;
+            punct |= (uint64_t)_mm_mask_testn_epi8_mask(at, k, _mm_set1_epi8((char)others)) << h;
+            upper |= (uint64_t)_mm_mask_test_epi8_mask(l, k, _mm_set1_epi8((char)is_upper)) << h;
+            lower |= (uint64_t)_mm_mask_test_epi8_mask(l, k, _mm_set1_epi8((char)is_lower)) << h;
+        }
+        /* a letter's continuation bytes: one after its first byte, then one after that */
+        letter |= (letter << 1) & cont; letter |= (letter << 1) & cont;
+        upper |= (upper << 1) & cont; upper |= (upper << 1) & cont;
+        lower |= (lower << 1) & cont; lower |= (lower << 1) & cont;
+        punct |= (punct << 1) & cont; punct |= (punct << 1) & cont;
+        mark |= (mark << 1) & cont; mark |= (mark << 1) & cont;
+        c->mark = mark;
+        c->unknown &= ~(letter | punct);
+        c->upper |= upper;
+        c->lower |= lower;
+        c->follow = cont & ~c->unknown;
     }
     #else
     #define BPE_WIDE_SIMD 0
     #endif
-    /* Which classifier: 0 SSE2, 1 AVX2, 2 AVX-512BW; -1 until first asked (read and written
+    /* Which classifier: 0 SSE2, 1 AVX2, 2 AVX-512BW, 3 AVX-512BW with letters outside ASCII; -1 until first asked (read and written
        atomically: threads may ask at once). Each extension keeps its own copy (a static in a
        header), with the same answer. bpe_set_simd_level lets tests take every route on one
        machine (never one the processor lacks). */
@@ -147,6 +220,8 @@ cdef extern from *:
     static int bpe_simd_level = -1;
     static inline int bpe_simd_best(void) {
         __builtin_cpu_init();
+        if (__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512f")
+                && __builtin_cpu_supports("avx512vl")) return 3;
         if (__builtin_cpu_supports("avx512bw")) return 2;
         if (__builtin_cpu_supports("avx2")) return 1;
         return 0;
@@ -178,21 +253,29 @@ cdef extern from *:
     static inline int bpe_simd(void) { return 0; }
     static inline int bpe_set_simd_level(int level) { (void)level; return 0; }
     #endif
-    /* The classes of the 64 bytes from s[at] (bytes past n: 0x80, unknown). */
-    static inline void bpe_classify64(const unsigned char* s, size_t n, size_t at, bpe_classes* c) {
-        unsigned char pad[64];
+    /* The classes of the 64 bytes from s[at] (bytes past n: 0x80, unknown); at level 3 the
+       letters outside ASCII too (bpe_classify_letters: the class table cls and its bits). */
+    static inline void bpe_classify64(const unsigned char* s, size_t n, size_t at, const uint8_t* cls,
+                                      int is_letter, int is_upper, int is_lower, int others, int marks,
+                                      bpe_classes* c) {
+        unsigned char pad[80];
         const unsigned char* p = s + at;
         int k, level = bpe_simd();
-        if (at + 64 > n) {
-            memset(pad, 0x80, 64);
-            if (at < n) memcpy(pad, s + at, n - at);
+        if (at + 66 > n) {
+            memset(pad, 0x80, sizeof(pad));
+            if (at < n) memcpy(pad, s + at, n - at < 66 ? n - at : 66);
             p = pad;
         }
     #if BPE_WIDE_SIMD
-        if (level == 2) { bpe_classify64_avx512(p, c); return; }
+        if (level >= 2) {
+            bpe_classify64_avx512(p, c);
+            if (level == 3 && c->unknown)
+                bpe_classify_letters(p, cls, is_letter, is_upper, is_lower, others, marks, c);
+            return;
+        }
         if (level == 1) { bpe_classify64_avx2(p, c); return; }
     #endif
-        (void)level;
+        (void)level; (void)cls; (void)is_letter; (void)is_upper; (void)is_lower; (void)others; (void)marks;
         memset(c, 0, sizeof(*c));
         for (k = 0; k < 4; k++)
             bpe_classify16(p + 16 * k, 16 * k, c);
@@ -208,9 +291,10 @@ cdef extern from *:
     #endif
     """
     ctypedef struct bpe_classes:
-        uint64_t upper, lower, digit, space, blank, newline, quote, slash, unknown
+        uint64_t upper, lower, digit, space, blank, newline, quote, slash, unknown, follow, mark
     const bint ASCII_WINDOWS "BPE_ASCII_WINDOWS"
-    void bpe_classify64(const unsigned char* s, size_t n, size_t at, bpe_classes* c) nogil
+    void bpe_classify64(const unsigned char* s, size_t n, size_t at, const uint8_t* cls, int is_letter,
+                        int is_upper, int is_lower, int others, int marks, bpe_classes* c) nogil
     int simd_level "bpe_simd"() nogil
     int set_simd_level "bpe_set_simd_level"(int level) nogil
     unsigned bpe_ctz64(uint64_t x) nogil
@@ -294,12 +378,16 @@ cdef inline uint64_t after_newline_starts(const bpe_classes* c, uint64_t blank, 
     return first
 
 
-cdef inline void window_anchor(Window* w, int pattern, const unsigned char* s, size_t n, size_t i) noexcept nogil:
+cdef inline void window_anchor(Window* w, int pattern, const unsigned char* s, size_t n, size_t i,
+                               const uint8_t* cls) noexcept nogil:
     """A window anchored at i (a chunk starts there): its ``starts`` and ``bad`` from the classes
     of its bytes, by the rules of the module doc."""
     cdef bpe_classes c
-    cdef uint64_t letters, blank, spacing, punct, starts, quoted
-    bpe_classify64(s, n, i, &c)
+    cdef uint64_t letters, blank, spacing, punct, starts, quoted, upper_only, prefix
+    if pattern == PAT_O200K:
+        bpe_classify64(s, n, i, cls, C_L, C_U, C_W, C_L | C_N | C_S | C_U | C_W, 1, &c)
+    else:
+        bpe_classify64(s, n, i, cls, C_L, C_U, C_W, C_L | C_N | C_S, 0, &c)
     w.base = i
     letters = c.upper | c.lower
     blank, spacing = c.blank, c.blank | c.newline
@@ -313,9 +401,14 @@ cdef inline void window_anchor(Window* w, int pattern, const unsigned char* s, s
         quoted = c.quote & (letters >> 1)           # '(?:[sdmt]|ll|ve|re) may follow
     else:
         starts = punct & ~(punct << 1) & ~(c.space << 1)
-        starts |= letters & (~((letters | blank | punct) << 1) | ((punct & ~starts) << 1))
+        prefix = starts | ((starts << 1) & c.follow)           # (every byte of a punctuation
+        prefix |= (prefix << 1) & c.follow                      # character that starts a chunk)
+        starts |= letters & (~((letters | blank | punct) << 1) | ((punct & ~prefix) << 1))
         if pattern == PAT_O200K:
-            starts |= c.upper & (c.lower << 1)
+            upper_only = c.upper & ~c.lower         # (Lm and Lo, outside ASCII, are both)
+            starts |= upper_only & (c.lower << 1)
+            w.bad |= upper_only & ((c.upper & c.lower) << 1)    # U* or W+ took the one before?
+            w.bad |= c.mark & (punct << 1)          # [^\s\p{L}\p{N}]+ may run on over a mark
             quoted = c.quote & (letters << 1)       # a word's (?i:'s|'t|'re|'ve|'m|'ll|'d)?
             w.bad |= c.slash & (c.newline << 1)     # [\r\n/]* may take it in
         else:
@@ -346,7 +439,8 @@ cdef inline uint64_t vouched_ends(uint64_t starts, uint64_t bad) noexcept nogil:
     return starts & ~(<uint64_t>1) & ((<uint64_t>2 << last) - 1)
 
 
-cdef inline size_t window_end(Window* w, int pattern, const unsigned char* s, size_t n, size_t i) noexcept nogil:
+cdef inline size_t window_end(Window* w, int pattern, const unsigned char* s, size_t n, size_t i,
+                              const uint8_t* cls) noexcept nogil:
     """The end of the chunk at i off the window if it can vouch for it, anchoring a new one at i
     when i is past its reach (unless the text there is not ASCII, or windows rest); else 0.
     Callers go chunk by chunk: i is where the last chunk ended (given here or by the scanner)."""
@@ -354,10 +448,11 @@ cdef inline size_t window_end(Window* w, int pattern, const unsigned char* s, si
     if ends:                    # the next end the window vouched for, one bit cleared a chunk: the
         w.ends = ends & (ends - 1)          # chain from chunk to chunk is that one instruction
         return w.base + bpe_ctz64(ends)
-    return window_turn(w, pattern, s, n, i)
+    return window_turn(w, pattern, s, n, i, cls)
 
 
-cdef inline size_t window_turn(Window* w, int pattern, const unsigned char* s, size_t n, size_t i) noexcept nogil:
+cdef inline size_t window_turn(Window* w, int pattern, const unsigned char* s, size_t n, size_t i,
+                               const uint8_t* cls) noexcept nogil:
     """window_end past the ends the window vouched for: a new window at i if i is past the old
     one's reach, else (the chunk at i is not vouched for) none."""
     cdef size_t k = i - w.base
@@ -365,9 +460,11 @@ cdef inline size_t window_turn(Window* w, int pattern, const unsigned char* s, s
     if k < 62 and w.starts >> k != 1:               # (a chunk ends in reach: not vouched for)
         window_drop(w)
         return 0
-    if i < w.rest_until or i + 8 > n or bpe_load64(s + i) & <uint64_t>0x8080808080808080:
-        return 0                                    # (not ASCII soon, or no luck lately: no window)
-    window_anchor(w, pattern, s, n, i)
+    if i < w.rest_until or i + 8 > n:
+        return 0                                    # (no luck lately, or the text's end: no window)
+    if bpe_load64(s + i) & <uint64_t>0x8080808080808080 and simd_level() < 3:
+        return 0                                    # (not ASCII soon, and no letters outside it)
+    window_anchor(w, pattern, s, n, i, cls)
     ends = w.ends
     if ends:
         w.misses = 0
@@ -387,5 +484,5 @@ cdef inline size_t split_next(Window* w, int pattern, const unsigned char* s, si
     window_reset before each new text."""
     cdef size_t j = 0
     if has_windows(pattern):
-        j = window_end(w, pattern, s, n, i)
+        j = window_end(w, pattern, s, n, i, cls)
     return j if j else scan_next(pattern, s, n, i, cls, fold)

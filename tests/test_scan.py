@@ -89,7 +89,7 @@ def test_windows_and_scanner_each_equal_regex_on_mostly_ascii_text(name, text):
     assert scanner_alone.chunks(text) == expected
 
 
-@pytest.fixture(params=[0, 1, 2], ids=["sse2", "avx2", "avx512bw"])
+@pytest.fixture(params=[0, 1, 2, 3], ids=["sse2", "avx2", "avx512bw", "avx512letters"])
 def simd_level(request):
     """Each classifier the windows have, where this processor has it (else a skip that says so)."""
     previous = _simd_level(request.param)
@@ -106,6 +106,51 @@ def simd_level(request):
 @settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 def test_every_classifier_splits_as_regex(simd_level, name, text):
     assert Scanner(PATTERN_IDS[name], *char_classes()).chunks(text) == regex.findall(PATTERNS[name], text)
+
+
+# Text of many scripts, for the windows that read letters outside ASCII off bit masks too (level
+# 3): words in upper and lower case (Latin, Greek, Cyrillic), Lt and Lm letters, Lo words (CJK,
+# Thai and Devanagari with their marks, Arabic), marks alone, punctuation, digits and spaces
+# outside ASCII, next to ASCII words, punctuation, quotes, spaces and line ends.
+script_pieces = st.one_of(
+    st.text(alphabet="ДЖЯджяΣΩσωÀÉàéǅʰ", min_size=1, max_size=9),
+    st.text(alphabet="中文字あア한", min_size=1, max_size=6),
+    st.text(alphabet="ภาษาไทยัิ", min_size=1, max_size=8),
+    st.text(alphabet="हिन्दीां", min_size=1, max_size=8),
+    st.text(alphabet="العربية", min_size=1, max_size=6),
+    st.sampled_from(["́", "̀́", "⃝", "ः"]),
+    st.text(alphabet="。，«»—¿¡…", min_size=1, max_size=3),
+    st.sampled_from(["٣", "²", "Ⅻ", " ", "　", " ", "😀"]),
+    st.text(alphabet="abcXYZ", min_size=1, max_size=8),
+    st.sampled_from(["'s", "'T", "'ll", "n't", "'ſ"]),
+    st.text(alphabet="  \t\n\r", min_size=1, max_size=4),
+    st.text(alphabet=".,;:!?/-()\"'#_", min_size=1, max_size=4),
+    st.text(alphabet="0123456789", min_size=1, max_size=5),
+)
+script_text = st.lists(script_pieces, max_size=50).map("".join)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k"])
+@given(text=script_text)
+@settings(max_examples=examples(700), deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_every_classifier_splits_text_of_many_scripts_as_regex(simd_level, name, text):
+    assert Scanner(PATTERN_IDS[name], *char_classes()).chunks(text) == regex.findall(PATTERNS[name], text)
+
+
+@pytest.mark.parametrize("name", ["gpt2", "cl100k", "o200k"])
+def test_windows_answer_for_most_of_text_in_other_scripts(name):
+    """Where the processor has AVX-512, words of letters outside ASCII come off the windows too."""
+    text = ("Москва — столица России. 北京是中国的首都。 Ελληνικά κείμενα, हिन्दी पाठ, ภาษาไทย "
+            "and English words.\n") * 20
+    data = text.encode()
+    chunks = len(regex.findall(PATTERNS[name], text))
+    previous = _simd_level(3)
+    try:
+        if _simd_level() != 3:
+            pytest.skip("this processor has no AVX-512BW: the windows take ASCII only")
+        assert Scanner(PATTERN_IDS[name], *char_classes()).windowed(data) > 0.8 * chunks
+    finally:
+        _simd_level(previous)
 
 
 ENGLISH = ("It's 10:45 on 2024-05-17, and the URL is https://example.com/a/b?x=1.\n"
