@@ -209,7 +209,7 @@ cdef inline int _pairtable_grow(PairTable* t) noexcept nogil:
 # probe compares two words, never bytes. An entry is 32 bytes, two to a 64-byte cache line: the
 # key, with the number of ids in bits 60-62 of its second word (0: the entry is free), and up to
 # four ids inline (see _encode_cache.pxd for more). Tables are powers of two, probed linearly
-# from the first entry of the key's home line (the top bits of the hash), at most half full.
+# from the first entry of the key's home line (the top bits of the hash), at most 3/4 full (_encode_cache.pxd).
 
 cdef enum:
     PACKED_MAX_BYTES = 15
