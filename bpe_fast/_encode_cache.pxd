@@ -34,6 +34,8 @@ cdef enum:
     INLINE_IDS = 4             # ids a chunk table entry holds; a longer result goes to ``spill``
     SPILLED = 7                # the id count of an entry whose ids are in ``spill``
     CACHE_MAX_BYTES = 255      # longer chunks are rare: not cached
+    LONG_STORE_RESERVE = 1 << 22   # words the long-chunk store reserves at once (16 MB of address
+                               # space, its pages touched only as it fills: no copy as it grows)
 
 
 cdef struct ChunkTable:
@@ -231,6 +233,8 @@ cdef inline void long_add(LongCache* c, uint64_t h, const uint8_t* s, size_t n, 
     if 2 * (c.size + 1) > ((<size_t>1 << c.bits) if c.slots != NULL else 0) and long_grow(c) != 0:
         return
     at = c.store.size()
+    if c.store.capacity() == 0:
+        c.store.reserve(LONG_STORE_RESERVE)
     c.store.push_back(<uint32_t>count)
     for i in range(count):
         c.store.push_back(<uint32_t>ext[syms[i]])
