@@ -64,7 +64,8 @@ def test_scanner_equals_regex_on_every_corpus(path):
 # The bit-mask windows (_split.pxd) and the character-at-a-time scanner, each alone, against the
 # regex, on text that is mostly ASCII (the windows' ground) and long enough to take several
 # windows: words in every case with contractions, digit runs of every length, runs of spaces,
-# tabs and line ends (blank lines with spaces on them), punctuation with "/" and quotes, and now
+# tabs and line ends (blank lines with spaces on them), punctuation with "/" and quotes (and line
+# ends then "/" after it, which o200k's punctuation takes in), and now
 # and then a character outside ASCII (a letter, a mark, a digit, a space) where the windows must
 # hand over to the scanner.
 ascii_pieces = st.one_of(
@@ -73,6 +74,7 @@ ascii_pieces = st.one_of(
     st.text(alphabet="0123456789", min_size=1, max_size=14),
     st.text(alphabet="  \t\n\r\x0b\x0c", min_size=1, max_size=9),
     st.text(alphabet=".,;:!?/-()[]{}\"'#*_=+<>@$%&\\|`~^\x00\x7f", min_size=1, max_size=5),
+    st.sampled_from([";\n/", ")\n//", "}\n/*", "*/\n/", ".\r\n/", "/\n/\n", "x\n/"]),  # o200k: [\r\n/]*
     st.sampled_from(["\u00e9", "\u0301", "\u00b2", "\u0663", "\u00a0", "\u3000", "\u4e2d", "\u017f", "\U0001F600"]),
 )
 ascii_text = st.lists(ascii_pieces, max_size=60).map("".join)
