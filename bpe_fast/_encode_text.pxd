@@ -16,6 +16,7 @@ blocks encode to what the whole would.
 from libc.stdint cimport uint8_t, uint16_t, uint32_t
 from libc.stdlib cimport free, malloc
 
+from ._cpu cimport prefetch    # (and _cpu.pxd's C block, with BPE_CPU_LEVEL, before this one's)
 from ._scan cimport C_S
 
 cdef extern from *:
@@ -171,33 +172,19 @@ cdef extern from *:
         *at = i;
         return k;
     }
-    /* 1 where the processor has what bpe_utf8_blocks needs, else 0; -1 until first asked (read
-       and written atomically). Each extension has its own copy; bpe_set_utf8_wide lets a test
-       take the other route on this machine (never one the processor lacks). */
-    static int bpe_utf8_wide_level = -1;
+    /* 1 where the processor has what bpe_utf8_blocks needs, else 0 (bpe_utf8_wide; bpe_utf8_wide_set
+       for tests: _cpu.pxd's BPE_CPU_LEVEL). */
     static inline int bpe_utf8_wide_best(void) {
         __builtin_cpu_init();
         return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")
                && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512vbmi2")
                && __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt");
     }
-    static inline int bpe_utf8_wide(void) {
-        int level = __atomic_load_n(&bpe_utf8_wide_level, __ATOMIC_RELAXED);
-        if (level < 0) {
-            level = bpe_utf8_wide_best();
-            __atomic_store_n(&bpe_utf8_wide_level, level, __ATOMIC_RELAXED);
-        }
-        return level;
-    }
-    static inline int bpe_set_utf8_wide(int on) {
-        int previous = bpe_utf8_wide();
-        __atomic_store_n(&bpe_utf8_wide_level, on && bpe_utf8_wide_best(), __ATOMIC_RELAXED);
-        return previous;
-    }
+    BPE_CPU_LEVEL(bpe_utf8_wide, bpe_utf8_wide_best)
     #else
     #define BPE_UTF8_WIDE 0
     static inline int bpe_utf8_wide(void) { return 0; }
-    static inline int bpe_set_utf8_wide(int on) { (void)on; return 0; }
+    static inline int bpe_utf8_wide_set(int on) { (void)on; return 0; }
     #endif
     static size_t bpe_to_utf8(const void* data, int kind, size_t n, unsigned char* out) {
         size_t i = 0, k = 0, stop;
@@ -370,7 +357,7 @@ cdef extern from *:
     """
     size_t bpe_to_utf8(const void* data, int kind, size_t n, uint8_t* out) nogil
     int utf8_wide "bpe_utf8_wide"() nogil
-    int set_utf8_wide "bpe_set_utf8_wide"(int on) nogil
+    int set_utf8_wide "bpe_utf8_wide_set"(int on) nogil
     Py_ssize_t bpe_utf8_size(const void* data, int kind, size_t n) nogil
 
 

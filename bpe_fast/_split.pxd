@@ -55,6 +55,7 @@ byte is bad: the scanner does all the work.
 """
 from libc.stdint cimport uint8_t, uint64_t
 
+from ._cpu cimport prefetch    # (and _cpu.pxd's C block, with BPE_CPU_LEVEL, before this one's)
 from ._encode_hash cimport bpe_load64
 from ._scan cimport C_L, C_N, C_S, C_U, C_W, PAT_CL100K, PAT_GPT2, PAT_O200K, scan_next
 
@@ -212,12 +213,9 @@ cdef extern from *:
     #else
     #define BPE_WIDE_SIMD 0
     #endif
-    /* Which classifier: 0 SSE2, 1 AVX2, 2 AVX-512BW, 3 AVX-512BW with letters outside ASCII; -1 until first asked (read and written
-       atomically: threads may ask at once). Each extension keeps its own copy (a static in a
-       header), with the same answer. bpe_set_simd_level lets tests take every route on one
-       machine (never one the processor lacks). */
+    /* Which classifier (bpe_simd; bpe_simd_set for tests: _cpu.pxd's BPE_CPU_LEVEL): 0 SSE2, 1
+       AVX2, 2 AVX-512BW, 3 AVX-512BW with letters outside ASCII. */
     #if BPE_WIDE_SIMD
-    static int bpe_simd_level = -1;
     static inline int bpe_simd_best(void) {
         __builtin_cpu_init();
         if (__builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512f")
@@ -226,22 +224,10 @@ cdef extern from *:
         if (__builtin_cpu_supports("avx2")) return 1;
         return 0;
     }
-    static inline int bpe_simd(void) {
-        int level = __atomic_load_n(&bpe_simd_level, __ATOMIC_RELAXED);
-        if (level < 0) {
-            level = bpe_simd_best();
-            __atomic_store_n(&bpe_simd_level, level, __ATOMIC_RELAXED);
-        }
-        return level;
-    }
-    static inline int bpe_set_simd_level(int level) {
-        int best = bpe_simd_best(), previous = bpe_simd();
-        __atomic_store_n(&bpe_simd_level, level < 0 ? 0 : level > best ? best : level, __ATOMIC_RELAXED);
-        return previous;
-    }
+    BPE_CPU_LEVEL(bpe_simd, bpe_simd_best)
     #else
     static inline int bpe_simd(void) { return 0; }
-    static inline int bpe_set_simd_level(int level) { (void)level; return 0; }
+    static inline int bpe_simd_set(int level) { (void)level; return 0; }
     #endif
     #else
     #define BPE_ASCII_WINDOWS 0
@@ -251,7 +237,7 @@ cdef extern from *:
         c->unknown |= (uint64_t)0xFFFF << shift;        /* all bad: the scanner answers */
     }
     static inline int bpe_simd(void) { return 0; }
-    static inline int bpe_set_simd_level(int level) { (void)level; return 0; }
+    static inline int bpe_simd_set(int level) { (void)level; return 0; }
     #endif
     /* The classes of the 64 bytes from s[at] (bytes past n: 0x80, unknown); at level 3 the
        letters outside ASCII too (bpe_classify_letters: the class table cls and its bits). */
@@ -296,7 +282,7 @@ cdef extern from *:
     void bpe_classify64(const unsigned char* s, size_t n, size_t at, const uint8_t* cls, int is_letter,
                         int is_upper, int is_lower, int others, int marks, bpe_classes* c) nogil
     int simd_level "bpe_simd"() nogil
-    int set_simd_level "bpe_set_simd_level"(int level) nogil
+    int set_simd_level "bpe_simd_set"(int level) nogil
     unsigned bpe_ctz64(uint64_t x) nogil
     unsigned bpe_top_bit(uint64_t x) nogil
 
