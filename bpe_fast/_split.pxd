@@ -24,13 +24,13 @@ the letters' prefix). Digits, spaces and 4-byte characters outside ASCII stay un
 Some bytes the rules cannot vouch for: those are ``bad`` (unknown, past the text, a quote that
 may begin a contraction, a "/" after a newline that o200k's punctuation may take in; o200k: a
 mark after punctuation, which [^\s\p{L}\p{N}]+ may run on over, and an upper-only letter after
-one that is both, where U* or W+ may have taken that one). A chunk is read off the window only if no byte from the
-one before it to the second one after it is bad, and it ends before the window's last byte
-(whose next byte is not in the window): otherwise the scanner of _scan.pxd, which decodes a
-character at a time, gives its end, and the next chunk anchors a new window. So every chunk read off a
-window lies in a stretch of clean bytes that runs back to the anchor, where the rules below are
-exact. (Going on with the old window after the scanner's chunk, where it agrees, was slower:
-the next chunk's byte before it is then bad too.) Where three windows in a row cannot answer
+one that is both, where U* or W+ may have taken that one). A chunk is read off the window only
+if no byte from the one before it to the second one after it is bad, and it ends before the
+window's last byte (whose next byte is not in the window): otherwise the scanner of _scan.pxd,
+which decodes a character at a time, gives its end, and the next chunk anchors a new window. So
+every chunk read off a window lies in a stretch of clean bytes that runs back to the anchor,
+where the rules below are exact. (Going on with the old window after the scanner's chunk, where
+it agrees, was slower: the next chunk's byte before it is then bad too.) Where three windows in a row cannot answer
 their first chunk (quotes between letters, chunk after chunk), the next 256 bytes go to the
 scanner without windows. test_scanner holds both routes to regex, the scanner alone and with
 the windows.
@@ -40,8 +40,8 @@ space; T the space, \\t, \\v, \\f; NL \\r and \\n; WS = T or NL; P everything el
 * A byte of P starts a chunk unless it follows P (one punctuation run is one chunk) or SP (the
   last space before anything but \\s always starts a chunk, and " ?" takes the punctuation in).
 * A letter starts one unless it follows a letter (o200k: except lower then upper-only, a-z then
-  A-Z in ASCII, the end of [Lu..]*[Ll..]+), T (that byte starts a chunk and is the letters' optional prefix) or a P that
-  starts a chunk (the prefix again).
+  A-Z in ASCII, the end of [Lu..]*[Ll..]+), T (that byte starts a chunk and is the letters'
+  optional prefix) or a P that starts a chunk (the prefix again).
 * A digit starts one at the start of its run and every third digit on (\\p{N}{1,3}).
 * A \\r or \\n starts one unless it follows WS (\\s*[\\r\\n]+ takes it) or P (the punctuation's
   [\\r\\n]* takes it).
@@ -150,18 +150,17 @@ cdef extern from *:
         c->unknown = _mm512_movepi8_mask(v);
         c->follow = c->mark = 0;
     }
-    /* Level 3 (AVX-512 with VBMI2 and BMI2): the letters outside ASCII too. Each byte that
-       starts a 2- or 3-byte character has its code point made from it and the two bytes after
-       it (16 at a time, in 32-bit lanes), looked up in the class table ``cls`` (a gather); the
-       characters whose class has \p{L} become letters, in every byte: upper where the class
-       has o200k's upper class, lower where it has its lower one (Lm and Lo: both; every letter
-       has one or the other), and no longer unknown. Everything else outside ASCII (marks,
-       digits, spaces, 4-byte characters) stays unknown. A character whose class has none of
-       the bits ``others`` is punctuation, in every byte ([^\s\p{L}\p{N}]: for gpt2 and cl100k
-       marks too). With ``marks`` (o200k) a mark, upper and lower, not \p{L}, is a letter of
-       both kinds (and ``mark``): so it is to o200k's words, while to its punctuation it is
-       punctuation (the window marks it bad after punctuation). ``follow``: the bytes after the
-       first of their character, known ones.
+    /* Level 3 (AVX-512 F, BW, VL): the characters of 2 and 3 bytes too. Each byte that starts
+       one has its code point made from it and the two bytes after it (16 at a time, in 32-bit
+       lanes), looked up in the class table ``cls`` (a gather). A character whose class has
+       \p{L} becomes a letter, in every byte: upper where the class has o200k's upper class,
+       lower where it has its lower one (Lm and Lo: both; every letter has one or the other).
+       A character whose class has none of the bits ``others`` becomes punctuation, in every
+       byte ([^\s\p{L}\p{N}]; for gpt2 and cl100k marks too). With ``marks`` (o200k) a mark,
+       upper and lower but not \p{L}, is a letter of both kinds (and in ``mark``): so it is to
+       o200k's words, while to its punctuation it is punctuation (the window marks it bad after
+       punctuation). The rest (digits, spaces, 4-byte characters) stays unknown. ``follow``: the
+       bytes after the first of their character, of characters no longer unknown.
        p: the 64 bytes and 2 more, readable; is_letter, is_upper, is_lower: the class bits
        (_scan.pxd's C_L, C_U, C_W). */
     __attribute__((target("avx512f,avx512bw,avx512vl")))
