@@ -10,8 +10,8 @@ bytes -> its id: tiktoken's rule that a chunk that is a token is that token; _en
 and the chunks merged are added; up to INLINE_IDS ids sit in the entry, a longer result in
 ``spill`` (the entry's count is SPILLED, ids[0] the offset there and ids[1] the count). It
 doubles past 3/4 full, up to ``max_bits``; half full at that size, it starts afresh from the
-seed, in place (``resets`` counts that); table_room says why. The seed belongs to the encoder that made the table, which
-outlives it.
+seed, in place (``resets`` counts that); table_room says why. The seed belongs to the encoder
+that made the table, which outlives it.
 
 ``LongCache``: chunks over 15 bytes merged before: bytes (``Slot``) -> an offset in ``store``,
 where the chunk's token count, its ids and its bytes follow. When full it starts afresh.
