@@ -427,13 +427,20 @@ cdef inline uint64_t vouched_ends(uint64_t starts, uint64_t bad) noexcept nogil:
 cdef inline size_t window_end(Window* w, int pattern, const unsigned char* s, size_t n, size_t i,
                               const uint8_t* cls) noexcept nogil:
     """The end of the chunk at i off the window if it can vouch for it, anchoring a new one at i
-    when i is past its reach (unless the text there is not ASCII, or windows rest); else 0.
-    Callers go chunk by chunk: i is where the last chunk ended (given here or by the scanner)."""
-    cdef uint64_t ends = w.ends
-    if ends:                    # the next end the window vouched for, one bit cleared a chunk: the
-        w.ends = ends & (ends - 1)          # chain from chunk to chunk is that one instruction
-        return w.base + bpe_ctz64(ends)
+    when i is past its reach (unless windows rest, or below level 3 the text there is not
+    ASCII); else 0. Callers go chunk by chunk: i is where the last chunk ended (given here or by
+    the scanner)."""
+    if w.ends:
+        return take_end(w)
     return window_turn(w, pattern, s, n, i, cls)
+
+
+cdef inline size_t take_end(Window* w) noexcept nogil:
+    """The next end the window vouched for (w.ends not 0), its bit cleared: the chain from chunk
+    to chunk is that one instruction."""
+    cdef uint64_t ends = w.ends
+    w.ends = ends & (ends - 1)
+    return w.base + bpe_ctz64(ends)
 
 
 cdef inline size_t window_turn(Window* w, int pattern, const unsigned char* s, size_t n, size_t i,
@@ -441,7 +448,6 @@ cdef inline size_t window_turn(Window* w, int pattern, const unsigned char* s, s
     """window_end past the ends the window vouched for: a new window at i if i is past the old
     one's reach, else (the chunk at i is not vouched for) none."""
     cdef size_t k = i - w.base
-    cdef uint64_t ends
     if k < 62 and w.starts >> k != 1:               # (a chunk ends in reach: not vouched for)
         window_drop(w)
         return 0
@@ -450,11 +456,9 @@ cdef inline size_t window_turn(Window* w, int pattern, const unsigned char* s, s
     if bpe_load64(s + i) & <uint64_t>0x8080808080808080 and simd_level() < 3:
         return 0                                    # (not ASCII soon, and no letters outside it)
     window_anchor(w, pattern, s, n, i, cls)
-    ends = w.ends
-    if ends:
+    if w.ends:
         w.misses = 0
-        w.ends = ends & (ends - 1)
-        return w.base + bpe_ctz64(ends)
+        return take_end(w)
     window_drop(w)              # Text where window after window fails at once (quotes between
     w.misses += 1               # letters, one after another) goes to the scanner for a while
     if w.misses >= 3:           # instead of classifying 64 bytes per chunk.
