@@ -139,6 +139,31 @@ cdef inline const Packed* table_lookup(ChunkTable* c, uint64_t k0, uint64_t k1, 
         j = (j + 1) & mask
 
 
+cdef inline size_t table_emit_home(const Packed* table, int bits, const uint64_t* key0, const uint64_t* key1,
+                                   const uint64_t* hashes, size_t q, size_t m, uint32_t* ids,
+                                   size_t* size) noexcept nogil:
+    """Chunks q, q + 1, ... (packed keys key0/key1, their hashes) found in their home line (two
+    entries) with their ids inline: their ids appended to ids (size advanced; four stored at
+    once: the caller has room for each chunk's bytes and INLINE_IDS more). Returns the first
+    chunk that is not such a one (m if all are): the caller takes it the long way. The loop
+    of the common case, alone so that its state stays in registers. A long chunk's key1 is 0
+    and its key0 not 0: no entry matches it (a free one is all 0, a taken one has a length)."""
+    cdef size_t n = size[0]
+    cdef const Packed* x
+    cdef uint64_t k1
+    while q < m:
+        x = &table[packed_slot(hashes[q], bits)]
+        x += <size_t>((x.k0 != key0[q]) | ((x.k1 & PACKED_KEY_MASK) != key1[q]))      # no branch
+        k1 = x.k1
+        if x.k0 != key0[q] or (k1 & PACKED_KEY_MASK) != key1[q] or (k1 >> 60) > INLINE_IDS:
+            break
+        memcpy(ids + n, x.ids, INLINE_IDS * sizeof(uint32_t))
+        n += k1 >> 60
+        q += 1
+    size[0] = n
+    return q
+
+
 cdef inline Packed* table_move_home(ChunkTable* c, size_t j, size_t home) noexcept nogil:
     """Swap entry j with one of its home line (home, home + 1), preferably one that is not
     at home there either; return where entry j now is. Linear probing still finds both:
