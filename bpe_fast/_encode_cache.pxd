@@ -151,7 +151,7 @@ cdef inline size_t table_emit_home(const Packed* table, int bits, const uint64_t
     cdef size_t n = size[0]
     cdef const Packed* x
     cdef uint64_t k1
-    while q < m:
+    while q < m and key1[q] != 0:      # (a long chunk's home line was never asked for)
         x = &table[packed_slot(hashes[q], bits)]
         x += <size_t>((x.k0 != key0[q]) | ((x.k1 & PACKED_KEY_MASK) != key1[q]))      # no branch
         k1 = x.k1
