@@ -41,8 +41,8 @@ from ._encode_batch cimport (Blocks, BlockLog, blocks_first_bad, blocks_gather, 
                              blocks_plan, blocks_take)
 from ._encode_bpe cimport (Compat, Reachable, bpe_chunk, compat_free, compat_widen, compatible,
                            reachable_build, reachable_free, reachable_init, reachable_load)
-from ._encode_cache cimport (CACHE_MAX_BYTES, INLINE_IDS, SPILLED, TABLE_MAX_BITS, ChunkTable, LongCache,
-                             long_add, long_ask, long_find, long_free, table_emit_home, table_free, table_grow_to,
+from ._encode_cache cimport (CACHE_MAX_BYTES, INLINE_IDS, SPILL_PAD, SPILLED, TABLE_MAX_BITS, ChunkTable,
+                             LongCache, long_add, long_ask, long_find, long_free, table_emit_home, table_free, table_grow_to,
                              table_insert, table_lookup, table_start)
 from ._encode_hash cimport (PairSlot, slot_of, pair_of, pairtable_add, pairtable_free, pairtable_init, Packed,
                             PACKED_KEY_MASK, PACKED_MAX_BYTES, big_alloc, bytes_hash, pack_key, packed_hash,
@@ -430,15 +430,16 @@ cdef class MergeEncoder:
                 i = j
             for k in range(n_long):             # their slots' lines have come meanwhile: now their
                 long_ask(&w.cache.longer, hashes[longs[k]])     # stored ids, while the rest is looked up
-            # At most one id per byte: with room for the batch's bytes and 4, the inline ids
-            # can be stored 4 at a time (from w.ids.size, then advanced by their count). Merging
-            # runs only takes ids away.
-            room = not counting and w.ids.reserve(i - first + INLINE_IDS) == 0
+            # At most one id per byte: with room for the batch's bytes and SPILL_PAD, a chunk's
+            # ids can be stored 4 or SPILL_PAD at a time (from w.ids.size, then advanced by their
+            # count). Merging runs only takes ids away.
+            room = not counting and w.ids.reserve(i - first + SPILL_PAD) == 0
             fast = room and not hooked
             q = 0
             while q < m:
                 if fast:        # the common case: a run of chunks found at home, ids inline
-                    q = table_emit_home(table, bits, key0, key1, hashes, q, m, w.ids.data, &w.ids.size)
+                    q = table_emit_home(table, bits, w.cache.chunks.spill.data(), key0, key1, hashes, q, m,
+                                        w.ids.data, &w.ids.size)
                     if q == m:
                         break
                 before = w.ids.size

@@ -8,7 +8,8 @@ the whole table at once (starting afresh at its limit), so linear probing stays 
 _encode_hash.pxd). It starts as a copy of the encoder's ``seed`` (every token of at most 15
 bytes -> its id: tiktoken's rule that a chunk that is a token is that token; _encode_whole.pxd)
 and the chunks merged are added; up to INLINE_IDS ids sit in the entry, a longer result in
-``spill`` (the entry's count is SPILLED, ids[0] the offset there and ids[1] the count). It
+``spill`` (the entry's count is SPILLED, ids[0] the offset there and ids[1] the count; the
+spill ends in SPILL_PAD zeros, so that any entry's ids are copied in one fixed move). It
 doubles past 3/4 full, up to ``max_bits``; half full at that size, it starts afresh from the
 seed, in place (``resets`` counts that); table_room says why. The seed belongs to the encoder
 that made the table, which outlives it.
@@ -33,6 +34,8 @@ cdef enum:
                                # grown past 3/4 full; half full at the most, it starts afresh
     INLINE_IDS = 4             # ids a chunk table entry holds; a longer result goes to ``spill``
     SPILLED = 7                # the id count of an entry whose ids are in ``spill``
+    SPILL_PAD = 16             # zeros after the last ids in ``spill``: any entry's 16 ids can be read
+                               # at once (a chunk of at most 15 bytes has at most 15 ids)
     CACHE_MAX_BYTES = 255      # longer chunks are rare: not cached
     LONG_STORE_RESERVE = 1 << 22   # words the long-chunk store reserves at once (16 MB of address
                                # space, its pages touched only as it fills: no copy as it grows)
@@ -139,26 +142,31 @@ cdef inline const Packed* table_lookup(ChunkTable* c, uint64_t k0, uint64_t k1, 
         j = (j + 1) & mask
 
 
-cdef inline size_t table_emit_home(const Packed* table, int bits, const uint64_t* key0, const uint64_t* key1,
-                                   const uint64_t* hashes, size_t q, size_t m, uint32_t* ids,
-                                   size_t* size) noexcept nogil:
+cdef inline size_t table_emit_home(const Packed* table, int bits, const uint32_t* spill, const uint64_t* key0,
+                                   const uint64_t* key1, const uint64_t* hashes, size_t q, size_t m,
+                                   uint32_t* ids, size_t* size) noexcept nogil:
     """Chunks q, q + 1, ... (packed keys key0/key1, their hashes) found in their home line (two
-    entries) with their ids inline: their ids appended to ids (size advanced; four stored at
-    once: the caller has room for each chunk's bytes and INLINE_IDS more). Returns the first
-    chunk that is not such a one (m if all are): the caller takes it the long way. The loop
-    of the common case, alone so that its state stays in registers. A long chunk's key1 is 0
-    and its key0 not 0: no entry matches it (a free one is all 0, a taken one has a length)."""
+    entries): their ids appended to ids (size advanced), copied SPILL_PAD at a time, inline or
+    from the spill (the caller has room for each chunk's bytes and SPILL_PAD more). Returns the
+    first chunk that is not such a one (m if all are), for the caller to take the long way. The
+    loop of the common case, alone so that its state stays in registers. A long chunk's key1
+    is 0: it stops the loop before its home line, which was never asked for, is read."""
     cdef size_t n = size[0]
     cdef const Packed* x
-    cdef uint64_t k1
-    while q < m and key1[q] != 0:      # (a long chunk's home line was never asked for)
+    cdef uint64_t k1, count
+    while q < m and key1[q] != 0:
         x = &table[packed_slot(hashes[q], bits)]
         x += <size_t>((x.k0 != key0[q]) | ((x.k1 & PACKED_KEY_MASK) != key1[q]))      # no branch
         k1 = x.k1
-        if x.k0 != key0[q] or (k1 & PACKED_KEY_MASK) != key1[q] or (k1 >> 60) > INLINE_IDS:
+        if x.k0 != key0[q] or (k1 & PACKED_KEY_MASK) != key1[q]:
             break
-        memcpy(ids + n, x.ids, INLINE_IDS * sizeof(uint32_t))
-        n += k1 >> 60
+        count = k1 >> 60
+        if count <= INLINE_IDS:
+            memcpy(ids + n, x.ids, INLINE_IDS * sizeof(uint32_t))
+        else:                               # SPILLED (at most 15 ids: SPILL_PAD read at once)
+            memcpy(ids + n, spill + x.ids[0], SPILL_PAD * sizeof(uint32_t))
+            count = x.ids[1]
+        n += count
         q += 1
     size[0] = n
     return q
@@ -195,7 +203,7 @@ cdef inline size_t table_room(const ChunkTable* c) noexcept nogil:
 cdef inline void table_insert(ChunkTable* c, uint64_t k0, uint64_t k1, uint64_t h, const int32_t* syms,
                               size_t count, const int32_t* ext) noexcept nogil:
     """Remember the ids (ext of syms) of a chunk not in the table (none if out of memory)."""
-    cdef size_t j, mask, i
+    cdef size_t j, mask, i, at
     cdef Packed* x
     if c.used + 1 > table_room(c) and table_grow(c) != 0:
         return
@@ -211,9 +219,11 @@ cdef inline void table_insert(ChunkTable* c, uint64_t k0, uint64_t k1, uint64_t 
             x.ids[i] = <uint32_t>ext[syms[i]]
         x.k1 = k1 | (<uint64_t>count << 60)
     else:
-        x.ids[0], x.ids[1] = <uint32_t>c.spill.size(), <uint32_t>count
+        at = c.spill.size() - SPILL_PAD if c.spill.size() else 0     # (over the pad of zeros)
+        c.spill.resize(at + count + SPILL_PAD)
         for i in range(count):
-            c.spill.push_back(<uint32_t>ext[syms[i]])
+            c.spill[at + i] = <uint32_t>ext[syms[i]]
+        x.ids[0], x.ids[1] = <uint32_t>at, <uint32_t>count
         x.k1 = k1 | (<uint64_t>SPILLED << 60)
     c.used += 1
 
