@@ -23,8 +23,8 @@ from libc.string cimport memcpy, memset
 from libcpp.vector cimport vector
 
 from ._cpu cimport prefetch
-from ._encode_hash cimport (Slot, slot_of, same_bytes, Packed, PACKED_KEY_MASK, big_alloc, packed_hash,
-                            packed_slot)
+from ._encode_hash cimport (Slot, slot_of, same_bytes, Packed, PACKED_KEY_MASK, advise_huge, big_alloc,
+                            packed_hash, packed_slot)
 
 cdef enum:
     CACHE_MIN_BITS = 10        # the cache of chunks over 15 bytes (LongCache):
@@ -268,8 +268,9 @@ cdef inline void long_add(LongCache* c, uint64_t h, const uint8_t* s, size_t n, 
     if 2 * (c.size + 1) > ((<size_t>1 << c.bits) if c.slots != NULL else 0) and long_grow(c) != 0:
         return
     at = c.store.size()
-    if c.store.capacity() == 0:
-        c.store.reserve(LONG_STORE_RESERVE)
+    if at + 1 + count + ((n + 3) >> 2) > c.store.capacity():    # (grown here, on huge pages)
+        c.store.reserve(max(2 * c.store.capacity(), <size_t>LONG_STORE_RESERVE))
+        advise_huge(c.store.data(), c.store.capacity() * sizeof(uint32_t))
     c.store.push_back(<uint32_t>count)
     for i in range(count):
         c.store.push_back(<uint32_t>ext[syms[i]])
@@ -293,10 +294,11 @@ cdef inline int long_grow(LongCache* c) noexcept nogil:
         c.store.clear()
         c.size = 0
         return 0
-    c.slots = <Slot*>calloc(<size_t>1 << bits, sizeof(Slot))
+    c.slots = <Slot*>big_alloc((<size_t>1 << bits) * sizeof(Slot))
     if c.slots == NULL:
         c.slots = old
         return -1
+    memset(c.slots, 0, (<size_t>1 << bits) * sizeof(Slot))
     c.bits = bits
     mask = (<size_t>1 << bits) - 1
     for i in range(old_size):

@@ -240,9 +240,22 @@ cdef extern from *:
     #endif
         return malloc(bytes ? bytes : 1);
     }
+    /* Ask for huge pages for the whole 2 MB pages inside [p, p + bytes) of memory someone else
+       allocated (a std::vector's), before they are touched: a hint, fine if refused. */
+    static inline void bpe_advise_huge(void* p, size_t bytes) {
+    #if defined(__linux__) && defined(MADV_HUGEPAGE)
+        size_t huge = (size_t)2 << 20;
+        uintptr_t from = ((uintptr_t)p + huge - 1) & ~(uintptr_t)(huge - 1);
+        uintptr_t to = ((uintptr_t)p + bytes) & ~(uintptr_t)(huge - 1);
+        if (to > from) (void)madvise((void*)from, to - from, MADV_HUGEPAGE);
+    #else
+        (void)p; (void)bytes;
+    #endif
+    }
     """
     const uint64_t PACKED_KEY_MASK "BPE_PACKED_KEY_MASK"
     void* big_alloc "bpe_big_alloc"(size_t bytes) nogil
+    void advise_huge "bpe_advise_huge"(void* p, size_t bytes) nogil
 
 
 cdef struct Packed:
