@@ -18,7 +18,7 @@ that made the table, which outlives it.
 where the chunk's token count, its ids and its bytes follow. When full it starts afresh.
 """
 from libc.stdint cimport int32_t, uint8_t, uint32_t, uint64_t
-from libc.stdlib cimport calloc, free
+from libc.stdlib cimport free
 from libc.string cimport memcpy, memset
 from libcpp.vector cimport vector
 
