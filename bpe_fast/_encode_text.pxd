@@ -135,7 +135,9 @@ cdef extern from *:
         return count;
     }
     /* Blocks of 16 code points of the kind from *at while no surrogate is among them: their
-       UTF-8 to out; its length (*at: past the blocks taken). */
+       UTF-8 to out; its length (*at: past the blocks taken). A block all ASCII is stored as its
+       low bytes, and runs of ASCII go 64 (kind 1) or 32 (kind 2) at a time: code and markup
+       are mostly ASCII even in a str that is not (0.9x the converter's time on C sources). */
     BPE_UTF8_TARGET
     static size_t bpe_utf8_blocks(const void* data, int kind, size_t n, size_t* at, unsigned char* out) {
         size_t i = *at, k = 0;
@@ -144,6 +146,15 @@ cdef extern from *:
         __m512i c;
         while (i + 16 <= n) {
             if (kind == 1) {
+                while (i + 64 <= n) {                           /* runs of ASCII, 64 at a time */
+                    __m512i w = _mm512_loadu_si512((const void*)((const uint8_t*)data + i));
+                    if (_mm512_movepi8_mask(w))
+                        break;
+                    _mm512_storeu_si512((void*)(out + k), w);
+                    i += 64; k += 64;
+                }
+                if (i + 16 > n)
+                    break;
                 __m128i v = _mm_loadu_si128((const __m128i*)((const uint8_t*)data + i));
                 if (_mm_movemask_epi8(v) == 0) {                /* all ASCII: as they are */
                     _mm_storeu_si128((__m128i*)(out + k), v);
@@ -152,6 +163,15 @@ cdef extern from *:
                 }
                 c = _mm512_cvtepu8_epi32(v);
             } else if (kind == 2) {
+                while (i + 32 <= n) {                           /* runs of ASCII, 32 at a time */
+                    __m512i w = _mm512_loadu_si512((const void*)((const uint16_t*)data + i));
+                    if (_mm512_cmpge_epu16_mask(w, _mm512_set1_epi16(0x80)))
+                        break;
+                    _mm256_storeu_si256((__m256i*)(out + k), _mm512_cvtepi16_epi8(w));
+                    i += 32; k += 32;
+                }
+                if (i + 16 > n)
+                    break;
                 __m256i v = _mm256_loadu_si256((const __m256i*)((const uint16_t*)data + i));
                 if (_mm256_cmpge_epu16_mask(v, _mm256_set1_epi16(0x80)) == 0) {
                     _mm_storeu_si128((__m128i*)(out + k), _mm256_cvtepi16_epi8(v));
@@ -163,6 +183,11 @@ cdef extern from *:
                 c = _mm512_cvtepu16_epi32(v);
             } else {
                 c = _mm512_loadu_si512((const void*)((const uint32_t*)data + i));
+                if (_mm512_cmpge_epu32_mask(c, _mm512_set1_epi32(0x80)) == 0) {    /* all ASCII */
+                    _mm_storeu_si128((__m128i*)(out + k), _mm512_cvtepi32_epi8(c));
+                    i += 16; k += 16;
+                    continue;
+                }
                 if (_mm512_cmplt_epu32_mask(_mm512_sub_epi32(c, surrogate32), span32))
                     break;
             }

@@ -1,7 +1,7 @@
 """Python str -> UTF-8 in C (``_encode_text.pxd``: ``bpe_to_utf8``, ``bpe_utf8_size``), which the
 encoder and the packing of iterator documents use on any str that is not ASCII. With AVX-512
 VBMI2 the converter takes 16 code points of any width at a time (a block holding a surrogate one
-character at a time); elsewhere it takes blocks of 4, 8 or 16 bytes of code points whole when
+character at a time; runs of ASCII 64 or 32 at a time in a str of 1 or 2 bytes a character); elsewhere it takes blocks of 4, 8 or 16 bytes of code points whole when
 they are all ASCII (or, for 2-byte code points, all of UTF-8's 2-byte range) and the other blocks
 one character at a time. The packer's tests take both routes (``route``). These
 texts are runs of every width, of any length, so that every kind of block meets every other at
@@ -91,3 +91,18 @@ def test_the_encoder_converts_runs_of_every_width_and_surrogates_as_tiktoken_wou
 def test_a_surrogate_anywhere_leaves_the_batch_unpacked(text, at):
     at = min(at, len(text))
     assert pack_documents(["ok", text[:at] + "\udc00" + text[at:]]) is None
+
+
+@pytest.mark.parametrize("other", ["é", "Ā", "中", "😀"], ids=["latin1", "two-byte", "three-byte", "four-byte"])
+def test_long_ascii_runs_in_a_str_of_every_kind(route, other):
+    """A str of any kind mostly ASCII (code, markup) has its ASCII runs taken 64 (kind 1), 32
+    (kind 2) or 16 (kind 4) code points at a time: runs of every length about those widths, from
+    every offset, each between characters of the str's kind."""
+    for lead in range(18):
+        for run in (15, 16, 17, 31, 32, 33, 63, 64, 65, 100, 129, 200):
+            text = other * lead + "".join(chr(33 + (i * 7) % 94) for i in range(run)) + other + "x" * run
+            size = len(text.encode())
+            out = np.full(size + 16, 0xA5, np.uint8)
+            assert utf8_into(text, out) == size
+            assert out[:size].tobytes() == text.encode(), (lead, run)
+            assert (out[size:] == 0xA5).all()
