@@ -1,12 +1,13 @@
 """Python str -> UTF-8 in C (``_encode_text.pxd``: ``bpe_to_utf8``, ``bpe_utf8_size``), which the
 encoder and the packing of iterator documents use on any str that is not ASCII. With AVX-512
 VBMI2 the converter takes 16 code points of any width at a time (a block holding a surrogate one
-character at a time; runs of ASCII 64 or 32 at a time in a str of 1 or 2 bytes a character); elsewhere it takes blocks of 4, 8 or 16 bytes of code points whole when
-they are all ASCII (or, for 2-byte code points, all of UTF-8's 2-byte range) and the other blocks
-one character at a time. The packer's tests take both routes (``route``). These
-texts are runs of every width, of any length, so that every kind of block meets every other at
-every offset, with surrogates (pairs and lone ones) across the blocks' edges. Held to Python's
-own encoder: ``str.encode``, and for surrogates ``Tokenizer._utf8`` (tiktoken's fallback)."""
+character at a time; runs of ASCII 64 or 32 at a time in a str of 1 or 2 bytes a character);
+elsewhere it takes blocks of 4, 8 or 16 bytes of code points whole when they are all ASCII (or,
+for 2-byte code points, all of UTF-8's 2-byte range) and the other blocks one character at a
+time. The packer's tests take both routes (``route``). These texts are runs of every width, of
+any length, so that every kind of block meets every other at every offset, with surrogates
+(pairs and lone ones) across the blocks' edges. Held to Python's own encoder: ``str.encode``,
+and for surrogates ``Tokenizer._utf8`` (tiktoken's fallback)."""
 from __future__ import annotations
 
 import functools
