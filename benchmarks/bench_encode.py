@@ -1,12 +1,18 @@
-"""Encoding speed: bpe_fast against tiktoken and the fast exact encoders on PyPI, same process,
-same vocabulary, same text, ids checked identical to tiktoken's.
-
-The headline, the job users run when they prepare data (each library in a fresh process, a text it
-has never seen encoded once, loading timed apart), is ``bench_encode_once.py``; the figures here,
-repeated calls whose chunks the caches already hold, are the secondary ones (RESULTS.md).
+"""Encoding speed: bpe_fast against tiktoken and the fast exact encoders on PyPI, same vocabulary,
+same text, ids checked identical to tiktoken's.
 
     python benchmarks/bench_encode.py [--encoding cl100k_base] [--repeats 7] [--threads 2]
-                                      [--only single,batch,cold] [--fresh] [--peers gigatoken,...]
+                                      [--only once,single,batch,cold] [--fresh] [--peers gigatoken,...]
+
+* once (the headline, first): the job users run when they prepare data: each library in a fresh
+  process loads the tokenizer (timed apart) and encodes the text once, never seen before, in
+  pieces of ~1 MiB, on one thread and as a batch on --threads (``bench_encode_once.py`` on the
+  same text, at most 3 repeats; tiktoken, and of --peers gigatoken, splintr and the other new
+  encoders on PyPI, bpe_openai, wordchipper and tokie, those installed). Give it
+  corpora unlike each other (``make_corpus.py --kind zipf|code|scripts``, C sources) with --text,
+  or run ``bench_encode_once.py`` on several at once.
+* The modes below are repeated calls in one process, whose chunks the caches already hold after
+  the first: the secondary figures (RESULTS.md).
 
 The text is mix33 (big, tinyshakespeare, code_python and multilingual/*, ~33 MB; see mix33.py),
 or --text FILE. Peers that are installed take part, each loading the real vocabulary from the
@@ -46,10 +52,12 @@ into its parts.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -57,6 +65,7 @@ from typing import Any, Callable
 from mix33 import corpus_dir, mix33_files  # benchmarks/ is on sys.path
 
 PEERS = ["tiktoken", "gigatoken", "fastokens", "toktok", "quicktok", "splintr"]
+ONCE_PEERS = ["gigatoken", "splintr", "bpe_openai", "wordchipper", "tokie"]    # what bench_encode_once.py runs
 
 
 def set_threads(threads: int) -> None:
@@ -102,6 +111,8 @@ def load_peers(encoding: str, wanted: list[str]) -> dict:
         "splintr": lambda: __import__("splintr").Tokenizer.from_pretrained(encoding),
     }
     for name in wanted:
+        if name not in makers:          # the new encoders: in the once mode only
+            continue
         try:
             peers[name] = makers[name]()
         except ImportError:
@@ -297,6 +308,21 @@ def run_cold(args, names: list[str], size_mb: float) -> None:
         print(f"| {name} | {t:.3f} | {size_mb / t:.1f} | {f'{median[base] / t:.2f}x' if base else ''} |")
 
 
+def run_once(args) -> None:
+    """The headline: bench_encode_once.py on this text (mix33 written to a scratch file if no
+    --text), each library in a fresh process, the text encoded once."""
+    libs = ["bpe_fast", "tiktoken"] + [p for p in ONCE_PEERS if p in args.peers and importlib.util.find_spec(p)]
+    with tempfile.TemporaryDirectory(prefix="bench-encode-once-") as scratch:
+        path = Path(args.text) if args.text else Path(scratch) / "mix33.txt"
+        if not args.text:
+            path.write_text(read_text(args), encoding="utf-8", newline="")
+        print(f"once: {args.encoding} on {args.text or 'mix33'}, each library in a fresh process "
+              f"(bench_encode_once.py): {', '.join(libs)}", flush=True)
+        subprocess.run([sys.executable, str(Path(__file__).with_name("bench_encode_once.py")), str(path),
+                        "--encodings", args.encoding, "--libs", ",".join(libs), "--repeats",
+                        str(min(args.repeats, 3)), "--threads", str(args.threads)], check=True)
+
+
 def child_args(args) -> list[str]:
     out = ["--encoding", args.encoding, "--repeats", str(args.repeats), "--threads", str(args.threads),
            "--peers", ",".join(args.peers)]
@@ -349,9 +375,10 @@ def main() -> int:
     ap.add_argument("--encoding", default="cl100k_base", choices=["cl100k_base", "o200k_base"])
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="for batch")
-    ap.add_argument("--only", default="single,batch,cold", help="comma-separated modes")
+    ap.add_argument("--only", default="once,single,batch,cold", help="comma-separated modes")
     ap.add_argument("--fresh", action="store_true", help="a new str (no cached UTF-8) for every timed call")
-    ap.add_argument("--peers", default=",".join(PEERS), help="comma-separated peers to load, if installed")
+    ap.add_argument("--peers", default=",".join(PEERS + ONCE_PEERS[2:]),
+                    help="comma-separated peers to load, if installed (bpe_openai, wordchipper, tokie: once only)")
     ap.add_argument("--tiktoken", action="store_true", help="time tiktoken too (slow); it checks the ids either way")
     ap.add_argument("--text", help="a UTF-8 file to encode instead of mix33")
     ap.add_argument("--corpus-dir", help="where mix33's files are (default: the shared corpora)")
@@ -361,7 +388,14 @@ def main() -> int:
     if args.cold_child:
         cold_child(args)
         return 0
+    unknown = set(args.only.split(",")) - {"once", "cold", "single", "batch"}
+    if unknown:
+        raise SystemExit(f"--only: unknown mode(s) {', '.join(sorted(unknown))} (known: once, cold, single, batch)")
+    if "once" in args.only.split(","):
+        run_once(args)
     modes = [m for m in ("cold", "single", "batch") if m in args.only.split(",")]
+    if not modes:
+        return 0
     if "single" in modes and "batch" in modes:      # rayon's pool is sized once per process
         for mode in ("cold", "single", "batch"):
             if mode in modes:

@@ -227,6 +227,23 @@ def test_bench_new_chunks_times_merging_against_backtracking(tmp_path):
 
 
 @needs_vocabs
+def test_bench_encode_headline_is_the_text_encoded_once_in_fresh_processes(tmp_path):
+    """bench_encode.py's once mode (issue 30's headline) runs bench_encode_once.py on its text:
+    one thread and a batch, each library in a fresh process, ids checked against tiktoken."""
+    need("tiktoken")
+    text = tmp_path / "text.txt"
+    text.write_text(small_text(), encoding="utf-8")
+    done = run_script("bench_encode.py", "--text", str(text), "--only", "once", "--repeats", "1", "--peers", "",
+                      BPE_FAST_VOCABS=str(vocab_dir()))
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"text\.txt .* single$", done.stdout, re.M) and re.search(r"batch \(\d+ threads\)$",
+                                                                                done.stdout, re.M), done.stdout
+    rows = [line for line in done.stdout.splitlines() if line.startswith(("bpe_fast ", "tiktoken "))]
+    assert len(rows) == 4 and not any("DIFFERENT" in row for row in rows), done.stdout
+    assert "| bpe_fast array |" not in done.stdout      # the repeated-call modes were not asked for
+
+
+@needs_vocabs
 def test_bench_encode_once_checks_ids_against_tiktoken(tmp_path):
     need("tiktoken")
     text = tmp_path / "text.txt"
