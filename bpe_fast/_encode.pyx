@@ -31,7 +31,7 @@ cimport cython
 import numpy as np
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.number cimport PyNumber_Index
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, realloc
 from libc.string cimport memchr, memcmp, memcpy, memset
 from libcpp.string cimport string
@@ -42,8 +42,8 @@ from ._encode_batch cimport (Blocks, BlockLog, blocks_first_bad, blocks_gather, 
 from ._encode_bpe cimport (Compat, Reachable, bpe_chunk, compat_free, compat_widen, compatible,
                            reachable_build, reachable_free, reachable_init, reachable_load)
 from ._encode_cache cimport (CACHE_MAX_BYTES, INLINE_IDS, SPILL_PAD, SPILLED, TABLE_MAX_BITS, ChunkTable,
-                             LongCache, long_add, long_ask, long_find, long_free, table_emit_home, table_free, table_grow_to,
-                             table_insert, table_lookup, table_start)
+                             LongCache, long_add, long_ask, long_find, long_free, table_emit_home, table_free,
+                             table_grow_to, table_insert, table_lookup, table_start)
 from ._encode_hash cimport (PairSlot, slot_of, pair_of, pairtable_add, pairtable_free, pairtable_init, Packed,
                             PACKED_KEY_MASK, PACKED_MAX_BYTES, big_alloc, bytes_hash, pack_key, packed_hash,
                             packed_slot)
@@ -380,20 +380,20 @@ cdef class MergeEncoder:
 
         BATCH chunks at a time, in two passes. The first splits them off (split_next), packs each
         short one's key, hashes it and asks for its chunk table entry (a long one: its slot of the
-        long-chunk cache); the second looks them up. The entries, which would each be a wait for
-        memory, arrive while the splitter runs. A chunk found in its home cache line (two entries), with its ids
-        inline, is emitted here (four ids stored at once, the count added: room was reserved for
-        the batch; runs of such chunks by table_emit_home, whose loop keeps its state in registers:
-        0.90x the time of a pass over C code); everything else goes through encode_short or
-        encode_long (a long chunk's stored ids are asked for once the first pass is done). A BoundlessBPE
-        tokenizer then merges runs of chunks that are one unit each (run_step), chunk by chunk
-        in the second pass, so that the splitter keeps one call site and stays inlined."""
+        long-chunk cache, then, once the pass is done, its stored ids); the second looks them up.
+        The entries, which would each be a wait for memory, arrive while the splitter runs. Runs
+        of chunks found in their home cache line (two entries) are emitted by table_emit_home,
+        whose loop keeps its state in registers (0.90x the time of a pass over C code; room for
+        the batch's ids is reserved first); everything else is taken here one chunk at a time,
+        through encode_short or encode_long. A BoundlessBPE tokenizer then merges runs of chunks
+        that are one unit each (run_step), chunk by chunk in the second pass, so that the
+        splitter keeps one call site and stays inlined."""
         cdef size_t start[BATCH]
         cdef uint32_t length[BATCH]
         cdef uint64_t key0[BATCH]
         cdef uint64_t key1[BATCH]
         cdef uint64_t hashes[BATCH]
-        cdef uint8_t longs[BATCH]
+        cdef uint16_t longs[BATCH]                # the long chunks among them
         cdef size_t i = 0, j, m, q, first, k, n_long
         cdef uint64_t count
         cdef int pattern = self.pattern, bits
@@ -422,7 +422,7 @@ cdef class MergeEncoder:
                 else:
                     key0[m], key1[m] = 1, 0     # a long chunk: matches no entry (table_emit_home)
                     hashes[m] = bytes_hash(s + i, j - i, end)
-                    longs[n_long] = <uint8_t>m
+                    longs[n_long] = <uint16_t>m
                     n_long += 1
                     if w.cache.longer.slots != NULL:    # (the whole-token table: only on a miss there)
                         prefetch(&w.cache.longer.slots[slot_of(hashes[m], w.cache.longer.bits)])
