@@ -375,7 +375,8 @@ def main() -> int:
     ap.add_argument("--encoding", default="cl100k_base", choices=["cl100k_base", "o200k_base"])
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="for batch")
-    ap.add_argument("--only", default="once,single,batch,cold", help="comma-separated modes: once (the headline), single, batch, cold")
+    ap.add_argument("--only", default="once,single,batch,cold",
+                    help="comma-separated modes: once (the headline), single, batch, cold")
     ap.add_argument("--fresh", action="store_true", help="a new str (no cached UTF-8) for every timed call")
     ap.add_argument("--peers", default=",".join(PEERS + ONCE_PEERS[2:]),
                     help="comma-separated peers to load, if installed (bpe_openai, wordchipper, tokie: once only)")
