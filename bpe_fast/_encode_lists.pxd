@@ -9,6 +9,8 @@ from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 from libc.stdint cimport int64_t, uint32_t
 from libc.stdlib cimport calloc, free
 
+from ._encode_hash cimport advise_huge        # (its C block, bpe_advise_huge, comes before this one's)
+
 cdef extern from *:
     """
     #include <stdint.h>
@@ -79,14 +81,11 @@ cdef extern from *:
     static PyObject* bpe_new_list(Py_ssize_t n) {
     #if defined(__linux__) && defined(MADV_HUGEPAGE) && !defined(Py_GIL_DISABLED)
         if (n >= BPE_HUGE_LIST_ITEMS && (size_t)n < PY_SSIZE_T_MAX / sizeof(PyObject*)) {
-            size_t bytes = (size_t)n * sizeof(PyObject*), huge = (size_t)2 << 20;
+            size_t bytes = (size_t)n * sizeof(PyObject*);
             PyObject** items = (PyObject**)PyMem_Malloc(bytes);
             PyObject* list;
-            uintptr_t from, to;
             if (items == NULL) return PyErr_NoMemory();
-            from = ((uintptr_t)items + huge - 1) & ~(uintptr_t)(huge - 1);
-            to = ((uintptr_t)items + bytes) & ~(uintptr_t)(huge - 1);
-            if (to > from) (void)madvise((void*)from, to - from, MADV_HUGEPAGE);   /* a hint */
+            bpe_advise_huge(items, bytes);                      /* (_encode_hash.pxd: a hint) */
             memset(items, 0, bytes);                            /* (NULL items until filled) */
             list = PyList_New(0);
             if (list == NULL) {
