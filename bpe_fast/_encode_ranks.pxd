@@ -151,7 +151,6 @@ cdef extern from *:
     BPE_VECTOR static inline __attribute__((always_inline))
     size_t bpe_merge_lanes(const int32_t* grid, const uint64_t* slots, int bits,
                            const uint8_t* s, size_t n, int32_t* out) {
-        const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
         const __m512i none = _mm512_set1_epi32(0x7FFFFFFF), zero = _mm512_setzero_si512();
         __m512i sv[V], rv[V];
         uint64_t live = (1ULL << n) - 1, pairs = live >> 1;
