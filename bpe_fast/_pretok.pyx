@@ -16,9 +16,9 @@ PATTERN_IDS = NATIVE_IDS
 
 def _simd_level(level=None):
     """Which classifier this module's windows use (0 SSE2, 1 AVX2, 2 AVX-512BW, 3 AVX-512BW with
-    letters outside ASCII); with ``level``,
-    use that one from now on (at most what the processor has) and return the one before. For
-    tests, which take every route on one machine: each extension decides for itself."""
+    letters outside ASCII); with ``level``, use that one from now on (at most what the processor
+    has) and return the one before. For tests, which take every route on one machine: each
+    extension decides for itself."""
     if level is None:
         return simd_level()
     return set_simd_level(level)
