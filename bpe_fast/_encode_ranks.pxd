@@ -41,7 +41,10 @@ vector steps: the least (rank << 6 | lane) for the merge, a masked shift for the
 compared at once for each probe. Two more things shorten the chain of waits from one merge to the
 next: the least of the pairs a merge leaves alone is found while its two new pairs are looked
 up (the next merge is then the least of three numbers), and the symbols either side of the merge
-are read before the lanes move. benchmarks/RESULTS.md, "Encode once (3)", has the measurements.
+are read before the lanes move. And the slots the next merge will probe are asked for early, on
+the guess that it is that least untouched pair (BPE_SPECULATE; a wrong guess costs two prefetches:
+new zipf chunks 0.92-0.95x the time with o200k_base, whose 4 MB table is bigger than L2,
+0.95-1.0x with cl100k_base). benchmarks/RESULTS.md, "Encode once (3)" and "(6)", has the measurements.
 """
 from libc.stdint cimport int32_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc
@@ -96,6 +99,9 @@ cdef extern from *:
     #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     #include <immintrin.h>
     #define BPE_MERGE_VECTOR 1
+    #ifndef BPE_SPECULATE          /* (0: the same merges, without the guessed prefetches) */
+    #define BPE_SPECULATE 1
+    #endif
     /* Can this CPU run bpe_merge_vector? (AVX-512 F, BW, VL: Intel since 2017, AMD since Zen 4.) */
     static int bpe_merge_vector_ok(void) {
         __builtin_cpu_init();
@@ -188,6 +194,32 @@ cdef extern from *:
                     _mm512_permutex2var_epi32(sv[2 % V], where, zero));
             __m128i lr = _mm512_castsi512_si128(around);
             uint32_t left = (uint32_t)_mm_cvtsi128_si32(lr), right = (uint32_t)_mm_extract_epi32(lr, 1);
+    #if BPE_SPECULATE
+            /* The next merge is most often the least untouched pair: ask now for the slots its
+               two lookups will read, while this merge's own are on their way. */
+            if (untouched < 0xFFFFFFC0u) {
+                unsigned ub = untouched & 63;
+                int32_t made = (int32_t)(untouched >> 6);
+                __m512i where2 = _mm512_castsi128_si512(_mm_setr_epi32((int)ub - 1, (int)ub + 2, 0, 0));
+                __m512i around2;
+                if (V == 1)
+                    around2 = _mm512_permutexvar_epi32(where2, sv[0]);
+                else if (V == 2)
+                    around2 = _mm512_permutex2var_epi32(sv[0], where2, sv[V - 1]);
+                else
+                    around2 = _mm512_mask_blend_epi32(
+                        _mm512_cmpge_epu32_mask(_mm512_and_si512(where2, _mm512_set1_epi32(63)), _mm512_set1_epi32(32)),
+                        _mm512_permutex2var_epi32(sv[0], where2, sv[1 % V]),
+                        _mm512_permutex2var_epi32(sv[2 % V], where2, zero));
+                __m128i lr2 = _mm512_castsi512_si128(around2);
+                uint32_t left2 = (uint32_t)_mm_cvtsi128_si32(lr2), right2 = (uint32_t)_mm_extract_epi32(lr2, 1);
+                left2 = ub == best + 2 ? (uint32_t)low : left2;
+                right2 = ub + 2 == best ? (uint32_t)low : right2;
+                uint64_t kl = ((uint64_t)left2 << 21) | (uint32_t)made, kr = ((uint64_t)(uint32_t)made << 21) | right2;
+                __builtin_prefetch(slots + (size_t)((kl * 0x9E3779B97F4A7C15ULL) >> (64 - bits)));
+                __builtin_prefetch(slots + (size_t)((kr * 0x9E3779B97F4A7C15ULL) >> (64 - bits)));
+            }
+    #endif
             for (int k = 0; k < V; k++) {
                 __mmask16 moved = (__mmask16)(above >> (16 * k));
                 sv[k] = _mm512_mask_mov_epi32(sv[k], moved, _mm512_alignr_epi32(k + 1 < V ? sv[k + 1] : zero, sv[k], 1));
