@@ -218,6 +218,25 @@ def test_long_strs_encoded_in_blocks_as_whole(pattern, kind):
     assert tok.decode(expected) == text
 
 
+@pytest.mark.parametrize("kind", ["ascii", "ucs2"])
+def test_strs_with_more_ids_than_encode_reserves_for(kind):
+    """A str's ids are reserved at once for one id per 2 ASCII bytes, or one per character
+    elsewhere; bytes no merge joins (control characters, CJK the training never saw) give one
+    id per byte, more than that, and the buffer grows mid-str: still tiktoken's ids."""
+    tok = trained("cl100k")
+    rng = random.Random(kind)
+    if kind == "ascii":
+        text = "".join(rng.choice("\x01\x02\x03\x04\x05\x06") for _ in range(200_000))
+        reserved = len(text) // 2 + 64
+    else:
+        text = "".join(chr(rng.randrange(0x4E00, 0x9FFF)) for _ in range(100_000))
+        reserved = len(text) + 64
+    expected = oracle(tok).encode_ordinary(text)
+    assert len(expected) > reserved
+    assert tok.encode_to_numpy(text, disallowed_special=()).tolist() == expected
+    assert tok.encode_ordinary(text) == expected
+
+
 @pytest.mark.parametrize("pattern", ["gpt2", "cl100k", "o200k"])
 @pytest.mark.parametrize("newline", [".\n/", " \n", "\n\n", "\t\n", "\n ", "\r\n", "\n\u3000", "-\n"])
 def test_blocks_are_cut_only_where_a_chunk_ends(pattern, newline):
