@@ -148,6 +148,27 @@ cdef extern from *:
         return _mm512_reduce_min_epu32(p);
     }
 
+    /* Lanes i and j of the chunk's symbols, held in V vectors (i = -1 wraps, a lane past the
+       chunk reads what is there: the caller ignores those). */
+    template <int V>
+    BPE_VECTOR static inline __attribute__((always_inline))
+    void bpe_two_lanes(const __m512i* sv, int i, int j, uint32_t* a, uint32_t* b) {
+        const __m512i zero = _mm512_setzero_si512();
+        __m512i where = _mm512_castsi128_si512(_mm_setr_epi32(i, j, 0, 0)), both;
+        if (V == 1)
+            both = _mm512_permutexvar_epi32(where, sv[0]);
+        else if (V == 2)
+            both = _mm512_permutex2var_epi32(sv[0], where, sv[V - 1]);
+        else
+            both = _mm512_mask_blend_epi32(
+                _mm512_cmpge_epu32_mask(_mm512_and_si512(where, _mm512_set1_epi32(63)), _mm512_set1_epi32(32)),
+                _mm512_permutex2var_epi32(sv[0], where, sv[1 % V]),
+                _mm512_permutex2var_epi32(sv[2 % V], where, zero));
+        __m128i lr = _mm512_castsi512_si128(both);
+        *a = (uint32_t)_mm_cvtsi128_si32(lr);
+        *b = (uint32_t)_mm_extract_epi32(lr, 1);
+    }
+
     /* merge_short for 2 <= n <= 16 * V bytes (V = 1, 2, 3) with the chunk held in registers:
        the symbols in V vectors of 16 int32, the rank of pair i (what symbols i, i + 1 merge
        into) in lane i of V more (0x7FFFFFFF where none). A merge: the least (rank << 6 | lane),
@@ -183,38 +204,16 @@ cdef extern from *:
             /* the symbols either side of the pair merged, read before the lanes move (lane
                best - 1 wraps when best is 0, lane best + 2 is past the chunk when the pair ends
                it: their ranks are not kept then) */
-            __m512i where = _mm512_castsi128_si512(_mm_setr_epi32((int)best - 1, (int)best + 2, 0, 0));
-            __m512i around;
-            if (V == 1)
-                around = _mm512_permutexvar_epi32(where, sv[0]);
-            else if (V == 2)
-                around = _mm512_permutex2var_epi32(sv[0], where, sv[V - 1]);
-            else
-                around = _mm512_mask_blend_epi32(
-                    _mm512_cmpge_epu32_mask(_mm512_and_si512(where, _mm512_set1_epi32(63)), _mm512_set1_epi32(32)),
-                    _mm512_permutex2var_epi32(sv[0], where, sv[1 % V]),
-                    _mm512_permutex2var_epi32(sv[2 % V], where, zero));
-            __m128i lr = _mm512_castsi512_si128(around);
-            uint32_t left = (uint32_t)_mm_cvtsi128_si32(lr), right = (uint32_t)_mm_extract_epi32(lr, 1);
+            uint32_t left, right;
+            bpe_two_lanes<V>(sv, (int)best - 1, (int)best + 2, &left, &right);
     #if BPE_SPECULATE
             /* The next merge is most often the least untouched pair (below): ask now for the slots
                its two lookups will read, while this merge's own are on their way. */
             if (untouched < 0xFFFFFFC0u) {
                 unsigned ub = untouched & 63;
                 int32_t made = (int32_t)(untouched >> 6);
-                __m512i where2 = _mm512_castsi128_si512(_mm_setr_epi32((int)ub - 1, (int)ub + 2, 0, 0));
-                __m512i around2;
-                if (V == 1)
-                    around2 = _mm512_permutexvar_epi32(where2, sv[0]);
-                else if (V == 2)
-                    around2 = _mm512_permutex2var_epi32(sv[0], where2, sv[V - 1]);
-                else
-                    around2 = _mm512_mask_blend_epi32(
-                        _mm512_cmpge_epu32_mask(_mm512_and_si512(where2, _mm512_set1_epi32(63)), _mm512_set1_epi32(32)),
-                        _mm512_permutex2var_epi32(sv[0], where2, sv[1 % V]),
-                        _mm512_permutex2var_epi32(sv[2 % V], where2, zero));
-                __m128i lr2 = _mm512_castsi512_si128(around2);
-                uint32_t left2 = (uint32_t)_mm_cvtsi128_si32(lr2), right2 = (uint32_t)_mm_extract_epi32(lr2, 1);
+                uint32_t left2, right2;
+                bpe_two_lanes<V>(sv, (int)ub - 1, (int)ub + 2, &left2, &right2);
                 left2 = ub == best + 2 ? (uint32_t)low : left2;
                 right2 = ub + 2 == best ? (uint32_t)low : right2;
                 uint64_t kl = ((uint64_t)left2 << 21) | (uint32_t)made, kr = ((uint64_t)(uint32_t)made << 21) | right2;
