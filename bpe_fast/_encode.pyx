@@ -656,7 +656,7 @@ cdef class MergeEncoder:
             raise ValueError("encode_text needs a named pattern's scanner (set_scanner) or set_no_split")
         cdef _Worker w = _Worker(self, False)
         if data.shape[0]:
-            w.ids.reserve(data.shape[0] // 3 + 16)
+            w.ids.reserve_guess(data.shape[0] // 3 + 16)
             with nogil:
                 self.encode_piece(&data[0], data.shape[0], &data[0] + data.shape[0], w)
         w.release()
@@ -676,7 +676,7 @@ cdef class MergeEncoder:
             # ones. Room that is never written costs no page; a reservation too small costs a copy
             # of the ids to fresh pages (a third of a pass's page faults on zipf, with 3 and 2).
             # From 4 MB on huge pages (_Ids.reserve): faulting them in costs little.
-            w.ids.reserve(<size_t>ref.length // (2 if ref.kind == 0 else 1) + 64)
+            w.ids.reserve_guess(<size_t>ref.length // (2 if ref.kind == 0 else 1) + 64)
         with nogil:
             bad = w.encode_ref(&ref, allowed, disallowed)
         w.release()
@@ -780,6 +780,18 @@ cdef class _Ids:
         free(self.data)
 
     cdef int reserve(self, size_t n) noexcept nogil:
+        """Room for n more ids; -1 if out of memory (the ids are then lost: ``failed``)."""
+        if self.grow(n) != 0:
+            self.failed = True
+            return -1
+        return 0
+
+    cdef int reserve_guess(self, size_t n) noexcept nogil:
+        """Room for n more ids if there is memory for them: a guess at what is needed, more than
+        will be used (untouched room costs no page); refused, the ids grow as they come."""
+        return self.grow(n)
+
+    cdef int grow(self, size_t n) noexcept nogil:
         """Room for n more ids; -1 if out of memory. A first reservation of megabytes takes
         huge pages where there are (big_alloc): faulting in the ids costs less."""
         cdef uint32_t* bigger
@@ -791,7 +803,6 @@ cdef class _Ids:
         else:
             bigger = <uint32_t*>realloc(self.data, n * sizeof(uint32_t))
         if bigger == NULL:
-            self.failed = True
             return -1
         self.data, self.capacity = bigger, n
         return 0

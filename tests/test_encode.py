@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import functools
 import random
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -235,6 +238,27 @@ def test_strs_with_more_ids_than_encode_reserves_for(kind):
     assert len(expected) > reserved
     assert tok.encode_to_numpy(text, disallowed_special=()).tolist() == expected
     assert tok.encode_ordinary(text) == expected
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="RLIMIT_AS and /proc/self/status are Linux's")
+def test_room_for_ids_refused_up_front_is_no_error():
+    """encode_str reserves room for a str's ids up front, a generous guess (one id per 2 ASCII
+    bytes); with the process's address space too small for the guess but not for the ids, the
+    ids grow as they come: the str is encoded, not a MemoryError. (Linux: RLIMIT_AS, VmSize.)"""
+    child = textwrap.dedent("""
+        import resource
+        import bpe_fast
+        tok = bpe_fast.train_from_iterator([" hello world" * 200], 300, pattern="cl100k")
+        text = " hello" * 20_000_000        # 120 MB: a guess of 60M ids (240 MB), 20M ids (80 MB) used
+        assert tok.encode_to_numpy(" hello hello", disallowed_special=()).tolist() == [tok.encode(" hello")[0]] * 2
+        size = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith("VmSize"))
+        resource.setrlimit(resource.RLIMIT_AS, (size + (180 << 20), resource.getrlimit(resource.RLIMIT_AS)[1]))
+        ids = tok.encode_to_numpy(text, disallowed_special=())
+        print(len(ids), len(set(ids[:1000].tolist())))
+    """)
+    run = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert run.stdout.split() == ["20000000", "1"]
 
 
 @pytest.mark.parametrize("pattern", ["gpt2", "cl100k", "o200k"])
