@@ -656,7 +656,7 @@ cdef class MergeEncoder:
             raise ValueError("encode_text needs a named pattern's scanner (set_scanner) or set_no_split")
         cdef _Worker w = _Worker(self, False)
         if data.shape[0]:
-            w.ids.reserve_guess(data.shape[0] // 3 + 16)
+            w.ids.grow(data.shape[0] // 3 + 16)
             with nogil:
                 self.encode_piece(&data[0], data.shape[0], &data[0] + data.shape[0], w)
         w.release()
@@ -676,7 +676,7 @@ cdef class MergeEncoder:
             # ones. Room that is never written costs no page; a reservation too small costs a copy
             # of the ids to fresh pages (a third of a pass's page faults on zipf, with 3 and 2).
             # From 4 MB on huge pages (_Ids.reserve): faulting them in costs little.
-            w.ids.reserve_guess(<size_t>ref.length // (2 if ref.kind == 0 else 1) + 64)
+            w.ids.grow(<size_t>ref.length // (2 if ref.kind == 0 else 1) + 64)
         with nogil:
             bad = w.encode_ref(&ref, allowed, disallowed)
         w.release()
@@ -786,14 +786,10 @@ cdef class _Ids:
             return -1
         return 0
 
-    cdef int reserve_guess(self, size_t n) noexcept nogil:
-        """Room for n more ids if there is memory for them: a guess at what is needed, more than
-        will be used (untouched room costs no page); refused, the ids grow as they come."""
-        return self.grow(n)
-
     cdef int grow(self, size_t n) noexcept nogil:
-        """Room for n more ids; -1 if out of memory. A first reservation of megabytes takes
-        huge pages where there are (big_alloc): faulting in the ids costs less."""
+        """Room for n more ids; -1 if out of memory, nothing lost (for a guess at the room a str
+        needs, which may be refused: the ids then grow as they come). A first reservation of
+        megabytes takes huge pages where there are (big_alloc): faulting in the ids costs less."""
         cdef uint32_t* bigger
         if self.size + n <= self.capacity:
             return 0
