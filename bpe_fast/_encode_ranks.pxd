@@ -41,11 +41,11 @@ vector steps: the least (rank << 6 | lane) for the merge, a masked shift for the
 compared at once for each probe. More things shorten the chain of waits from one merge to the
 next: the least of the pairs a merge leaves alone is found while its two new pairs are looked up,
 and the symbols either side of the merge are read before the lanes move. That least untouched
-pair is the next merge in 97-99% of merges (new chunks of generated prose and code, both
-encodings: a new pair made with the new symbol rarely comes earlier), so the choice of the next
-merge is a branch taken on that guess, which the core runs ahead on without waiting for the
-lookups (0.91-0.93x the time of a select), and the slots the guessed merge will probe are asked
-for early (BPE_SPECULATE; 0.92-0.96x more with o200k_base, whose 4 MB table is bigger than L2).
+pair is the next merge in 95-99% of merges (new chunks of generated prose, both encodings, and
+of generated code, cl100k_base: a new pair made with the new symbol rarely comes earlier), so the
+choice of the next merge is a branch taken on that guess, which the core runs ahead on without
+waiting for the lookups (new zipf chunks 0.89-0.98x the time of a select), and the slots the
+guessed merge will probe are asked for early (BPE_SPECULATE; 0.95-0.98x more on top of the branch).
 benchmarks/RESULTS.md, "Encode once (3)" and "(6)", has the measurements.
 """
 from libc.stdint cimport int32_t, uint8_t, uint64_t
@@ -239,10 +239,10 @@ cdef extern from *:
             untouched -= untouched < 0xFFFFFFC0u && (untouched & 63) > best;
             uint32_t new_right = ((uint32_t)with_right << 6) | best;
             uint32_t new_left = best ? (((uint32_t)with_left << 6) | (best - 1)) : 0xFFFFFFFFu;
-            /* The next merge: a branch, not a select. In 97-99% of merges it is the untouched pair
-               (new chunks of zipf and of code, both encodings), so the branch is predicted and the
-               core goes on to that merge without waiting for this one's lookups (a select waited
-               for them: 0.91-0.93x the time a new zipf chunk). The empty asm keeps the compiler
+            /* The next merge: a branch, not a select. In 95-99% of merges it is the untouched pair
+               (see the docstring), so the branch is predicted and the core goes on to that merge
+               without waiting for this one's lookups (a select waited for them: the branch takes
+               0.89-0.98x the time a new zipf chunk). The empty asm keeps the compiler
                from making it a select again. */
             uint32_t fresh = new_right < new_left ? new_right : new_left;
             if (__builtin_expect(fresh < untouched, 0)) {
