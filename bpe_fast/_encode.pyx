@@ -32,7 +32,7 @@ import numpy as np
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.number cimport PyNumber_Index
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
-from libc.stdlib cimport calloc, free, realloc
+from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memchr, memcmp, memcpy, memset
 from libcpp.string cimport string
 from libcpp.vector cimport vector
@@ -675,7 +675,7 @@ cdef class MergeEncoder:
             # (zipf: 2.85 with o200k_base); a token a character at most outside ASCII, but for rare
             # ones. Room that is never written costs no page; a reservation too small costs a copy
             # of the ids to fresh pages (a third of a pass's page faults on zipf, with 3 and 2).
-            # From 4 MB on huge pages (_Ids.reserve): faulting them in costs little.
+            # On ordinary pages, not huge ones (_Ids.grow says why).
             w.ids.grow(<size_t>ref.length // (2 if ref.kind == 0 else 1) + 64)
         with nogil:
             bad = w.encode_ref(&ref, allowed, disallowed)
@@ -788,14 +788,18 @@ cdef class _Ids:
 
     cdef int grow(self, size_t n) noexcept nogil:
         """Room for n more ids; -1 if out of memory, nothing lost (for a guess at the room a str
-        needs, which may be refused: the ids then grow as they come). A first reservation of
-        megabytes takes huge pages where there are (big_alloc): faulting in the ids costs less."""
+        needs, which may be refused: the ids then grow as they come). On ordinary pages, unlike
+        the tables (big_alloc): the ids are written once, in order, so huge pages save few TLB
+        misses, and a fresh huge page can cost far more than its 512 small ones (a virtual
+        machine that gave the host back its free memory fills all 2 MB at the first touch).
+        With ids on huge pages from 4 MB, a pass over 52 MB of many scripts in pieces of 1 Mi
+        characters (cl100k_base) took 0.27-0.38 s of system time, 0.06-0.10 s without."""
         cdef uint32_t* bigger
         if self.size + n <= self.capacity:
             return 0
         n = max(self.size + n, 2 * self.capacity)
         if self.data == NULL:
-            bigger = <uint32_t*>big_alloc(n * sizeof(uint32_t))
+            bigger = <uint32_t*>malloc(n * sizeof(uint32_t))
         else:
             bigger = <uint32_t*>realloc(self.data, n * sizeof(uint32_t))
         if bigger == NULL:
@@ -889,8 +893,7 @@ cdef class _Worker:
         """scratch: the ids are read before ``release`` and never leave (a batch copies them
         out): they go in the cache's kept buffer, whose pages are already there. A batch's
         workers grow their ids from nothing, on fresh pages each call: 8% of a 2-thread batch of
-        mix33's lines (cl100k). One str's ids are reserved at once, on huge pages, and gain
-        nothing from it."""
+        mix33's lines (cl100k). One str's ids are reserved at once and gain nothing from it."""
         self.enc, self.counting = enc, counting and not enc.boundless   # runs need the ids
         self.cache = enc.caches.pop() if enc.caches else _ChunkCache()
         if self.cache.chunks.entries == NULL:
