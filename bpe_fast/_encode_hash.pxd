@@ -241,7 +241,7 @@ cdef extern from *:
         return malloc(bytes ? bytes : 1);
     }
     /* Ask for huge pages for the whole 2 MB pages inside [p, p + bytes) of memory someone else
-       allocated (a std::vector's), before they are touched: a hint, fine if refused. */
+       allocated (a list's items array), before they are touched: a hint, fine if refused. */
     static inline void bpe_advise_huge(void* p, size_t bytes) {
     #if defined(__linux__) && defined(MADV_HUGEPAGE)
         size_t huge = (size_t)2 << 20;
