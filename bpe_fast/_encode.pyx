@@ -45,7 +45,7 @@ from ._encode_cache cimport (CACHE_MAX_BYTES, INLINE_IDS, SPILL_PAD, SPILLED, TA
                              LongCache, long_add, long_ask, long_find, long_free, table_emit_home, table_free,
                              table_grow_to, table_insert, table_lookup, table_start)
 from ._encode_hash cimport (PairSlot, slot_of, pair_of, pairtable_add, pairtable_free, pairtable_init, Packed,
-                            PACKED_KEY_MASK, PACKED_MAX_BYTES, big_alloc, bytes_hash, pack_key, packed_hash,
+                            PACKED_KEY_MASK, PACKED_MAX_BYTES, bytes_hash, pack_key, packed_hash,
                             packed_slot)
 from ._encode_lists cimport IdInts, bpe_list_of_ids, bpe_lists_of_ids, ints_free, ints_make
 from ._encode_merges cimport Merges, merges_add, merges_free, merges_init
