@@ -45,7 +45,7 @@ from ._encode_cache cimport (CACHE_MAX_BYTES, INLINE_IDS, SPILL_PAD, SPILLED, TA
                              LongCache, long_add, long_ask, long_find, long_free, table_emit_home, table_free,
                              table_grow_to, table_insert, table_lookup, table_start)
 from ._encode_hash cimport (PairSlot, slot_of, pair_of, pairtable_add, pairtable_free, pairtable_init, Packed,
-                            PACKED_KEY_MASK, PACKED_MAX_BYTES, bytes_hash, pack_key, packed_hash,
+                            PACKED_KEY_MASK, PACKED_MAX_BYTES, bytes_hash, pack_key, pack_key16, packed_hash,
                             packed_slot)
 from ._encode_lists cimport IdInts, bpe_list_of_ids, bpe_lists_of_ids, ints_free, ints_make
 from ._encode_merges cimport Merges, merges_add, merges_free, merges_init
@@ -57,7 +57,7 @@ from ._encode_text cimport (TextRef, Utf8Buffer, bpe_str_view, next_cut, to_utf8
 from ._encode_whole cimport WholeTokens, find_whole, seed_build, whole_build, whole_free
 from ._cpu cimport prefetch
 from ._scan cimport cuts_at_line_ends
-from ._split cimport Window, split_next, window_reset
+from ._split cimport Window, bpe_ctz64, split_next, window_reset
 
 cdef enum:
     SPLIT_NONE = -1            # pattern: no split, each piece between special tokens is one chunk
@@ -130,6 +130,34 @@ cdef class SpecialSet:
 
     cdef size_t length(self, size_t k) noexcept nogil:
         return self.tokens[k].size()
+
+
+cdef inline size_t split_window_run(Window* window, const uint8_t* s, const uint8_t* end, size_t i, size_t m,
+                                   const Packed* table, int bits, size_t* start, uint32_t* length,
+                                   uint64_t* key0, uint64_t* key1, uint64_t* hashes, size_t* at) noexcept nogil:
+    """encode_piece's first pass over the chunks the splitter's window has vouched for (their ends are
+    the bits of ``window.ends``, as split_next would give them): each is split off, its key packed and
+    hashed and its chunk table line asked for, up to BATCH chunks in all (m so far). Stops before a chunk
+    of over PACKED_MAX_BYTES bytes or one within 16 bytes of ``end``, for the caller to take the long
+    way. Returns the new m; the next chunk's start goes to ``at``. A loop of its own, like
+    table_emit_home: its state (the window's bits, the table) stays in registers; the chunks of C are
+    mostly of this kind."""
+    cdef uint64_t ends = window.ends
+    cdef size_t base = window.base, j
+    while ends and m < BATCH:
+        j = base + bpe_ctz64(ends)
+        if j - i > PACKED_MAX_BYTES or s + i + 16 > end:
+            break
+        ends &= ends - 1
+        start[m], length[m] = i, <uint32_t>(j - i)
+        pack_key16(s + i, j - i, &key0[m], &key1[m])
+        hashes[m] = packed_hash(key0[m], key1[m])
+        prefetch(&table[packed_slot(hashes[m], bits)])
+        m += 1
+        i = j
+    window.ends = ends
+    at[0] = i
+    return m
 
 
 @cython.final
@@ -413,6 +441,11 @@ cdef class MergeEncoder:
         while i < n:
             table, bits, first, m, n_long = w.cache.chunks.entries, w.cache.chunks.bits, i, 0, 0
             while m < BATCH and i < n:
+                if window.ends:                 # the chunks the window vouched for, in a loop of their own
+                    m = split_window_run(&window, s, end, i, m, table, bits, start, length, key0, key1,
+                                         hashes, &i)
+                    if m == BATCH or i >= n:
+                        break
                 j = split_next(&window, pattern, s, n, i, cls, fold)
                 start[m], length[m] = i, <uint32_t>(j - i)
                 if j - i <= PACKED_MAX_BYTES:

@@ -264,13 +264,20 @@ cdef struct Packed:
     uint32_t ids[4]
 
 
+cdef inline void pack_key16(const unsigned char* s, size_t n, uint64_t* k0, uint64_t* k1) noexcept nogil:
+    """pack_key where 16 bytes can be read at s (the caller has checked)."""
+    k0[0] = bpe_load64(s) & key_mask0[n]
+    k1[0] = (bpe_load64(s + 8) & key_mask1[n]) | (<uint64_t>n << 56)
+
+
 cdef inline void pack_key(const unsigned char* s, size_t n, const unsigned char* end,
                           uint64_t* k0, uint64_t* k1) noexcept nogil:
     """The packed key of the chunk s (1 <= n <= 15 bytes); it reads 16 bytes at once when they
     lie before ``end`` (the end of the buffer), masking what is past n."""
     cdef uint64_t a, b
     if s + 16 <= end:
-        a, b = bpe_load64(s) & key_mask0[n], bpe_load64(s + 8) & key_mask1[n]
+        pack_key16(s, n, k0, k1)
+        return
     elif n <= 8:
         a, b = load_upto8(s, n, end), 0
     else:
