@@ -684,18 +684,6 @@ cdef class MergeEncoder:
                 slot[length - 1] = -token - 2
             slot += length
 
-    def encode_text(self, const unsigned char[::1] data):
-        """Split UTF-8 text with the scanner and encode every chunk: a list of ids."""
-        if self.pattern == 0:
-            raise ValueError("encode_text needs a named pattern's scanner (set_scanner) or set_no_split")
-        cdef _Worker w = _Worker(self, False)
-        if data.shape[0]:
-            w.ids.grow(data.shape[0] // 3 + 16)
-            with nogil:
-                self.encode_piece(&data[0], data.shape[0], &data[0] + data.shape[0], w)
-        w.release()
-        return w.as_list()
-
     def encode_str(self, str text, int output, SpecialSet allowed, SpecialSet disallowed):
         """Encode one str: output OUT_LIST (a list), OUT_ARRAY (uint32 array) or OUT_COUNT (an
         int). Returns (result, 0), or (None, 1) if the text holds a special token of
