@@ -132,6 +132,14 @@ cdef class SpecialSet:
         return self.tokens[k].size()
 
 
+cdef inline uint64_t ask_home(const Packed* table, int bits, uint64_t k0, uint64_t k1) noexcept nogil:
+    """The hash of the packed key (k0, k1), its chunk table home line asked for (encode_piece's
+    first pass: the line comes while the next chunks are split)."""
+    cdef uint64_t h = packed_hash(k0, k1)
+    prefetch(&table[packed_slot(h, bits)])
+    return h
+
+
 cdef inline size_t split_window_run(Window* window, const uint8_t* s, const uint8_t* end, size_t i, size_t m,
                                    const Packed* table, int bits, size_t* start, uint32_t* length,
                                    uint64_t* key0, uint64_t* key1, uint64_t* hashes, size_t* at) noexcept nogil:
@@ -152,8 +160,7 @@ cdef inline size_t split_window_run(Window* window, const uint8_t* s, const uint
         ends &= ends - 1
         start[m], length[m] = i, <uint32_t>(j - i)
         pack_key16(s + i, j - i, &key0[m], &key1[m])
-        hashes[m] = packed_hash(key0[m], key1[m])
-        prefetch(&table[packed_slot(hashes[m], bits)])
+        hashes[m] = ask_home(table, bits, key0[m], key1[m])
         m += 1
         i = j
     window.ends = ends
@@ -451,8 +458,7 @@ cdef class MergeEncoder:
                 start[m], length[m] = i, <uint32_t>(j - i)
                 if j - i <= PACKED_MAX_BYTES:
                     pack_key(s + i, j - i, end, &key0[m], &key1[m])
-                    hashes[m] = packed_hash(key0[m], key1[m])
-                    prefetch(&table[packed_slot(hashes[m], bits)])
+                    hashes[m] = ask_home(table, bits, key0[m], key1[m])
                 else:
                     key0[m], key1[m] = 1, 0     # a long chunk: matches no entry (table_emit_home)
                     hashes[m] = bytes_hash(s + i, j - i, end)
