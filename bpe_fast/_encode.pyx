@@ -150,7 +150,7 @@ cdef inline size_t split_window_run(Window* window, const uint8_t* s, const uint
     way. Returns the new m; the next chunk's start goes to ``at``. A loop of its own, like
     table_emit_home, so that the window's bits and base stay in registers instead of going through the
     stack each chunk, and the key's bounds are checked once (9 in 10 chunks of C come this way; the
-    instructions of encoding C 0.91x, callgrind)."""
+    instructions of encoding C 0.92x, callgrind)."""
     cdef uint64_t ends = window.ends
     cdef size_t base = window.base, j
     while ends and m < BATCH:
