@@ -144,10 +144,10 @@ cdef inline const Packed* table_lookup(ChunkTable* c, uint64_t k0, uint64_t k1, 
         j = (j + 1) & mask
 
 
-cdef inline size_t table_emit_home(const Packed* table, int bits, const uint32_t* spill, const uint64_t* key0,
-                                   const uint64_t* key1, const uint64_t* hashes, size_t q, size_t m,
+cdef inline size_t table_emit_home(const Packed** homes, const uint32_t* spill, const uint64_t* key0,
+                                   const uint64_t* key1, size_t q, size_t m,
                                    uint32_t* ids, size_t* size) noexcept nogil:
-    """Chunks q, q + 1, ... (packed keys key0/key1, their hashes) found in their home line (two
+    """Chunks q, q + 1, ... (packed keys key0/key1, their home lines) found in their home line (two
     entries): their ids appended to ids (size advanced), copied SPILL_PAD at a time, inline or
     from the spill (the caller has room for each chunk's bytes and SPILL_PAD more). Returns the
     first chunk that is not such a one (m if all are), for the caller to take the long way. The
@@ -157,7 +157,7 @@ cdef inline size_t table_emit_home(const Packed* table, int bits, const uint32_t
     cdef const Packed* x
     cdef uint64_t k1, count
     while q < m and key1[q] != 0:
-        x = &table[packed_slot(hashes[q], bits)]
+        x = homes[q]
         x += <size_t>((x.k0 != key0[q]) | ((x.k1 & PACKED_KEY_MASK) != key1[q]))      # no branch
         k1 = x.k1
         if x.k0 != key0[q] or (k1 & PACKED_KEY_MASK) != key1[q]:

@@ -16,8 +16,11 @@ Replaying the merges over an array (merge_scalar) is quadratic in the chunk, but
 (benchmarks/bench_new_chunks.py; benchmarks/RESULTS.md, "Encode once (2)"). At 33-48 bytes it
 still wins for o200k_base (0.67x) and loses for cl100k_base's chunks of many scripts (1.25x, 1.3%
 of the new chunks there; merge_vector, below, wins there too: 0.69x); at 49-64 bytes it loses
-(4.9 against 4.6 us). So chunks up to
-SHORT_MERGE bytes are merged here and longer ones backtracked.
+(4.9 against 4.6 us), while merge_vector, in four vectors, still takes 0.47x backtracking's time
+(o200k_base) and 0.76x (cl100k_base) on the new chunks of 49-64 bytes of generated text of many
+scripts (1.6 against 3.5 us, 1.1 against 1.4). So chunks up to ``Ranks.longest`` bytes
+(VECTOR_MERGE where merge_vector runs, else SHORT_MERGE) are merged here and longer ones
+backtracked.
 
 Why other tables than ``Merges.pairs`` (16-byte slots, 4-8 MB for cl100k_base / o200k_base): on
 this kind of machine a random load from 1 MB takes ~7 ns, from 4 MB ~36 ns, from 16 MB ~130 ns (a
@@ -36,7 +39,7 @@ Two forms of the same replay. ``merge_scalar`` keeps the chunk in two arrays (sy
 rank of each pair) and per merge finds the least rank, closes the gap and probes twice; its loops
 run as many times as the data says, and callgrind's branch simulation put a third of its
 mispredictions on their exits, the probe loops' hit-or-miss another 44%. ``merge_vector`` holds
-the chunk in 1-3 AVX-512 vectors (16, 32 or 48 lanes) and does each merge in a fixed number of
+the chunk in 1-4 AVX-512 vectors (16, 32, 48 or 64 lanes) and does each merge in a fixed number of
 vector steps: the least (rank << 6 | lane) for the merge, a masked shift for the gap, four slots
 compared at once for each probe. More things shorten the chain of waits from one merge to the
 next: the least of the pairs a merge leaves alone is found while its two new pairs are looked up,
@@ -57,7 +60,8 @@ from ._pairmap cimport EMPTY, half_full_bits, mark_free, pair_home
 
 cdef enum:
     RANK_BITS = 21             # symbols must be below 2**21 (a vocabulary of 2M tokens)
-    SHORT_MERGE = 48           # chunks up to this many bytes are merged by merge_short
+    SHORT_MERGE = 48           # chunks up to this many bytes are merged by merge_scalar ...
+    VECTOR_MERGE = 64          # ... and by merge_vector (one lane a byte, a bit of a uint64 a lane)
     RANK_PAD = 64              # slots past the 2**bits: a probe runs on into them, never wraps
     RANK_FREE_TAIL = 8         # ... the last of them always free (a probe reads up to 4 past its window)
 
@@ -159,17 +163,17 @@ cdef extern from *:
             both = _mm512_permutexvar_epi32(where, sv[0]);
         else if (V == 2)
             both = _mm512_permutex2var_epi32(sv[0], where, sv[V - 1]);
-        else
+        else                        /* (lanes 0-31 from the first two vectors, 32-63 from the others) */
             both = _mm512_mask_blend_epi32(
                 _mm512_cmpge_epu32_mask(_mm512_and_si512(where, _mm512_set1_epi32(63)), _mm512_set1_epi32(32)),
                 _mm512_permutex2var_epi32(sv[0], where, sv[1 % V]),
-                _mm512_permutex2var_epi32(sv[2 % V], where, zero));
+                _mm512_permutex2var_epi32(sv[2 % V], where, V == 4 ? sv[3 % V] : zero));
         __m128i lr = _mm512_castsi512_si128(both);
         *a = (uint32_t)_mm_cvtsi128_si32(lr);
         *b = (uint32_t)_mm_extract_epi32(lr, 1);
     }
 
-    /* merge_short for 2 <= n <= 16 * V bytes (V = 1, 2, 3) with the chunk held in registers:
+    /* merge_short for 2 <= n <= 16 * V bytes (V = 1 to 4) with the chunk held in registers:
        the symbols in V vectors of 16 int32, the rank of pair i (what symbols i, i + 1 merge
        into) in lane i of V more (0x7FFFFFFF where none). A merge: the least (rank << 6 | lane),
        so the earliest merge and on ties the leftmost pair; the lanes past it moved down one;
@@ -182,7 +186,7 @@ cdef extern from *:
                            const uint8_t* s, size_t n, int32_t* out) {
         const __m512i none = _mm512_set1_epi32(0x7FFFFFFF), zero = _mm512_setzero_si512();
         __m512i sv[V], rv[V];
-        uint64_t live = (1ULL << n) - 1, pairs = live >> 1;
+        uint64_t live = n < 64 ? (1ULL << n) - 1 : ~0ULL, pairs = live >> 1;
         for (int k = 0; k < V; k++)
             sv[k] = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8((__mmask16)(live >> (16 * k)), s + 16 * k));
         for (int k = 0; k < V; k++) {
@@ -252,18 +256,19 @@ cdef extern from *:
                 least = untouched;
             }
         }
-        uint64_t kept = (1ULL << m) - 1;
+        uint64_t kept = m < 64 ? (1ULL << m) - 1 : ~0ULL;
         for (int k = 0; k < V; k++)
             _mm512_mask_storeu_epi32(out + 16 * k, (__mmask16)(kept >> (16 * k)), sv[k]);
         return m;
     }
 
-    /* The lanes the chunk needs: 16, 32 or 48 (2 <= n <= 48). */
+    /* The lanes the chunk needs: 16, 32, 48 or 64 (2 <= n <= 64). */
     BPE_VECTOR static size_t bpe_merge_vector(const int32_t* grid, const uint64_t* slots, int bits,
                                               const uint8_t* s, size_t n, int32_t* out) {
         if (n <= 16) return bpe_merge_lanes<1>(grid, slots, bits, s, n, out);
         if (n <= 32) return bpe_merge_lanes<2>(grid, slots, bits, s, n, out);
-        return bpe_merge_lanes<3>(grid, slots, bits, s, n, out);
+        if (n <= 48) return bpe_merge_lanes<3>(grid, slots, bits, s, n, out);
+        return bpe_merge_lanes<4>(grid, slots, bits, s, n, out);
     }
     #else
     #define BPE_MERGE_VECTOR 0
@@ -281,6 +286,7 @@ cdef struct Ranks:
     int32_t* grid              # (x << 8 | y) -> what bytes x, y merge into, or NO_MERGE
     uint64_t* slots            # the merges (see the docstring)
     int bits                   # 2**bits slots
+    size_t longest             # the longest chunk merge_short takes: VECTOR_MERGE or SHORT_MERGE
     size_t symbols             # the symbols of the Merges it was built from; 0 if not built
                                # (2**21 symbols or more: then backtracking does all chunks)
     bint vector                # merge_vector can run on this CPU
@@ -297,6 +303,7 @@ cdef inline int ranks_build(Ranks* r, Merges* m) except -1:
     r.slots = NULL
     r.symbols = 0
     r.vector = merge_vector_ok()
+    r.longest = VECTOR_MERGE if r.vector else SHORT_MERGE
     if n >= (<size_t>1 << RANK_BITS):
         return 0
     r.grid = <int32_t*>malloc(65536 * sizeof(int32_t))
@@ -366,7 +373,7 @@ cdef inline void rank_ask(const Ranks* r, int32_t a, int32_t b) noexcept nogil:
 
 
 cdef inline size_t merge_short(const Ranks* r, const uint8_t* s, size_t n, int32_t* out) noexcept nogil:
-    """BPE of s (1 <= n <= SHORT_MERGE bytes): the symbols into out (room for n), their number
+    """BPE of s (1 <= n <= r.longest bytes): the symbols into out (room for n), their number
     returned. merge_vector where the CPU has it (chunks of 2 or more bytes), else merge_scalar;
     the two give the same symbols (tests hold each to tiktoken)."""
     if r.vector and n >= 2:
