@@ -438,8 +438,8 @@ cdef class MergeEncoder:
             w.remember(h, s, n, k)
 
     cdef size_t merge_chunk(self, const uint8_t* s, size_t n, _Worker w) noexcept nogil:
-        """BPE of a chunk into w.syms; returns the number of symbols. Up to ranks.longest bytes (64
-        with AVX-512, else 48) by replaying the merges over small tables (_encode_ranks.pxd), longer
+        """BPE of a chunk into w.syms; returns the number of symbols. Up to ranks.longest bytes (64 or
+        128 with AVX-512, else 48) by replaying the merges over small tables (_encode_ranks.pxd), longer
         ones by backtracking
         (_encode_bpe.pxd); both give exactly BPE's symbols. (The tables are of the merges made
         in __cinit__; recover_merges adds merges later, and replays them itself.)"""
@@ -572,7 +572,8 @@ cdef class MergeEncoder:
     @property
     def merge_longest(self) -> int:
         """The longest chunk (in bytes) merged over the small tables, longer ones are backtracked:
-        64 where the CPU has AVX-512 (merge_vector), else 48 (_encode_ranks.pxd)."""
+        where the CPU has AVX-512 (merge_vector) 64, or 128 for a vocabulary of 150,000 tokens or
+        more, else 48 (_encode_ranks.pxd)."""
         return self.ranks.longest
 
     def bpe_chunks(self, const unsigned char[::1] data, const int64_t[::1] offsets, str method="auto"):

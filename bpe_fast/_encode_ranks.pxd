@@ -18,9 +18,11 @@ still wins for o200k_base (0.67x) and loses for cl100k_base's chunks of many scr
 of the new chunks there; merge_vector, below, wins there too: 0.69x); at 49-64 bytes it loses
 (4.9 against 4.6 us), while merge_vector, in four vectors, still takes 0.47x backtracking's time
 (o200k_base) and 0.76x (cl100k_base) on the new chunks of 49-64 bytes of generated text of many
-scripts (1.6 against 3.5 us, 1.1 against 1.4). So chunks up to ``Ranks.longest`` bytes
-(VECTOR_MERGE where merge_vector runs, else SHORT_MERGE) are merged here and longer ones
-backtracked.
+scripts (1.6 against 3.5 us, 1.1 against 1.4). Past 64 bytes, in 5-8 vectors, it keeps winning
+for o200k_base (0.57-0.72x up to 128 bytes: its backtracking is slower, 4.3-5.8 us) and stops
+for cl100k_base (0.89x at 65-80 bytes, 1.02-1.18x at 81-128). So chunks up to ``Ranks.longest``
+bytes are merged here and longer ones backtracked: SHORT_MERGE without AVX-512, else VECTOR_MERGE,
+or VECTOR_MERGE_BIG for a vocabulary the size of o200k_base's.
 
 Why other tables than ``Merges.pairs`` (16-byte slots, 4-8 MB for cl100k_base / o200k_base): on
 this kind of machine a random load from 1 MB takes ~7 ns, from 4 MB ~36 ns, from 16 MB ~130 ns (a
@@ -61,7 +63,9 @@ from ._pairmap cimport EMPTY, half_full_bits, mark_free, pair_home
 cdef enum:
     RANK_BITS = 21             # symbols must be below 2**21 (a vocabulary of 2M tokens)
     SHORT_MERGE = 48           # chunks up to this many bytes are merged by merge_scalar ...
-    VECTOR_MERGE = 64          # ... and by merge_vector (one lane a byte, a bit of a uint64 a lane)
+    VECTOR_MERGE = 64          # ... and by merge_vector (one lane a byte, up to 8 vectors of 16) ...
+    VECTOR_MERGE_BIG = 128     # ... or this many for a vocabulary of BIG_VOCABULARY symbols or more
+    BIG_VOCABULARY = 150000
     RANK_PAD = 64              # slots past the 2**bits: a probe runs on into them, never wraps
     RANK_FREE_TAIL = 8         # ... the last of them always free (a probe reads up to 4 past its window)
 
@@ -104,6 +108,7 @@ cdef extern from *:
     """
     #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
     #include <immintrin.h>
+    #include <type_traits>
     #define BPE_MERGE_VECTOR 1
     #ifndef BPE_SPECULATE          /* (0: the same merges, without the guessed prefetches) */
     #define BPE_SPECULATE 1
@@ -138,25 +143,46 @@ cdef extern from *:
         }
     }
 
-    /* The least (rank << 6 | lane) over the lanes of rv not in skip (a bit a lane). */
+    /* A chunk in V vectors of 16 lanes: a bit a lane in a Mask (64 bits up to 4 vectors, 128 up
+       to 8), and a merge named by (rank << BITS | lane), BITS wide enough for the lane. A rank of
+       0x7FFFFFFF (no merge) so shifted is NONE or more (the top bits fall off). */
+    template <int V>
+    struct BpeLanes {
+        typedef typename std::conditional<(V <= 4), uint64_t, unsigned __int128>::type Mask;
+        static const int BITS = V <= 4 ? 6 : 7;
+        static const uint32_t NONE = (uint32_t)(0x7FFFFFFFu << BITS);
+        static Mask below(size_t n) { return n < 8 * sizeof(Mask) ? ((Mask)1 << n) - 1 : ~(Mask)0; }
+    };
+
+    /* The least (rank << BITS | lane) over the lanes of rv not in skip (a bit a lane). */
     template <int V>
     BPE_VECTOR static inline __attribute__((always_inline))
-    uint32_t bpe_least_lane(const __m512i* rv, uint64_t skip) {
+    uint32_t bpe_least_lane(const __m512i* rv, typename BpeLanes<V>::Mask skip) {
+        const int B = BpeLanes<V>::BITS;
         const __m512i iota = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
         const __m512i all = _mm512_set1_epi32(-1);
-        __m512i p = _mm512_mask_mov_epi32(_mm512_or_si512(_mm512_slli_epi32(rv[0], 6), iota), (__mmask16)skip, all);
+        __m512i p = _mm512_mask_mov_epi32(_mm512_or_si512(_mm512_slli_epi32(rv[0], B), iota), (__mmask16)skip, all);
         for (int k = 1; k < V; k++)
             p = _mm512_min_epu32(p, _mm512_mask_mov_epi32(
-                _mm512_or_si512(_mm512_slli_epi32(rv[k], 6), _mm512_add_epi32(iota, _mm512_set1_epi32(16 * k))),
+                _mm512_or_si512(_mm512_slli_epi32(rv[k], B), _mm512_add_epi32(iota, _mm512_set1_epi32(16 * k))),
                 (__mmask16)(skip >> (16 * k)), all));
         return _mm512_reduce_min_epu32(p);
     }
 
     /* Lanes i and j of the chunk's symbols, held in V vectors (i = -1 wraps, a lane past the
-       chunk reads what is there: the caller ignores those). */
+       chunk reads what is there: the caller ignores those). Over 4 vectors, from a copy in memory
+       (a permute of 5-8 vectors takes more steps than the store and two loads). */
     template <int V>
     BPE_VECTOR static inline __attribute__((always_inline))
     void bpe_two_lanes(const __m512i* sv, int i, int j, uint32_t* a, uint32_t* b) {
+        if (V > 4) {
+            alignas(64) uint32_t lanes[16 * V];
+            for (int k = 0; k < V; k++)
+                _mm512_store_si512((__m512i*)(lanes + 16 * k), sv[k]);
+            *a = lanes[(unsigned)i % (16 * V)];
+            *b = lanes[(unsigned)j % (16 * V)];
+            return;
+        }
         const __m512i zero = _mm512_setzero_si512();
         __m512i where = _mm512_castsi128_si512(_mm_setr_epi32(i, j, 0, 0)), both;
         if (V == 1)
@@ -167,7 +193,7 @@ cdef extern from *:
             both = _mm512_mask_blend_epi32(
                 _mm512_cmpge_epu32_mask(_mm512_and_si512(where, _mm512_set1_epi32(63)), _mm512_set1_epi32(32)),
                 _mm512_permutex2var_epi32(sv[0], where, sv[1 % V]),
-                _mm512_permutex2var_epi32(sv[2 % V], where, V == 4 ? sv[3 % V] : zero));
+                _mm512_permutex2var_epi32(sv[2 % V], where, V >= 4 ? sv[3 % V] : zero));
         __m128i lr = _mm512_castsi512_si128(both);
         *a = (uint32_t)_mm_cvtsi128_si32(lr);
         *b = (uint32_t)_mm_extract_epi32(lr, 1);
@@ -184,9 +210,12 @@ cdef extern from *:
     BPE_VECTOR static inline __attribute__((always_inline))
     size_t bpe_merge_lanes(const int32_t* grid, const uint64_t* slots, int bits,
                            const uint8_t* s, size_t n, int32_t* out) {
+        typedef typename BpeLanes<V>::Mask Mask;
+        const int B = BpeLanes<V>::BITS;
+        const uint32_t NONE = BpeLanes<V>::NONE, LANE = (1u << B) - 1;
         const __m512i none = _mm512_set1_epi32(0x7FFFFFFF), zero = _mm512_setzero_si512();
         __m512i sv[V], rv[V];
-        uint64_t live = n < 64 ? (1ULL << n) - 1 : ~0ULL, pairs = live >> 1;
+        Mask live = BpeLanes<V>::below(n), pairs = live >> 1;
         for (int k = 0; k < V; k++)
             sv[k] = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8((__mmask16)(live >> (16 * k)), s + 16 * k));
         for (int k = 0; k < V; k++) {
@@ -196,10 +225,10 @@ cdef extern from *:
         }
         size_t m = n;
         uint32_t least = bpe_least_lane<V>(rv, 0);
-        while (least < 0xFFFFFFC0u) {          /* (0x7FFFFFFF << 6: no pair merges) */
-            unsigned best = least & 63;
-            int32_t low = (int32_t)(least >> 6);
-            uint64_t above = ~((2ULL << best) - 1), at = 1ULL << best;
+        while (least < NONE) {                 /* (NONE: no pair merges) */
+            unsigned best = least & LANE;
+            int32_t low = (int32_t)(least >> B);
+            Mask above = ~(((Mask)2 << best) - 1), at = (Mask)1 << best;
             /* The least of the pairs this merge leaves as they are (all but best - 1, best and
                best + 1), found while the new pairs are looked up: the next merge is the least of
                it and the two new pairs, three numbers to compare once the lookups are back,
@@ -213,9 +242,9 @@ cdef extern from *:
     #if BPE_SPECULATE
             /* The next merge is most often the least untouched pair (below): ask now for the slots
                its two lookups will read, while this merge's own are on their way. */
-            if (untouched < 0xFFFFFFC0u) {
-                unsigned ub = untouched & 63;
-                int32_t made = (int32_t)(untouched >> 6);
+            if (untouched < NONE) {
+                unsigned ub = untouched & LANE;
+                int32_t made = (int32_t)(untouched >> B);
                 uint32_t left2, right2;
                 bpe_two_lanes<V>(sv, (int)ub - 1, (int)ub + 2, &left2, &right2);
                 left2 = ub == best + 2 ? (uint32_t)low : left2;
@@ -240,9 +269,9 @@ cdef extern from *:
                 rv[k] = _mm512_mask_set1_epi32(rv[k], (__mmask16)((at >> 1) >> (16 * k)), with_left);
             }
             /* the untouched pairs past the merge moved down a lane (their order kept) */
-            untouched -= untouched < 0xFFFFFFC0u && (untouched & 63) > best;
-            uint32_t new_right = ((uint32_t)with_right << 6) | best;
-            uint32_t new_left = best ? (((uint32_t)with_left << 6) | (best - 1)) : 0xFFFFFFFFu;
+            untouched -= untouched < NONE && (untouched & LANE) > best;
+            uint32_t new_right = ((uint32_t)with_right << B) | best;
+            uint32_t new_left = best ? (((uint32_t)with_left << B) | (best - 1)) : 0xFFFFFFFFu;
             /* The next merge: a branch, not a select. In 95-99% of merges it is the untouched pair
                (see the docstring), so the branch is predicted and the core goes on to that merge
                without waiting for this one's lookups (a select waited for them: the branch takes
@@ -256,19 +285,23 @@ cdef extern from *:
                 least = untouched;
             }
         }
-        uint64_t kept = m < 64 ? (1ULL << m) - 1 : ~0ULL;
+        Mask kept = BpeLanes<V>::below(m);
         for (int k = 0; k < V; k++)
             _mm512_mask_storeu_epi32(out + 16 * k, (__mmask16)(kept >> (16 * k)), sv[k]);
         return m;
     }
 
-    /* The lanes the chunk needs: 16, 32, 48 or 64 (2 <= n <= 64). */
+    /* The lanes the chunk needs: 16 to 128 (2 <= n <= 128), a multiple of 16. */
     BPE_VECTOR static size_t bpe_merge_vector(const int32_t* grid, const uint64_t* slots, int bits,
                                               const uint8_t* s, size_t n, int32_t* out) {
         if (n <= 16) return bpe_merge_lanes<1>(grid, slots, bits, s, n, out);
         if (n <= 32) return bpe_merge_lanes<2>(grid, slots, bits, s, n, out);
         if (n <= 48) return bpe_merge_lanes<3>(grid, slots, bits, s, n, out);
-        return bpe_merge_lanes<4>(grid, slots, bits, s, n, out);
+        if (n <= 64) return bpe_merge_lanes<4>(grid, slots, bits, s, n, out);
+        if (n <= 80) return bpe_merge_lanes<5>(grid, slots, bits, s, n, out);
+        if (n <= 96) return bpe_merge_lanes<6>(grid, slots, bits, s, n, out);
+        if (n <= 112) return bpe_merge_lanes<7>(grid, slots, bits, s, n, out);
+        return bpe_merge_lanes<8>(grid, slots, bits, s, n, out);
     }
     #else
     #define BPE_MERGE_VECTOR 0
@@ -286,7 +319,7 @@ cdef struct Ranks:
     int32_t* grid              # (x << 8 | y) -> what bytes x, y merge into, or NO_MERGE
     uint64_t* slots            # the merges (see the docstring)
     int bits                   # 2**bits slots
-    size_t longest             # the longest chunk merge_short takes: VECTOR_MERGE or SHORT_MERGE
+    size_t longest             # the longest chunk merge_short takes (SHORT_MERGE, VECTOR_MERGE(_BIG))
     size_t symbols             # the symbols of the Merges it was built from; 0 if not built
                                # (2**21 symbols or more: then backtracking does all chunks)
     bint vector                # merge_vector can run on this CPU
@@ -303,7 +336,7 @@ cdef inline int ranks_build(Ranks* r, Merges* m) except -1:
     r.slots = NULL
     r.symbols = 0
     r.vector = merge_vector_ok()
-    r.longest = VECTOR_MERGE if r.vector else SHORT_MERGE
+    r.longest = SHORT_MERGE if not r.vector else VECTOR_MERGE_BIG if n >= BIG_VOCABULARY else VECTOR_MERGE
     if n >= (<size_t>1 << RANK_BITS):
         return 0
     r.grid = <int32_t*>malloc(65536 * sizeof(int32_t))
