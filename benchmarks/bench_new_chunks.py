@@ -22,7 +22,7 @@ import regex
 
 import bpe_fast
 
-BUCKETS = [(1, 16), (17, 32), (33, 48), (49, 64), (65, 1 << 30)]
+BUCKETS = [(1, 16), (17, 32), (33, 48), (49, 64), (65, 96), (97, 128), (129, 1 << 30)]
 SHORT_MERGE = 48                # the longest chunk merge_scalar takes (bpe_fast/_encode_ranks.pxd);
                                 # merge takes up to encoder.merge_longest (64 with AVX-512)
 

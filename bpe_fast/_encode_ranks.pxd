@@ -16,13 +16,14 @@ Replaying the merges over an array (merge_scalar) is quadratic in the chunk, but
 (benchmarks/bench_new_chunks.py; benchmarks/RESULTS.md, "Encode once (2)"). At 33-48 bytes it
 still wins for o200k_base (0.67x) and loses for cl100k_base's chunks of many scripts (1.25x, 1.3%
 of the new chunks there; merge_vector, below, wins there too: 0.69x); at 49-64 bytes it loses
-(4.9 against 4.6 us), while merge_vector, in four vectors, still takes 0.47x backtracking's time
-(o200k_base) and 0.76x (cl100k_base) on the new chunks of 49-64 bytes of generated text of many
-scripts (1.6 against 3.5 us, 1.1 against 1.4). Past 64 bytes, in 5-8 vectors, it keeps winning
-for o200k_base (0.57-0.72x up to 128 bytes: its backtracking is slower, 4.3-5.8 us) and stops
-for cl100k_base (0.89x at 65-80 bytes, 1.02-1.18x at 81-128). So chunks up to ``Ranks.longest``
-bytes are merged here and longer ones backtracked: SHORT_MERGE without AVX-512, else VECTOR_MERGE,
-or VECTOR_MERGE_BIG for a vocabulary the size of o200k_base's.
+(4.9 against 4.6 us), while merge_vector, in four vectors, still takes 0.49x backtracking's time
+(o200k_base) and 0.81x (cl100k_base) on the new chunks of 49-64 bytes of generated text of many
+scripts (1.7 against 3.6 us, 1.1 against 1.4; bench_new_chunks.py, `make_corpus.py --kind scripts
+--seed 331`, made after the change). Past 64 bytes, in 5-8 vectors, it keeps winning for o200k_base (0.58x at 65-96 bytes,
+0.66x at 97-128: its backtracking is the slower, 4.7-5.9 us) and stops for cl100k_base (seed 307:
+0.89x at 65-80 bytes, 1.02-1.18x at 81-128). So chunks up to ``Ranks.longest`` bytes are merged
+here and longer ones backtracked: SHORT_MERGE without AVX-512, else VECTOR_MERGE, or
+VECTOR_MERGE_BIG for a vocabulary the size of o200k_base's.
 
 Why other tables than ``Merges.pairs`` (16-byte slots, 4-8 MB for cl100k_base / o200k_base): on
 this kind of machine a random load from 1 MB takes ~7 ns, from 4 MB ~36 ns, from 16 MB ~130 ns (a

@@ -58,6 +58,23 @@ def test_a_second_load_reads_back_what_the_first_saved(cache, monkeypatch):
     assert np.array_equal(second.merges, first.merges) and second.special_tokens == first.special_tokens
 
 
+def test_a_tokenizer_json_s_merges_are_read_back(cache, monkeypatch, tmp_path):
+    """A tokenizer.json's merges (each of its tokens spelled out in GPT-2's alphabet and looked up:
+    most of loading o200k_base's) are saved by the first load and read back by the next, which
+    encodes as tiktoken does."""
+    from bpe_fast.formats import huggingface as hf_format
+    text = _text()
+    path = tmp_path / "cl100k.tokenizer.json"
+    bpe_fast.load("cl100k_base", path=vocab_path()).save(path, format="huggingface")
+    first = bpe_fast.load(path)
+    assert len(_entries(cache, "huggingface")) == 1
+    monkeypatch.setattr(prebuilt, "write", _must_not_write)
+    monkeypatch.setattr(hf_format, "_hf_merges", lambda *a: pytest.fail("the merges spelled out again"))
+    second = bpe_fast.load(path)
+    assert second.encode(text, allowed_special="all") == reference("cl100k_base").encode(text, allowed_special="all")
+    assert np.array_equal(second.merges, first.merges) and second.special_tokens == first.special_tokens
+
+
 def test_a_damaged_entry_is_rebuilt(cache):
     text = _text()
     bpe_fast.load("cl100k_base", path=vocab_path()).encode("warm")

@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any, Callable, NamedTuple
 from collections.abc import Mapping, Sequence
 
+import numpy as np
+
+from .. import prebuilt
 from ..errors import TokenizerFileError, VocabularyError
 from ..bytelevel import token_to_str
 from ..pretokenize import NORMALIZATIONS
@@ -262,6 +265,37 @@ def file_sha256(path: str | os.PathLike) -> str:
 
 
 _hashed: dict[tuple, str] = {}
+
+
+def cached_merges(kind: str, path: str | os.PathLike, make: Callable[[], tuple[Any, Any, Any]]) -> tuple[Any, Any, Any]:
+    """(merges, merge_ids, byte_ids) of a large vocabulary file: made by ``make`` (reading and
+    checking the file), or read back from prebuilt.py's cache when an earlier process made them
+    from the same bytes (keyed by ``kind`` and the file's SHA-256). For o200k_base's files the
+    making is most of a load: its merges recovered from the ranks of a .tiktoken file, or 199,742
+    merges of a tokenizer.json spelled out in GPT-2's alphabet and looked up (1.5 s)."""
+    key = prebuilt.key_of(kind, file_sha256(path)) if _worth_caching(path) else None
+    cached = prebuilt.read(key) if key is not None else None
+    if cached is not None and {"merges", "merge_ids", "byte_ids"} <= cached.keys():
+        return cached["merges"], cached["merge_ids"], cached["byte_ids"]
+    merges, merge_ids, byte_ids = make()
+    if key is not None:
+        prebuilt.write(key, {"merges": _ids(merges).reshape(-1, 2), "merge_ids": _ids(merge_ids),
+                             "byte_ids": _ids(byte_ids)})
+    return merges, merge_ids, byte_ids
+
+
+def _ids(values: Any) -> np.ndarray:
+    """Ids as an array, of their own dtype if they are one (int64 for a list)."""
+    return np.asarray(values, dtype=getattr(values, "dtype", np.int64))
+
+
+def _worth_caching(path: str | os.PathLike) -> bool:
+    """Whether the file is large enough that reading its merges back beats making them (a
+    .tiktoken line is about 10 bytes, a tokenizer.json's merge and token 30)."""
+    try:
+        return os.path.getsize(path) >= 10 * prebuilt.WORTH_CACHING
+    except OSError:
+        return False
 
 
 # -- checking what a file holds ------------------------------------------------------------------

@@ -2,6 +2,7 @@
 bytes-to-unicode alphabet, bytelevel.py), and a normalizer that is none, NFC or NFKC."""
 from __future__ import annotations
 
+import functools
 import json
 import os
 from typing import Any
@@ -11,8 +12,8 @@ from ..bytelevel import huggingface_byte_order, str_to_token, token_to_str
 from ..errors import ArgumentError, TokenizerFileError, require
 from ..outputs import atomic_open
 from ..patterns import PATTERNS
-from ._common import (FileKind, Format, Peek, Vocabulary, check_every_token_made, expect, lookup_merge,
-                      maps_tokens_to_ids, read_json, refuse_variant)
+from ._common import (FileKind, Format, Peek, Vocabulary, cached_merges, check_every_token_made, expect,
+                      lookup_merge, maps_tokens_to_ids, read_json, refuse_variant)
 
 KIND = FileKind("a Hugging Face tokenizer.json", "Tokenizer.from_huggingface(path)")
 
@@ -24,8 +25,9 @@ _FROM_HF_PATTERNS = {hf: ours for ours, hf in HF_PATTERNS.items()}
 _BYTE_LEVEL_PATTERN = next(p.regex for p in PATTERNS if p.byte_level)
 
 
-def huggingface_vocabulary(data: Any, source: str) -> Vocabulary:
-    """The vocabulary of a parsed byte-level BPE ``tokenizer.json``."""
+def huggingface_vocabulary(data: Any, source: str, path: str | os.PathLike | None = None) -> Vocabulary:
+    """The vocabulary of a parsed byte-level BPE ``tokenizer.json``; read from ``path``, its
+    merges are read back from prebuilt.py's cache when an earlier process spelled them out."""
     model = data.get("model") if isinstance(data, dict) else None
     if not isinstance(model, dict) or model.get("type") != "BPE":
         kind = repr(model.get("type")) if isinstance(model, dict) else f"not an object but {model!r:.40}"
@@ -34,6 +36,15 @@ def huggingface_vocabulary(data: Any, source: str) -> Vocabulary:
     pattern = _hf_pattern(data.get("pre_tokenizer"), source)
     added = _hf_added_tokens(data.get("added_tokens", []), source)
     _refuse_plain_added_tokens(added, source)
+    make = functools.partial(_hf_merges, model, added, source)
+    merges, merge_ids, byte_ids = make() if path is None else cached_merges("huggingface", path, make)
+    specials = {content: i for content, (i, special) in added.items() if special}
+    return Vocabulary(merges, pattern, specials, merge_ids, byte_ids, source=source, normalize=normalize)
+
+
+def _hf_merges(model: dict, added: dict[str, tuple[int, bool]], source: str) -> tuple[list, list, list]:
+    """(merges, merge_ids, byte_ids) of a tokenizer.json's model, every token looked up and
+    every merge checked."""
     vocab = {str_to_token(s, f"{source}: model.vocab"): i
              for s, i in expect(model.get("vocab", {}), dict, source, "model.vocab").items()
              if s not in added and expect(i, int, source, f"model.vocab[{s!r}]") is not None}
@@ -53,8 +64,7 @@ def huggingface_vocabulary(data: Any, source: str) -> Vocabulary:
                                  f"(not a byte-level BPE with the full byte alphabet)")
     byte_ids = [vocab[bytes([b])] for b in range(256)]
     check_every_token_made(vocab, byte_ids, merge_ids, f"{source}: model.merges", "id {} in model.vocab")
-    specials = {content: i for content, (i, special) in added.items() if special}
-    return Vocabulary(merges, pattern, specials, merge_ids, byte_ids, source=source, normalize=normalize)
+    return merges, merge_ids, byte_ids
 
 
 def _hf_added_tokens(entries: Any, source: str) -> dict[str, tuple[int, bool]]:
@@ -105,7 +115,7 @@ def _refuse_plain_added_tokens(added: dict[str, tuple[int, bool]], source: str) 
 
 def read_huggingface(path: str | os.PathLike) -> Vocabulary:
     """A byte-level BPE ``tokenizer.json``."""
-    return huggingface_vocabulary(read_json(path), str(path))
+    return huggingface_vocabulary(read_json(path), str(path), path)
 
 
 def _hf_pattern(pre, source: str) -> str | None:
@@ -179,7 +189,7 @@ def sniff(peek: Peek) -> FileKind | None:
 
 
 def read(peek: Peek) -> Vocabulary:
-    return huggingface_vocabulary(peek.read_json(), str(peek.path))
+    return huggingface_vocabulary(peek.read_json(), str(peek.path), peek.path)
 
 
 FORMAT = Format(

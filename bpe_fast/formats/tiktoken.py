@@ -21,14 +21,13 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .. import prebuilt
 from .._encode import recover_merges
 from ..errors import PatternRequiredError, TokenizerFileError, VocabularyError, naming_file, require
 from ..named import ENCODINGS
 from ..outputs import atomic_open
 from ..patterns import name_of
-from ._common import (MAX_ID, FileKind, Format, Peek, Vocabulary, expect, expect_optional, file_sha256,
-                      open_for_reading, read_json, read_normalize, refuse_variant)
+from ._common import (MAX_ID, FileKind, Format, Peek, Vocabulary, cached_merges, expect, expect_optional,
+                      file_sha256, open_for_reading, read_json, read_normalize, refuse_variant)
 
 if TYPE_CHECKING:       # for annotations only (types.EllipsisType is Python 3.10+)
     from types import EllipsisType
@@ -128,25 +127,11 @@ def read_tiktoken(path: str | os.PathLike, pattern: str | None | EllipsisType = 
 
 def _merges_of_file(path) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A .tiktoken file's merges, merge ids and byte ids: recovered from its ranks, or read back
-    from prebuilt.py's cache, keyed by the file's SHA-256 (for o200k_base the recovery is most
-    of a load)."""
-    key = prebuilt.key_of("tiktoken", file_sha256(path)) if _worth_caching(path) else None
-    cached = prebuilt.read(key) if key is not None else None
-    if cached is not None and {"merges", "merge_ids", "byte_ids"} <= cached.keys():
-        return cached["merges"], cached["merge_ids"], cached["byte_ids"]
-    vocab = vocabulary_from_ranks(read_tiktoken_ranks(path), source=str(path))
-    if key is not None:
-        prebuilt.write(key, {"merges": vocab.merges, "merge_ids": vocab.merge_ids, "byte_ids": vocab.byte_ids})
-    return vocab.merges, vocab.merge_ids, vocab.byte_ids
-
-
-def _worth_caching(path) -> bool:
-    """Whether the file is large enough that reading its merges back beats recovering them
-    (a .tiktoken line is about 10 bytes)."""
-    try:
-        return os.path.getsize(path) >= 10 * prebuilt.WORTH_CACHING
-    except OSError:
-        return False
+    from prebuilt.py's cache (for o200k_base the recovery is most of a load)."""
+    def recover() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        vocab = vocabulary_from_ranks(read_tiktoken_ranks(path), source=str(path))
+        return vocab.merges, vocab.merge_ids, vocab.byte_ids
+    return cached_merges("tiktoken", path, recover)
 
 
 def _published_encoding(path) -> EncodingInfo | None:
