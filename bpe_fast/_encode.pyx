@@ -439,10 +439,10 @@ cdef class MergeEncoder:
 
     cdef size_t merge_chunk(self, const uint8_t* s, size_t n, _Worker w) noexcept nogil:
         """BPE of a chunk into w.syms; returns the number of symbols. Up to ranks.longest bytes (64 or
-        128 with AVX-512, else 48) by replaying the merges over small tables (_encode_ranks.pxd), longer
-        ones by backtracking
-        (_encode_bpe.pxd); both give exactly BPE's symbols. (The tables are of the merges made
-        in __cinit__; recover_merges adds merges later, and replays them itself.)"""
+        128 with AVX-512, else 48) by replaying the merges over small tables (_encode_ranks.pxd),
+        longer ones by backtracking (_encode_bpe.pxd); both give exactly BPE's symbols. (The tables
+        are of the merges made in __cinit__; recover_merges adds merges later, and replays them
+        itself.)"""
         if n <= self.ranks.longest and self.ranks.symbols == self.merges.left.size():
             if w.syms.size() < n:
                 w.syms.resize(n)

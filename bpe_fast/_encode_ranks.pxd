@@ -42,8 +42,8 @@ Two forms of the same replay. ``merge_scalar`` keeps the chunk in two arrays (sy
 rank of each pair) and per merge finds the least rank, closes the gap and probes twice; its loops
 run as many times as the data says, and callgrind's branch simulation put a third of its
 mispredictions on their exits, the probe loops' hit-or-miss another 44%. ``merge_vector`` holds
-the chunk in 1-4 AVX-512 vectors (16, 32, 48 or 64 lanes) and does each merge in a fixed number of
-vector steps: the least (rank << 6 | lane) for the merge, a masked shift for the gap, four slots
+the chunk in 1-8 AVX-512 vectors (16 to 128 lanes) and does each merge in a fixed number of
+vector steps: the least (rank << 6 | lane; 7 bits of lane past 64) for the merge, a masked shift for the gap, four slots
 compared at once for each probe. More things shorten the chain of waits from one merge to the
 next: the least of the pairs a merge leaves alone is found while its two new pairs are looked up,
 and the symbols either side of the merge are read before the lanes move. That least untouched
@@ -172,7 +172,7 @@ cdef extern from *:
 
     /* Lanes i and j of the chunk's symbols, held in V vectors (i = -1 wraps, a lane past the
        chunk reads what is there: the caller ignores those). Over 4 vectors, from a copy in memory
-       (a permute of 5-8 vectors takes more steps than the store and two loads). */
+       (plainer than a tree of permutes over 5-8 vectors; chunks that long are few). */
     template <int V>
     BPE_VECTOR static inline __attribute__((always_inline))
     void bpe_two_lanes(const __m512i* sv, int i, int j, uint32_t* a, uint32_t* b) {
@@ -200,9 +200,9 @@ cdef extern from *:
         *b = (uint32_t)_mm_extract_epi32(lr, 1);
     }
 
-    /* merge_short for 2 <= n <= 16 * V bytes (V = 1 to 4) with the chunk held in registers:
+    /* merge_short for 2 <= n <= 16 * V bytes (V = 1 to 8) with the chunk held in registers:
        the symbols in V vectors of 16 int32, the rank of pair i (what symbols i, i + 1 merge
-       into) in lane i of V more (0x7FFFFFFF where none). A merge: the least (rank << 6 | lane),
+       into) in lane i of V more (0x7FFFFFFF where none). A merge: the least (rank << BITS | lane),
        so the earliest merge and on ties the leftmost pair; the lanes past it moved down one;
        the two pairs it makes looked up. A fixed number of vector steps, where the scalar loop's
        argmin, gap and probe loops ran a count the data decided (callgrind: a third of its
