@@ -93,7 +93,7 @@ cdef extern from *:
     /* Give ids [from, to) of data their pages now, and 256 KB more (within capacity), with one
        call (Linux 5.14+; elsewhere nothing, and never asked again) instead of a page fault at the
        first id of each 4 KB: the ids are the one memory a pass keeps touching fresh (a page fault
-       per 1,000 ids, 10-15% of a pass over C code in system time). Alternating fresh processes,
+       per 1,024 ids, 10-18% of a pass over C code in system time). Alternating fresh processes,
        medians of 5-8 (c_s8, c_fresh, code307, scripts307): 0.95-1.00x the time of a pass.
        Returns the ids backed from data on (at least to). */
     static size_t bpe_populate_ahead(uint32_t* data, size_t from, size_t to, size_t capacity) {
@@ -158,11 +158,15 @@ cdef class SpecialSet:
         return self.tokens[k].size()
 
 
+cdef inline const Packed* home_of(const Packed* table, int bits, uint64_t k0, uint64_t k1) noexcept nogil:
+    """The home line (two entries) of the packed key (k0, k1) in a chunk table of 2**bits entries."""
+    return &table[packed_slot(packed_hash(k0, k1), bits)]
+
+
 cdef inline const Packed* ask_home(const Packed* table, int bits, uint64_t k0, uint64_t k1) noexcept nogil:
-    """The home line of the packed key (k0, k1) in the chunk table, asked for (encode_piece's
-    first pass: the line comes while the next chunks are split; the second reads it from here
-    instead of hashing again)."""
-    cdef const Packed* home = &table[packed_slot(packed_hash(k0, k1), bits)]
+    """The home line of the packed key (k0, k1), asked for (encode_piece's first pass: the line
+    comes while the next chunks are split; the second reads it from here instead of hashing again)."""
+    cdef const Packed* home = home_of(table, bits, k0, k1)
     prefetch(home)
     return home
 
@@ -173,7 +177,7 @@ cdef inline void find_homes(const Packed* table, int bits, const uint64_t* key0,
     grown or started afresh since they were found (encode_piece)."""
     while q < m:
         if key1[q] != 0:
-            homes[q] = &table[packed_slot(packed_hash(key0[q], key1[q]), bits)]
+            homes[q] = home_of(table, bits, key0[q], key1[q])
         q += 1
 
 

@@ -194,7 +194,7 @@ cdef extern from *:
             both = _mm512_mask_blend_epi32(
                 _mm512_cmpge_epu32_mask(_mm512_and_si512(where, _mm512_set1_epi32(63)), _mm512_set1_epi32(32)),
                 _mm512_permutex2var_epi32(sv[0], where, sv[1 % V]),
-                _mm512_permutex2var_epi32(sv[2 % V], where, V >= 4 ? sv[3 % V] : zero));
+                _mm512_permutex2var_epi32(sv[2 % V], where, V == 4 ? sv[3 % V] : zero));
         __m128i lr = _mm512_castsi512_si128(both);
         *a = (uint32_t)_mm_cvtsi128_si32(lr);
         *b = (uint32_t)_mm_extract_epi32(lr, 1);

@@ -272,7 +272,7 @@ def cached_merges(kind: str, path: str | os.PathLike, make: Callable[[], tuple[A
     checking the file), or read back from prebuilt.py's cache when an earlier process made them
     from the same bytes (keyed by ``kind`` and the file's SHA-256). For o200k_base's files the
     making is most of a load: its merges recovered from the ranks of a .tiktoken file, or 199,742
-    merges of a tokenizer.json spelled out in GPT-2's alphabet and looked up (1.5 s)."""
+    merges of a tokenizer.json spelled out in GPT-2's alphabet and looked up (most of 1.5 s)."""
     key = prebuilt.key_of(kind, file_sha256(path)) if _worth_caching(path) else None
     cached = prebuilt.read(key) if key is not None else None
     if cached is not None and {"merges", "merge_ids", "byte_ids"} <= cached.keys():
