@@ -67,7 +67,7 @@ def train(lib: str, task: str, corpus: str, vocab_size: int, workers: int) -> tu
         return [bytes(table[c] for c in a + b) for a, b in merges], {}
     if lib == "rustbpe":
         import rustbpe
-        from bpe_fast.patterns import CL100K
+        from bpe_fast.pretokenize.patterns import CL100K
         tok = rustbpe.Tokenizer()
         tok.train_from_iterator(documents(corpus), vocab_size, pattern=CL100K)
         by_rank = {r: t for t, r in tok.get_mergeable_ranks()}

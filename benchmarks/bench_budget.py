@@ -116,7 +116,8 @@ def kernel(corpora: list[str], vocabs: list[int], workdir: str) -> None:
 
 def one(counts: str, vocab: int) -> None:
     """The kernel's measured and predicted bytes for one table and size (a JSON line)."""
-    from bpe_fast import WordTable, _kernel, budget
+    from bpe_fast import WordTable, budget
+    from bpe_fast.training import _kernel
     table = WordTable.load(counts, check=False)
     threads = 2
     layout, merging = budget.kernel_bytes(table.offsets, table.counts, vocab - 256, threads)

@@ -71,7 +71,7 @@ def main(argv=None) -> int:
         ap.error("give a corpus, or --make SIZE")
     from dask.distributed import Client, LocalCluster
 
-    from bpe_fast import distributed
+    from bpe_fast.counting import distributed
     if args.tasks_per_thread:
         distributed.TASKS_PER_THREAD = args.tasks_per_thread
     if args.fan_in:

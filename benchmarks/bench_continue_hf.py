@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 import bpe_fast
-from bpe_fast import continued
+from bpe_fast.training import continued
 
 SPECIAL = "<|endoftext|>"
 

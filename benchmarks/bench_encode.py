@@ -350,7 +350,7 @@ def split_time(ours, text: str, repeats: int) -> None:
     import bpe_fast
 
     data = text.encode("utf-8")
-    scanner = bpe_fast.pretokenize.native_scanner(ours.pattern)
+    scanner = bpe_fast.pretokenize.splitter.native_scanner(ours.pattern)
 
     def best(fn):
         return min(timed(fn) for _ in range(repeats))

@@ -3,7 +3,7 @@
     python benchmarks/bench_evaluate.py [--encoding cl100k_base] [--repeats 5] [--workers N]
                                         [--by file] [FILE ...]
 
-Both read the files the same way (bpe_fast.inputs, in blocks and batches of about 4 MB) and
+Both read the files the same way (bpe_fast.counting.inputs, in blocks and batches of about 4 MB) and
 encode every batch with ``encode_batch_to_numpy``; evaluate also counts bytes and words
 (a C loop over each text), the ids (a bincount, _measure.pyx) and, at the end, the Rényi entropy and
 the unused ids. The files default to mix33 (big, tinyshakespeare, code_python and
@@ -19,7 +19,7 @@ import time
 from dataclasses import replace
 
 import bpe_fast
-from bpe_fast.encode_corpus import batches, pieces
+from bpe_fast.encoding.corpus import batches, pieces
 
 from mix33 import corpus_dir, mix33_files
 

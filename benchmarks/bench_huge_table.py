@@ -10,7 +10,7 @@ entries repeated k times, as separate entries (a WordTable may list a chunk more
 the kernel trains on entries), k the least that makes it ``--bytes`` long or more. Every pair
 occurs in it exactly k times as often as in S and ties go by key, so it must learn S's merges,
 each with k times S's count. The expected answer is the pure-Python reference
-(bpe_fast/reference.py) on S: independent of the kernel. Exits 1 on any difference.
+(bpe_fast/training/reference.py) on S: independent of the kernel. Exits 1 on any difference.
 
 Training runs as train() runs it (trainer._learn): the table checked (``check_consistent``,
 the pair-count bound), the merging's memory plan (budget.py) made, the kernel laid out, the
@@ -26,9 +26,10 @@ import time
 
 import numpy as np
 
-from bpe_fast import WordTable, _kernel, budget
-from bpe_fast.reference import train_reference
-from bpe_fast.trainer import _check_pair_counts
+from bpe_fast import WordTable, budget
+from bpe_fast.training import _kernel
+from bpe_fast.training.reference import train_reference
+from bpe_fast.training.trainer import _check_pair_counts
 
 GiB = 1 << 30
 

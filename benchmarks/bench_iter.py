@@ -60,8 +60,8 @@ def documents(path: str, docs: str, cuts: list[int]):
 def piece_cuts(path: str) -> list[int]:
     """Where the pieces end: about every PIECE_BYTES, where bpe_fast's block reader may cut
     (found once, before any timing: the documents are given, not made, in the timed runs)."""
-    from bpe_fast.inputs import file_tasks
-    from bpe_fast.pretokenize import Splitter
+    from bpe_fast.counting.inputs import file_tasks
+    from bpe_fast.pretokenize.splitter import Splitter
     return [t.end for t in file_tasks(path, os.path.getsize(path), Splitter.of("gpt2").cut, PIECE_BYTES)]
 
 

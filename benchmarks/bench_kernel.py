@@ -32,7 +32,8 @@ RESULT_MARK = "KERNEL_RESULT "
 
 
 def one(table_path: str, vocab_size: int, threads: int, parallel_from: int) -> None:
-    from bpe_fast import WordTable, _kernel
+    from bpe_fast import WordTable
+    from bpe_fast.training import _kernel
     table = WordTable.load(table_path, check=False)
     keywords: dict[str, Any] = {"threads": threads} if threads else {}   # (an old kernel has no threads)
     if threads and parallel_from:
@@ -59,7 +60,10 @@ def quiet_estimate(stats: dict) -> float | None:
 
 
 def has_threads(tree: str) -> bool:
-    return "int threads=" in open(os.path.join(tree, "bpe_fast", "_kernel.pyx"), encoding="utf-8").read()
+    kernel = os.path.join(tree, "bpe_fast", "training", "_kernel.pyx")      # bpe_fast/_kernel.pyx before 0.3
+    if not os.path.exists(kernel):
+        kernel = os.path.join(tree, "bpe_fast", "_kernel.pyx")
+    return "int threads=" in open(kernel, encoding="utf-8").read()
 
 
 def main() -> int:

@@ -4,8 +4,8 @@
 
 Splits the first --mb MB of TEXT with the encoding's own pattern (the ``regex`` module), keeps each
 distinct chunk that is no token once, in the order met, and times ``MergeEncoder.bpe_chunks`` over
-them with no cache, by chunk length: "backtrack" (the trie of reachable tokens, _encode_bpe.pxd),
-"merge" (_encode_ranks.pxd's merge_short, chunks up to 64 bytes with merge_vector on a CPU with
+them with no cache, by chunk length: "backtrack" (the trie of reachable tokens, _bpe.pxd),
+"merge" (_ranks.pxd's merge_short, chunks up to 64 bytes with merge_vector on a CPU with
 AVX-512, else up to 48 with merge_scalar) and "merge_scalar", alternating, medians of --repeats. All must give
 the same ids (checked). This is the part of encoding text never seen that the chunk cache cannot
 help with (issue 30; benchmarks/RESULTS.md, "Encode once (2)" and "(3)").
@@ -23,7 +23,7 @@ import regex
 import bpe_fast
 
 BUCKETS = [(1, 16), (17, 32), (33, 48), (49, 64), (65, 96), (97, 128), (129, 1 << 30)]
-SHORT_MERGE = 48                # the longest chunk merge_scalar takes (bpe_fast/_encode_ranks.pxd);
+SHORT_MERGE = 48                # the longest chunk merge_scalar takes (bpe_fast/encoding/_ranks.pxd);
                                 # merge takes up to encoder.merge_longest (64 with AVX-512)
 
 

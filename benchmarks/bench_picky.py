@@ -25,7 +25,7 @@ from pathlib import Path
 
 import bpe_fast
 from bpe_fast import PickyTokenizer, Tokenizer
-from bpe_fast.picky import REMOVED, token_bytes
+from bpe_fast.training.variants.picky import REMOVED, token_bytes
 from mix33 import corpus_dir  # noqa: E402  (benchmarks/ is on sys.path)
 
 

@@ -49,13 +49,13 @@ def system_time() -> float:
 
 
 def child(args) -> None:
-    from bpe_fast._table import ChunkTable
-    from bpe_fast.pretokenize import Splitter
+    from bpe_fast.counting._table import ChunkTable
+    from bpe_fast.pretokenize.splitter import Splitter
     scanner = Splitter.of(args.pattern).scanner
     if scanner is None:
         sys.exit(f"--pattern {args.pattern}: give a pattern with a native scanner (gpt2, cl100k, o200k, superword)")
     if args.no_huge:
-        from bpe_fast import _table
+        from bpe_fast.counting import _table
         _table._use_huge_pages(False)
     blocks = blocks_of(args.file, args.mb)
     result: dict = {"bytes": sum(map(len, blocks)), "load_before": os.getloadavg()[0]}

@@ -26,12 +26,12 @@ import sys
 import tempfile
 import time
 
-from bpe_fast import _kernel
-from bpe_fast._table import ChunkTable
-from bpe_fast.counting import default_workers
-from bpe_fast.inputs import file_tasks, read_block
-from bpe_fast.pretokenize import Splitter
-from bpe_fast.wordtable import WordTable
+from bpe_fast.training import _kernel
+from bpe_fast.counting._table import ChunkTable
+from bpe_fast.counting.workers import default_workers
+from bpe_fast.counting.inputs import file_tasks, read_block
+from bpe_fast.pretokenize.splitter import Splitter
+from bpe_fast.counting.wordtable import WordTable
 
 
 def timed(label: str, rows: list, fn, *args):

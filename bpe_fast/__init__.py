@@ -14,25 +14,24 @@ There is no import cycle
 (``python tests/test_architecture.py`` prints the graph). The workshop (``bpe_fast.workshop``:
 the seed notebooks' tokenizers and the profiling ladder) stands apart: no stage imports it.
 """
-from . import _build
+from . import _build, _moved
 
 _build.check_extensions_are_fresh()    # before any compiled module loads: a stale one would run old code
 from ._version import __version__
-from .encode_corpus import encode_files, load_bin
+from .encoding.corpus import encode_files, load_bin
 from .errors import UnknownTokenError
 from .errors import (ArgumentError, ArgumentTypeError, BpeFastError, BpeFastWarning, EmptyCorpusError,
                      EncodingError, InputError, MemoryBudgetError, MissingExtraError, PatternError,
                      PatternRequiredError, StaleBuildError, TokenizerFileError, VocabSizeWarning, VocabularyError,
                      VocabularyNotFoundError, WorkerError)
-from .patterns import CL100K, GPT2, O200K
+from .pretokenize.patterns import CL100K, GPT2, O200K
 from .registry import ENCODINGS, load
 from .tokenizer import Tokenizer
-from .count_corpus import count, count_from_iterator
-from .trainer import TrainReport, train, train_from_iterator, train_from_table
-from .variants.picky import PickyTokenizer
-from .variants.parity import train_parity
-from . import boundless, picky  # noqa: F401  (bpe_fast.boundless and .picky, as before variants/ held them)
-from .wordtable import WordTable
+from .counting.corpus import count, count_from_iterator
+from .training.trainer import TrainReport, train, train_from_iterator, train_from_table
+from .training.variants.picky import PickyTokenizer
+from .training.variants.parity import train_parity
+from .counting.wordtable import WordTable
 
 
 __all__ = [
@@ -46,3 +45,9 @@ __all__ = [
     "EncodingError", "BpeFastWarning", "VocabSizeWarning", "MissingExtraError", "StaleBuildError", "__version__",
 ]
 __all__ += ["UnknownTokenError"]
+
+_moved.install()                       # the module paths of 0.2 (bpe_fast.trainer, ...) still import
+
+
+def __getattr__(name: str):
+    return _moved.old_attribute(name)  # bpe_fast.picky and bpe_fast.boundless, as after "import bpe_fast" in 0.2

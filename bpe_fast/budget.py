@@ -42,7 +42,7 @@ def checked_budget(budget) -> int | None:
 PARENT_BYTES = 50 * MiB
 WORKER_BYTES = 30 * MiB
 TABLE_PEAK = 1.5
-ARENA_SLOT_BYTES = 8 * MiB          # counting.py's _Arena: 2 n + 1 slots shared with n workers
+ARENA_SLOT_BYTES = 8 * MiB          # counting/workers.py's _Arena: 2 n + 1 slots shared with n workers
 SMALLEST_TABLE = 16 * MiB           # below this a worker spills too often to be worth its process
 SPILL_FLOOR = 1 * MiB               # the least a worker's table may hold (the option's minimum)
 

@@ -14,9 +14,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from . import arguments, formats, hub, quality
+from . import arguments, formats
+from .formats import _hub as hub
+from .quality import report as quality
 from .errors import TokenizerFileError, VocabularyNotFoundError
-from .named import ENCODINGS, EncodingFile, NamedEncoding, encoding_of_file
+from .formats._named import ENCODINGS, EncodingFile, NamedEncoding, encoding_of_file
 from .paths import tiktoken_cache_dir, tiktoken_cache_file, vocab_dirs
 from .tokenizer import Tokenizer
 
@@ -126,4 +128,4 @@ def open_file(file: Path) -> Tokenizer:
     return Tokenizer.from_vocabulary(formats.read(file))
 
 
-quality.open_baseline = load      # the quality report opens its baselines by name through load (quality.py)
+quality.open_baseline = load      # the quality report opens its baselines by name through load (quality/report.py)

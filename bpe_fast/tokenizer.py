@@ -28,17 +28,18 @@ from collections.abc import Collection, Iterable, Mapping, Sequence, Set as Abst
 import numpy as np
 import regex
 
-from . import arguments, formats, prebuilt, tiktoken_surface
-from ._encode import OUTPUT_ARRAY as OUT_ARRAY, OUTPUT_COUNT as OUT_COUNT, OUTPUT_LIST as OUT_LIST
-from ._encode import MergeEncoder, SpecialSet, spell_tokens
+from . import arguments, formats, prebuilt
+from .encoding import tiktoken_surface
+from .encoding._encode import OUTPUT_ARRAY as OUT_ARRAY, OUTPUT_COUNT as OUT_COUNT, OUTPUT_LIST as OUT_LIST
+from .encoding._encode import MergeEncoder, SpecialSet, spell_tokens
 from .bytelevel import str_to_token, token_to_str
 from .errors import ArgumentError, ArgumentTypeError, EncodingError, TokenizerFileError, VocabularyError, naming_file
 from .formats import Vocabulary, variant_parts
 from .formats.huggingface import huggingface_ids, to_transformers
-from .patterns import whole_matches
-from .visualize import TokenView, token_view
-from .pretokenize import (NORMALIZATIONS, REGEX, WHOLE, Splitter, char_classes, check_encodable,
-                          check_normal_specials, special_splitter, special_token_list)
+from .pretokenize.patterns import whole_matches
+from .encoding.visualize import TokenView, token_view
+from .pretokenize.splitter import (NORMALIZATIONS, REGEX, WHOLE, Splitter, char_classes, check_encodable,
+                                   check_normal_specials, special_splitter, special_token_list)
 
 if TYPE_CHECKING:       # for annotations only (types.EllipsisType is Python 3.10+)
     from types import EllipsisType
@@ -791,8 +792,8 @@ class Tokenizer:
 
     def evaluate(self, texts_or_files, *, by: str | None = None, baselines=None, **options):
         """The quality report on texts or files, per group (``by``), beside ``baselines``: bytes
-        per token, tokens per word, unused tokens, Rényi efficiency (alias of ``bpe_fast.quality.evaluate``)."""
-        from .quality import evaluate
+        per token, tokens per word, unused tokens, Rényi efficiency (alias of ``bpe_fast.quality.report.evaluate``)."""
+        from .quality.report import evaluate
         return evaluate(self, texts_or_files, by=by, baselines=baselines, **options)
 
     # -- files: every format through the table of formats (formats/) ---------------------------

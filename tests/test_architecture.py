@@ -68,7 +68,7 @@ def imports_of(name: str, path: Path, known: set[str]) -> set[str]:
             if f"{target}.{n}" in known:
                 found.add(f"{target}.{n}")
                 names = [x for x in names if x != n]
-        if names or target not in found:
+        if names:                            # names that are no module: from the module itself
             found.add(target)
 
     text = path.read_text(encoding="utf-8")
@@ -147,13 +147,14 @@ def test_the_import_graph_has_no_cycle():
 
 def test_the_graph_sees_cimport_edges_from_every_file_of_a_module():
     graph = import_graph()
-    assert {"bpe_fast._scan", "bpe_fast._encode_hash", "bpe_fast._encode_text"} <= graph["bpe_fast._encode"]
-    assert "bpe_fast._scan" in graph["bpe_fast._pretok"]        # from _pretok.pyx, beside _pretok.pxd
-    assert {"bpe_fast._split", "bpe_fast._pretok"} <= graph["bpe_fast._table"]
-    assert "bpe_fast._scan" in graph["bpe_fast._split"]         # a .pxd of its own, no .pyx
-    assert "bpe_fast._pairmap" in graph["bpe_fast._kernel"]     # a cimport list continued with a backslash
+    scan, split, pretok = "bpe_fast.pretokenize._scan", "bpe_fast.pretokenize._split", "bpe_fast.pretokenize._pretok"
+    assert {scan, "bpe_fast.core._hash", "bpe_fast.core._text"} <= graph["bpe_fast.encoding._encode"]
+    assert scan in graph[pretok]                        # from _pretok.pyx, beside _pretok.pxd
+    assert {split, pretok} <= graph["bpe_fast.counting._table"]
+    assert scan in graph[split]                         # a .pxd of its own, no .pyx
+    assert "bpe_fast.core._pairmap" in graph["bpe_fast.training._kernel"]   # a cimport list continued with a backslash
     assert "bpe_fast.workshop.ladder.v1_dict" in graph["bpe_fast.workshop.ladder._v3_cython"]
-    assert [p.suffix for p in modules()["bpe_fast._pretok"]] == [".pxd", ".pyx"]
+    assert [p.suffix for p in modules()["bpe_fast.pretokenize._pretok"]] == [".pxd", ".pyx"]
 
 
 def write_package(root: Path, files: dict[str, str]) -> Path:
@@ -198,7 +199,7 @@ def test_formats_never_imports_the_tokenizer_and_the_core_never_imports_the_work
         assert "bpe_fast.tokenizer" not in reachable(graph, module), module
     outside = ("bpe_fast.workshop", "bpe_fast.cli", "bpe_fast.__main__")
     assert "bpe_fast.workshop.ladder.cli" in graph["bpe_fast.cli"]        # the rule below has edges to catch
-    assert "bpe_fast._kernel" in graph["bpe_fast.workshop.classic"]
+    assert "bpe_fast.training._kernel" in graph["bpe_fast.workshop.classic"]
     core = [m for m in graph if not m.startswith(outside)]
     for module in core:
         assert not {d for d in graph[module] if d.startswith(outside)}, module
@@ -209,23 +210,23 @@ def test_the_variants_wing_sits_above_the_tokenizer_and_formats_and_only_the_pip
     no stage below it reaches it (they ask it through formats.variant_parts, which it fills in),
     and only the pipeline (trainer, options), the CLI and the old names' thin modules import it."""
     graph = import_graph()
-    wing = {m for m in graph if m == "bpe_fast.variants" or m.startswith("bpe_fast.variants.")}
-    assert {"bpe_fast.variants.superbpe", "bpe_fast.variants.boundless", "bpe_fast.variants.picky"} <= wing
-    for module in ("bpe_fast.tokenizer", "bpe_fast.formats", "bpe_fast.counting", "bpe_fast.continued",
-                   "bpe_fast.wordtable", "bpe_fast.pretokenize"):
+    variants = "bpe_fast.training.variants"
+    wing = {m for m in graph if m == variants or m.startswith(variants + ".")}
+    assert {f"{variants}.superbpe", f"{variants}.boundless", f"{variants}.picky"} <= wing
+    for module in ("bpe_fast.tokenizer", "bpe_fast.formats", "bpe_fast.counting.workers", "bpe_fast.training.continued",
+                   "bpe_fast.counting.wordtable", "bpe_fast.pretokenize.splitter"):
         assert not reachable(graph, module) & wing, module
     users = {m for m in graph if m not in wing and graph[m] & wing}
-    assert users <= {"bpe_fast", "bpe_fast.trainer", "bpe_fast.options", "bpe_fast.cli", "bpe_fast.boundless",
-                     "bpe_fast.picky"}, users
+    assert users <= {"bpe_fast", "bpe_fast.training.trainer", "bpe_fast.training.options", "bpe_fast.cli"}, users
 
 
 def test_counting_flows_one_way_into_training():
-    """The trainer imports the counting stage (count_corpus.py, counting.py); counting never
-    reaches back into the trainer or its options."""
+    """The trainer imports the counting stage (counting/corpus.py, counting/workers.py); counting
+    never reaches back into the trainer or its options."""
     graph = import_graph()
-    assert "bpe_fast.count_corpus" in graph["bpe_fast.trainer"]
-    for module in ("bpe_fast.count_corpus", "bpe_fast.counting"):
-        assert not reachable(graph, module) & {"bpe_fast.trainer", "bpe_fast.options"}, module
+    assert "bpe_fast.counting.corpus" in graph["bpe_fast.training.trainer"]
+    for module in ("bpe_fast.counting.corpus", "bpe_fast.counting.workers"):
+        assert not reachable(graph, module) & {"bpe_fast.training.trainer", "bpe_fast.training.options"}, module
 
 
 def test_every_error_class_lives_in_errors_py():

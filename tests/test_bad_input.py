@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 
 import bpe_fast
-from bpe_fast.counting import CountConfig, count_tasks
-from bpe_fast.inputs import file_tasks
+from bpe_fast.counting.workers import CountConfig, count_tasks
+from bpe_fast.counting.inputs import file_tasks
 from bpe_fast.cli import main
-from bpe_fast.pretokenize import Splitter, chunks_of
+from bpe_fast.pretokenize.splitter import Splitter, chunks_of
 
 
 def write(tmp_path, name, data: bytes):
@@ -356,7 +356,7 @@ def test_cli_huge_numbers_are_one_line_naming_the_option(tmp_path, capsys, monke
     (["encode", "-t", "gpt2", "--workers", str(HUGE)], "workers must be at most 4,096"),
 ])
 def test_cli_huge_numbers_of_other_commands(tmp_path, capsys, monkeypatch, args, message):
-    monkeypatch.setattr("bpe_fast.cli_tools.load", lambda *a: bpe_fast.Tokenizer([]))
+    monkeypatch.setattr("bpe_fast.cli.tools.load", lambda *a: bpe_fast.Tokenizer([]))
     monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(b"ab")))
     code, err = run_cli(args, capsys)
     assert code == 2 and message in err and err.count("\n") == 1, err

@@ -15,11 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpe_fast
-from bpe_fast import Tokenizer, patterns
+from bpe_fast import Tokenizer
+from bpe_fast.pretokenize import patterns
 from bpe_fast.cli import main
 from bpe_fast.errors import VocabSizeWarning
-from bpe_fast.reference import (encode_boundless_reference, phase_one, pretoken_units, train_boundless_auto_reference,
-                                train_boundless_reference)
+from bpe_fast.training.reference import (encode_boundless_reference, phase_one, pretoken_units,
+                                         train_boundless_auto_reference, train_boundless_reference)
 
 from .conftest import corpus_params, examples, read_corpus, shared_path, small_text
 
@@ -48,7 +49,7 @@ def training_segmentation(doc: str, pattern: str, merges, segmented: dict, eligi
     its last supermerge left it."""
     encode = phase_one(merges)
     units = pretoken_units(doc, pattern, encode, eligible)
-    chunks = regex.findall(bpe_fast.patterns.resolve(pattern), doc)
+    chunks = regex.findall(bpe_fast.pretokenize.patterns.resolve(pattern), doc)
     out: list[int] = []
     run: list[int] = []
     for chunk, unit in zip([*chunks, None], [*units, None]):
@@ -329,7 +330,8 @@ def test_runs_that_may_hold_a_line_end_keep_files_whole(tmp_path, monkeypatch):
     """Blocks are cut after line ends, where the chunk before holds the "\n": with an
     eligibility that takes such chunks (here every chunk), a run may cross the cut, so neither
     the counting nor encode_files cuts the text; with the default one both do, and agree."""
-    from bpe_fast import count_corpus, counting, encode_corpus
+    from bpe_fast.counting import corpus as count_corpus, workers as counting
+    from bpe_fast.encoding import corpus as encode_corpus
     rng = np.random.default_rng(0)
     words = "the cat sat on a mat and then it ran off to see the big dog".split()
     text = "".join(" ".join(rng.choice(words, rng.integers(3, 10))) + "\n" for _ in range(800))
@@ -344,10 +346,10 @@ def test_runs_that_may_hold_a_line_end_keep_files_whole(tmp_path, monkeypatch):
         assert ids == encode_boundless_reference(text, "cl100k", merges, supers, 256 + len(merges), eligible)
         encode_corpus.encode_files(tok, [path], tmp_path / "ids.bin", format="bin", progress="none")
         assert np.fromfile(tmp_path / "ids.bin", "<u2").tolist() == ids
-    units = bpe_fast.boundless.units(tok.without_supermerges(), r"[\s\S]")
+    units = bpe_fast.training.variants.boundless.units(tok.without_supermerges(), r"[\s\S]")
 
     def runs(block_size: int):
-        config = counting.make_config("cl100k", (), units=units)
+        config = counting.make_config("cl100k", (), counting=bpe_fast.training.variants.boundless.RunCounting(units))
         options = counting.CountOptions.for_files(workers=2, progress="none", block_size=block_size)
         return count_corpus.count_inputs([path], config, options)
 

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 import bpe_fast
-from bpe_fast import _kernel, budget
+from bpe_fast.training import _kernel
+from bpe_fast import budget
 from bpe_fast.cli import main
-from bpe_fast.wordtable import WordTable
+from bpe_fast.counting.wordtable import WordTable
 
 from .conftest import small_text
 
@@ -83,7 +84,7 @@ def no_merging(*args, **kwargs):
 
 def test_a_budget_too_small_is_one_line_before_merging_and_keeps_the_counts(corpus, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
-    monkeypatch.setattr("bpe_fast.trainer._kernel.Trainer", no_merging)
+    monkeypatch.setattr("bpe_fast.training.trainer._kernel.Trainer", no_merging)
     out = tmp_path / "tok.json"
     assert main(["train", str(corpus), "--vocab-size", "600", "-o", str(out), "--memory-budget", "8M", "-q"]) == 2
     err = capsys.readouterr().err
@@ -104,7 +105,7 @@ def test_a_budget_too_small_is_one_line_before_merging_and_keeps_the_counts(corp
 
 def test_train_from_table_refuses_before_merging_and_names_no_file(monkeypatch):
     table = bpe_fast.count_from_iterator([random_words(2_000, seed=5)], workers=1, progress="none")
-    monkeypatch.setattr("bpe_fast.trainer._kernel.Trainer", no_merging)
+    monkeypatch.setattr("bpe_fast.training.trainer._kernel.Trainer", no_merging)
     with pytest.raises(bpe_fast.MemoryBudgetError) as caught:
         bpe_fast.train_from_table(table, 400, memory_budget=2 * MiB, progress="none")
     message = str(caught.value)
@@ -115,7 +116,7 @@ def test_a_variant_refused_keeps_no_table_it_could_not_be_trained_from(corpus, t
     # SuperBPE's second stage counts the text again with another pattern: a stage-one table given
     # to --counts would train plain BPE, so the error offers no table, only the budget it needs.
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
-    monkeypatch.setattr("bpe_fast.trainer._kernel.Trainer", no_merging)
+    monkeypatch.setattr("bpe_fast.training.trainer._kernel.Trainer", no_merging)
     out = tmp_path / "tok.json"
     assert main(["train", str(corpus), "--vocab-size", "600", "--superword-at", "500", "-o", str(out),
                  "--memory-budget", "8M", "-q"]) == 2
@@ -134,7 +135,7 @@ def test_a_budget_that_fits_gives_the_same_merges(corpus):
 def test_under_a_budget_superword_training_counts_stage_two_after_stage_one(corpus, monkeypatch):
     """The budget plans each stage's peak on its own: stage two is not counted beside stage one's
     kernel (whose plan has no count in it), and the merges are those of the training without it."""
-    from bpe_fast.variants import superbpe
+    from bpe_fast.training.variants import superbpe
     started = []
     real_start = superbpe.CountAhead.start
 
@@ -183,7 +184,7 @@ def test_counting_under_a_small_budget_gives_the_same_table(corpus):
     (None, 400 * MiB, (2, 64 * MiB)),          # room for both: the default table each
 ])
 def test_the_count_runs_with_its_share(corpus, monkeypatch, workers, total, expected):
-    import bpe_fast.counting as counting
+    import bpe_fast.counting.workers as counting
     monkeypatch.setattr(counting, "default_workers", lambda: 2)
     monkeypatch.setattr(counting, "default_memory_budget", lambda n: 64 * MiB)
     seen = []

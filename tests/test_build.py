@@ -121,11 +121,13 @@ def test_an_installed_package_is_never_checked(tmp_path, layout):
 def test_this_checkout_is_checked_and_fresh():
     assert _build.is_source_checkout(_build.PACKAGE) == (ROOT / "setup.py").is_file()
     assert _build.stale_extensions(_build.PACKAGE) == []
-    encoder_pxds = {p.relative_to(ROOT).as_posix() for p in (ROOT / "bpe_fast").glob("_encode_*.pxd")}
-    assert {"bpe_fast/_encode_hash.pxd", "bpe_fast/_encode_text.pxd"} <= encoder_pxds
-    shared = {"bpe_fast/_split.pxd", "bpe_fast/_scan.pxd", "bpe_fast/_cpu.pxd", "bpe_fast/_pairmap.pxd"}
+    encoding = ROOT / "bpe_fast" / "encoding"
+    encoder_pxds = {p.relative_to(ROOT).as_posix() for p in encoding.glob("_*.pxd")}
+    assert {"bpe_fast/encoding/_ranks.pxd", "bpe_fast/encoding/_cache.pxd"} <= encoder_pxds
+    shared = {"bpe_fast/pretokenize/_split.pxd", "bpe_fast/pretokenize/_scan.pxd", "bpe_fast/core/_cpu.pxd",
+              "bpe_fast/core/_pairmap.pxd", "bpe_fast/core/_hash.pxd", "bpe_fast/core/_text.pxd"}
     assert shared | encoder_pxds == {
-        p.relative_to(ROOT).as_posix() for p in _build.cimported_pxds(_build.PACKAGE / "_encode.pyx", _build.PACKAGE)}
+        p.relative_to(ROOT).as_posix() for p in _build.cimported_pxds(encoding / "_encode.pyx", _build.PACKAGE)}
 
 
 IMPORT = f"""
@@ -153,11 +155,13 @@ def test_importing_a_stale_copy_of_the_package_fails_before_loading_any_extensio
         return done.stdout.splitlines()
 
     assert import_the_copy() == [f"imported {tmp_path / 'bpe_fast' / '__init__.py'}"]     # copied with its times
-    edit(tmp_path / "bpe_fast", "_pairmap.pxd")
+    edit(tmp_path / "bpe_fast" / "core", "_pairmap.pxd")
     lines = import_the_copy()
     assert lines[0] == "StaleBuildError loaded: []"
     assert lines[1] == f"stale compiled extensions in the source checkout {tmp_path} (older than their Cython sources):"
-    assert lines[2:-1] == [f"  bpe_fast.{m}: bpe_fast/_pairmap.pxd is newer than {m}{SUFFIX}"
-                           for m in ("_encode", "_kernel", "_parity", "_picky", "_pretok", "_runs", "_table")]
-    # (the modules that cimport it: directly, or through _encode_hash.pxd)
+    assert lines[2:-1] == [f"  bpe_fast.{m}: bpe_fast/core/_pairmap.pxd is newer than {m.rpartition('.')[2]}{SUFFIX}"
+                           for m in ("counting._table", "encoding._encode", "pretokenize._pretok", "training._kernel",
+                                     "training.variants._boundless", "training.variants._parity",
+                                     "training.variants._picky")]
+    # (the modules that cimport it: directly, or through core/_hash.pxd)
     assert lines[-1].startswith(f"They would run the old code. Rebuild them: cd {tmp_path} && python setup.py")

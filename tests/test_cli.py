@@ -432,7 +432,7 @@ def test_named_encoding_errors_name_cli_options(tmp_path, monkeypatch, capsys):
 
 
 def test_a_damaged_file_in_tiktokens_cache_is_an_error_naming_it(tmp_path, monkeypatch):
-    from bpe_fast.named import ENCODINGS
+    from bpe_fast.formats._named import ENCODINGS
     from bpe_fast.paths import tiktoken_cache_file
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))       # looked in before the shared vocabs/
     monkeypatch.delenv("BPE_FAST_VOCABS", raising=False)
@@ -448,7 +448,7 @@ def test_a_damaged_file_in_tiktokens_cache_is_an_error_naming_it(tmp_path, monke
 @needs_vocabs
 def test_python_load_works_wherever_the_cli_does(tmp_path):
     """`bpe_fast.load("gpt2")` and `-t gpt2` find the same files, also in tiktoken's cache only."""
-    from bpe_fast.named import ENCODINGS
+    from bpe_fast.formats._named import ENCODINGS
     code = ("import bpe_fast, sys; print(' '.join(map(str, bpe_fast.load('gpt2').encode(sys.stdin.read()))))")
     cache = tmp_path / "cache"
     cache.mkdir()

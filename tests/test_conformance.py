@@ -128,7 +128,7 @@ def test_lone_surrogates_become_replacement_characters_as_in_tiktoken():
 
 
 def test_blocks_mixing_one_two_and_three_byte_characters_convert_as_tiktoken():
-    """A str of 2-byte code units is turned into UTF-8 8 characters at a time (_encode_text.pxd):
+    """A str of 2-byte code units is turned into UTF-8 8 characters at a time (core/_text.pxd):
     blocks of ASCII, of 2-byte characters, of mixed lengths without a surrogate, and with one
     (lone, or half of nothing), at every alignment and length."""
     rng = random.Random(8)

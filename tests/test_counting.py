@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 
 import bpe_fast
 from bpe_fast import CL100K, GPT2, O200K
-from bpe_fast.counting import CountConfig, count_tasks
-from bpe_fast.inputs import docs_tasks, file_tasks
-from bpe_fast.patterns import SUPERWORD
-from bpe_fast.pretokenize import Splitter, chunks_of, find_cut, is_safe_cut
+from bpe_fast.counting.workers import CountConfig, count_tasks
+from bpe_fast.counting.inputs import docs_tasks, file_tasks
+from bpe_fast.pretokenize.patterns import SUPERWORD
+from bpe_fast.pretokenize.splitter import Splitter, chunks_of, find_cut, is_safe_cut
 
 from .conftest import SHARED, corpus_files, examples
 

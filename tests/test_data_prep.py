@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import bpe_fast
-from bpe_fast import encode_corpus as ef
+from bpe_fast.encoding import corpus as ef
 from bpe_fast.cli import main
 from bpe_fast.errors import ArgumentError, EncodingError, InputError
 
@@ -49,7 +49,7 @@ def _load_named(name: str, vocabs: str):
 @pytest.fixture(autouse=True)
 def named_encodings_read_once(monkeypatch):
     """The commands' `load`, reading each named encoding once for the module (a file as usual)."""
-    from bpe_fast import cli_tools
+    from bpe_fast.cli import tools as cli_tools
     load = cli_tools.load
     monkeypatch.setattr(cli_tools, "load", lambda spec, vocabs=None: _load_named(spec, vocabs)
                         if spec in bpe_fast.registry.ENCODINGS else load(spec, vocabs))

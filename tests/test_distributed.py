@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 import bpe_fast
-from bpe_fast import distributed as cluster
+from bpe_fast.counting import distributed as cluster
 from bpe_fast.cli import main
-from bpe_fast.counting import CountOptions
-from bpe_fast.inputs import sources
+from bpe_fast.counting.workers import CountOptions
+from bpe_fast.counting.inputs import sources
 
 from .conftest import ROOT, need, small_text
 
@@ -242,7 +242,7 @@ SCRIPT = """
 import json, sys, time
 import dask, distributed
 import bpe_fast
-from bpe_fast import distributed as cluster
+from bpe_fast.counting import distributed as cluster
 from bpe_fast.cli import main
 
 if __name__ == "__main__":

@@ -327,7 +327,7 @@ def test_real_vocabularies_at_the_edges_of_the_table(name):
 @pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
 def test_chunks_merged_and_chunks_backtracked_either_side_of_the_limits(name):
     """New chunks of up to 64 or 128 bytes (48 without AVX-512) are merged by tiktoken's rule over
-    the small tables of _encode_ranks.pxd, longer ones backtracked (_encode_bpe.pxd): chunks of 1
+    the small tables of _ranks.pxd, longer ones backtracked (_bpe.pxd): chunks of 1
     to 140 bytes, runs of one letter (every pair ties: the leftmost must win) and words of pairs that
     merge late, against tiktoken, alone (encode_chunk) and in texts, cold and warm."""
     tok = real(name)

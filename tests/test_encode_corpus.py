@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import bpe_fast
-from bpe_fast import encode_corpus as ef
+from bpe_fast.encoding import corpus as ef
 from bpe_fast.errors import ArgumentError, InputError
 
 from .conftest import SMALL_CORPUS, need, needs_vocabs, small_text, vocab_dir, vocab_path
@@ -191,7 +191,7 @@ def test_null_records_stay_as_empty_documents_so_document_i_is_record_i(tok, tmp
 
 
 def test_an_input_that_fails_mid_read_is_named_as_the_input(tok, tmp_path, monkeypatch):
-    from bpe_fast import inputs
+    from bpe_fast.counting import inputs
 
     class Flaky:                       # a file whose second read fails, as a dying disk's would
         def __init__(self, fh):

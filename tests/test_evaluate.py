@@ -1,10 +1,10 @@
-"""The quality report (quality.py, ``Tokenizer.evaluate``, ``bpe-fast eval``): each figure against
+"""The quality report (quality/report.py, ``Tokenizer.evaluate``, ``bpe-fast eval``): each figure against
 an independent count.
 
 Token counts and ids come from tiktoken itself (built from the shared .tiktoken files, as
 test_conformance.py builds it), words from ``str.split()``, bytes from ``str.encode``, the Rényi
 entropy from ``collections.Counter`` and ``math`` (and from the published figures of
-tokenization-scorer's own tests for a tiny distribution), so nothing of quality.py is in the oracle.
+tokenization-scorer's own tests for a tiny distribution), so nothing of quality/report.py is in the oracle.
 """
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpe_fast
-from bpe_fast import quality
-from bpe_fast._measure import count_ids, measure_texts
+from bpe_fast.quality import report as quality
+from bpe_fast.quality._measure import count_ids, measure_texts
 from bpe_fast.cli import main
 from bpe_fast.errors import ArgumentError, InputError, TokenizerFileError
 
@@ -33,7 +33,7 @@ from .conftest import (SMALL_CORPUS, corpus_params, examples, need, needs_vocabs
 def tiktoken_encoding(name: str):
     """tiktoken's own Encoding for a named encoding, from the shared file (test_conformance.py's)."""
     need("tiktoken")
-    from .test_conformance import reference
+    from tests.test_conformance import reference
     return reference(name)
 
 

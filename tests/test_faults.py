@@ -27,12 +27,12 @@ import pytest
 
 import bpe_fast
 import bpe_fast.cli
-import bpe_fast.counting
+import bpe_fast.counting.workers
 from bpe_fast.cli import main
-from bpe_fast.counting import CountConfig, count_tasks
+from bpe_fast.counting.workers import CountConfig, count_tasks
 from bpe_fast.errors import OutputError
-from bpe_fast.pretokenize import Splitter
-from bpe_fast.inputs import docs_tasks, file_tasks
+from bpe_fast.pretokenize.splitter import Splitter
+from bpe_fast.counting.inputs import docs_tasks, file_tasks
 
 from .conftest import SMALL_CORPUS, need, small_text
 
@@ -671,8 +671,8 @@ SUPERWORD_AHEAD = """
                 time.sleep(0.01)     # stage two's count ahead has begun: its workers have spilled
             print("both running", flush=True)
             time.sleep(60)
-    import bpe_fast.counting    # tables of 1 MiB, so that the workers spill (memory_budget is the whole job's)
-    bpe_fast.counting.counting_share = lambda budget, workers, most, fixed=False: (workers, 1 << 20)
+    import bpe_fast.counting.workers    # tables of 1 MiB, so that the workers spill (memory_budget is the whole job's)
+    bpe_fast.counting.workers.counting_share = lambda budget, workers, most, fixed=False: (workers, 1 << 20)
     bpe_fast.train([sys.argv[1]], 3000, superword_at=2000, superword_pattern=r"[a-z]+ ?|\\s", workers=2,
                    memory_budget=1 << 30, progress=progress)
     print("finished", flush=True)
@@ -718,8 +718,8 @@ SUPERWORD_WAITING = """
     def progress(stage, current, total, elapsed):
         if stage == "merging" and total and current >= total and not said:     # stage one learned
             said.append(print("waiting for the count ahead", flush=True))
-    import bpe_fast.counting    # tables of 1 MiB, so that the workers spill (memory_budget is the whole job's)
-    bpe_fast.counting.counting_share = lambda budget, workers, most, fixed=False: (workers, 1 << 20)
+    import bpe_fast.counting.workers    # tables of 1 MiB, so that the workers spill (memory_budget is the whole job's)
+    bpe_fast.counting.workers.counting_share = lambda budget, workers, most, fixed=False: (workers, 1 << 20)
     bpe_fast.train([sys.argv[1]], 2300, superword_at=2000, superword_pattern=r"[a-z]+ ?|\\s", workers=2,
                    memory_budget=1 << 30, progress=progress)
     print("finished", flush=True)
@@ -801,14 +801,14 @@ def test_a_clean_up_runs_to_its_end_through_ctrl_c():
         if len(calls) == 1:
             raise KeyboardInterrupt
     with pytest.raises(KeyboardInterrupt):
-        bpe_fast.counting.uninterrupted(clean_up)
+        bpe_fast.counting.workers.uninterrupted(clean_up)
     assert calls == [0, 1]
 
 
 def test_workers_stopped_before_their_set_up_print_no_traceback(monkeypatch, capfd):
     # The workers are forked while the parent turns SIGTERM into an exception (and inherit its
     # handler); one stopped before its own set-up must die as by default, not raise the parent's.
-    real_set_up = bpe_fast.counting._die_with_parent
+    real_set_up = bpe_fast.counting.workers._die_with_parent
 
     def slow_set_up(parent):
         time.sleep(5)
@@ -819,7 +819,7 @@ def test_workers_stopped_before_their_set_up_print_no_traceback(monkeypatch, cap
         time.sleep(0.3)                      # the workers are started (and asleep) by now
         raise RuntimeError("the source failed")
 
-    monkeypatch.setattr("bpe_fast.counting._die_with_parent", slow_set_up)
+    monkeypatch.setattr("bpe_fast.counting.workers._die_with_parent", slow_set_up)
     start = time.monotonic()
     with pytest.raises(RuntimeError, match="the source failed"):
         bpe_fast.count_from_iterator(docs(), workers=3, batch_chars=1, progress="none")
@@ -851,7 +851,7 @@ def slow_first_failure(self, task):
 
 
 def test_the_earliest_failure_is_raised_as_soon_as_it_is_in(monkeypatch):
-    monkeypatch.setattr("bpe_fast.counting.ChunkCounter.run", slow_first_failure)
+    monkeypatch.setattr("bpe_fast.counting.workers.ChunkCounter.run", slow_first_failure)
     start = time.monotonic()
     with pytest.raises(bpe_fast.InputError, match="task 0 failed"):
         bpe_fast.count_from_iterator([f"doc {i}" for i in range(40)], workers=2, batch_chars=1, progress="none")
@@ -866,7 +866,7 @@ def out_of_memory(self, task):
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_out_of_memory_while_counting_is_a_worker_error_naming_the_settings(monkeypatch, workers):
-    monkeypatch.setattr("bpe_fast.counting.ChunkCounter.run", out_of_memory)     # forked workers inherit it
+    monkeypatch.setattr("bpe_fast.counting.workers.ChunkCounter.run", out_of_memory)     # forked workers inherit it
     with pytest.raises(bpe_fast.WorkerError) as err:
         bpe_fast.count_from_iterator(["some text"] * 8, workers=workers, batch_chars=1, progress="none")
     message = str(err.value)
@@ -874,7 +874,7 @@ def test_out_of_memory_while_counting_is_a_worker_error_naming_the_settings(monk
     assert ("--workers" in message) == (workers > 1)
 
 
-class FullDiskTable(bpe_fast.counting.ChunkTable):
+class FullDiskTable(bpe_fast.counting.workers.ChunkTable):
     """A table past any budget, whose spills find the disk full."""
     nbytes = 1 << 40
 
@@ -884,7 +884,7 @@ class FullDiskTable(bpe_fast.counting.ChunkTable):
 
 @pytest.mark.parametrize("workers", [1, 2])
 def test_a_full_disk_while_spilling_names_the_folder_and_tmpdir(tmp_path, monkeypatch, capsys, workers):
-    monkeypatch.setattr("bpe_fast.counting.ChunkTable", FullDiskTable)
+    monkeypatch.setattr("bpe_fast.counting.workers.ChunkTable", FullDiskTable)
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))                 # as TMPDIR=tmp_path would
     corpus = tmp_path / "c.txt"
     corpus.write_text(small_text() * 20)
@@ -971,7 +971,7 @@ def test_a_word_table_with_bad_fields_is_an_input_error_naming_the_file(tmp_path
     import numpy as np
     table, path = saved_table(tmp_path)
     arrays = dict(symbols=table.symbols, offsets=table.offsets, counts=table.counts, hashes=table.hashes)
-    meta = {"format": "bpe_fast.wordtable", "version": 1, "pattern": None, "special_tokens": []}
+    meta = {"format": "bpe_fast.counting.wordtable", "version": 1, "pattern": None, "special_tokens": []}
     for damage, expected in [(dict(meta=np.array(json.dumps({**meta, "input_bytes": "many"}))), "input_bytes"),
                              (dict(counts=np.int64(3)), "counts must be a 1-D int64 array"),
                              (dict(meta=np.array([1, 2])), "not a bpe_fast word table"),

@@ -461,7 +461,7 @@ def test_save_chooses_the_format_by_name_and_refuses_a_contradiction(tmp_path):
 def test_named_encoding_file_in_tiktokens_cache_is_named_as_tiktoken_names_it(tmp_path, monkeypatch):
     import hashlib
 
-    from bpe_fast.named import ENCODINGS
+    from bpe_fast.formats._named import ENCODINGS
     from bpe_fast.paths import tiktoken_cache_dir, tiktoken_cache_file
     url = "https://openaipublic.blob.core.windows.net/encodings/cl100k_base.tiktoken"
     assert ENCODINGS["cl100k_base"].files[0].url == url
@@ -488,7 +488,7 @@ def test_tiktoken_reads_the_file_where_bpe_fast_looks_for_it(tmp_path):
     import sys
 
     need("tiktoken")
-    from bpe_fast.named import ENCODINGS
+    from bpe_fast.formats._named import ENCODINGS
     file = ENCODINGS["r50k_base"].files[0]
     cache = tmp_path / "cache"
     cache.mkdir()
@@ -509,7 +509,7 @@ def test_tiktoken_reads_the_file_where_bpe_fast_looks_for_it(tmp_path):
 def test_named_encodings_are_found_in_tiktokens_cache(tmp_path, monkeypatch):
     import shutil
 
-    from bpe_fast.named import ENCODINGS
+    from bpe_fast.formats._named import ENCODINGS
     from bpe_fast.paths import tiktoken_cache_file
     from bpe_fast.registry import encoding_files
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
@@ -524,7 +524,7 @@ def test_named_encodings_are_found_in_tiktokens_cache(tmp_path, monkeypatch):
 
 
 def test_a_named_encoding_file_that_is_not_the_published_one_is_refused(tmp_path, monkeypatch):
-    from bpe_fast.named import ENCODINGS
+    from bpe_fast.formats._named import ENCODINGS
     from bpe_fast.paths import tiktoken_cache_file
     monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("BPE_FAST_VOCABS", raising=False)

@@ -11,7 +11,8 @@ import sys
 import pytest
 
 import bpe_fast
-from bpe_fast import TokenizerFileError, hub
+from bpe_fast import TokenizerFileError
+from bpe_fast.formats import _hub as hub
 from bpe_fast.cli import main
 
 from .conftest import need, small_text

@@ -13,8 +13,9 @@ import sys
 import pytest
 
 import bpe_fast
-from bpe_fast import InputError, inputs
-from bpe_fast.inputs import classify
+from bpe_fast import InputError
+from bpe_fast.counting import inputs
+from bpe_fast.counting.inputs import classify
 
 from .conftest import need, small_text
 

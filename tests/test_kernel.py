@@ -7,9 +7,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bpe_fast import CL100K, GPT2, O200K, WordTable
-from bpe_fast._kernel import train_merges
-from bpe_fast.pretokenize import chunks_of
-from bpe_fast.reference import count_pairs, train_reference
+from bpe_fast.training._kernel import train_merges
+from bpe_fast.pretokenize.splitter import chunks_of
+from bpe_fast.training.reference import count_pairs, train_reference
 from .conftest import examples
 
 PATTERNS = [GPT2, CL100K, O200K, None]
@@ -148,7 +148,7 @@ def test_memory_by_part_follows_the_set_up_and_the_merging():
     """Trainer.memory(): the layout's slots (4 bytes a byte at least) from the start; pair
     records, lists and by-symbol lists once the pairs are counted, as many pairs as the count
     tracked, each list's bytes within its capacity; nothing once learn has let the state go."""
-    from bpe_fast._kernel import Trainer
+    from bpe_fast.training._kernel import Trainer
     rng = np.random.default_rng(4)
     words = {bytes(rng.choice(list(b"abcdef"), size=rng.integers(2, 20)).astype(np.uint8)): int(rng.integers(1, 50))
              for _ in range(500)}

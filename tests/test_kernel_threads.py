@@ -18,11 +18,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpe_fast
-from bpe_fast import Tokenizer, WordTable, _kernel, continued
-from bpe_fast import trainer as trainer_module
-from bpe_fast._kernel import train_merges
-from bpe_fast.counting import default_workers
-from bpe_fast.reference import train_reference
+from bpe_fast import Tokenizer, WordTable
+from bpe_fast.training import _kernel, continued
+from bpe_fast.training import trainer as trainer_module
+from bpe_fast.training._kernel import train_merges
+from bpe_fast.counting.workers import default_workers
+from bpe_fast.training.reference import train_reference
 
 from .conftest import SHARED, examples, read_corpus, shared_path, small_text
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from bpe_fast.errors import BpeFastError
 from bpe_fast.workshop.ladder import RUNGS, Workload, harness, select
 from bpe_fast.workshop.ladder.harness import budget_check, line_profile, run_ladder
-from bpe_fast.reference import count_pairs, merge_word, train_reference
+from bpe_fast.training.reference import count_pairs, merge_word, train_reference
 
 from .conftest import examples, need
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 import bpe_fast
 from bpe_fast import Tokenizer, WordTable
 from bpe_fast.cli import main
-from bpe_fast.pretokenize import Splitter, chunks_of, find_cut, is_safe_cut
+from bpe_fast.pretokenize.splitter import Splitter, chunks_of, find_cut, is_safe_cut
 
 from .conftest import corpus_files, examples, need, needs_data, read_corpus, small_text
 

@@ -18,11 +18,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpe_fast
-from bpe_fast import CL100K, GPT2, O200K, counting
-from bpe_fast._pack import document_ends, pack_documents
-from bpe_fast._table import ChunkTable
-from bpe_fast.inputs import docs_tasks
-from bpe_fast.pretokenize import Splitter
+from bpe_fast import CL100K, GPT2, O200K
+from bpe_fast.counting import workers as counting
+from bpe_fast.counting._pack import document_ends, pack_documents
+from bpe_fast.counting._table import ChunkTable
+from bpe_fast.counting.inputs import docs_tasks
+from bpe_fast.pretokenize.splitter import Splitter
 from .conftest import examples
 
 # Every UTF-8 width, line ends, spaces the patterns treat apart, and text outside the BMP.

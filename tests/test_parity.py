@@ -11,9 +11,9 @@ import pytest
 
 import bpe_fast
 from bpe_fast.bytelevel import bytes_to_unicode
-from bpe_fast.reference import merge_word
-from bpe_fast.variants.parity import learn_parity
-from bpe_fast.variants.parity_reference import train_parity_reference
+from bpe_fast.training.reference import merge_word
+from bpe_fast.training.variants.parity import learn_parity
+from bpe_fast.training.variants.parity_reference import train_parity_reference
 
 from .conftest import SMALL_CORPUS, shared_path
 
@@ -328,7 +328,7 @@ def test_the_corpus_keeps_every_languages_pair_counts_exact():
     count of every pair is its recount from the words as the merges leave them."""
     from collections import Counter
 
-    from bpe_fast.variants.parity import _corpus
+    from bpe_fast.training.variants.parity import _corpus
     langs = synthetic_languages(3, 80, seed=9)
     train_t = tables(langs)
     corpus = _corpus(train_t, None, [bytes([b]) for b in range(256)], True, False, None, False)
@@ -393,7 +393,7 @@ def _numpy_window_choice(initial, ratio, lengths, exhausted, in_window, window_s
 def test_the_kernels_choice_of_language_is_numpys_on_ties_exhausted_and_full_windows():
     import numpy as np
 
-    from bpe_fast import _parity
+    from bpe_fast.training.variants import _parity
     rng = np.random.default_rng(7)
     for trial in range(400):
         n = int(rng.integers(1, 9))
@@ -415,7 +415,7 @@ def test_the_kernels_choice_of_language_is_numpys_on_ties_exhausted_and_full_win
 def test_merge_subtracts_each_languages_fall_from_lengths_as_it_returns_it():
     import numpy as np
 
-    from bpe_fast import _parity
+    from bpe_fast.training.variants import _parity
     tokens = np.frombuffer(b"abab" b"ab" b"aab", dtype=np.uint8).astype(np.int32)
     offsets = np.array([0, 4, 6, 9], dtype=np.int64)
     counts = np.array([3, 2, 5], dtype=np.int64)

@@ -12,12 +12,13 @@ import pytest
 import regex
 
 import bpe_fast
-from bpe_fast import Tokenizer, patterns
-from bpe_fast._pretok import PATTERN_IDS, Scanner, _native_traits
+from bpe_fast import Tokenizer
+from bpe_fast.pretokenize import patterns
+from bpe_fast.pretokenize._pretok import PATTERN_IDS, Scanner, _native_traits
 from bpe_fast.formats import huggingface
-from bpe_fast.named import ENCODINGS
-from bpe_fast.patterns import BY_NAME, PATTERNS, BlockCut, NamedPattern, known_names, name_of, resolve
-from bpe_fast.pretokenize import NATIVE, REGEX, Splitter, char_classes, chunks_of, find_cut, is_safe_cut
+from bpe_fast.formats._named import ENCODINGS
+from bpe_fast.pretokenize.patterns import BY_NAME, PATTERNS, BlockCut, NamedPattern, known_names, name_of, resolve
+from bpe_fast.pretokenize.splitter import NATIVE, REGEX, Splitter, char_classes, chunks_of, find_cut, is_safe_cut
 
 # A little of every class the patterns tell apart, in lines ended by "\n" and "\r\n": letters of
 # every case, marks, digits of every kind, contractions (and U+017F, which (?i)s matches), spaces

@@ -15,14 +15,15 @@ from hypothesis import strategies as st
 import bpe_fast
 from bpe_fast import (ArgumentError, PickyTokenizer, TokenizerFileError, VocabSizeWarning, VocabularyError,
                       WordTable, formats)
-from bpe_fast._kernel import train_merges
-from bpe_fast._picky import PickyEncoder, train_picky
+from bpe_fast.training._kernel import train_merges
+from bpe_fast.training.variants._picky import PickyEncoder, train_picky
 from bpe_fast.budget import resident_bytes
 from bpe_fast.bytelevel import huggingface_byte_order
 from bpe_fast.cli import main
-from bpe_fast.picky import REMOVED, events_for, token_ids
-from bpe_fast.variants.picky import PICKY_LONGEST
-from bpe_fast.reference import (encode_picky_reference, picky_token_ids, train_picky_reference, train_reference)
+from bpe_fast.training.variants.picky import REMOVED, events_for, token_ids
+from bpe_fast.training.variants.picky import PICKY_LONGEST
+from bpe_fast.training.reference import (encode_picky_reference, picky_token_ids, train_picky_reference,
+                                         train_reference)
 
 from .conftest import corpus_params, examples, needs_data, read_corpus, small_text, sparse_array, sparse_files
 

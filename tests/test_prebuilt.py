@@ -13,13 +13,13 @@ import pytest
 
 import bpe_fast
 from bpe_fast import prebuilt
-from bpe_fast._encode import MergeEncoder
+from bpe_fast.encoding._encode import MergeEncoder
 from bpe_fast.errors import VocabularyError
 from bpe_fast.formats import tiktoken as tiktoken_format
-from bpe_fast.pretokenize import _char_classes_of_regex, char_classes
+from bpe_fast.pretokenize.splitter import _char_classes_of_regex, char_classes
 
 from .conftest import needs_data, needs_vocabs, shared_path, vocab_path
-from .test_conformance import reference
+from tests.test_conformance import reference
 
 pytestmark = [needs_vocabs, needs_data]
 

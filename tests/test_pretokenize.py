@@ -1,4 +1,4 @@
-"""One Splitter (pretokenize.py) says what a chunk is, for counting, encoding and encode_corpus
+"""One Splitter (pretokenize/splitter.py) says what a chunk is, for counting, encoding and encode_corpus
 alike."""
 from __future__ import annotations
 
@@ -10,11 +10,11 @@ import regex
 from hypothesis import given, settings, strategies as st
 
 import bpe_fast
-from bpe_fast import inputs
-from bpe_fast.counting import CountConfig, count_tasks
-from bpe_fast.encode_corpus import pieces
-from bpe_fast.patterns import CL100K, GPT2, O200K, SUPERWORD
-from bpe_fast.pretokenize import NATIVE, REGEX, WHOLE, Splitter
+from bpe_fast.counting import inputs
+from bpe_fast.counting.workers import CountConfig, count_tasks
+from bpe_fast.encoding.corpus import pieces
+from bpe_fast.pretokenize.patterns import CL100K, GPT2, O200K, SUPERWORD
+from bpe_fast.pretokenize.splitter import NATIVE, REGEX, WHOLE, Splitter
 
 from .conftest import examples, small_text
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from bpe_fast import paths
-from bpe_fast.named import ENCODINGS
+from bpe_fast.formats._named import ENCODINGS
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

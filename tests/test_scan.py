@@ -8,11 +8,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bpe_fast import CL100K, GPT2, O200K
-from bpe_fast.patterns import SUPERWORD
-from bpe_fast._pretok import PATTERN_IDS, Scanner, _simd_level
-from bpe_fast._table import ChunkTable
-from bpe_fast.wordtable import WordTable
-from bpe_fast.pretokenize import char_classes, native_scanner
+from bpe_fast.pretokenize.patterns import SUPERWORD
+from bpe_fast.pretokenize._pretok import PATTERN_IDS, Scanner, _simd_level
+from bpe_fast.counting._table import ChunkTable
+from bpe_fast.counting.wordtable import WordTable
+from bpe_fast.pretokenize.splitter import char_classes, native_scanner
 
 from .conftest import SHARED, corpus_params, examples
 

@@ -16,8 +16,8 @@ from hypothesis import strategies as st
 
 import bpe_fast
 from bpe_fast import CL100K, GPT2, O200K
-from bpe_fast._table import ChunkTable, _use_huge_pages, read_part
-from bpe_fast.pretokenize import Splitter
+from bpe_fast.counting._table import ChunkTable, _use_huge_pages, read_part
+from bpe_fast.pretokenize.splitter import Splitter
 
 from .conftest import corpus_params, examples, small_text
 
@@ -316,13 +316,13 @@ def test_counting_a_long_tailed_file_with_spills_gives_the_regex_table(tmp_path,
     path = tmp_path / "c.txt"
     path.write_text(text, encoding="utf-8")
     spills = []
-    real_spill = bpe_fast.counting.ChunkCounter._spill
+    real_spill = bpe_fast.counting.workers.ChunkCounter._spill
 
     def counted_spill(self) -> str:
         spills.append(self.table.nbytes)
         return real_spill(self)
 
-    monkeypatch.setattr(bpe_fast.counting.ChunkCounter, "_spill", counted_spill)
+    monkeypatch.setattr(bpe_fast.counting.workers.ChunkCounter, "_spill", counted_spill)
     table = bpe_fast.count([path], pattern="gpt2", workers=1, block_size=1 << 16, memory_budget=1 << 20,
                            progress="none")
     assert len(spills) >= 3 and max(spills[:-1]) > 1 << 20

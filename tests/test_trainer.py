@@ -15,13 +15,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpe_fast
-from bpe_fast import ArgumentError, Tokenizer, WordTable, _kernel, continued
-from bpe_fast._kernel import Trainer, train_merges
+from bpe_fast import ArgumentError, Tokenizer, WordTable
+from bpe_fast.training import _kernel, continued
+from bpe_fast.training._kernel import Trainer, train_merges
 from bpe_fast.cli import main
-from bpe_fast.patterns import resolve
-from bpe_fast.pretokenize import Splitter, chunks_of
-from bpe_fast.reference import train_reference
-from bpe_fast.trainer import TrainOptions
+from bpe_fast.pretokenize.patterns import resolve
+from bpe_fast.pretokenize.splitter import Splitter, chunks_of
+from bpe_fast.training.reference import train_reference
+from bpe_fast.training.trainer import TrainOptions
 
 from .conftest import examples, need, needs_data, needs_vocabs, read_corpus, small_text, vocab_dir
 
@@ -461,7 +462,7 @@ def test_no_learned_token_is_longer_than_the_limit():
 def test_the_superword_pattern_splits_as_hugging_face_isolated_split(text):
     """patterns.SUPERWORD is SuperBPE's stage-two Split (behaviour "isolated") as one findall."""
     hf = need("tokenizers")
-    split = hf.pre_tokenizers.Split(hf.Regex(bpe_fast.patterns.SUPERWORD_SPLIT), behavior="isolated")
+    split = hf.pre_tokenizers.Split(hf.Regex(bpe_fast.pretokenize.patterns.SUPERWORD_SPLIT), behavior="isolated")
     assert chunks_of([text], "superword") == [piece for piece, _ in split.pre_tokenize_str(text)]
 
 
@@ -490,7 +491,7 @@ def test_superword_training_equals_the_reference_stage_by_stage():
     sw = bpe_fast.train_from_iterator(docs, 420, superword_at=330, workers=1)
     base = bpe_fast.train_from_iterator(docs, 330, workers=1)
     counts: dict[bytes, int] = {}
-    for chunk in regex.findall(bpe_fast.patterns.SUPERWORD, docs[0]):
+    for chunk in regex.findall(bpe_fast.pretokenize.patterns.SUPERWORD, docs[0]):
         counts[chunk.encode()] = counts.get(chunk.encode(), 0) + 1
     new = train_reference(counts, 90, start=[bpe_of_chunk(base, c) for c in counts],
                           token_lengths={i: len(base.token_bytes(i)) for i in range(256, 330)}, first_id=330)
@@ -506,7 +507,8 @@ def test_superword_training_in_blocks_equals_the_regex_route(corpora, tmp_path):
     module's matches): the same merges and ids, hence the same tokenizer."""
     files = [corpora / "taylorswift.txt", corpora / "multilingual" / "ja.txt", corpora / "multilingual" / "ar.txt"]
     native = bpe_fast.train(files, 3000, superword_at=2000, workers=2, block_size=4096, progress="none")
-    custom = bpe_fast.train(files, 3000, superword_at=2000, superword_pattern=f"(?:{bpe_fast.patterns.SUPERWORD})",
+    superword = f"(?:{bpe_fast.pretokenize.patterns.SUPERWORD})"
+    custom = bpe_fast.train(files, 3000, superword_at=2000, superword_pattern=superword,
                             workers=2, block_size=4096, progress="none")
     assert Splitter.of(custom.pattern).engine == "regex" and Splitter.of(native.pattern).engine == "native"
     assert np.array_equal(native.merges, custom.merges) and np.array_equal(native.merge_ids, custom.merge_ids)
@@ -525,7 +527,7 @@ def test_stage_two_counted_ahead_equals_stage_two_counted_after(monkeypatch, ext
         extra = {"base": bpe_fast.train_from_iterator(docs, 300, workers=1, progress="none")}
     calls: list[tuple[Any, bool]] = []
     in_workers: list[bool] = []
-    count_docs, count_in_workers = bpe_fast.trainer.count_docs, bpe_fast.counting._count_in_workers
+    count_docs, count_in_workers = bpe_fast.training.trainer.count_docs, bpe_fast.counting.workers._count_in_workers
 
     def spy(*args, **kwargs):
         calls.append((args[1].splitter.pattern, threading.current_thread() is threading.main_thread()))
@@ -535,8 +537,8 @@ def test_stage_two_counted_ahead_equals_stage_two_counted_after(monkeypatch, ext
         in_workers.append(threading.current_thread() is threading.main_thread())
         return count_in_workers(*args, **kwargs)
 
-    monkeypatch.setattr(bpe_fast.trainer, "count_docs", spy)
-    monkeypatch.setattr(bpe_fast.counting, "_count_in_workers", spy_workers)
+    monkeypatch.setattr(bpe_fast.training.trainer, "count_docs", spy)
+    monkeypatch.setattr(bpe_fast.counting.workers, "_count_in_workers", spy_workers)
     settings: dict[str, Any] = dict(superword_at=600, progress="none", batch_chars=4000, **extra)
     ahead = bpe_fast.train_from_iterator(docs, 900, workers=2, **settings)
     assert [on_main for _, on_main in calls] == [True, False] and in_workers == [True, False]
@@ -563,7 +565,7 @@ def counting_for(seconds: float, every: float = 0.01, wait_in_poll: bool = False
 
 @pytest.mark.parametrize("wait_in_poll", [False, True])
 def test_a_count_ahead_stops_at_its_next_report_or_poll(wait_in_poll):
-    from bpe_fast.trainer import _CountAhead
+    from bpe_fast.training.trainer import _CountAhead
     ahead = _CountAhead(counting_for(30, wait_in_poll=wait_in_poll), (), "none")
     ahead.start()
     time.sleep(0.05)
@@ -575,7 +577,7 @@ def test_a_count_ahead_stops_at_its_next_report_or_poll(wait_in_poll):
 
 
 def test_a_count_ahead_stopped_after_it_counted_lets_its_table_go():
-    from bpe_fast.trainer import _CountAhead
+    from bpe_fast.training.trainer import _CountAhead
     ahead = _CountAhead(counting_for(0.0), (), "none")
     ahead.start()
     assert ahead.thread is not None
@@ -586,7 +588,7 @@ def test_a_count_ahead_stopped_after_it_counted_lets_its_table_go():
 
 
 def test_a_count_ahead_gives_its_table_or_raises_its_error_and_counts_later_without_a_thread(monkeypatch):
-    from bpe_fast.trainer import _CountAhead
+    from bpe_fast.training.trainer import _CountAhead
     ahead = _CountAhead(counting_for(0.05), (), "none")
     ahead.start()
     table, seconds = ahead.result()
@@ -616,7 +618,7 @@ def test_a_count_ahead_gives_its_table_or_raises_its_error_and_counts_later_with
 def test_superword_training_is_stage_one_then_tokens_across_words():
     plain = bpe_fast.train_from_iterator(SMALL, 500, workers=1)
     sw = bpe_fast.train_from_iterator(SMALL, 800, superword_at=500, workers=1)
-    assert np.array_equal(sw.merges[:244], plain.merges) and sw.pattern == bpe_fast.patterns.SUPERWORD
+    assert np.array_equal(sw.merges[:244], plain.merges) and sw.pattern == bpe_fast.pretokenize.patterns.SUPERWORD
     learned = [sw.token_bytes(i) for i in range(500, 800)]
     assert any(b" " in t.strip(b" ") and t.strip(b" ")[:1].isalpha() for t in learned)   # e.g. b" the ledger"
     text = small_text()
@@ -664,7 +666,7 @@ def test_the_word_table_is_freed_before_the_kernel_counts_the_pairs(monkeypatch)
     import weakref
     from types import SimpleNamespace
 
-    from bpe_fast import _kernel, trainer
+    from bpe_fast.training import _kernel, trainer
     tables: list = []
     alive_when_counting: list[bool] = []
     hashes_at_layout: list[bool] = []
@@ -741,7 +743,7 @@ def test_superword_training_with_its_layout_touched_ahead_learns_the_same(tmp_pa
     """Stage two laid out in the array the count ahead touched (made certain here: the table is
     asked for only once the count ahead has ended, so it touched the whole array) gives the
     merges of a stage two laid out in a fresh one (under a memory budget nothing is counted ahead)."""
-    from bpe_fast.variants import superbpe
+    from bpe_fast.training.variants import superbpe
     text = tmp_path / "t.txt"
     text.write_text(small_text() * 3, encoding="utf-8")
     fresh = bpe_fast.train([str(text)], 700, superword_at=450, progress="none", workers=2, memory_budget=4 << 30)

@@ -1,4 +1,4 @@
-"""Python str -> UTF-8 in C (``_encode_text.pxd``: ``bpe_to_utf8``, ``bpe_utf8_size``), which the
+"""Python str -> UTF-8 in C (``core/_text.pxd``: ``bpe_to_utf8``, ``bpe_utf8_size``), which the
 encoder and the packing of iterator documents use on any str that is not ASCII. With AVX-512
 VBMI2 the converter takes 16 code points of any width at a time (a block holding a surrogate one
 character at a time; runs of ASCII 64 or 32 at a time in a str of 1 or 2 bytes a character);
@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import bpe_fast
 import numpy as np
 
-from bpe_fast._pack import _utf8_wide, pack_documents, utf8_into
+from bpe_fast.counting._pack import _utf8_wide, pack_documents, utf8_into
 from .conftest import examples
 
 WIDTHS = {

@@ -8,8 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpe_fast
-from bpe_fast import WordTable, _kernel, wordtable
-from bpe_fast._table import ChunkTable, merge_tables
+from bpe_fast import WordTable
+from bpe_fast.training import _kernel
+from bpe_fast.counting import wordtable
+from bpe_fast.counting._table import ChunkTable, merge_tables
 from bpe_fast.budget import resident_bytes
 from bpe_fast.cli import main
 
@@ -70,7 +72,7 @@ def test_damaged_table_files_name_the_file(tmp_path, content, message):
     if content is None:
         symbols, offsets, counts, hashes = WordTable.from_counts({b"ab": 2, b"c": 1}).sorted_arrays()
         np.savez(path, symbols=symbols, offsets=offsets + 1, counts=counts, hashes=hashes,
-                 meta=np.array('{"format": "bpe_fast.wordtable", "version": 1, "pattern": null}'))
+                 meta=np.array('{"format": "bpe_fast.counting.wordtable", "version": 1, "pattern": null}'))
     else:
         path.write_bytes(content)
     with pytest.raises(bpe_fast.InputError, match=message) as err:
@@ -86,13 +88,13 @@ def test_a_tiny_memory_budget_spills_and_changes_nothing(tmp_path, monkeypatch, 
     path = tmp_path / "c.txt"
     path.write_text(" ".join(words * 2) + "\n")
     spills = []
-    real_spill = bpe_fast.counting.ChunkCounter._spill
+    real_spill = bpe_fast.counting.workers.ChunkCounter._spill
 
     def counted_spill(self) -> str:
         spills.append(1)
         return real_spill(self)
 
-    monkeypatch.setattr(bpe_fast.counting.ChunkCounter, "_spill", counted_spill)
+    monkeypatch.setattr(bpe_fast.counting.workers.ChunkCounter, "_spill", counted_spill)
     spilled = bpe_fast.count([path], workers=workers, block_size=20_000, memory_budget=1 << 20)
     if workers == 1:
         assert len(spills) >= 2                    # it spilled on the way (and once more at the end)

@@ -19,7 +19,7 @@ import numpy as np
 from .. import prebuilt
 from ..errors import TokenizerFileError, VocabularyError
 from ..bytelevel import token_to_str
-from ..pretokenize import NORMALIZATIONS
+from ..pretokenize.splitter import NORMALIZATIONS
 
 MAX_ID = 2**31 - 1          # token ids are int32 in the native code
 

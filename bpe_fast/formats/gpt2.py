@@ -10,7 +10,7 @@ from pathlib import Path
 from ..bytelevel import str_to_token, token_to_str
 from ..errors import ArgumentError, TokenizerFileError, VocabularyError
 from ..outputs import atomic_open
-from ..patterns import GPT2, name_of
+from ..pretokenize.patterns import GPT2, name_of
 from ._common import (FileKind, Format, Peek, Vocabulary, check_every_token_made, lookup_merge, maps_tokens_to_ids,
                       read_json, read_text, refuse_normalization, refuse_variant)
 

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from ..bytelevel import huggingface_byte_order, str_to_token, token_to_str
 from ..errors import ArgumentError, TokenizerFileError, require
 from ..outputs import atomic_open
-from ..patterns import PATTERNS
+from ..pretokenize.patterns import PATTERNS
 from ._common import (FileKind, Format, Peek, Vocabulary, cached_merges, check_every_token_made, expect,
                       lookup_merge, maps_tokens_to_ids, read_json, refuse_variant)
 

@@ -21,11 +21,11 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from .._encode import recover_merges
+from ..encoding._encode import recover_merges
 from ..errors import PatternRequiredError, TokenizerFileError, VocabularyError, naming_file, require
-from ..named import ENCODINGS
+from ._named import ENCODINGS
 from ..outputs import atomic_open
-from ..patterns import name_of
+from ..pretokenize.patterns import name_of
 from ._common import (MAX_ID, FileKind, Format, Peek, Vocabulary, cached_merges, expect, expect_optional,
                       file_sha256, open_for_reading, read_json, read_normalize, refuse_variant)
 

@@ -26,10 +26,10 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import regex
 
-from .. import _kernel
+from ..training import _kernel
 from ..errors import ArgumentError, ArgumentTypeError, EncodingError, InputError, require
 from ..tokenizer import Tokenizer
-from ..wordtable import WordTable
+from ..counting.wordtable import WordTable
 
 
 def _check_text(text, name: str = "text") -> str:

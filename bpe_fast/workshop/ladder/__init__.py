@@ -5,7 +5,7 @@
     merges = RUNGS["v1"].train(work.chunks, 20)      # [(left, right), ...]; merge k makes 256 + k
 
 Every rung takes the same pre-split chunks (a list of str) and a number of merges, and returns
-the merges it chose. ``harness.py`` times them, checks them against ``bpe_fast.reference`` and
+the merges it chose. ``harness.py`` times them, checks them against ``bpe_fast.training.reference`` and
 draws the chart; ``bpe-fast profile`` is its command line.
 """
 from __future__ import annotations
@@ -19,8 +19,8 @@ from pathlib import Path
 
 from ...errors import BpeFastError
 from ...paths import shared_corpus, stdlib_root, stdlib_sources
-from ...patterns import DEFAULT_PATTERN as PATTERN_DEFAULT, name_of, resolve
-from ...pretokenize import chunks_of
+from ...pretokenize.patterns import DEFAULT_PATTERN as PATTERN_DEFAULT, name_of, resolve
+from ...pretokenize.splitter import chunks_of
 
 __all__ = ["RUNGS", "Rung", "Workload", "select", "shared_corpus", "stdlib_text", "read_prefix"]
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from ...errors import BpeFastError, require
 from ...outputs import atomic_open
-from ...patterns import known_names
-from ...trainer import MAX_VOCAB_SIZE
+from ...pretokenize.patterns import known_names
+from ...training.trainer import MAX_VOCAB_SIZE
 from . import DEFAULT_CHARS, DEFAULT_MERGES, DEFAULT_PATTERN, RUNGS, Workload, select
 from .harness import CHEAP_REPEATS, DEFAULT_BUDGET, DEFAULT_REPEATS, run_ladder
 

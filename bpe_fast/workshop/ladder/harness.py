@@ -12,7 +12,7 @@
   than ``MIN_TOTAL`` seconds; the median is reported, and the spread (fastest and slowest run)
   beside it, as error bars in the chart. The garbage collector stays on, as it is when anyone
   runs these trainers (and was in the notebook).
-* Agreement: each rung's merges are compared with ``bpe_fast.reference.train_reference`` on the
+* Agreement: each rung's merges are compared with ``bpe_fast.training.reference.train_reference`` on the
   same word counts. When they differ, the first difference is examined: if both pairs had the
   same count there, the rung broke a tie its own way (its ``TIE_RULE`` says how); otherwise it
   is wrong, and the report says so.
@@ -37,7 +37,7 @@ import time
 from dataclasses import dataclass, field
 
 from ...errors import BpeFastError, require
-from ...reference import count_pairs, merge_word, train_reference
+from ...training.reference import count_pairs, merge_word, train_reference
 from . import DEFAULT_CHARS, DEFAULT_MERGES, Rung, Workload, select
 
 DEFAULT_REPEATS = 3           # timed runs of every rung, however slow
@@ -261,7 +261,7 @@ def run_ladder(workload: Workload, n_merges: int = DEFAULT_MERGES, versions=None
     rungs = select(versions)
     log = log or (lambda message: None)
     update = on_update or (lambda report: None)
-    log(f"reference merges (bpe_fast.reference) for {n_merges} merges ...")
+    log(f"reference merges (bpe_fast.training.reference) for {n_merges} merges ...")
     referee = Referee(workload, n_merges)
     report = Report(workload.describe() | {"merges": n_merges}, [], referee.reference)
     for k, rung in enumerate(rungs, 1):

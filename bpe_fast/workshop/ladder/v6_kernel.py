@@ -13,8 +13,8 @@ Ties: the smallest (left, right), as in the reference (the kernel's tests hold i
 """
 from __future__ import annotations
 
-from ..._kernel import train_merges
-from ...wordtable import WordTable
+from ...training._kernel import train_merges
+from ...counting.wordtable import WordTable
 from .v4_wordcounts import word_counts
 
 TIE_RULE = "the kernel's heap: the smallest (left, right) wins, as in the reference"

@@ -1,0 +1,300 @@
+"""The plain-Python trainers: the oracles the kernels are tested against.
+
+Same semantics as ``_kernel.train_merges`` (``train_reference``), ``_picky.train_picky``
+(``train_picky_reference``, with ``encode_picky_reference`` for ``_picky.PickyEncoder``) and
+BoundlessBPE (boundless.py: ``train_boundless_reference``, ``train_boundless_auto_reference``,
+``encode_boundless_reference``), written to be obviously right rather than fast: every step
+recounts all pairs from scratch (overlapping pairs count), picks the highest count with ties to
+the smallest (left, right), and replaces it left to right without overlap.
+"""
+from __future__ import annotations
+
+from collections import Counter
+from typing import Callable
+
+import regex
+
+from ..pretokenize.patterns import BOUNDLESS_ELIGIBLE, resolve, whole_matches
+
+
+def count_pairs(words: list[list[int]], counts: list[int]) -> Counter:
+    stats: Counter = Counter()
+    for word, n in zip(words, counts):
+        for pair in zip(word, word[1:]):
+            stats[pair] += n
+    return stats
+
+
+def allowed_pairs(words: list[list[int]], counts: list[int], length: dict[int, int],
+                  max_token_length: int | None) -> dict[tuple[int, int], int]:
+    """Every pair's count, less the pairs whose token would pass ``max_token_length`` bytes."""
+    stats: dict[tuple[int, int], int] = count_pairs(words, counts)
+    if max_token_length is not None:
+        stats = {p: n for p, n in stats.items() if length[p[0]] + length[p[1]] <= max_token_length}
+    return stats
+
+
+def merge_word(word: list[int], pair: tuple[int, int], new_id: int) -> list[int]:
+    out, i = [], 0
+    while i < len(word):
+        if i + 1 < len(word) and (word[i], word[i + 1]) == pair:
+            out.append(new_id)
+            i += 2
+        else:
+            out.append(word[i])
+            i += 1
+    return out
+
+
+def train_reference(word_counts: dict[bytes, int], n_merges: int, min_count: int = 1,
+                    max_token_length: int | None = None, start: list[list[int]] | None = None,
+                    token_lengths: dict[int, int] | None = None, first_id: int = 256,
+                    chosen: list[int] | None = None) -> list[tuple[int, int]]:
+    """The merges learned from ``{chunk bytes: count}``; merge i creates token ``first_id + i``.
+
+    A pair whose token would be longer than ``max_token_length`` bytes is never merged (the
+    next best is). To continue training, ``start`` gives each word (in word_counts' order) as
+    the token ids it already is, ``token_lengths`` the bytes of each id that is not a byte, and
+    ``first_id`` the id of the first new token. ``chosen``, if given, receives each merge's count.
+    """
+    words = [list(w) for w in word_counts] if start is None else [list(w) for w in start]
+    counts = list(word_counts.values())
+    length = {b: 1 for b in range(256)} | (token_lengths or {})
+    merges = []
+    for i in range(n_merges):
+        stats = allowed_pairs(words, counts, length, max_token_length)
+        best = min(stats, key=lambda pair: (-stats[pair], pair)) if stats else None
+        if best is None or stats[best] < max(1, min_count):
+            break
+        merges.append(best)
+        if chosen is not None:
+            chosen.append(stats[best])
+        length[first_id + i] = length[best[0]] + length[best[1]]
+        words = [merge_word(w, best, first_id + i) for w in words]
+    return merges
+
+
+# -- BoundlessBPE, two-phase (Schmidt et al., arXiv 2504.00178 and 2604.05192) -----------------
+# The oracle of boundless.py: everything from the documents, recounting every step.
+
+# The default eligibility is paper 1's IMPROVED_MERGE_PATTERN (patterns.BOUNDLESS_ELIGIBLE).
+
+
+def replay(units: list[int], ranked: dict[tuple[int, int], tuple[int, int]]) -> list[int]:
+    """BPE of a sequence: ``ranked`` maps a pair to (rank, new id); the lowest-ranked pair
+    present is merged, leftmost first, until none is left."""
+    units = list(units)
+    while True:
+        found = [(ranked[p][0], i) for i, p in enumerate(zip(units, units[1:])) if p in ranked]
+        if not found:
+            return units
+        i = min(found)[1]
+        units[i:i + 2] = [ranked[(units[i], units[i + 1])][1]]
+
+
+def phase_one(merges: list[tuple[int, int]]) -> Callable[[bytes], list[int]]:
+    """The phase-1 encoder of a pretoken (merge i makes 256 + i), as bpe_fast's encoder does it:
+    a chunk that is itself a token is that token (the largest id of equal bytes), else BPE."""
+    spelled = {b: bytes([b]) for b in range(256)}
+    for i, (a, b) in enumerate(merges):
+        spelled[256 + i] = spelled[a] + spelled[b]
+    vocab = {token: i for i, token in spelled.items()}           # ids ascend: the largest wins
+    ranked = {pair: (i, 256 + i) for i, pair in enumerate(merges)}
+    return lambda chunk: [vocab[chunk]] if chunk in vocab else replay(list(chunk), ranked)
+
+
+def pretoken_units(doc: str, pattern: str, encode: Callable[[bytes], list[int]], eligible: str) -> list[int | None]:
+    """Each pretoken of a document: its token id if the phase-1 encoder makes it one token and it
+    is eligible (``regex.search(eligible, pretoken)``), else None."""
+    units: list[int | None] = []
+    for chunk in whole_matches(regex.compile(resolve(pattern)), doc):
+        ids = encode(chunk.encode("utf-8"))
+        units.append(ids[0] if len(ids) == 1 and regex.search(eligible, chunk) else None)
+    return units
+
+
+def runs_of(units: list[int | None]) -> list[list[int]]:
+    """The maximal runs of at least two consecutive units (None breaks a run)."""
+    runs: list[list[int]] = []
+    current: list[int] = []
+    for u in [*units, None]:
+        if u is None:
+            if len(current) >= 2:
+                runs.append(current)
+            current = []
+        else:
+            current.append(u)
+    return runs
+
+
+def train_boundless_reference(docs: list[str], pattern: str, n_merges: int, n_supermerges: int,
+                              first_id: int | None = None, eligible: str = BOUNDLESS_ELIGIBLE,
+                              min_count: int = 1, max_token_length: int | None = None):
+    """(merges, supermerges, segmented): phase 1 is plain BPE on the documents' pretokens
+    (``train_reference``); phase 2 counts each distinct run of eligible one-token pretokens as
+    often as it occurs and merges adjacent units (overlapping pairs count, ties to the smallest
+    pair, left to right), recounting every step. Supermerge k makes ``first_id + k`` (default
+    after the phase-1 ids). ``segmented`` maps each run to its units after the last supermerge."""
+    words: Counter = Counter(c.encode("utf-8") for d in docs for c in whole_matches(regex.compile(resolve(pattern)), d))
+    merges = train_reference(dict(words), n_merges, min_count, max_token_length)
+    first_id = 256 + len(merges) if first_id is None else first_id
+    encode = phase_one(merges)
+    runs = Counter(tuple(r) for d in docs for r in runs_of(pretoken_units(d, pattern, encode, eligible)))
+    length = {b: 1 for b in range(256)}
+    for i, (a, b) in enumerate(merges):
+        length[256 + i] = length[a] + length[b]
+    seqs, counts, supermerges = [list(r) for r in runs], list(runs.values()), []
+    for k in range(n_supermerges):
+        stats = {p: n for p, n in count_pairs(seqs, counts).items()
+                 if max_token_length is None or length[p[0]] + length[p[1]] <= max_token_length}
+        if not stats or max(stats.values()) < max(1, min_count):
+            break
+        best = min(stats, key=lambda pair: (-stats[pair], pair))
+        supermerges.append(best)
+        length[first_id + k] = length[best[0]] + length[best[1]]
+        seqs = [merge_word(s, best, first_id + k) for s in seqs]
+    return merges, supermerges, dict(zip(runs, seqs))
+
+
+def encode_boundless_reference(text: str, pattern: str, merges: list[tuple[int, int]],
+                               supermerges: list[tuple[int, int]], first_id: int,
+                               eligible: str = BOUNDLESS_ELIGIBLE) -> list[int]:
+    """Token ids of a text (one document, no special tokens): each pretoken by the phase-1
+    merges, then in each maximal run of eligible one-token pretokens the supermerges, lowest
+    first, leftmost first (``replay``)."""
+    encode, ranked = phase_one(merges), {pair: (k, first_id + k) for k, pair in enumerate(supermerges)}
+    out: list[int] = []
+    run: list[int] = []
+    for chunk in [*whole_matches(regex.compile(resolve(pattern)), text), None]:
+        ids = encode(chunk.encode("utf-8")) if chunk is not None else []
+        if chunk is not None and len(ids) == 1 and regex.search(eligible, chunk):
+            run.append(ids[0])
+            continue
+        out.extend(replay(run, ranked))
+        out.extend(ids)
+        run = []
+    return out
+
+
+def train_boundless_auto_reference(docs: list[str], pattern: str, n_learned: int, eligible: str = BOUNDLESS_ELIGIBLE,
+                                   min_count: int = 1, max_token_length: int | None = None):
+    """(merges, supermerges) of ``superword_at="auto"``, paper 2's loop as it reads: phase 1 is
+    plain BPE to ``n_learned`` merges, each with its count; the runs are those of that whole
+    phase-1 model; then step by step the best supermerge of the runs (recounted) is taken when
+    its count is above the count of the next phase-1 merge (ties to the merge), else that merge,
+    until ``n_learned`` tokens are learned. Supermerge k makes 256 + (merges kept) + k."""
+    words: Counter = Counter(c.encode("utf-8") for d in docs for c in whole_matches(regex.compile(resolve(pattern)), d))
+    counts: list[int] = []
+    merges = train_reference(dict(words), n_learned, min_count, max_token_length, chosen=counts)
+    encode, top = phase_one(merges), 256 + n_learned + 1          # superwords above every phase-1 id
+    runs = Counter(tuple(r) for d in docs for r in runs_of(pretoken_units(d, pattern, encode, eligible)))
+    length = {b: 1 for b in range(256)}
+    for i, (a, b) in enumerate(merges):
+        length[256 + i] = length[a] + length[b]
+    seqs, weights, k = [list(r) for r in runs], list(runs.values()), 0
+    supermerges: list[tuple[int, int]] = []
+    while k + len(supermerges) < n_learned:
+        stats = {p: n for p, n in count_pairs(seqs, weights).items()
+                 if max_token_length is None or length[p[0]] + length[p[1]] <= max_token_length}
+        best = min(stats, key=lambda pair: (-stats[pair], pair)) if stats else None
+        if best is not None and stats[best] >= max(1, min_count) and (k == len(merges) or stats[best] > counts[k]):
+            assert all(u < 256 + k or u >= top for u in best), "a supermerge's part is not made yet"
+            new = top + len(supermerges)
+            supermerges.append(best)
+            length[new] = length[best[0]] + length[best[1]]
+            seqs = [merge_word(s, best, new) for s in seqs]
+        elif k < len(merges):
+            k += 1
+        else:
+            break
+    renumber = {top + j: 256 + k + j for j in range(len(supermerges))}
+    return merges[:k], [(renumber.get(a, a), renumber.get(b, b)) for a, b in supermerges]
+
+
+# -- Picky BPE (arXiv 2409.04599) ---------------------------------------------------------------
+# Events are rows (a, b): a merge of the pair (a, b), which makes event id 256 + (merges before
+# it); or (x, REMOVED): the removal of token x. Ids are event ids: bytes 0..255, then one per merge.
+REMOVED = -1
+
+
+def token_counts(words: list[list[int]], counts: list[int]) -> Counter:
+    freq: Counter = Counter()
+    for word, n in zip(words, counts):
+        for token in word:
+            freq[token] += n
+    return freq
+
+
+def expand(x: int, parents: dict[int, tuple[int, int]], removed: set[int]) -> list[int]:
+    """What replaces a removed token x: its two parents, each expanded again while removed itself."""
+    return [part for p in parents[x] for part in (expand(p, parents, removed) if p in removed else [p])]
+
+
+def replace_token(word: list[int], x: int, parts: list[int]) -> list[int]:
+    return [part for token in word for part in (parts if token == x else [token])]
+
+
+def train_picky_reference(word_counts: dict[bytes, int], n_learned: int, tau: float, min_count: int = 1,
+                          max_token_length: int | None = None) -> list[tuple[int, int]]:
+    """Picky BPE's events until ``n_learned`` learned tokens are present (or no pair is left).
+
+    Each step merges the best pair as ``train_reference`` does (overlapping counts, ties to the
+    smallest pair, left to right without overlap: m replacements, weighted); then each parent x
+    of the pair that is not a byte (once if both are x) has IoS(x) = m / (x's frequency just
+    before the merge), both computed before either is removed; from the left, every x with
+    IoS >= tau is removed: each occurrence becomes ``expand(x)``. A tau above 1 removes nothing:
+    the merges are ``train_reference``'s.
+    """
+    words = [list(w) for w in word_counts]
+    counts = list(word_counts.values())
+    length = {b: 1 for b in range(256)}
+    parents: dict[int, tuple[int, int]] = {}
+    removed: set[int] = set()
+    events: list[tuple[int, int]] = []
+    present = 0
+    while present < n_learned:
+        stats = allowed_pairs(words, counts, length, max_token_length)
+        best = min(stats, key=lambda pair: (-stats[pair], pair)) if stats else None
+        if best is None or stats[best] < max(1, min_count):
+            break
+        before = token_counts(words, counts)
+        new = 256 + len(parents)
+        words = [merge_word(w, best, new) for w in words]
+        m = token_counts(words, counts)[new]
+        parents[new], length[new] = best, length[best[0]] + length[best[1]]
+        events.append(best)
+        present += 1
+        ios = {x: m / before[x] for x in dict.fromkeys(best) if x >= 256}
+        for x in ios:
+            if ios[x] >= tau:
+                removed.add(x)
+                parts = expand(x, parents, removed)
+                words = [replace_token(w, x, parts) for w in words]
+                events.append((x, REMOVED))
+                present -= 1
+    return events
+
+
+def encode_picky_reference(word: bytes, events: list[tuple[int, int]]) -> list[int]:
+    """One word replayed through the events, in order, as event ids: a merge joins its pair left
+    to right without overlap; a removal replaces each occurrence by the token's expansion."""
+    tokens = list(word)
+    parents: dict[int, tuple[int, int]] = {}
+    removed: set[int] = set()
+    for a, b in events:
+        if b == REMOVED:
+            removed.add(a)
+            tokens = replace_token(tokens, a, expand(a, parents, removed))
+        else:
+            new = 256 + len(parents)
+            parents[new] = (a, b)
+            tokens = merge_word(tokens, (a, b), new)
+    return tokens
+
+
+def picky_token_ids(events: list[tuple[int, int]]) -> dict[int, int]:
+    """Event id -> token id for every token present after the events: bytes keep theirs, the
+    learned ones are numbered 256, 257, ... in the order of the merges that made them."""
+    made = [256 + k for k in range(sum(1 for _, b in events if b != REMOVED))]
+    gone = {a for a, b in events if b == REMOVED}
+    return {b: b for b in range(256)} | {x: 256 + k for k, x in enumerate(x for x in made if x not in gone)}

@@ -1,0 +1,16 @@
+"""Type stubs for BoundlessBPE's run counting (bpe_fast/training/variants/_boundless.pyx)."""
+import numpy as np
+import numpy.typing as npt
+
+from ...pretokenize._pretok import Scanner
+from ...counting._table import ChunkTable
+
+
+class RunScanner:
+    def __init__(self, table: ChunkTable, chunks: list[bytes], ids: npt.NDArray[np.int32]) -> None: ...
+    def is_unit(self, chunk: bytes) -> int: ...
+    def add_run(self, ids: npt.NDArray[np.int32]) -> None: ...
+    def add_text(self, scanner: Scanner, data: bytes | npt.NDArray[np.uint8], lines: bool = False) -> None: ...
+    def add_documents(self, scanner: Scanner, data: bytes | memoryview | npt.NDArray[np.uint8],
+                      offsets: npt.NDArray[np.int64],
+                      lines: bool = False) -> None: ...
