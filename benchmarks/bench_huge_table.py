@@ -29,7 +29,7 @@ import numpy as np
 from bpe_fast import WordTable, budget
 from bpe_fast.training import _kernel
 from bpe_fast.training.reference import train_reference
-from bpe_fast.training.trainer import _check_pair_counts
+from bpe_fast.training.pipeline import check_pair_counts as _check_pair_counts
 
 GiB = 1 << 30
 

@@ -4,13 +4,13 @@
     tok = bpe_fast.train(["a.txt"], vocab_size=4096, pattern="cl100k")
     tok.encode("hello world"); tok.save("tok.json")
 
-Stages, one module each: patterns, pretokenize (the Splitter: what a chunk is) -> inputs ->
-counting -> wordtable -> _kernel (Cython; reference.py is the plain-Python oracle) -> tokenizer
-(formats/ reads and writes its files, one module per format; registry.py names the encodings)
--> cli; trainer.py runs the stages in order (continued.py: training on from a base; variants/:
-SuperBPE, BoundlessBPE, Picky BPE and parity-aware BPE, one module each, over the plain stages). errors.py,
-arguments.py (the API's argument checks), paths.py and bytelevel.py are leaves any module may use.
-There is no import cycle
+One folder per stage, each with its Python and its Cython side by side (docs/architecture.md):
+pretokenize/ (what a chunk is) -> counting/ (chunks counted into a WordTable) -> training/ (the
+kernel learns the merges; trainer.py holds the entry points, pipeline.py the stages, variants/
+the research variants) -> tokenizer.py and encoding/ (the Tokenizer and its native encoder) ->
+formats/ (its files; registry.py names the encodings) -> cli/. core/ holds the native headers
+the stages share; errors.py, arguments.py, paths.py, progress.py, outputs.py, bytelevel.py,
+budget.py and prebuilt.py are leaves any stage may use. There is no import cycle
 (``python tests/test_architecture.py`` prints the graph). The workshop (``bpe_fast.workshop``:
 the seed notebooks' tokenizers and the profiling ladder) stands apart: no stage imports it.
 """
@@ -28,9 +28,9 @@ from .pretokenize.patterns import CL100K, GPT2, O200K
 from .registry import ENCODINGS, load
 from .tokenizer import Tokenizer
 from .counting.corpus import count, count_from_iterator
-from .training.trainer import TrainReport, train, train_from_iterator, train_from_table
+from .training import variants
+from .training.trainer import TrainReport, train, train_from_iterator, train_from_table, train_parity
 from .training.variants.picky import PickyTokenizer
-from .training.variants.parity import train_parity
 from .counting.wordtable import WordTable
 
 
@@ -46,6 +46,7 @@ __all__ = [
 ]
 __all__ += ["UnknownTokenError"]
 
+variants.register()                    # the variants' tokenizers, known to formats/ and tokenizer.py
 _moved.install()                       # the module paths of 0.2 (bpe_fast.trainer, ...) still import
 
 

@@ -47,6 +47,19 @@ MOVED = {
     "bpe_fast.cli_eval": "bpe_fast.cli.evaluate",
 }
 
+# Names an old path held that now live in another module than its own new path: the variants'
+# oracles, which moved beside their variants.
+NAMES_MOVED = {
+    "bpe_fast.reference": {
+        **dict.fromkeys(("replay", "phase_one", "pretoken_units", "runs_of", "train_boundless_reference",
+                         "encode_boundless_reference", "train_boundless_auto_reference"),
+                        "bpe_fast.training.variants.boundless_reference"),
+        **dict.fromkeys(("REMOVED", "token_counts", "expand", "replace_token", "train_picky_reference",
+                         "encode_picky_reference", "picky_token_ids"),
+                        "bpe_fast.training.variants.picky_reference"),
+    },
+}
+
 
 class _OldPath(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds the old paths of ``MOVED`` (and only those) and makes each a forwarding module."""
@@ -59,8 +72,12 @@ class _OldPath(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         warnings.warn(f"{spec.name} moved to {new}: import it from there (the old path goes in a later "
                       f"release)", DeprecationWarning, stacklevel=4)
         target = importlib.import_module(new)
+        elsewhere = NAMES_MOVED.get(spec.name, {})
         module = types.ModuleType(spec.name, target.__doc__)
-        module.__getattr__ = lambda name: getattr(target, name)       # type: ignore[method-assign]
+
+        def attribute(name: str):
+            return getattr(importlib.import_module(elsewhere[name]) if name in elsewhere else target, name)
+        module.__getattr__ = attribute                                 # type: ignore[method-assign]
         module.__dir__ = lambda: dir(target)                           # type: ignore[method-assign]
         if hasattr(target, "__path__"):
             module.__path__ = []                                       # a package: its old submodules resolve

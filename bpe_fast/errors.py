@@ -11,7 +11,10 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import sys
 import threading
+import types
+import warnings
 from collections.abc import Iterator
 
 
@@ -97,6 +100,16 @@ class MissingExtraError(BpeFastError, ImportError):
 class StaleBuildError(BpeFastError, ImportError):
     """In a source checkout, a compiled extension is older than its .pyx or a .pxd it cimports:
     it would run the old code. The message names the module and the command that rebuilds it."""
+
+
+def warn(message: str, category: type[Warning]) -> None:
+    """``warnings.warn``, pointing at the first caller outside bpe_fast: the user's line, however
+    deep inside the pipeline the warning is raised."""
+    frame: types.FrameType | None = sys._getframe(0)
+    level = 1
+    while frame is not None and frame.f_globals.get("__name__", "").partition(".")[0] == "bpe_fast":
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level)
 
 
 def require(module: str, extra: str, purpose: str):

@@ -1,5 +1,5 @@
 """BoundlessBPE (superword="boundless", boundless.py): the fast path against the slow reference
-(reference.train_boundless_reference, encode_boundless_reference), hand cases of the definition,
+(boundless_reference.train_boundless_reference, encode_boundless_reference), hand cases of the definition,
 the tokenizer's runs, files and the command line."""
 from __future__ import annotations
 
@@ -19,8 +19,8 @@ from bpe_fast import Tokenizer
 from bpe_fast.pretokenize import patterns
 from bpe_fast.cli import main
 from bpe_fast.errors import VocabSizeWarning
-from bpe_fast.training.reference import (encode_boundless_reference, phase_one, pretoken_units,
-                                         train_boundless_auto_reference, train_boundless_reference)
+from bpe_fast.training.variants.boundless_reference import (encode_boundless_reference, phase_one, pretoken_units,
+                                                            train_boundless_auto_reference, train_boundless_reference)
 
 from .conftest import corpus_params, examples, read_corpus, shared_path, small_text
 

@@ -84,7 +84,7 @@ def no_merging(*args, **kwargs):
 
 def test_a_budget_too_small_is_one_line_before_merging_and_keeps_the_counts(corpus, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
-    monkeypatch.setattr("bpe_fast.training.trainer._kernel.Trainer", no_merging)
+    monkeypatch.setattr("bpe_fast.training.pipeline._kernel.Trainer", no_merging)
     out = tmp_path / "tok.json"
     assert main(["train", str(corpus), "--vocab-size", "600", "-o", str(out), "--memory-budget", "8M", "-q"]) == 2
     err = capsys.readouterr().err
@@ -105,7 +105,7 @@ def test_a_budget_too_small_is_one_line_before_merging_and_keeps_the_counts(corp
 
 def test_train_from_table_refuses_before_merging_and_names_no_file(monkeypatch):
     table = bpe_fast.count_from_iterator([random_words(2_000, seed=5)], workers=1, progress="none")
-    monkeypatch.setattr("bpe_fast.training.trainer._kernel.Trainer", no_merging)
+    monkeypatch.setattr("bpe_fast.training.pipeline._kernel.Trainer", no_merging)
     with pytest.raises(bpe_fast.MemoryBudgetError) as caught:
         bpe_fast.train_from_table(table, 400, memory_budget=2 * MiB, progress="none")
     message = str(caught.value)
@@ -116,7 +116,7 @@ def test_a_variant_refused_keeps_no_table_it_could_not_be_trained_from(corpus, t
     # SuperBPE's second stage counts the text again with another pattern: a stage-one table given
     # to --counts would train plain BPE, so the error offers no table, only the budget it needs.
     monkeypatch.setattr("tempfile.tempdir", str(tmp_path))
-    monkeypatch.setattr("bpe_fast.training.trainer._kernel.Trainer", no_merging)
+    monkeypatch.setattr("bpe_fast.training.pipeline._kernel.Trainer", no_merging)
     out = tmp_path / "tok.json"
     assert main(["train", str(corpus), "--vocab-size", "600", "--superword-at", "500", "-o", str(out),
                  "--memory-budget", "8M", "-q"]) == 2

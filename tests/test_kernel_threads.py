@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 import bpe_fast
 from bpe_fast import Tokenizer, WordTable
 from bpe_fast.training import _kernel, continued
-from bpe_fast.training import trainer as trainer_module
+from bpe_fast.training import pipeline as trainer_module
 from bpe_fast.training._kernel import train_merges
 from bpe_fast.counting.workers import default_workers
 from bpe_fast.training.reference import train_reference
@@ -173,7 +173,7 @@ def test_threads_must_be_positive():
 
 def share_every_merge(monkeypatch) -> list[int]:
     """From now on the public API's kernel shares every merge among three threads; returns the
-    list of the thread counts trainer.py asked for."""
+    list of the thread counts pipeline.py asked for."""
     asked: list[int] = []
     real = _kernel.Trainer
 

@@ -47,6 +47,17 @@ def test_old_forms_of_import_work_in_a_fresh_process():
     assert done.stdout == "ok\n", done.stderr
 
 
+def test_the_variants_oracles_are_still_names_of_the_old_reference_module():
+    import warnings
+    from bpe_fast.training.variants import boundless_reference, picky_reference
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        old = importlib.import_module("bpe_fast.reference")
+    assert old.train_reference is importlib.import_module("bpe_fast.training.reference").train_reference
+    assert old.train_picky_reference is picky_reference.train_picky_reference
+    assert old.encode_boundless_reference is boundless_reference.encode_boundless_reference
+
+
 def test_an_unknown_attribute_of_the_package_is_an_attribute_error():
     with pytest.raises(AttributeError, match="no attribute 'trainerr'"):
         bpe_fast.trainerr      # noqa: B018

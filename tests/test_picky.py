@@ -22,8 +22,8 @@ from bpe_fast.bytelevel import huggingface_byte_order
 from bpe_fast.cli import main
 from bpe_fast.training.variants.picky import REMOVED, events_for, token_ids
 from bpe_fast.training.variants.picky import PICKY_LONGEST
-from bpe_fast.training.reference import (encode_picky_reference, picky_token_ids, train_picky_reference,
-                                         train_reference)
+from bpe_fast.training.reference import train_reference
+from bpe_fast.training.variants.picky_reference import encode_picky_reference, picky_token_ids, train_picky_reference
 
 from .conftest import corpus_params, examples, needs_data, read_corpus, small_text, sparse_array, sparse_files
 

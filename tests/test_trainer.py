@@ -565,8 +565,8 @@ def counting_for(seconds: float, every: float = 0.01, wait_in_poll: bool = False
 
 @pytest.mark.parametrize("wait_in_poll", [False, True])
 def test_a_count_ahead_stops_at_its_next_report_or_poll(wait_in_poll):
-    from bpe_fast.training.trainer import _CountAhead
-    ahead = _CountAhead(counting_for(30, wait_in_poll=wait_in_poll), (), "none")
+    from bpe_fast.training.variants.superbpe import CountAhead
+    ahead = CountAhead(counting_for(30, wait_in_poll=wait_in_poll), (), "none")
     ahead.start()
     time.sleep(0.05)
     assert ahead.thread is not None and ahead.thread.is_alive()
@@ -577,8 +577,8 @@ def test_a_count_ahead_stops_at_its_next_report_or_poll(wait_in_poll):
 
 
 def test_a_count_ahead_stopped_after_it_counted_lets_its_table_go():
-    from bpe_fast.training.trainer import _CountAhead
-    ahead = _CountAhead(counting_for(0.0), (), "none")
+    from bpe_fast.training.variants.superbpe import CountAhead
+    ahead = CountAhead(counting_for(0.0), (), "none")
     ahead.start()
     assert ahead.thread is not None
     ahead.thread.join()
@@ -588,15 +588,15 @@ def test_a_count_ahead_stopped_after_it_counted_lets_its_table_go():
 
 
 def test_a_count_ahead_gives_its_table_or_raises_its_error_and_counts_later_without_a_thread(monkeypatch):
-    from bpe_fast.training.trainer import _CountAhead
-    ahead = _CountAhead(counting_for(0.05), (), "none")
+    from bpe_fast.training.variants.superbpe import CountAhead
+    ahead = CountAhead(counting_for(0.05), (), "none")
     ahead.start()
     table, seconds = ahead.result()
     assert table == "table" and seconds >= 0.05
 
     def failing(*args, progress):
         raise bpe_fast.InputError("corpus.txt: not UTF-8 at byte 7")
-    ahead = _CountAhead(failing, (), "none")
+    ahead = CountAhead(failing, (), "none")
     ahead.start()
     with pytest.raises(bpe_fast.InputError, match="corpus.txt: not UTF-8") as caught:
         ahead.result()
@@ -609,7 +609,7 @@ def test_a_count_ahead_gives_its_table_or_raises_its_error_and_counts_later_with
         threads_started.append(self.name)
         raise RuntimeError("can't start new thread")
     monkeypatch.setattr(threading.Thread, "start", no_thread)
-    ahead = _CountAhead(counting_for(0.03), (), lambda *report: seen.append(report))
+    ahead = CountAhead(counting_for(0.03), (), lambda *report: seen.append(report))
     ahead.start()
     assert ahead.thread is None and threads_started == ["bpe_fast count ahead"]
     assert ahead.result()[0] == "table" and seen and seen[0][0] == "counting"    # on this thread, shown
@@ -666,7 +666,7 @@ def test_the_word_table_is_freed_before_the_kernel_counts_the_pairs(monkeypatch)
     import weakref
     from types import SimpleNamespace
 
-    from bpe_fast.training import _kernel, trainer
+    from bpe_fast.training import _kernel, pipeline, trainer
     tables: list = []
     alive_when_counting: list[bool] = []
     hashes_at_layout: list[bool] = []
@@ -691,7 +691,7 @@ def test_the_word_table_is_freed_before_the_kernel_counts_the_pairs(monkeypatch)
             super().count_pairs()
 
     monkeypatch.setattr(trainer, "count_docs", counting)
-    monkeypatch.setattr(trainer, "_kernel", SimpleNamespace(Trainer=Watched))
+    monkeypatch.setattr(pipeline, "_kernel", SimpleNamespace(Trainer=Watched))
     tok = bpe_fast.train_from_iterator([small_text()], 400, progress="none")
     assert alive_when_counting and not any(alive_when_counting)       # (learn asks again: counted once)
     assert hashes_at_layout == [False]

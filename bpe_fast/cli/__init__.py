@@ -35,7 +35,7 @@ from ..counting.workers import MAX_BLOCK_SIZE
 from ..counting.distributed import connect
 from ..progress import MODES, mode_of
 from ..quality.report import evaluate
-from ..training.trainer import (MAX_VOCAB_SIZE, TIE_BREAKS, TrainOptions, TrainReport, count, train,
+from ..training.trainer import (MAX_VOCAB_SIZE, TIE_BREAKS, TrainOptions, TrainReport, count, train, train_parity,
                                 train_from_table)
 from ..training.variants import SUPERWORDS
 from ..training.variants import parity as parity_variant
@@ -327,7 +327,7 @@ def cmd_parity(args) -> int:
     except ValueError:
         raise ArgumentError(f"--ratio {args.ratio}: give numbers separated by commas, one per INPUT") from None
     start = time.perf_counter()
-    result = parity_variant.train_parity(
+    result = train_parity(
         args.inputs, _sizes(args), ratio=ratio, dev=args.dev, variant=args.variant, global_merges=args.global_merges,
         window_size=args.window_size, alpha=args.alpha, pattern=args.pattern or DEFAULT_PATTERN,
         special_tokens=args.special, tie_break=args.tie_break, min_frequency=args.min_frequency, workers=args.workers,

@@ -7,9 +7,9 @@ table of them. Everything that depends on the format goes through the table:
 * ``write(tok, path, format)`` writes one (without ``format``, the one the name says:
   ``format_of_path``); ``output_files`` and ``check_writable`` say beforehand what it will write
   and whether the format can hold the pattern, special tokens, normalization and what a
-  variant's tokenizer has (the variants, bpe_fast/variants/, say which formats hold theirs:
-  ``variant_parts``). ``Tokenizer.save`` writes through it; the CLI's ``--format`` names and help come from
-  the table.
+  variant's tokenizer has (the variants, training/variants/, say which formats hold theirs,
+  registered with ``register_variant``: ``variant_parts``). ``Tokenizer.save`` writes through
+  it; the CLI's ``--format`` names and help come from the table.
 
 Adding a format is one file and one line: ``formats/myformat.py`` ends with ``FORMAT =
 Format(name="myformat", ...)`` (each field is explained in ``Format``, _common.py; the modules
@@ -29,10 +29,11 @@ from collections.abc import Sequence
 from ..errors import ArgumentError, TokenizerFileError
 from . import bpe_fast_json, gpt2, huggingface, minbpe, tiktoken
 from ._common import (FileKind, Format, Peek, Vocabulary, file_sha256, refuse_normalization, refuse_variant,
-                      variant_parts)
+                      variant_parts, register_variant)
 
 __all__ = ["FORMATS", "DEFAULT", "Format", "FileKind", "Peek", "Vocabulary", "names", "by_name", "sniff", "read",
-           "read_folder", "format_of_path", "output_files", "check_writable", "write", "file_sha256", "variant_parts"]
+           "read_folder", "format_of_path", "output_files", "check_writable", "write", "file_sha256", "variant_parts",
+           "register_variant"]
 
 # The table: --format's choices and help list the formats in this order. Sniffs claim disjoint
 # files; were two to claim one, the first here would read it.

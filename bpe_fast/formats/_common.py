@@ -126,10 +126,16 @@ def refuse_normalization(fmt_title: str, normalize: str | None) -> None:
                               f".tiktoken or bpe_fast JSON, or train without normalize=")
 
 
-# The variants (bpe_fast/variants/), by name: what formats and tokenizers ask of them (held_by,
-# refusal, json_version, json_fields, from_json, tokenizer, owns). bpe_fast/variants/ fills it in
-# when it is imported (bpe_fast imports it); formats/ and tokenizer.py, below it, cannot import it.
+# The variants (training/variants/), by name: what formats and tokenizers ask of them (held_by,
+# refusal, json_version, json_fields, from_json, tokenizer, owns). formats/ and tokenizer.py sit
+# below the variants and cannot import them: each is registered here (``register_variant``) by
+# training.variants.register(), which bpe_fast/__init__.py calls once.
 variant_parts: dict[str, Any] = {}
+
+
+def register_variant(variant: Any) -> None:
+    """Make a variant's tokenizers known to the formats and to tokenizer.py, by its name."""
+    variant_parts[variant.name] = variant
 
 
 def refuse_variant(fmt_title: str, fmt_name: str, variant) -> None:

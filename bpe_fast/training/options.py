@@ -1,7 +1,7 @@
 """The settings of a training run, one type (``TrainOptions``): what the public functions build
-once from their keywords, check here, and hand down the pipeline. Each variant's own settings
-are checked by the variant (bpe_fast/variants/, asked through its table), in the order they
-always were."""
+once from their keywords, check here, and hand down the pipeline. The variants' settings are
+fields here too; each variant checks its own (training/variants/: ``variants.chosen``, which
+trainer.py calls right after ``TrainOptions.checked``)."""
 from __future__ import annotations
 
 from collections.abc import Mapping
@@ -10,7 +10,6 @@ from typing import Any
 
 
 from .. import arguments
-from . import variants
 from ..arguments import INT64_MAX, is_int
 from ..budget import checked_budget
 from .continued import base_special_tokens, check_base
@@ -49,7 +48,7 @@ class TrainOptions:
     tie_break: str = "bytes"
     base: Tokenizer | None = None
     max_token_length: int | None = None
-    # the variants' settings (variants.VariantOptions says what each means; variants/ checks them)
+    # the variants' settings (variants.VariantOptions says what each means; variants.chosen checks them)
     superword_at: int | str | None = None
     superword_pattern: str | None = "superword"
     superword: str = "superbpe"
@@ -127,7 +126,6 @@ class TrainOptions:
                                 f"got {self.max_token_length!r}")
         for size in self.sizes:
             check_base(self.base, size)
-        variants.check(self)
         if self.special_ids is not None:
             self._check_special_ids()
         check_normal_specials(self.cut_out, self.resolved_normalize, ArgumentError)

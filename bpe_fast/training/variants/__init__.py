@@ -1,25 +1,25 @@
-"""The variants of BPE training, one module each, and their table (``VARIANTS``), as formats/
-has one table of formats: superbpe.py (SuperBPE), boundless.py (BoundlessBPE), picky.py
-(Picky BPE). The plain pipeline (trainer.py) asks the table which variant its options select;
-a variant is what it does differently, and nothing else:
+"""The variants of BPE training, one module each with its kernel beside it, and their table
+(``VARIANTS``), as formats/ has one table of formats: superbpe.py (SuperBPE), boundless.py
+(BoundlessBPE, _boundless.pyx), picky.py (Picky BPE, _picky.pyx). Parity-aware BPE (parity.py,
+_parity.pyx) trains from one corpus per language through its own entry point,
+``trainer.train_parity``, and makes plain tokenizers: it has no row here.
+
+trainer.py asks the table once which variant the options select (``chosen``: plain BPE,
+_variant.PLAIN, when none does) and hands it the corpus; a variant is what it does differently
+(_variant.Variant), over the plain pipeline (pipeline.py), which knows no variant:
 
 * its options' checks (``check``: the settings that select it, and what they cannot go with);
-* how it trains: ``train`` composes the plain pipeline's stages, which trainer.py hands it
-  (``Pipeline``: count, learn, cut to sizes), into its own (SuperBPE: two stages; BoundlessBPE:
-  phase 1, then the runs counted again and supermerged); ``learn`` replaces the kernel stage
-  alone (Picky BPE), so that it serves ``train_from_table`` too. Parity-aware BPE (parity.py)
-  trains from one corpus per language: its own entry point, ``train_parity`` (bpe_fast and the
-  CLI import it; this table does not, as it builds on the pipeline's options), counts each and
-  learns with its own kernel stage; its tokenizers are plain, so it needs no row below;
+* how it trains: ``train`` composes the pipeline's stages into its own (SuperBPE: two trainings;
+  BoundlessBPE: a training, then its runs counted and supermerged); ``learn`` replaces the
+  kernel stage alone (Picky BPE), so that it serves ``train_from_table`` too;
+* its counting (BoundlessBPE's runs: boundless.RunCounting), its plain-Python oracle
+  (boundless_reference.py, picky_reference.py, parity_reference.py);
 * how its tokenizers encode (its Tokenizer subclass, or the tokenizer's second level) and which
-  of them are its own (``owns``);
-* what each format can hold of them (``held_by``: the formats whose files hold them; ``refusal``:
-  why the others cannot), and what bpe_fast's JSON writes for them (``json_version``,
-  ``json_fields``, ``from_json``, ``rows``).
+  of them are its own (``owns``), what each format can hold of them (``held_by``, ``refusal``)
+  and what bpe_fast's JSON writes for them (``json_version``, ``json_fields``, ``from_json``).
 
-The layers below the table (tokenizer.py, formats/) cannot import it (the variants import
-them); they reach the variants through ``formats.variant_parts``, which this package fills in
-when it is imported (``bpe_fast`` imports it: every variant is there before any call).
+The layers below (tokenizer.py, formats/) cannot import this package; ``register`` makes the
+variants known to them (formats.register_variant), called once by bpe_fast/__init__.py.
 """
 from __future__ import annotations
 
@@ -27,12 +27,12 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
 from ...errors import ArgumentError, ArgumentTypeError
-from ...formats import variant_parts
+from ...formats import register_variant
 from . import boundless, picky, superbpe
-from ._variant import Pipeline, Variant
+from ._variant import PLAIN, Variant
 
-__all__ = ["VARIANTS", "SUPERWORDS", "VariantOptions", "TableVariantOptions", "Pipeline", "Variant", "by_name",
-           "selected", "check", "check_docs_read_twice", "keywords_help"]
+__all__ = ["VARIANTS", "SUPERWORDS", "PLAIN", "VariantOptions", "TableVariantOptions", "Variant", "by_name",
+           "chosen", "check_docs_read_twice", "keywords_help", "register"]
 
 
 class VariantOptions(TypedDict, total=False):
@@ -69,17 +69,14 @@ def by_name(name: str) -> Variant:
     return next(v for v in VARIANTS if v.name == name)
 
 
-def selected(options: Any) -> Variant | None:
-    """The variant the options select (None: plain BPE). The checks make it one at most."""
-    return next((v for v in VARIANTS if v.selects(options)), None)
-
-
-def check(options: Any) -> None:
-    """Every variant's checks of the options (each refuses its settings where they do not fit)."""
+def chosen(options: Any) -> Variant:
+    """Every variant's checks of the options (each refuses its settings where they do not fit),
+    then the variant they select: one at most, plain BPE (``PLAIN``) when none does."""
     if not isinstance(options.superword, str) or options.superword not in SUPERWORDS:
         raise ArgumentError(f"superword must be one of {tuple(SUPERWORDS)}, got {options.superword!r}")
     for variant in VARIANTS:
         variant.check(options)
+    return next((v for v in VARIANTS if v.selects(options)), PLAIN)
 
 
 def keywords_help() -> str:
@@ -87,4 +84,8 @@ def keywords_help() -> str:
     return "".join(v.keywords_help for v in (superbpe.VARIANT, boundless.VARIANT, picky.VARIANT))
 
 
-variant_parts.update({v.name: v for v in VARIANTS})
+
+def register() -> None:
+    """Make every variant known to formats/ and tokenizer.py (formats.register_variant)."""
+    for variant in VARIANTS:
+        register_variant(variant)

@@ -1,51 +1,20 @@
-"""What a variant is (``Variant``, each variant's module makes one: its ``VARIANT``) and what the
-plain pipeline hands it to train with (``Pipeline``). A variant overrides only what it does
-differently; every default below is plain BPE's. ``options`` is an options.TrainOptions (typed
-Any: options.py imports the table of variants)."""
+"""What a variant is (``Variant``; each variant's module makes one: its ``VARIANT``). The base
+class is plain BPE: every default below runs the plain pipeline (training/pipeline.py), and a
+variant overrides only what it does differently. ``options`` is a training.options.TrainOptions."""
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
-if TYPE_CHECKING:
-    from ...tokenizer import Tokenizer
-    from ...counting.wordtable import WordTable
-
-# (Splitter, a variant's units or None, progress=) -> the corpus's table: of chunks, or of runs
-# of units (variants/boundless.py); progress= defaults to the call's
-CountText = Callable[..., "WordTable"]
-
-
-class Pipeline(Protocol):
-    """The plain pipeline's stages, as trainer.py hands them to a variant: ``train`` (count, then
-    learn every size; it asks the table again, so a stage may be another variant's or plain),
-    ``counted`` (count: the table in a list, and the options with its pattern), ``held`` (a table
-    counted elsewhere, the same way), ``learn_sizes`` (learn the largest size, cut to each),
-    ``report`` (a fresh TrainReport), ``count_args`` (what ``count_text`` takes for some options),
-    and the kernel stage's helpers. ``count_text`` is the corpus: a function that counts it."""
-
-    def train(self, count_text: CountText, options: Any, input_unit: str, ahead: bool = False) -> list[Tokenizer]:
-        ...
-
-    def counted(self, count_text: CountText, options: Any, report: Any) -> tuple[list, Any]: ...
-
-    def held(self, table: WordTable, options: Any, report: Any, seconds: float) -> tuple[list, Any]: ...
-
-    def learn_sizes(self, held: list, options: Any, report: Any) -> list[Tokenizer]: ...
-
-    def report(self, input_unit: str) -> Any: ...
-
-    def count_args(self, options: Any) -> tuple: ...
-
-    def kernel_ids(self, tie_break: str, base: Tokenizer | None) -> Any: ...
-
-    def check_pair_counts(self, table: WordTable) -> None: ...
+from ...tokenizer import Tokenizer
+from .. import pipeline
+from ..options import TrainOptions
+from ..pipeline import CountText, TrainReport
 
 
 class Variant:
-    """One variant of BPE training, all it is (see the package's docstring)."""
-    name = ""                       # its name: superword= ("superbpe", "boundless"), or its option's
-    title = ""                      # in messages: "SuperBPE"
+    """One variant of BPE training, all it is; this base class is plain BPE."""
+    name = "plain"                  # its name: superword= ("superbpe", "boundless"), or its option's
+    title = "BPE"                   # in messages: "SuperBPE"
     summary = ""                    # one line: what it trains (--help)
     keywords_help = ""              # its keywords, as train's docstring tells them
     held_by: tuple[str, ...] = ()   # the formats (formats.names()) whose files hold its tokenizers
@@ -54,24 +23,23 @@ class Variant:
     json_keys: tuple[str, ...] = ()     # the fields it adds to bpe_fast's JSON (a file that has them is its)
 
     # -- options ------------------------------------------------------------------------------
-    def selects(self, options: Any) -> bool:
+    def selects(self, options: TrainOptions) -> bool:
         """Do these options train this variant?"""
         return False
 
-    def check(self, options: Any) -> None:
+    def check(self, options: TrainOptions) -> None:
         """Refuse, naming the argument, any of its settings that does not fit the others (the
         options may be completed here, as TrainOptions.check does: ``object.__setattr__``)."""
 
     # -- training -------------------------------------------------------------------------------
-    def train(self, plain: Pipeline, count_text: CountText, options: Any, input_unit: str,
-              ahead: bool) -> list[Tokenizer] | None:
-        """Its stages over the plain pipeline, a tokenizer per size; None: the plain stages."""
-        return None
+    def train(self, count_text: CountText, options: TrainOptions, input_unit: str, ahead: bool) -> list[Tokenizer]:
+        """A tokenizer per size from the corpus ``count_text`` counts (``ahead``: a later stage's
+        text may be counted while an earlier one learns). Plain: count, then learn."""
+        return pipeline.train(count_text, options, input_unit, self.learn)
 
-    def learn(self, plain: Pipeline, table: WordTable, vocab_size: int, options: Any,
-              report: Any) -> Tokenizer | None:
-        """Its own kernel stage (the table to a tokenizer); None: the plain kernel's."""
-        return None
+    def learn(self, held: list, vocab_size: int, options: TrainOptions, report: TrainReport) -> Tokenizer:
+        """The kernel stage: the table (in ``held``, see pipeline.py) to a tokenizer. Plain: the kernel's."""
+        return pipeline.learn_bpe(held, vocab_size, options, report)
 
     # -- its tokenizers and their files -----------------------------------------------------------
     def owns(self, tok: Any) -> bool:
@@ -94,3 +62,6 @@ class Variant:
     def tokenizer(self, vocab: Any) -> Tokenizer:
         """Its tokenizer, from a vocabulary read from a file (formats.Vocabulary)."""
         raise NotImplementedError(self.name)
+
+
+PLAIN = Variant()

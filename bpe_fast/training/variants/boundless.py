@@ -32,12 +32,11 @@ does), each run kept as its units' ids. Phase 2 is then continued training (the 
 ``start=``) on a table whose "words" are the distinct runs, each unit one slot: the kernel
 merges adjacent tokens inside words, which is exactly a supermerge. (With ``max_token_length``
 each unit takes its bytes' slots instead, so that lengths are in bytes.) The slow oracle is
-``reference.train_boundless_reference``.
+``boundless_reference.train_boundless_reference``.
 """
 from __future__ import annotations
 
 import time
-import warnings
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -48,6 +47,7 @@ from .. import _kernel
 from ...arguments import INT64_MAX
 from ...counting.workers import (ChunkCounter, CountConfig, Counting, NormalizingChunkCounter, default_workers,
                                  to_utf8)
+from ... import errors
 from ...errors import ArgumentError, BpeFastError, VocabSizeWarning
 from ...formats._common import expect_optional
 from ...pretokenize.patterns import BOUNDLESS_ELIGIBLE, match_batches
@@ -55,8 +55,10 @@ from ...pretokenize.splitter import REGEX, Splitter
 from ...progress import Bar, ProgressOption, summary
 from ...tokenizer import Tokenizer
 from ...counting.wordtable import WordTable
+from .. import pipeline
+from ..pipeline import CountText
 from ._boundless import RunScanner
-from ._variant import CountText, Pipeline, Variant
+from ._variant import Variant
 from .superbpe import check_superword_at
 
 KEYWORDS_HELP = """
@@ -216,8 +218,8 @@ def learn(phase_one: Tokenizer, runs: WordTable, n_supermerges: int, eligible: s
     if len(merges) < n_supermerges and warn:
         why = (f"no pair of units occurs {max(1, min_frequency)} or more times" if min_frequency > 1
                else "no two units are adjacent any more" if len(runs) else "the text has no run of two units")
-        warnings.warn(f"stopped after {len(merges)} of {n_supermerges} supermerges ({why}): vocab size "
-                      f"{first_id + len(merges)} instead of {first_id + n_supermerges}", VocabSizeWarning, stacklevel=5)
+        errors.warn(f"stopped after {len(merges)} of {n_supermerges} supermerges ({why}): vocab size "
+                    f"{first_id + len(merges)} instead of {first_id + n_supermerges}", VocabSizeWarning)
     return Tokenizer(phase_one.merges, phase_one.pattern, phase_one.special_tokens, merge_ids=phase_one.merge_ids,
                      byte_ids=phase_one.byte_ids, normalize=phase_one.normalize, supermerges=merges,
                      supermerge_ids=np.arange(first_id, first_id + len(merges)), boundless_eligible=eligible), counts
@@ -294,8 +296,7 @@ class BoundlessBPE(Variant):
             # T == V is plain training
             check_superword_at(options, 256 + len(options.special_tokens), min(options.sizes) + 1, "at most")
 
-    def train(self, plain: Pipeline, count_text: CountText, options: Any, input_unit: str,
-              ahead: bool) -> list[Tokenizer]:
+    def train(self, count_text: CountText, options: Any, input_unit: str, ahead: bool) -> list[Tokenizer]:
         """Phase 1 is the plain pipeline to ``superword_at``; then the text is read again to count
         the runs of its units, and the kernel learns the supermerges from them, up to the largest
         size; each size is that tokenizer cut (supermerges are a prefix too).
@@ -304,7 +305,7 @@ class BoundlessBPE(Variant):
         auto, largest = options.superword_at == "auto", max(options.sizes)
         at = largest if auto else int(options.superword_at)
         phase = replace(options, vocab_size=at, superword_at=None, superword="superbpe", boundless_eligible=None)
-        [phase_one] = plain.train(count_text, phase, input_unit)
+        [phase_one] = pipeline.train(count_text, phase, input_unit)
         report = phase_one.training_report
         eligible = options.boundless_eligible or eligibility(None)
         tok, counts = phase_one, np.empty(0, np.int64)

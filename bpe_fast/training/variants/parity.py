@@ -30,30 +30,32 @@ from __future__ import annotations
 
 import os
 import time
-import warnings
 from collections import deque
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
-from . import _parity
 from ... import arguments
 from ...bytelevel import huggingface_byte_order
-from ...errors import ArgumentError, ArgumentTypeError, EmptyCorpusError, VocabSizeWarning
+from ...counting.corpus import check_docs, count_docs, count_inputs
 from ...counting.inputs import names_files
-from ...progress import Bar, summary, with_alias
 from ...counting.wordtable import WordTable
+from ...counting.workers import CountOptions
+from ...errors import ArgumentError, ArgumentTypeError
+from ...progress import Bar, summary
+from ...tokenizer import Tokenizer
+from .. import continued, pipeline
+from ..options import TrainOptions
+from ..pipeline import TrainReport
+from . import _parity
 from ._variant import Variant
 
-if TYPE_CHECKING:
-    from ...tokenizer import Tokenizer
 
 PARITY_VARIANTS = ("base", "window")
 # The keywords of train_parity that are training's (TrainOptions) and counting's (CountOptions).
-_TRAINING = ("pattern", "special_tokens", "min_frequency", "tie_break", "base", "max_token_length", "normalize")
-_COUNTING = ("workers", "errors", "lines", "field", "memory_budget")
+TRAINING_KEYWORDS = ("pattern", "special_tokens", "min_frequency", "tie_break", "base", "max_token_length", "normalize")
+COUNTING_KEYWORDS = ("workers", "errors", "lines", "field", "memory_budget")
 
 
 class Parity(Variant):
@@ -67,7 +69,7 @@ class Parity(Variant):
 VARIANT = Parity()
 
 
-def _languages(corpora: Any, what: str) -> tuple[list[str], list[Any]]:
+def languages(corpora: Any, what: str) -> tuple[list[str], list[Any]]:
     """The languages' names and corpora: a dict name -> corpus, or a list (names "0", "1", ...)."""
     if isinstance(corpora, Mapping):
         names, items = [str(k) for k in corpora], list(corpora.values())
@@ -88,9 +90,8 @@ def _is_files(corpus: Any) -> bool:
     return names_files(corpus)
 
 
-def _count(corpus: Any, name: str, options: Any, counting: dict, progress: Any) -> WordTable:
-    from ...counting.corpus import check_docs, count_docs, count_inputs
-    from ...counting.workers import CountOptions
+def count_language(corpus: Any, options: TrainOptions, counting: dict, progress: Any) -> WordTable:
+    """One language's corpus counted as ``train`` (files) or ``train_from_iterator`` counts one."""
     splitter = options.splitter()
     if _is_files(corpus):
         count_options = CountOptions.for_files(progress=progress, **counting)
@@ -102,7 +103,7 @@ def _count(corpus: Any, name: str, options: Any, counting: dict, progress: Any) 
     return table
 
 
-def _check_settings(n: int, ratio: Any, dev: Any, variant: Any, global_merges: Any, window_size: Any,
+def check_settings(n: int, ratio: Any, dev: Any, variant: Any, global_merges: Any, window_size: Any,
                     alpha: Any) -> list[float] | None:
     if variant not in PARITY_VARIANTS:
         raise ArgumentError(f"variant must be one of {PARITY_VARIANTS}, got {variant!r}")
@@ -125,70 +126,11 @@ def _check_settings(n: int, ratio: Any, dev: Any, variant: Any, global_merges: A
     return [float(r) for r in values]
 
 
-def train_parity(corpora: Any, vocab_size: int | Sequence[int], *, ratio: Sequence[float] | None = None,
-                 dev: Any = None, variant: str = "base", global_merges: int = 0, window_size: int = 100,
-                 alpha: float = 2.0, progress: Any = "auto", report: Any = None, **keywords: Any) -> Any:
-    """Parity-aware BPE: one corpus per language (``corpora``, a list, or a dict name -> corpus);
-    each merge is the best pair of the language least compressed so far.
-
-    A corpus is a path (a file or a folder, as ``train`` reads them) or a list of them (each a
-    ``Path``, or one word that names a file or looks like a file name, such as "en/part-1.txt"),
-    or else an iterable of documents. ``dev`` (the same
-    shape: ideally the same text in every language) makes the choice: the language whose dev
-    text is the most tokens; ``ratio`` (one number per language) instead: the language with the
-    least compression (bytes at the start over tokens now) divided by its ratio; neither: the
-    language whose training text is the most tokens. ``variant="window"`` passes over a language
-    chosen more than ``alpha / languages`` of the last ``window_size`` merges; the first
-    ``global_merges`` merges are plain BPE over all languages together.
-
-    The training keywords are ``train``'s: ``pattern``, ``special_tokens``, ``min_frequency``,
-    ``tie_break`` ("huggingface" with ``pattern="gpt2"``: the merges of tokenizers'
-    ParityBpeTrainer), ``base`` (continued training), ``max_token_length``, ``normalize``,
-    ``workers``, ``errors``, ``lines``, ``field``, ``memory_budget``, ``progress``; a list of
-    sizes gives a tokenizer per size. ``report`` (a TrainReport) is filled in.
-    """
-    from .. import trainer
-    from ..options import TrainOptions
-    for key in keywords:
-        if key not in _TRAINING and key not in _COUNTING:
-            raise TypeError(f"train_parity() got an unexpected keyword argument {key!r}")
-    progress = with_alias(progress, None)
-    workers = keywords.get("workers")
-    options = TrainOptions.checked(vocab_size, progress=progress, threads=workers,
-                                   **{k: v for k, v in keywords.items() if k in _TRAINING})
-    counting = {k: v for k, v in keywords.items() if k in _COUNTING}
-    names, items = _languages(corpora, "corpora")
-    dev_items = None
-    if dev is not None:
-        dev_names, dev_items = _languages(dev, "dev")
-        if len(dev_items) != len(items) or (isinstance(dev, Mapping) and isinstance(corpora, Mapping)
-                                            and dev_names != names):
-            raise ArgumentError(f"dev must name the same {len(items)} languages as corpora, in the same order")
-    ratios = _check_settings(len(items), ratio, dev, variant, global_merges, window_size, alpha)
-    report = report if report is not None else trainer.TrainReport(input_unit="bytes")
-    t0 = time.perf_counter()
-    tables = [_count(c, n, options, counting, progress) for c, n in zip(items, names)]
-    dev_tables = None if dev_items is None else [_count(c, n, options, counting, progress)
-                                                 for c, n in zip(dev_items, names)]
-    report.seconds["counting"] = time.perf_counter() - t0
-    report.input_size = sum(t.input_bytes for t in tables)
-    for name, table in zip(names, tables):
-        if len(table) == 0:       # (its compression, 0 / 0, would be no number: it could never be served)
-            raise EmptyCorpusError(f"corpora[{name!r}] is empty: every language needs text to learn merges from")
-    options = replace(options, pattern=tables[0].pattern, normalize=tables[0].normalize)
-    settings = dict(ratio=ratios, variant=variant, global_merges=int(global_merges), window_size=int(window_size),
-                    alpha=float(alpha))
-    largest = _learn(tables, dev_tables, max(options.sizes), options, settings, report)
-    toks = [largest if v == max(options.sizes) else trainer._cut(largest, v, options.base) for v in options.sizes]
-    return toks if isinstance(options.vocab_size, tuple) else toks[0]
-
-
-def _learn(tables: list[WordTable], dev_tables: list[WordTable] | None, vocab_size: int, options: Any,
-           settings: dict, report: Any) -> Tokenizer:
-    from .. import continued
-    from ...tokenizer import Tokenizer
+def learn(tables: list[WordTable], dev_tables: list[WordTable] | None, vocab_size: int, options: TrainOptions,
+          settings: dict, report: TrainReport) -> Tokenizer:
+    """The kernel stage of ``train_parity``: each language's table (and dev table) to a tokenizer."""
     base = options.base
-    new_specials = [s for s in options.special_tokens if base is None or s not in base.special_tokens]
+    new_specials = pipeline.new_special_tokens(options)
     first_id = continued.first_new_id(base)
     n_merges = vocab_size - first_id - len(new_specials)
     t0 = time.perf_counter()
@@ -197,20 +139,12 @@ def _learn(tables: list[WordTable], dev_tables: list[WordTable] | None, vocab_si
                                   progress=options.progress, **settings)
     report.seconds["merging"] = time.perf_counter() - t0
     summary("merging", report.seconds["merging"], options.progress, merges=len(merges))
-    pattern, normalize = options.resolved_pattern, options.resolved_normalize
-    specials = dict(options.special_ids) if options.special_ids is not None else new_specials
-    tok = (Tokenizer(merges, pattern=pattern, special_tokens=specials, normalize=normalize) if base is None
-           else continued.extended(base, merges, pattern, new_specials, normalize))
     report.merge_counts = counts
     report.unique_chunks = sum(len(t) for t in tables)
     report.total_chunks = sum(t.total_chunks for t in tables)
-    report.merges, report.merges_requested, report.vocab_size = len(merges), n_merges, tok.vocab_size
-    if len(merges) < n_merges:
-        warnings.warn(f"stopped after {len(merges)} of {n_merges} merges (no language has a pair left that "
-                      f"occurs {max(1, options.min_frequency)} or more times): vocab size {tok.vocab_size} "
-                      f"instead of {vocab_size}", VocabSizeWarning, stacklevel=3)
-    tok.training_report = report
-    return tok
+    tok = pipeline.tokenizer_of(merges, options, new_specials)
+    why = f"no language has a pair left that occurs {max(1, options.min_frequency)} or more times"
+    return pipeline.finished(tok, report, len(merges), n_merges, vocab_size, why)
 
 
 def table_tokens(table: WordTable, base: Tokenizer | None) -> tuple[np.ndarray, np.ndarray]:
@@ -219,7 +153,6 @@ def table_tokens(table: WordTable, base: Tokenizer | None) -> tuple[np.ndarray, 
     byte, -1 or a tail mark after)."""
     if base is None:
         return table.symbols.astype(np.int32), table.offsets
-    from .. import continued
     slots, _ = continued.tokenized_by(base, table)
     starts = slots >= 0
     per_word = np.add.reduceat(starts.astype(np.int64), table.offsets[:-1]) if len(table) else np.zeros(0, np.int64)

@@ -1,6 +1,6 @@
 """Picky BPE's events (Chizhov et al., "BPE Gets Picky", arXiv 2409.04599): what they mean, their
 check, and the ids they give. Training is ``_picky.train_picky`` (its oracle
-``reference.train_picky_reference``); the tokenizer that replays them is ``PickyTokenizer``.
+``picky_reference.train_picky_reference``); the tokenizer that replays them is ``PickyTokenizer``.
 
 Events are the rows of an int32 array of shape (n, 2), in the order training made them:
 
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import json
 import time
-import warnings
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -29,14 +29,17 @@ from . import _picky
 from ... import arguments
 from ...encoding._encode import MergeEncoder
 from ._picky import PickyEncoder
-from ...errors import ArgumentError, TokenizerFileError, VocabSizeWarning, VocabularyError
+from ...errors import (ArgumentError, EmptyCorpusError, TokenizerFileError, VocabSizeWarning, VocabularyError,
+                       warn)
 from ...formats._common import expect
 from ...pretokenize.patterns import whole_matches
 from ...pretokenize.splitter import WHOLE
 from ...progress import Bar, summary
 from ...tokenizer import Tokenizer
 from ...counting.wordtable import WordTable
-from ._variant import Pipeline, Variant
+from .. import pipeline
+from ..pipeline import TrainReport
+from ._variant import Variant
 
 KEYWORDS_HELP = """
     ``picky=tau`` (0 < tau <= 1) trains Picky BPE (Chizhov et al. 2024, arXiv 2409.04599): after
@@ -325,22 +328,24 @@ class PickyBPE(Variant):
                 raise ArgumentError(f"picky= cannot be combined with {name}: Picky BPE trains from bytes in one stage "
                                     f"(a base's or stage one's merges could not remove tokens)")
 
-    def learn(self, plain: Pipeline, table: WordTable, vocab_size: int, options: Any,
-              report: Any) -> PickyTokenizer:
+    def learn(self, held: list, vocab_size: int, options: Any, report: TrainReport) -> PickyTokenizer:
         """The kernel stage with ``picky=tau``: Picky BPE's events (_picky.train_picky,
         single-threaded) until 256 + the learned tokens present + the special tokens make
         ``vocab_size``: removed tokens make room for more merges. Ties break as ``tie_break``
         says, by the bytes' ids as the kernel numbers them; learned tokens' event ids are the
         same either way."""
+        table = replace(held.pop(), hashes=None)      # (the hashes go now, when no caller holds the table)
+        if len(table) == 0:
+            raise EmptyCorpusError("the corpus is empty: no text to learn merges from")
         check_chunk_lengths(table)
         tau = options.picky
         specials = dict(options.special_ids) if options.special_ids is not None else list(options.special_tokens)
         n_learned = vocab_size - 256 - len(options.special_tokens)
-        kernel_ids = plain.kernel_ids(options.tie_break, None)
+        kernel_ids = pipeline.kernel_ids(options.tie_break, None)
         symbols = table.symbols if kernel_ids is None else kernel_ids.astype(np.uint8)[table.symbols]
         report.unique_chunks, report.total_chunks = len(table), table.total_chunks
         report.table_symbols = table.n_symbols
-        plain.check_pair_counts(table)
+        pipeline.check_pair_counts(table)
         t0 = time.perf_counter()
         stats: dict = {}
         with Bar(options.progress, "merging", n_learned, unit="token", decaying=True) as bar:
@@ -362,8 +367,8 @@ class PickyBPE(Variant):
                    else "every chunk is a single token")
             if stats["steps"] >= 4 * n_learned + 1024:
                 why = f"{stats['steps']:,} merge steps, the bound, with removals undoing merges"
-            warnings.warn(f"stopped with {tok.n_base - 256} of {n_learned} learned tokens present ({why}): vocab size "
-                          f"{tok.vocab_size} instead of {vocab_size}", VocabSizeWarning, stacklevel=5)
+            warn(f"stopped with {tok.n_base - 256} of {n_learned} learned tokens present ({why}): vocab size "
+                 f"{tok.vocab_size} instead of {vocab_size}", VocabSizeWarning)
         tok.training_report = report
         return tok
 

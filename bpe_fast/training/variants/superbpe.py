@@ -16,12 +16,14 @@ from typing import Any
 
 import numpy as np
 
-from ..continued import layout_memory
+from ...counting.wordtable import WordTable
 from ...errors import ArgumentError, terminating_raises
 from ...progress import Deferred, ProgressOption
 from ...tokenizer import Tokenizer
-from ...counting.wordtable import WordTable
-from ._variant import CountText, Pipeline, Variant
+from .. import pipeline
+from ..continued import layout_memory
+from ..pipeline import CountText, TrainReport
+from ._variant import Variant
 
 KEYWORDS_HELP = """
     ``superword_at=T`` trains superword tokens, as SuperBPE does: first with ``pattern`` up to
@@ -65,40 +67,39 @@ class SuperBPE(Variant):
         floor = 256 if options.base is None else options.base.vocab_size + 1
         check_superword_at(options, floor, min(options.sizes), "below")
 
-    def train(self, plain: Pipeline, count_text: CountText, options: Any, input_unit: str,
-              ahead: bool) -> list[Tokenizer]:
+    def train(self, count_text: CountText, options: Any, input_unit: str, ahead: bool) -> list[Tokenizer]:
         """Stage one to ``superword_at``, then stage two continues from it with the superword
         pattern. With ``ahead``, stage two's table is counted on a thread (its worker processes)
         while stage one learns: they take the cores that stage one's merging, on one thread,
         leaves idle."""
         first, second = stages(options)
         if not ahead:
-            [stage_one] = plain.train(count_text, first, input_unit)
-            return plain.train(count_text, second(stage_one), input_unit)
-        report = plain.report(input_unit)
-        held, first = plain.counted(count_text, first, report)
+            [stage_one] = pipeline.train(count_text, first, input_unit)
+            return pipeline.train(count_text, second(stage_one), input_unit)
+        report = TrainReport(input_unit=input_unit)
+        held, first = pipeline.count(count_text, first, report)
         # stage two's count as second() will ask for it: its options differ from these in the
         # pattern and the base, stage one, whose special tokens and normalization are these
-        wanted = plain.count_args(replace(options, pattern=options.superword_pattern, superword_at=None))
-        counting = CountAhead(count_text, wanted, options.progress, touch_layout=True)
+        wanted = replace(options, pattern=options.superword_pattern, superword_at=None).splitter()
+        counting = CountAhead(count_text, (wanted,), options.progress, touch_layout=True)
         with terminating_raises():          # SIGTERM: the count ahead stops and cleans up first
             try:
                 counting.start()
-                [stage_one] = plain.learn_sizes(held, first, report)
+                [stage_one] = pipeline.learn_sizes(held, first, report)
                 table, seconds = counting.result()
                 layout, counting.layout = counting.layout, None
             except BaseException:
                 counting.stop()
                 raise
         two = second(stage_one)
-        if plain.count_args(two) != wanted:     # (never, as the options are made; were it so: counted again)
+        if two.splitter() != wanted:     # (never, as the options are made; were it so: counted again)
             del table
-            return plain.train(count_text, two, input_unit)
-        report = plain.report(input_unit)
-        held, two = plain.held(table, two, report, seconds)
+            return pipeline.train(count_text, two, input_unit)
+        report = TrainReport(input_unit=input_unit)
+        held, two = pipeline.held(table, two, report, seconds)
         two = replace(two, layout_memory=layout)
-        del table, layout                   # (held alone: see trainer._learn)
-        return plain.learn_sizes(held, two, report)
+        del table, layout                   # (held alone: see pipeline.learn_bpe)
+        return pipeline.learn_sizes(held, two, report)
 
 
 class CountAhead:
