@@ -11,63 +11,19 @@ from pathlib import Path
 import numpy as np
 
 from ..encoding.corpus import (FORMATS, ID_DTYPES, encode_files, first_special, index_path, load_bin, named_batches,
-                               named_pieces, special_error, special_options, special_token_error)
+                               named_pieces, special_error, special_token_error)
 from ..counting.inputs import sources
 from ..errors import ArgumentError, EncodingError, InputError
 from ..progress import MODES
-from ..registry import ENCODINGS, load
+from ..registry import load
+from .common import add_special_options, add_tokenizer_option, special_arguments
 
 # Background colours for alternating tokens, as the Tiktokenizer page shows them.
 COLOURS = ["\x1b[48;5;153m", "\x1b[48;5;229m", "\x1b[48;5;158m", "\x1b[48;5;217m", "\x1b[48;5;183m"]
 RESET = "\x1b[0m"
 
 
-def _add_tokenizer_option(parser, many: bool = False) -> None:
-    parser.add_argument("-t", "--tokenizer", required=True, action="append" if many else "store",
-                        help="a file in any format (bpe_fast .json, tokenizer.json, .tiktoken with its sidecar, "
-                             f"minbpe .model, GPT-2's encoder.json), a named encoding ({', '.join(ENCODINGS)}) or a "
-                             "Hugging Face hub repo id (ORG/NAME, read from the local hub cache)"
-                             + ("; repeatable" if many else ""))
-    parser.add_argument("--vocabs", default=None, metavar="FOLDER",
-                        help="folder of the named encodings' files (default: $BPE_FAST_VOCABS, tiktoken's cache, "
-                             "the shared vocabs/; see the README)")
-
-
-def add_special_options(parser) -> None:
-    """One rule for special tokens' text in every command that encodes text, tiktoken's: refused
-    unless allowed."""
-    parser.add_argument("--allowed-special", default="none", metavar="all|TOKEN,...",
-                        help="special tokens whose text becomes their id: all, or a comma-separated list "
-                             "(default: none; any other special token's text is an error)")
-    parser.add_argument("--disallowed-special", default="all", metavar="all|none|TOKEN,...",
-                        help="special tokens whose text is an error: all (the default) those not allowed, none "
-                             "(encode their text as ordinary text), or a comma-separated list")
-
-
-def _special_tokens_arg(value: str, option: str, tok, words: tuple[str, ...]):
-    """--allowed-special / --disallowed-special: a word (all, none) or special tokens, checked."""
-    if value in words:
-        return {"all": "all", "none": frozenset()}[value]
-    tokens = {t for t in value.split(",") if t}
-    unknown = sorted(tokens - set(tok.special_tokens))
-    if unknown or not tokens:
-        have = ", ".join(tok.special_tokens) or "none"
-        raise ArgumentError(f"{option} {value}: " + (f"{', '.join(unknown)} is not a special token of this "
-                                                     f"tokenizer" if unknown else "names no token")
-                            + f" (its special tokens: {have}); give {' or '.join(words)} or some of those")
-    return tokens
-
-
-def special_arguments(args, tok) -> tuple[dict, set[str]]:
-    """``Tokenizer.encode``'s keywords for the command's special-token options, and the
-    special tokens whose text they refuse."""
-    allowed = "all" if getattr(args, "allow_special", False) else \
-        _special_tokens_arg(args.allowed_special, "--allowed-special", tok, ("all", "none"))
-    disallowed = _special_tokens_arg(args.disallowed_special, "--disallowed-special", tok, ("all", "none"))
-    return special_options(tok, allowed, disallowed)
-
-
-def add_tool_parsers(sub) -> None:
+def add_parser(sub) -> None:
     enc = sub.add_parser("encode", help="text -> token ids: files or stdin -> stdout, or a binary corpus",
                          description="Encode documents, streamed, on all cores: a text file or stream is one "
                                      "document (--lines: each line), each JSON-lines record or Parquet value "
@@ -77,7 +33,7 @@ def add_tool_parsers(sub) -> None:
                                      "bpe_fast/encoding/corpus.py; bpe_fast.load_bin reads it), or with --format "
                                      "npy the ids as a NumPy array (np.load reads it). A special token's text "
                                      "is an error unless --allowed-special or --disallowed-special none.")
-    _add_tokenizer_option(enc)
+    add_tokenizer_option(enc)
     enc.add_argument("inputs", nargs="*", default=["-"], metavar="INPUT",
                      help="text, .gz/.bz2/.xz/.zst, .jsonl, .parquet files or directories; - for stdin (default)")
     enc.add_argument("-o", "--output", default=None, help="output file (default: stdout; required for --format bin)")
@@ -106,7 +62,7 @@ def add_tool_parsers(sub) -> None:
                                      "spaces or commas (a line per document), JSON lists (one, or a line each), or "
                                      "a binary corpus (.bin with its .idx); - (the default) reads standard input. "
                                      "Documents are decoded one after another, as they were encoded.")
-    _add_tokenizer_option(dec)
+    add_tokenizer_option(dec)
     dec.add_argument("input", nargs="?", default="-", metavar="INPUT",
                      help="ids (\"15496 11\"), a file of ids, a .bin corpus, a .npy array, or - for stdin")
     dec.add_argument("--dtype", choices=ID_DTYPES, default=None,
@@ -119,7 +75,7 @@ def add_tool_parsers(sub) -> None:
                                       "one; when it looks like a file name (no spaces, and a / or a suffix such "
                                       "as .txt) but no such file exists, that is an error: give --text to show "
                                       "those characters themselves. - reads standard input.")
-    _add_tokenizer_option(show)
+    add_tokenizer_option(show)
     show.add_argument("text", metavar="TEXT", help="the text, a file holding it, or - (standard input)")
     show.add_argument("--text", dest="literal", action="store_true",
                       help="TEXT is the text itself, even if it looks like a file name")
@@ -134,7 +90,7 @@ def add_tool_parsers(sub) -> None:
                                        "folders (their files), - for stdin. Bytes are those of the text (UTF-8), "
                                        "not of the compressed file or the JSON around it.")
     stats.add_argument("files", nargs="+", metavar="INPUT")
-    _add_tokenizer_option(stats, many=True)
+    add_tokenizer_option(stats, many=True)
     stats.add_argument("--field", default="text", help="JSON lines: the field that holds the text")
     stats.add_argument("--column", default="text", help="Parquet: the column that holds the text")
     stats.add_argument("--errors", choices=("strict", "replace"), default="strict",
