@@ -85,25 +85,10 @@ def add_parser(sub) -> None:
 
 def cmd_train(args) -> int:
     if args.demo:
-        if args.inputs:
-            raise BpeFastError("--demo trains on the Python standard library; give no INPUT with it")
-        args.inputs = stdlib_sources()
-        args.vocab_size = args.vocab_size or [DEMO_VOCAB_SIZE]
-    if not args.inputs and not args.counts:
-        raise BpeFastError("no input: give one or more INPUTs, --counts TABLE, or --demo")
-    if args.vocab_size is None:
-        raise BpeFastError("--vocab-size is required (e.g. --vocab-size 32768)")
-    output = args.output
-    if output is None and not args.demo:
-        raise BpeFastError("-o/--output is required: where to write the tokenizer")
-    if output is None:          # the demo, without -o: a new folder, never the current one
-        name = formats.by_name(args.format or formats.DEFAULT.name).demo_name
-        if len(args.vocab_size) > 1:
-            name = name.replace("demo", "demo-{vocab_size}", 1)
-        output = os.path.join(tempfile.mkdtemp(prefix="bpe-fast-demo-"), name)
+        _fill_in_the_demo(args)
+    output = _output(args)
     fmt = formats.format_of_path(output, args.format)
-    output = where_to_write(output, fmt, "-o")
-    outputs = outputs_per_size(args, output)
+    outputs = outputs_per_size(args, where_to_write(output, fmt, "-o"))
     written = [check_tokenizer_output(path, fmt, [*args.inputs, *args.counts, *args.eval], "-o")  # before reading
                for path in outputs]
     base = load(args.base, args.vocabs) if args.base else None        # the result holds its ids and specials
@@ -113,31 +98,10 @@ def cmd_train(args) -> int:
         print(f"demo: training a {args.vocab_size[-1]:,}-token vocabulary on {len(args.inputs)} files of the "
               f"Python standard library ({stdlib_root()}); it will be written to "
               f"{', '.join(os.path.abspath(f) for f in written[-1])}", file=sys.stderr, flush=True)
-    if args.plot and not args.eval:
-        raise ArgumentError("--plot draws bytes per token on the --eval files: give --eval FILE...")
-    if args.plot:
-        require("matplotlib", "plot", "--plot")          # before training, not after it
-        check_output(args.plot, [*args.inputs, *args.counts, *args.eval], "--plot")
-    for path in args.eval:
-        sources([path])
-    options = dict(base=base, max_token_length=args.max_token_length, picky=args.picky)
-    if args.superword != "superbpe" or args.boundless_eligible is not None:
-        if args.counts:
-            raise ArgumentError("--superword boundless reads the text twice: give INPUTs, not --counts")
-        options.update(superword=args.superword, boundless_eligible=args.boundless_eligible)
-    if args.superword_at is not None:
-        if args.counts:
-            raise ArgumentError("--superword-at reads the text twice: give INPUTs, not --counts")
-        options.update(superword_at=args.superword_at, superword_pattern=args.superword_pattern)
+    _check_eval_files(args)
+    options = _train_options(args, base)
     start = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        if args.counts:
-            result = _train_from_counts(args, options, fmt)
-        else:
-            result = train(args.inputs, sizes_of(args), min_frequency=args.min_frequency, tie_break=args.tie_break,
-                           **options, **count_options(args, pattern=..., normalize=...))
-    toks = result if isinstance(result, list) else [result]
+    toks, caught = _train(args, options, fmt)
     files = write_trained(toks, outputs, fmt)
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
@@ -147,6 +111,31 @@ def cmd_train(args) -> int:
     if args.demo:
         _show_learned(toks[-1], outputs[-1], sys.stdout)
     return 0
+
+
+def _fill_in_the_demo(args) -> None:
+    """--demo's INPUTs, this Python's standard library, and its vocabulary size unless one is given."""
+    if args.inputs:
+        raise BpeFastError("--demo trains on the Python standard library; give no INPUT with it")
+    args.inputs = stdlib_sources()
+    args.vocab_size = args.vocab_size or [DEMO_VOCAB_SIZE]
+
+
+def _output(args) -> str:
+    """-o, once the arguments train cannot do without are there; for the demo without -o, a name in a
+    new temporary folder, never the current one."""
+    if not args.inputs and not args.counts:
+        raise BpeFastError("no input: give one or more INPUTs, --counts TABLE, or --demo")
+    if args.vocab_size is None:
+        raise BpeFastError("--vocab-size is required (e.g. --vocab-size 32768)")
+    if args.output is not None:
+        return args.output
+    if not args.demo:
+        raise BpeFastError("-o/--output is required: where to write the tokenizer")
+    name = formats.by_name(args.format or formats.DEFAULT.name).demo_name
+    if len(args.vocab_size) > 1:
+        name = name.replace("demo", "demo-{vocab_size}", 1)
+    return os.path.join(tempfile.mkdtemp(prefix="bpe-fast-demo-"), name)
 
 
 def train_pattern(args, base):
@@ -185,6 +174,45 @@ def _why_other_ids(base, specials, superword: bool) -> str | None:
     if superword and specials:
         return "superword training's stage two takes ids after stage one's special tokens"
     return None
+
+
+def _check_eval_files(args) -> None:
+    """--eval's files and --plot's chart, checked before training, not after it."""
+    if args.plot and not args.eval:
+        raise ArgumentError("--plot draws bytes per token on the --eval files: give --eval FILE...")
+    if args.plot:
+        require("matplotlib", "plot", "--plot")
+        check_output(args.plot, [*args.inputs, *args.counts, *args.eval], "--plot")
+    for path in args.eval:
+        sources([path])
+
+
+def _train_options(args, base) -> dict:
+    """The trainer's keywords for --base, --max-token-length, --picky and the superword options (which
+    read the text twice, so a word table cannot give it)."""
+    options = dict(base=base, max_token_length=args.max_token_length, picky=args.picky)
+    if args.superword != "superbpe" or args.boundless_eligible is not None:
+        if args.counts:
+            raise ArgumentError("--superword boundless reads the text twice: give INPUTs, not --counts")
+        options.update(superword=args.superword, boundless_eligible=args.boundless_eligible)
+    if args.superword_at is not None:
+        if args.counts:
+            raise ArgumentError("--superword-at reads the text twice: give INPUTs, not --counts")
+        options.update(superword_at=args.superword_at, superword_pattern=args.superword_pattern)
+    return options
+
+
+def _train(args, options: dict, fmt: str) -> tuple[list, list]:
+    """The trained tokenizers, one per size, and the warnings training gave (printed after the result
+    is saved)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        if args.counts:
+            result = _train_from_counts(args, options, fmt)
+        else:
+            result = train(args.inputs, sizes_of(args), min_frequency=args.min_frequency, tie_break=args.tie_break,
+                           **options, **count_options(args, pattern=..., normalize=...))
+    return (result if isinstance(result, list) else [result]), caught
 
 
 def _train_from_counts(args, options: dict, fmt: str):
