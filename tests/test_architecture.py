@@ -217,7 +217,7 @@ def test_the_variants_wing_sits_above_the_tokenizer_and_formats_and_only_the_pip
                    "bpe_fast.counting.wordtable", "bpe_fast.pretokenize.splitter"):
         assert not reachable(graph, module) & wing, module
     users = {m for m in graph if m not in wing and graph[m] & wing}
-    assert users <= {"bpe_fast", "bpe_fast.training.trainer", "bpe_fast.training.options", "bpe_fast.cli"}, users
+    assert users <= {"bpe_fast", "bpe_fast.training.trainer", "bpe_fast.cli.train", "bpe_fast.cli.parity"}, users
 
 
 def test_counting_flows_one_way_into_training():

@@ -213,7 +213,7 @@ def test_the_cli_shows_a_bug_as_a_traceback(tmp_path, monkeypatch):
     def broken(*args, **kwargs):
         raise KeyError("a bug")
 
-    monkeypatch.setattr("bpe_fast.cli.train", broken)
+    monkeypatch.setattr("bpe_fast.cli.train.train", broken)
     corpus = write(tmp_path, "c.txt", b"some text\n")
     with pytest.raises(KeyError, match="a bug"):
         main(["train", str(corpus), "--vocab-size", "300", "-o", str(tmp_path / "t.json"), "-q"])
@@ -340,7 +340,7 @@ def run_cli(args: list[str], capsys) -> tuple[int | str | None, str]:
     (["--block-size", str(HUGE)], f"argument --block-size: {HUGE} is out of range: 1 to 1,073,741,824 bytes"),
 ])
 def test_cli_huge_numbers_are_one_line_naming_the_option(tmp_path, capsys, monkeypatch, args, message):
-    monkeypatch.setattr("bpe_fast.cli.train", lambda *a, **k: pytest.fail("trained with a bad number"))
+    monkeypatch.setattr("bpe_fast.cli.train.train", lambda *a, **k: pytest.fail("trained with a bad number"))
     corpus = write(tmp_path, "c.txt", b"ab ab abc\n")
     if "--vocab-size" not in args:
         args = ["--vocab-size", "300", *args]
@@ -366,7 +366,7 @@ def test_cli_huge_numbers_of_other_commands(tmp_path, capsys, monkeypatch, args,
                                      pytest.param("tcp://no-such-host.invalid:8786", marks=pytest.mark.slow)])
 def test_a_bad_scheduler_is_one_line_naming_it(tmp_path, capsys, monkeypatch, address):
     pytest.importorskip("dask.distributed", reason="--scheduler needs dask: pip install 'bpe_fast[dask]'")
-    monkeypatch.setattr("bpe_fast.cli.train", lambda *a, **k: pytest.fail("trained without a scheduler"))
+    monkeypatch.setattr("bpe_fast.cli.train.train", lambda *a, **k: pytest.fail("trained without a scheduler"))
     corpus = write(tmp_path, "c.txt", b"ab ab abc\n")
     code, err = run_cli(["train", str(corpus), "--vocab-size", "300", "-o", str(tmp_path / "t.json"), "-q",
                          "--scheduler", address], capsys)

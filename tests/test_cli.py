@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 import bpe_fast
-from bpe_fast.cli import DEMO_SAMPLE, _parser, main
+from bpe_fast.cli import _parser, main
+from bpe_fast.cli.train import DEMO_SAMPLE
 from bpe_fast.paths import stdlib_sources
 
 from .conftest import SMALL_CORPUS, need, needs_vocabs, small_text, vocab_dir, vocab_path
@@ -34,7 +35,7 @@ def test_demo_says_where_it_writes_first_writes_to_a_temp_folder_and_shows_what_
     (tmp_path / "tmp").mkdir()
     monkeypatch.chdir(tmp_path / "cwd")
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path / "tmp"))     # the demo's temp folder goes here
-    monkeypatch.setattr("bpe_fast.cli.stdlib_sources", lambda: stdlib_sources(limit_bytes=300_000))
+    monkeypatch.setattr("bpe_fast.cli.train.stdlib_sources", lambda: stdlib_sources(limit_bytes=300_000))
     assert main(["train", "--demo", "--vocab-size", "600", "-q"]) == 0
     captured = capsys.readouterr()
     assert list((tmp_path / "cwd").iterdir()) == []             # nothing in the current folder
@@ -59,7 +60,7 @@ def test_demo_says_where_it_writes_first_writes_to_a_temp_folder_and_shows_what_
 
 
 def test_demo_with_output_writes_there_in_the_format_asked(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr("bpe_fast.cli.stdlib_sources", lambda: stdlib_sources(limit_bytes=200_000))
+    monkeypatch.setattr("bpe_fast.cli.train.stdlib_sources", lambda: stdlib_sources(limit_bytes=200_000))
     assert main(["train", "--demo", "--vocab-size", "500", "-q", "-o", str(tmp_path / "d.tiktoken")]) == 0
     assert f"it will be written to {tmp_path / 'd.tiktoken'}, {tmp_path / 'd.tiktoken.json'}" in capsys.readouterr().err
     assert bpe_fast.load(tmp_path / "d.tiktoken").vocab_size == 500
@@ -318,7 +319,7 @@ def test_several_sizes_in_any_format(tmp_path, capsys):
 ])
 def test_a_format_that_cannot_be_written_fails_before_training(tmp_path, capsys, monkeypatch, args, message):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr("bpe_fast.cli.train", lambda *a, **k: pytest.fail("trained before checking -o"))
+    monkeypatch.setattr("bpe_fast.cli.train.train", lambda *a, **k: pytest.fail("trained before checking -o"))
     assert main([*TRAIN, *args]) == 2
     err = capsys.readouterr().err
     assert err.startswith("bpe-fast train: error: ") and message in err and err.count("\n") == 1
@@ -351,7 +352,7 @@ def test_a_result_the_format_cannot_hold_fails_before_training(tmp_path, capsys,
     work = tmp_path / "work"
     work.mkdir()
     monkeypatch.chdir(work)
-    monkeypatch.setattr("bpe_fast.cli.train", lambda *a, **k: pytest.fail("trained before checking -o"))
+    monkeypatch.setattr("bpe_fast.cli.train.train", lambda *a, **k: pytest.fail("trained before checking -o"))
     assert main([*TRAIN[:2], *TRAIN[4:], *base_args, *args]) == 2
     err = capsys.readouterr().err
     assert message in err and err.count("\n") == 1
@@ -372,7 +373,8 @@ def test_training_on_from_a_base_splits_with_its_pattern_as_the_api_does(tmp_pat
 
 def test_a_word_tables_pattern_is_checked_against_the_format_before_training(tmp_path, capsys, monkeypatch):
     assert main(["count", str(SMALL_CORPUS), "-o", str(tmp_path / "c.npz"), "-q", "--workers", "1"]) == 0
-    monkeypatch.setattr("bpe_fast.cli.train_from_table", lambda *a, **k: pytest.fail("trained before checking -o"))
+    monkeypatch.setattr("bpe_fast.cli.train.train_from_table",
+                        lambda *a, **k: pytest.fail("trained before checking -o"))
     assert main(["train", "--counts", str(tmp_path / "c.npz"), "--vocab-size", "300", "-o",
                  str(tmp_path / "t_vocab.bpe")]) == 2
     assert "this tokenizer splits with cl100k" in capsys.readouterr().err

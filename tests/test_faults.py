@@ -26,7 +26,8 @@ import numpy as np
 import pytest
 
 import bpe_fast
-import bpe_fast.cli
+import bpe_fast.cli.count
+import bpe_fast.cli.train
 import bpe_fast.counting.workers
 from bpe_fast.cli import main
 from bpe_fast.counting.workers import CountConfig, count_tasks
@@ -273,7 +274,7 @@ def test_output_equal_to_an_input_is_refused_before_reading(tmp_path, monkeypatc
     def must_not_train(*args, **kwargs):
         raise AssertionError("the input was read")
 
-    monkeypatch.setattr("bpe_fast.cli.train", must_not_train)
+    monkeypatch.setattr("bpe_fast.cli.train.train", must_not_train)
     assert main(["train", str(corpus), "--vocab-size", "300", "-o", str(corpus), "-q"]) == 2
     assert "is also an input file" in capsys.readouterr().err
     assert main(["train", str(corpus), "--vocab-size", "300", "-o", str(tmp_path / "no" / "t.json"), "-q"]) == 2
@@ -333,7 +334,7 @@ def test_a_long_valid_output_name_is_written(tmp_path, capsys):
 
 
 def test_a_name_too_long_for_the_file_system_fails_before_training(tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr("bpe_fast.cli.train", lambda *a, **k: pytest.fail("trained before checking -o"))
+    monkeypatch.setattr("bpe_fast.cli.train.train", lambda *a, **k: pytest.fail("trained before checking -o"))
     out = tmp_path / ("t" * 300 + ".json")
     assert main(["train", str(SMALL_CORPUS), "--vocab-size", "300", "-o", str(out), "-q"]) == 2
     err = capsys.readouterr().err
@@ -450,14 +451,14 @@ def test_writing_that_fails_after_training_saves_the_result_elsewhere(tmp_path, 
     """The folder of -o was there when checked, and is gone when training ends: the training is kept."""
     folder = tmp_path / "out"
     folder.mkdir()
-    real_train = bpe_fast.cli.train
+    real_train = bpe_fast.cli.train.train
 
     def train_then_lose_the_folder(*args, **kwargs):
         result = real_train(*args, **kwargs)
         folder.rmdir()
         return result
 
-    monkeypatch.setattr("bpe_fast.cli.train", train_then_lose_the_folder)
+    monkeypatch.setattr("bpe_fast.cli.train.train", train_then_lose_the_folder)
     assert main(["train", str(SMALL_CORPUS), "--vocab-size", "300", "--workers", "1", "-o",
                  str(folder / "t.tiktoken"), "-q"]) == 2
     err = capsys.readouterr().err
@@ -474,14 +475,14 @@ def test_writing_that_fails_after_training_saves_the_result_elsewhere(tmp_path, 
 def test_a_word_table_that_cannot_be_written_after_counting_is_saved_elsewhere(tmp_path, monkeypatch, capsys):
     folder = tmp_path / "out"
     folder.mkdir()
-    real_count = bpe_fast.cli.count
+    real_count = bpe_fast.cli.count.count
 
     def count_then_lose_the_folder(*args, **kwargs):
         table = real_count(*args, **kwargs)
         folder.rmdir()
         return table
 
-    monkeypatch.setattr("bpe_fast.cli.count", count_then_lose_the_folder)
+    monkeypatch.setattr("bpe_fast.cli.count.count", count_then_lose_the_folder)
     assert main(["count", str(SMALL_CORPUS), "--workers", "1", "-o", str(folder / "c.npz"), "-q"]) == 2
     err = capsys.readouterr().err
     found = re.search(r"the word table is saved instead as (\S+\.npz)", err)
@@ -495,7 +496,7 @@ def test_a_word_table_that_cannot_be_written_after_counting_is_saved_elsewhere(t
 
 def test_the_plot_is_checked_before_training(tmp_path, monkeypatch, capsys):
     need("matplotlib")                                   # --plot needs the [plot] extra
-    monkeypatch.setattr("bpe_fast.cli.train", lambda *a, **k: pytest.fail("trained before checking --plot"))
+    monkeypatch.setattr("bpe_fast.cli.train.train", lambda *a, **k: pytest.fail("trained before checking --plot"))
     plot = tmp_path / "no" / "curve.png"
     assert main(["train", str(SMALL_CORPUS), "--vocab-size", "300", "-o", str(tmp_path / "t.json"), "-q",
                  "--eval", str(SMALL_CORPUS), "--plot", str(plot)]) == 2
@@ -506,7 +507,7 @@ def test_a_writer_that_fails_with_a_bug_keeps_its_traceback_and_the_training(tmp
     def broken_writer(*args, **kwargs):
         raise KeyError("a bug in a writer")
 
-    monkeypatch.setattr("bpe_fast.cli.write_tokenizer", broken_writer)
+    monkeypatch.setattr("bpe_fast.cli.writing.write_tokenizer", broken_writer)
     with pytest.raises(KeyError, match="a bug in a writer"):
         main(["train", str(SMALL_CORPUS), "--vocab-size", "300", "--workers", "1", "-o", str(tmp_path / "t.json")])
     err = capsys.readouterr().err

@@ -83,7 +83,7 @@ def test_a_format_in_the_table_is_on_the_command_line(tmp_path, toy_in_the_table
     assert main(["convert", str(tmp_path / "back.json"), str(tmp_path / "again"), "--format", "toy"]) == 0
     assert "(toy)" in capsys.readouterr().out
     assert bpe_fast.load(tmp_path / "again") == bpe_fast.load(tmp_path / "back.json") == toy_tokenizer()
-    monkeypatch.setattr("bpe_fast.cli.train", lambda *a, **k: pytest.fail("trained before checking the format"))
+    monkeypatch.setattr("bpe_fast.cli.train.train", lambda *a, **k: pytest.fail("trained before checking the format"))
     assert main(["train", str(SMALL_CORPUS), "--vocab-size", "300", "--special", "<s>", "-q",
                  "-o", str(tmp_path / "s.toy")]) == 2
     assert "a toy file holds no special tokens" in capsys.readouterr().err

@@ -171,10 +171,11 @@ def test_run_ladder_reports_after_every_rung():
 
 def test_profile_and_train_split_alike_by_default():
     from bpe_fast import cli
+    from bpe_fast.pretokenize.patterns import DEFAULT_PATTERN
     parser = cli._parser()
     train = parser.parse_args(["train", "x.txt"])
     profile = parser.parse_args(["profile"])
-    assert (train.pattern or cli.DEFAULT_PATTERN) == profile.pattern == "cl100k"
+    assert (train.pattern or DEFAULT_PATTERN) == profile.pattern == "cl100k"
 
 
 def test_line_profile_of_the_kernel_rung_shows_its_python_lines():

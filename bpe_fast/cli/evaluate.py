@@ -14,7 +14,7 @@ from ..quality.report import ALL, QualityReport, evaluate
 from ..registry import ENCODINGS, load
 
 
-def add_eval_parser(sub) -> None:
+def add_parser(sub) -> None:
     e = sub.add_parser("eval", help="quality report: bytes/token, tokens/word, unused tokens, Rényi efficiency",
                        description="Measure a tokenizer on INPUTs in one pass, beside --baseline tokenizers: "
                                    "bytes per token (UTF-8 bytes / ids), tokens per word (ids / str.split() words), "

@@ -11,63 +11,23 @@ from pathlib import Path
 import numpy as np
 
 from ..encoding.corpus import (FORMATS, ID_DTYPES, encode_files, first_special, index_path, load_bin, named_batches,
-                               named_pieces, special_error, special_options, special_token_error)
+                               named_pieces, special_error, special_token_error)
 from ..counting.inputs import sources
 from ..errors import ArgumentError, EncodingError, InputError
 from ..progress import MODES
-from ..registry import ENCODINGS, load
-
-# Background colours for alternating tokens, as the Tiktokenizer page shows them.
-COLOURS = ["\x1b[48;5;153m", "\x1b[48;5;229m", "\x1b[48;5;158m", "\x1b[48;5;217m", "\x1b[48;5;183m"]
-RESET = "\x1b[0m"
+from ..registry import load
+from .common import add_special_options, add_tokenizer_option, special_arguments
 
 
-def _add_tokenizer_option(parser, many: bool = False) -> None:
-    parser.add_argument("-t", "--tokenizer", required=True, action="append" if many else "store",
-                        help="a file in any format (bpe_fast .json, tokenizer.json, .tiktoken with its sidecar, "
-                             f"minbpe .model, GPT-2's encoder.json), a named encoding ({', '.join(ENCODINGS)}) or a "
-                             "Hugging Face hub repo id (ORG/NAME, read from the local hub cache)"
-                             + ("; repeatable" if many else ""))
-    parser.add_argument("--vocabs", default=None, metavar="FOLDER",
-                        help="folder of the named encodings' files (default: $BPE_FAST_VOCABS, tiktoken's cache, "
-                             "the shared vocabs/; see the README)")
+def add_parser(sub) -> None:
+    """encode, decode, show and stats, each with its parser, its cmd_* and their helpers below, in this order."""
+    _add_encode(sub)
+    _add_decode(sub)
+    _add_show(sub)
+    _add_stats(sub)
 
 
-def add_special_options(parser) -> None:
-    """One rule for special tokens' text in every command that encodes text, tiktoken's: refused
-    unless allowed."""
-    parser.add_argument("--allowed-special", default="none", metavar="all|TOKEN,...",
-                        help="special tokens whose text becomes their id: all, or a comma-separated list "
-                             "(default: none; any other special token's text is an error)")
-    parser.add_argument("--disallowed-special", default="all", metavar="all|none|TOKEN,...",
-                        help="special tokens whose text is an error: all (the default) those not allowed, none "
-                             "(encode their text as ordinary text), or a comma-separated list")
-
-
-def _special_tokens_arg(value: str, option: str, tok, words: tuple[str, ...]):
-    """--allowed-special / --disallowed-special: a word (all, none) or special tokens, checked."""
-    if value in words:
-        return {"all": "all", "none": frozenset()}[value]
-    tokens = {t for t in value.split(",") if t}
-    unknown = sorted(tokens - set(tok.special_tokens))
-    if unknown or not tokens:
-        have = ", ".join(tok.special_tokens) or "none"
-        raise ArgumentError(f"{option} {value}: " + (f"{', '.join(unknown)} is not a special token of this "
-                                                     f"tokenizer" if unknown else "names no token")
-                            + f" (its special tokens: {have}); give {' or '.join(words)} or some of those")
-    return tokens
-
-
-def special_arguments(args, tok) -> tuple[dict, set[str]]:
-    """``Tokenizer.encode``'s keywords for the command's special-token options, and the
-    special tokens whose text they refuse."""
-    allowed = "all" if getattr(args, "allow_special", False) else \
-        _special_tokens_arg(args.allowed_special, "--allowed-special", tok, ("all", "none"))
-    disallowed = _special_tokens_arg(args.disallowed_special, "--disallowed-special", tok, ("all", "none"))
-    return special_options(tok, allowed, disallowed)
-
-
-def add_tool_parsers(sub) -> None:
+def _add_encode(sub) -> None:
     enc = sub.add_parser("encode", help="text -> token ids: files or stdin -> stdout, or a binary corpus",
                          description="Encode documents, streamed, on all cores: a text file or stream is one "
                                      "document (--lines: each line), each JSON-lines record or Parquet value "
@@ -77,7 +37,7 @@ def add_tool_parsers(sub) -> None:
                                      "bpe_fast/encoding/corpus.py; bpe_fast.load_bin reads it), or with --format "
                                      "npy the ids as a NumPy array (np.load reads it). A special token's text "
                                      "is an error unless --allowed-special or --disallowed-special none.")
-    _add_tokenizer_option(enc)
+    add_tokenizer_option(enc)
     enc.add_argument("inputs", nargs="*", default=["-"], metavar="INPUT",
                      help="text, .gz/.bz2/.xz/.zst, .jsonl, .parquet files or directories; - for stdin (default)")
     enc.add_argument("-o", "--output", default=None, help="output file (default: stdout; required for --format bin)")
@@ -99,68 +59,6 @@ def add_tool_parsers(sub) -> None:
                           "have that special token)")
     enc.add_argument("--progress", choices=MODES, default="auto", help="progress on stderr (auto: a bar on a terminal)")
     enc.set_defaults(run=cmd_encode)
-
-    dec = sub.add_parser("decode", help="token ids -> text (the ids themselves, a file, or stdin -> stdout)",
-                         description="Decode token ids to text. INPUT is the ids themselves (\"15496 11\"), or a "
-                                     "file holding them in any form `bpe-fast encode` writes: ids separated by "
-                                     "spaces or commas (a line per document), JSON lists (one, or a line each), or "
-                                     "a binary corpus (.bin with its .idx); - (the default) reads standard input. "
-                                     "Documents are decoded one after another, as they were encoded.")
-    _add_tokenizer_option(dec)
-    dec.add_argument("input", nargs="?", default="-", metavar="INPUT",
-                     help="ids (\"15496 11\"), a file of ids, a .bin corpus, a .npy array, or - for stdin")
-    dec.add_argument("--dtype", choices=ID_DTYPES, default=None,
-                     help="INPUT is a binary file of ids of this width (a .bin with no .idx beside it, as numpy's "
-                          "tofile or nanoGPT's prepare.py write it)")
-    dec.set_defaults(run=cmd_decode)
-
-    show = sub.add_parser("show", help="show token boundaries in colour",
-                          description="Show how TEXT splits into tokens. TEXT is read from a file when it names "
-                                      "one; when it looks like a file name (no spaces, and a / or a suffix such "
-                                      "as .txt) but no such file exists, that is an error: give --text to show "
-                                      "those characters themselves. - reads standard input.")
-    _add_tokenizer_option(show)
-    show.add_argument("text", metavar="TEXT", help="the text, a file holding it, or - (standard input)")
-    show.add_argument("--text", dest="literal", action="store_true",
-                      help="TEXT is the text itself, even if it looks like a file name")
-    show.add_argument("--no-color", action="store_true", help="separate tokens with '|' instead of colours")
-    show.add_argument("--ids", action="store_true", help="also list the ids")
-    add_special_options(show)
-    show.set_defaults(run=cmd_show)
-
-    stats = sub.add_parser("stats", help="tokens and bytes per token of files, per tokenizer",
-                           description="Tokens and bytes per token of each input, read as `bpe-fast encode` reads "
-                                       "it: text files, .gz/.bz2/.xz/.zst, .jsonl (--field), .parquet (--column), "
-                                       "folders (their files), - for stdin. Bytes are those of the text (UTF-8), "
-                                       "not of the compressed file or the JSON around it.")
-    stats.add_argument("files", nargs="+", metavar="INPUT")
-    _add_tokenizer_option(stats, many=True)
-    stats.add_argument("--field", default="text", help="JSON lines: the field that holds the text")
-    stats.add_argument("--column", default="text", help="Parquet: the column that holds the text")
-    stats.add_argument("--errors", choices=("strict", "replace"), default="strict",
-                       help="invalid UTF-8: an error naming file and offset, or U+FFFD")
-    add_special_options(stats)
-    stats.set_defaults(run=cmd_stats)
-
-
-def _read_text(source: str) -> str:
-    """The text of a file, or of standard input for "-"; an InputError naming it if it is no UTF-8."""
-    if source == "-":
-        return _utf8(sys.stdin.buffer.read(), "standard input")
-    path = Path(source)
-    if path.is_dir():
-        raise InputError(f"{source}: is a directory")
-    try:
-        return _utf8(path.read_bytes(), source)
-    except FileNotFoundError:
-        raise InputError(f"{source}: no such file") from None
-
-
-def _utf8(data: bytes, where: str) -> str:
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{where}: invalid UTF-8 at byte offset {exc.start}") from None
 
 
 def encode_format(args) -> str:
@@ -200,8 +98,50 @@ def cmd_encode(args) -> int:
     return 0
 
 
+def _add_decode(sub) -> None:
+    dec = sub.add_parser("decode", help="token ids -> text (the ids themselves, a file, or stdin -> stdout)",
+                         description="Decode token ids to text. INPUT is the ids themselves (\"15496 11\"), or a "
+                                     "file holding them in any form `bpe-fast encode` writes: ids separated by "
+                                     "spaces or commas (a line per document), JSON lists (one, or a line each), or "
+                                     "a binary corpus (.bin with its .idx); - (the default) reads standard input. "
+                                     "Documents are decoded one after another, as they were encoded.")
+    add_tokenizer_option(dec)
+    dec.add_argument("input", nargs="?", default="-", metavar="INPUT",
+                     help="ids (\"15496 11\"), a file of ids, a .bin corpus, a .npy array, or - for stdin")
+    dec.add_argument("--dtype", choices=ID_DTYPES, default=None,
+                     help="INPUT is a binary file of ids of this width (a .bin with no .idx beside it, as numpy's "
+                          "tofile or nanoGPT's prepare.py write it)")
+    dec.set_defaults(run=cmd_decode)
+
+
+def cmd_decode(args) -> int:
+    tok = load(args.tokenizer, args.vocabs)
+    data = tok.decode_bytes(_ids_of(args.input, args.dtype))
+    sys.stdout.buffer.write(data)
+    if sys.stdout.isatty() and not data.endswith(b"\n"):
+        sys.stdout.buffer.write(b"\n")       # for the prompt's sake; a pipe gets the bytes exactly
+    sys.stdout.flush()
+    return 0
+
+
 # An INPUT of `decode` that is the ids themselves: digits, signs, commas, brackets and spaces.
 _IDS = re.compile(r"[\s\d,\[\]+-]*\d[\s\d,\[\]+-]*")
+
+
+def _ids_of(arg: str, dtype: str | None = None):
+    """The ids INPUT means: the ids themselves, a .bin corpus (or any binary file of ``dtype``
+    ids), a .npy array, or the text of a file (or stdin)."""
+    if arg != "-" and arg.lower().endswith(".npy") and os.path.isfile(arg):
+        return _npy_ids(arg)                 # its header says the dtype
+    if dtype is not None:
+        if arg == "-":
+            raise ArgumentError("--dtype reads a binary file of ids: give its name as INPUT, not standard input")
+        return load_bin(arg, dtype)[0]
+    if arg != "-" and not os.path.exists(arg) and _IDS.fullmatch(arg):
+        return _parse_ids(arg, "the ids given")
+    if arg != "-" and (arg.endswith(".bin") or index_path(arg).is_file()) and os.path.isfile(arg):
+        return load_bin(arg)[0]
+    return _parse_ids(_read_text(arg), "standard input" if arg == "-" else arg)
 
 
 def _parse_ids(text: str, source: str) -> list[int]:
@@ -233,22 +173,6 @@ def _json_ids(text: str) -> list:
     return flat
 
 
-def _ids_of(arg: str, dtype: str | None = None):
-    """The ids INPUT means: the ids themselves, a .bin corpus (or any binary file of ``dtype``
-    ids), a .npy array, or the text of a file (or stdin)."""
-    if arg != "-" and arg.lower().endswith(".npy") and os.path.isfile(arg):
-        return _npy_ids(arg)                 # its header says the dtype
-    if dtype is not None:
-        if arg == "-":
-            raise ArgumentError("--dtype reads a binary file of ids: give its name as INPUT, not standard input")
-        return load_bin(arg, dtype)[0]
-    if arg != "-" and not os.path.exists(arg) and _IDS.fullmatch(arg):
-        return _parse_ids(arg, "the ids given")
-    if arg != "-" and (arg.endswith(".bin") or index_path(arg).is_file()) and os.path.isfile(arg):
-        return load_bin(arg)[0]
-    return _parse_ids(_read_text(arg), "standard input" if arg == "-" else arg)
-
-
 def _npy_ids(path: str) -> np.ndarray:
     """The ids of a .npy file: a NumPy array of integers, flattened."""
     try:
@@ -260,48 +184,20 @@ def _npy_ids(path: str) -> np.ndarray:
     return ids.reshape(-1)
 
 
-def cmd_decode(args) -> int:
-    tok = load(args.tokenizer, args.vocabs)
-    data = tok.decode_bytes(_ids_of(args.input, args.dtype))
-    sys.stdout.buffer.write(data)
-    if sys.stdout.isatty() and not data.endswith(b"\n"):
-        sys.stdout.buffer.write(b"\n")       # for the prompt's sake; a pipe gets the bytes exactly
-    sys.stdout.flush()
-    return 0
-
-
-# Suffixes that make an argument of `show` look like a file name rather than text to show.
-FILE_SUFFIXES = (".txt", ".md", ".rst", ".py", ".json", ".jsonl", ".csv", ".tsv", ".html", ".xml", ".log",
-                 ".text", ".gz", ".bz2", ".xz", ".zst")
-
-
-def looks_like_path(arg: str) -> bool:
-    """A single word holding a path separator or ending in a file suffix (notes/a.txt, ./x,
-    README.md); text with spaces or line breaks is text, whatever it holds."""
-    if not arg or any(c.isspace() for c in arg):
-        return False
-    return "/" in arg or os.sep in arg or arg.lower().endswith(FILE_SUFFIXES)
-
-
-def show_text(args) -> str:
-    """What `show` shows: the argument itself, or the file (or stdin) it names."""
-    if args.literal:
-        return args.text
-    if args.text == "-" or os.path.isfile(args.text):
-        return _read_text(args.text)
-    if os.path.isdir(args.text):
-        raise ArgumentError(f"{args.text}: is a directory; give a file, or --text to show these characters")
-    if looks_like_path(args.text):
-        raise ArgumentError(f"{args.text}: no such file (it looks like a file name); to show these "
-                            f"characters themselves, give --text")
-    return args.text
-
-
-def _source_name(args) -> str:
-    """Where show's text came from, for an error: the argument itself, standard input, or the file."""
-    if args.literal or not (args.text == "-" or os.path.isfile(args.text)):
-        return "the text"
-    return "standard input" if args.text == "-" else args.text
+def _add_show(sub) -> None:
+    show = sub.add_parser("show", help="show token boundaries in colour",
+                          description="Show how TEXT splits into tokens. TEXT is read from a file when it names "
+                                      "one; when it looks like a file name (no spaces, and a / or a suffix such "
+                                      "as .txt) but no such file exists, that is an error: give --text to show "
+                                      "those characters themselves. - reads standard input.")
+    add_tokenizer_option(show)
+    show.add_argument("text", metavar="TEXT", help="the text, a file holding it, or - (standard input)")
+    show.add_argument("--text", dest="literal", action="store_true",
+                      help="TEXT is the text itself, even if it looks like a file name")
+    show.add_argument("--no-color", action="store_true", help="separate tokens with '|' instead of colours")
+    show.add_argument("--ids", action="store_true", help="also list the ids")
+    add_special_options(show)
+    show.set_defaults(run=cmd_show)
 
 
 def cmd_show(args) -> int:
@@ -332,6 +228,61 @@ def cmd_show(args) -> int:
     if args.ids:
         print(" ".join(map(str, ids)))
     return 0
+
+
+# Background colours for alternating tokens, as the Tiktokenizer page shows them.
+COLOURS = ["\x1b[48;5;153m", "\x1b[48;5;229m", "\x1b[48;5;158m", "\x1b[48;5;217m", "\x1b[48;5;183m"]
+RESET = "\x1b[0m"
+
+
+# Suffixes that make an argument of `show` look like a file name rather than text to show.
+FILE_SUFFIXES = (".txt", ".md", ".rst", ".py", ".json", ".jsonl", ".csv", ".tsv", ".html", ".xml", ".log",
+                 ".text", ".gz", ".bz2", ".xz", ".zst")
+
+
+def show_text(args) -> str:
+    """What `show` shows: the argument itself, or the file (or stdin) it names."""
+    if args.literal:
+        return args.text
+    if args.text == "-" or os.path.isfile(args.text):
+        return _read_text(args.text)
+    if os.path.isdir(args.text):
+        raise ArgumentError(f"{args.text}: is a directory; give a file, or --text to show these characters")
+    if looks_like_path(args.text):
+        raise ArgumentError(f"{args.text}: no such file (it looks like a file name); to show these "
+                            f"characters themselves, give --text")
+    return args.text
+
+
+def looks_like_path(arg: str) -> bool:
+    """A single word holding a path separator or ending in a file suffix (notes/a.txt, ./x,
+    README.md); text with spaces or line breaks is text, whatever it holds."""
+    if not arg or any(c.isspace() for c in arg):
+        return False
+    return "/" in arg or os.sep in arg or arg.lower().endswith(FILE_SUFFIXES)
+
+
+def _source_name(args) -> str:
+    """Where show's text came from, for an error: the argument itself, standard input, or the file."""
+    if args.literal or not (args.text == "-" or os.path.isfile(args.text)):
+        return "the text"
+    return "standard input" if args.text == "-" else args.text
+
+
+def _add_stats(sub) -> None:
+    stats = sub.add_parser("stats", help="tokens and bytes per token of files, per tokenizer",
+                           description="Tokens and bytes per token of each input, read as `bpe-fast encode` reads "
+                                       "it: text files, .gz/.bz2/.xz/.zst, .jsonl (--field), .parquet (--column), "
+                                       "folders (their files), - for stdin. Bytes are those of the text (UTF-8), "
+                                       "not of the compressed file or the JSON around it.")
+    stats.add_argument("files", nargs="+", metavar="INPUT")
+    add_tokenizer_option(stats, many=True)
+    stats.add_argument("--field", default="text", help="JSON lines: the field that holds the text")
+    stats.add_argument("--column", default="text", help="Parquet: the column that holds the text")
+    stats.add_argument("--errors", choices=("strict", "replace"), default="strict",
+                       help="invalid UTF-8: an error naming file and offset, or U+FFFD")
+    add_special_options(stats)
+    stats.set_defaults(run=cmd_stats)
 
 
 def cmd_stats(args) -> int:
@@ -370,3 +321,23 @@ def _bytes_and_tokens(tok, path: str, args) -> tuple[int, int]:
         except EncodingError as exc:
             raise special_token_error(texts, wheres, refused, exc) from None
     return size, tokens
+
+
+def _read_text(source: str) -> str:
+    """The text of a file, or of standard input for "-"; an InputError naming it if it is no UTF-8."""
+    if source == "-":
+        return _utf8(sys.stdin.buffer.read(), "standard input")
+    path = Path(source)
+    if path.is_dir():
+        raise InputError(f"{source}: is a directory")
+    try:
+        return _utf8(path.read_bytes(), source)
+    except FileNotFoundError:
+        raise InputError(f"{source}: no such file") from None
+
+
+def _utf8(data: bytes, where: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{where}: invalid UTF-8 at byte offset {exc.start}") from None
