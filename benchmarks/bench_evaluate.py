@@ -19,7 +19,7 @@ import time
 from dataclasses import replace
 
 import bpe_fast
-from bpe_fast.encoding.corpus import batches, pieces
+from bpe_fast.prepare.corpus import batches, pieces
 
 from mix33 import corpus_dir, mix33_files
 

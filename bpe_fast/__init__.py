@@ -18,7 +18,7 @@ from . import _build, _moved
 
 _build.check_extensions_are_fresh()    # before any compiled module loads: a stale one would run old code
 from ._version import __version__
-from .encoding.corpus import encode_files, load_bin
+from .prepare.corpus import encode_files, load_bin
 from .errors import UnknownTokenError
 from .errors import (ArgumentError, ArgumentTypeError, BpeFastError, BpeFastWarning, EmptyCorpusError,
                      EncodingError, InputError, MemoryBudgetError, MissingExtraError, PatternError,

@@ -38,7 +38,7 @@ MOVED = {
     "bpe_fast.variants.parity_reference": "bpe_fast.training.variants.parity_reference",
     "bpe_fast.boundless": "bpe_fast.training.variants.boundless",
     "bpe_fast.picky": "bpe_fast.training.variants.picky",
-    "bpe_fast.encode_corpus": "bpe_fast.encoding.corpus",
+    "bpe_fast.encode_corpus": "bpe_fast.prepare.corpus",
     "bpe_fast.tiktoken_surface": "bpe_fast.encoding.tiktoken_surface",
     "bpe_fast.visualize": "bpe_fast.encoding.visualize",
     "bpe_fast.named": "bpe_fast.formats._named",

@@ -331,7 +331,7 @@ def test_runs_that_may_hold_a_line_end_keep_files_whole(tmp_path, monkeypatch):
     eligibility that takes such chunks (here every chunk), a run may cross the cut, so neither
     the counting nor encode_files cuts the text; with the default one both do, and agree."""
     from bpe_fast.counting import corpus as count_corpus, workers as counting
-    from bpe_fast.encoding import corpus as encode_corpus
+    from bpe_fast.prepare import corpus as encode_corpus
     rng = np.random.default_rng(0)
     words = "the cat sat on a mat and then it ran off to see the big dog".split()
     text = "".join(" ".join(rng.choice(words, rng.integers(3, 10))) + "\n" for _ in range(800))

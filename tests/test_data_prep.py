@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import bpe_fast
-from bpe_fast.encoding import corpus as ef
+from bpe_fast.prepare import corpus as ef
 from bpe_fast.cli import main
 from bpe_fast.errors import ArgumentError, EncodingError, InputError
 

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import bpe_fast
-from bpe_fast.encoding import corpus as ef
+from bpe_fast.prepare import corpus as ef
 from bpe_fast.errors import ArgumentError, InputError
 
 from .conftest import SMALL_CORPUS, need, needs_vocabs, small_text, vocab_dir, vocab_path

@@ -12,7 +12,7 @@ from hypothesis import given, settings, strategies as st
 import bpe_fast
 from bpe_fast.counting import inputs
 from bpe_fast.counting.workers import CountConfig, count_tasks
-from bpe_fast.encoding.corpus import pieces
+from bpe_fast.prepare.corpus import pieces
 from bpe_fast.pretokenize.patterns import CL100K, GPT2, O200K, SUPERWORD
 from bpe_fast.pretokenize.splitter import NATIVE, REGEX, WHOLE, Splitter
 

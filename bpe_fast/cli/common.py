@@ -11,7 +11,7 @@ from .. import formats
 from ..arguments import INT64_MAX, MAX_WORKERS
 from ..counting.distributed import connect
 from ..counting.workers import MAX_BLOCK_SIZE
-from ..encoding.corpus import special_options
+from ..prepare.corpus import special_options
 from ..errors import ArgumentError
 from ..pretokenize.patterns import DEFAULT_PATTERN, known_names
 from ..pretokenize.splitter import NORMALIZATIONS

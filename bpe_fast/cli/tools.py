@@ -10,7 +10,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..encoding.corpus import (FORMATS, ID_DTYPES, encode_files, first_special, index_path, load_bin, named_batches,
+from ..prepare.corpus import (FORMATS, ID_DTYPES, encode_files, first_special, index_path, load_bin, named_batches,
                                named_pieces, special_error, special_token_error)
 from ..counting.inputs import sources
 from ..errors import ArgumentError, EncodingError, InputError
@@ -34,7 +34,7 @@ def _add_encode(sub) -> None:
                                      "is one. Output: one line of ids per document (text or json), or with "
                                      "--format bin a file of uint16 ids (uint32 when the vocabulary has more "
                                      "than 65536 ids) and an .idx file of int64 document offsets (layout in "
-                                     "bpe_fast/encoding/corpus.py; bpe_fast.load_bin reads it), or with --format "
+                                     "bpe_fast/prepare/corpus.py; bpe_fast.load_bin reads it), or with --format "
                                      "npy the ids as a NumPy array (np.load reads it). A special token's text "
                                      "is an error unless --allowed-special or --disallowed-special none.")
     add_tokenizer_option(enc)
