@@ -41,7 +41,7 @@ from ._batch cimport (Blocks, BlockLog, blocks_first_bad, blocks_gather, blocks_
                       blocks_plan, blocks_take)
 from ._bpe cimport (Compat, Reachable, bpe_chunk, compat_free, compat_widen, compatible,
                     reachable_build, reachable_free, reachable_init, reachable_load)
-from ._cache cimport (CACHE_MAX_BYTES, INLINE_IDS, SPILL_PAD, SPILLED, TABLE_MAX_BITS, ChunkTable,
+from ._cache cimport (CACHE_MAX_BYTES, INLINE_IDS, SPILL_PAD, SPILLED, TABLE_MAX_BITS, ShortChunkTable,
                       LongCache, long_add, long_ask, long_find, long_free, table_emit_home, table_free,
                       table_grow_to, table_insert, table_lookup, table_start)
 from ..core._hash cimport (PairSlot, slot_of, pair_of, pairtable_add, pairtable_free, pairtable_init, Packed,
@@ -328,7 +328,7 @@ cdef class MergeEncoder:
         limit ``max_bits``), ``home`` (entries in their key's home cache line) and ``long``
         (chunks over 15 bytes in the other cache)."""
         cdef _ChunkCache c
-        cdef ChunkTable* table
+        cdef ShortChunkTable* table
         cdef size_t i, home, spilled
         out = []
         for c in self.caches:
@@ -931,7 +931,7 @@ cdef class _ChunkCache:
     A cache is used by one thread at a time; the encoder lends its caches out per call and keeps
     them (``MergeEncoder.caches``), so repeated words are merged once per thread, not per call.
     The chunk table's seed belongs to the encoder that made the cache, which outlives it."""
-    cdef ChunkTable chunks                      # chunks of at most 15 bytes -> their ids
+    cdef ShortChunkTable chunks                 # chunks of at most 15 bytes -> their ids
     cdef LongCache longer                       # chunks over 15 bytes merged before
     cdef Compat compat
     cdef Utf8Buffer utf8
