@@ -13,15 +13,17 @@ whose state ``MergeEncoder`` holds in that .pxd's struct:
   (``Reachable``), exactly what _replay.pxd's replayed merges give (merge recovery,
   ``recover_merges``, runs those);
 * _whole.pxd: whole tokens by their bytes, tiktoken's first rule (``WholeTokens``);
-* _cache.pxd: each thread's chunk table and long-chunk cache (held by ``_ChunkCache``);
+* _cache.pxd: each thread's chunk table and long-chunk cache (``ShortChunkTable``,
+  ``LongCache``; held by ``_ChunkCache``);
 * _supermerges.pxd: BoundlessBPE's supermerges over runs of whole-token chunks (``Supermerges``);
 * _batch.pxd: a list of str encoded on threads, block by block (``_Batch``);
 * core/_text.pxd: str -> UTF-8 without the GIL, a block at a time; _lists.pxd: ids as
-  lists of one shared Python int per id; core/_hash.pxd: the tables' keys and hashes.
+  lists of one shared Python int per id; _pages.pxd: the ids' pages, asked for ahead (``_Ids``);
+  core/_hash.pxd: the tables' keys and hashes.
 
-Text is split and looked up in batches of chunks: the first pass scans, packs, hashes and
-prefetches each chunk's entry, the second reads the entries, which by then are in the CPU's
-cache. Text arrives as Python str and is read without the GIL, so batches run on threads in
+Text is split and looked up in batches of chunks: the first pass (_lookahead.pxd) scans, packs,
+hashes and prefetches each chunk's entry, the second reads the entries, which by then are in the
+CPU's cache. Text arrives as Python str and is read without the GIL, so batches run on threads in
 parallel; ids leave as NumPy arrays, or as lists.
 """
 import gc
@@ -45,10 +47,11 @@ from ._cache cimport (CACHE_MAX_BYTES, INLINE_IDS, SPILL_PAD, SPILLED, TABLE_MAX
                       LongCache, long_add, long_ask, long_find, long_free, table_emit_home, table_free,
                       table_grow_to, table_insert, table_lookup, table_start)
 from ..core._hash cimport (PairSlot, slot_of, pair_of, pairtable_add, pairtable_free, pairtable_init, Packed,
-                           PACKED_KEY_MASK, PACKED_MAX_BYTES, bytes_hash, pack_key, pack_key16, packed_hash,
-                           packed_slot)
+                           PACKED_KEY_MASK, PACKED_MAX_BYTES, bytes_hash, pack_key, packed_hash, packed_slot)
 from ._lists cimport IdInts, bpe_list_of_ids, bpe_lists_of_ids, ints_free, ints_make
+from ._lookahead cimport BATCH, ask_home, find_homes, split_window_run
 from ._merges cimport Merges, merges_add, merges_free, merges_init
+from ._pages cimport populate_ahead
 from ._ranks cimport SHORT_MERGE, Ranks, merge_scalar, merge_short, ranks_build, ranks_free
 from ._replay cimport SHORT_CHUNK, replay_long, replay_short
 from ._supermerges cimport Supermerges, end_run, merge_run, run_step
@@ -57,7 +60,7 @@ from ..core._text cimport (TextRef, Utf8Buffer, bpe_str_view, next_cut, to_utf8,
 from ._whole cimport WholeTokens, find_whole, seed_build, whole_build, whole_free
 from ..core._cpu cimport prefetch
 from ..pretokenize._scan cimport cuts_at_line_ends
-from ..pretokenize._split cimport Window, bpe_ctz64, split_next, window_reset
+from ..pretokenize._split cimport Window, split_next, window_reset
 
 cdef enum:
     SPLIT_NONE = -1            # pattern: no split, each piece between special tokens is one chunk
@@ -67,7 +70,6 @@ cdef enum:
                                # (8 MB found more answers but missed the caches on every probe: 2 MB
                                # took 10-23% off superword stage two's layouts, 1 MB 4-11% more; on
                                # cl100k's layout of mix33 2 MB changed nothing and 1 MB took 8% off)
-    BATCH = 128                # chunks scanned, hashed and prefetched before they are looked up
     BLOCK_CHARS = 1 << 16      # a long non-ASCII str is turned into UTF-8 and encoded this many
                                # characters at a time (or a little more: see next_cut)
     KEEP_IDS = 64 << 20        # bytes of id buffer a thread keeps between calls (scratch ids)
@@ -82,32 +84,6 @@ OUTPUT_LIST, OUTPUT_ARRAY, OUTPUT_COUNT = OUT_LIST, OUT_ARRAY, OUT_COUNT
 cdef class _Worker
 cdef class _Batch
 cdef class _Ids
-
-cdef extern from *:
-    """
-    #include <sys/mman.h>
-    #include <stdint.h>
-    #ifndef MADV_POPULATE_WRITE
-    #define MADV_POPULATE_WRITE 23
-    #endif
-    /* Give ids [from, to) of data their pages now, and 256 KB more (within capacity), with one
-       call (Linux 5.14+; elsewhere nothing, and never asked again) instead of a page fault at the
-       first id of each 4 KB: the ids are the one memory a pass keeps touching fresh (a page fault
-       per 1,024 ids, 10-18% of a pass over C code in system time). Alternating fresh processes,
-       medians of 5-8 (c_s8, c_fresh, code307, scripts307): 0.95-1.00x the time of a pass.
-       Returns the ids backed from data on (at least to). */
-    static size_t bpe_populate_ahead(uint32_t* data, size_t from, size_t to, size_t capacity) {
-        static int unsupported = 0;
-        size_t want = to + (256 << 10) / 4;
-        if (want > capacity) want = capacity;
-        if (unsupported) return capacity;
-        uintptr_t a = ((uintptr_t)(data + from)) & ~(uintptr_t)4095;
-        uintptr_t b = ((uintptr_t)(data + want)) & ~(uintptr_t)4095;
-        if (b > a && madvise((void*)a, b - a, MADV_POPULATE_WRITE) != 0) { unsupported = 1; return capacity; }
-        return (size_t)(((uint32_t*)b) - data) > to ? (size_t)(((uint32_t*)b) - data) : to;
-    }
-    """
-    size_t populate_ahead "bpe_populate_ahead"(uint32_t* data, size_t start, size_t stop, size_t capacity) noexcept nogil
 
 
 @cython.final
@@ -156,57 +132,6 @@ cdef class SpecialSet:
 
     cdef size_t length(self, size_t k) noexcept nogil:
         return self.tokens[k].size()
-
-
-cdef inline const Packed* home_of(const Packed* table, int bits, uint64_t k0, uint64_t k1) noexcept nogil:
-    """The home line (two entries) of the packed key (k0, k1) in a chunk table of 2**bits entries."""
-    return &table[packed_slot(packed_hash(k0, k1), bits)]
-
-
-cdef inline const Packed* ask_home(const Packed* table, int bits, uint64_t k0, uint64_t k1) noexcept nogil:
-    """The home line of the packed key (k0, k1), asked for (encode_piece's first pass: the line
-    comes while the next chunks are split; the second reads it from here instead of hashing again)."""
-    cdef const Packed* home = home_of(table, bits, k0, k1)
-    prefetch(home)
-    return home
-
-
-cdef inline void find_homes(const Packed* table, int bits, const uint64_t* key0, const uint64_t* key1,
-                            const Packed** homes, size_t q, size_t m) noexcept nogil:
-    """The home lines of chunks q .. m - 1 (the short ones: key1 not 0) again, in a table that has
-    grown or started afresh since they were found (encode_piece)."""
-    while q < m:
-        if key1[q] != 0:
-            homes[q] = home_of(table, bits, key0[q], key1[q])
-        q += 1
-
-
-cdef inline size_t split_window_run(Window* window, const uint8_t* s, const uint8_t* end, size_t i, size_t m,
-                                   const Packed* table, int bits, size_t* start, uint32_t* length,
-                                   uint64_t* key0, uint64_t* key1, const Packed** homes, size_t* at) noexcept nogil:
-    """encode_piece's first pass over the chunks the splitter's window has vouched for (their ends are
-    the bits of ``window.ends``, as split_next would give them): each is split off, its key packed and
-    hashed and its chunk table line asked for, up to BATCH chunks in all (m so far). Stops before a chunk
-    of over PACKED_MAX_BYTES bytes or one within 16 bytes of ``end``, for the caller to take the long
-    way. Returns the new m; the next chunk's start goes to ``at``. A loop of its own, like
-    table_emit_home, so that the window's bits and base stay in registers instead of going through the
-    stack each chunk, and the key's bounds are checked once (9 in 10 chunks of C come this way; the
-    instructions of encoding C 0.92x, callgrind)."""
-    cdef uint64_t ends = window.ends
-    cdef size_t base = window.base, j
-    while ends and m < BATCH:
-        j = base + bpe_ctz64(ends)
-        if j - i > PACKED_MAX_BYTES or s + i + 16 > end:
-            break
-        ends &= ends - 1
-        start[m], length[m] = i, <uint32_t>(j - i)
-        pack_key16(s + i, j - i, &key0[m], &key1[m])
-        homes[m] = ask_home(table, bits, key0[m], key1[m])
-        m += 1
-        i = j
-    window.ends = ends
-    at[0] = i
-    return m
 
 
 @cython.final
