@@ -39,8 +39,9 @@ cdef enum:
     CACHE_MAX_BYTES = 255      # longer chunks are rare: not cached
     LONG_STORE_RESERVE = 1 << 25   # words the long-chunk store reserves at once (128 MB of address
                                # space, its pages touched only as it fills: no copy as it grows;
-                               # from 16 MB it was copied twice over a pass of 52 MB of zipf, 44%
-                               # of the pass's page faults)
+                               # from 16 MB it was copied twice over a pass of zipf, the largest
+                               # share of the pass's page faults: benchmarks/RESULTS.md,
+                               # "Encode once (6)")
 
 
 cdef struct ShortChunkTable:
@@ -192,11 +193,11 @@ cdef inline Packed* table_move_home(ShortChunkTable* c, size_t j, size_t home) n
 
 cdef inline size_t table_room(const ShortChunkTable* c) noexcept nogil:
     """How many entries the table holds before it grows: 3/4 of its size while it can grow, half
-    at its limit (before it starts afresh). A smaller table stays nearer the core: one pass over
-    128 MiB of C took 0.88x the time growing at 3/4 instead of 1/2, mix33 0.82-0.92x (alternating
-    fresh processes, medians of 5). At the limit, text of many scripts keeps missing, and a miss
-    probes on to the next free entry, further in a fuller table: starting afresh at 3/4 there
-    too took it 1.03-1.05x the time; at 1/2, as here, 0.98-1.00x."""
+    at its limit (before it starts afresh). A smaller table stays nearer the core: a pass over C
+    or mix33 took less time growing at 3/4 instead of 1/2. At the limit, text of many scripts
+    keeps missing, and a miss probes on to the next free entry, further in a fuller table:
+    starting afresh at 3/4 there too made it slower, at 1/2 it is not (benchmarks/RESULTS.md,
+    "Encode once (4)")."""
     if c.bits < c.max_bits:
         return (<size_t>3 << c.bits) >> 2
     return (<size_t>1 << c.bits) >> 1
@@ -273,8 +274,8 @@ cdef inline void long_add(LongCache* c, uint64_t h, const uint8_t* s, size_t n, 
     if at + 1 + count + ((n + 3) >> 2) > c.store.capacity():    # (grown here)
         # On ordinary pages: it fills in order and is read a chunk at a time, and a fresh huge page
         # can cost far more than its small ones here (the slots, probed at random, stay on huge
-        # pages). One pass over zipf (cl100k_base) took 0.06-0.08 s of system time instead of
-        # 0.10-0.17 s, the same user time.
+        # pages): a pass over zipf (cl100k_base) spends less system time, the same user time
+        # (benchmarks/RESULTS.md, "Encode once (7)").
         c.store.reserve(max(2 * c.store.capacity(), <size_t>LONG_STORE_RESERVE))
     c.store.push_back(<uint32_t>count)
     for i in range(count):

@@ -67,9 +67,9 @@ cdef enum:
     MAX_CACHES = 64            # caches an encoder keeps between calls (one per thread in use)
     COMPAT_BITS = 16           # answers of ``compatible`` a thread keeps (512 KB) ...
     WIDE_COMPAT_BITS = 17      # ... or 1 MB when it lays out a word table's millions of distinct chunks
-                               # (8 MB found more answers but missed the caches on every probe: 2 MB
-                               # took 10-23% off superword stage two's layouts, 1 MB 4-11% more; on
-                               # cl100k's layout of mix33 2 MB changed nothing and 1 MB took 8% off)
+                               # (8 MB found more answers but missed the caches on every probe; 2 MB,
+                               # then 1 MB took time off superword stage two's layouts:
+                               # benchmarks/RESULTS.md, "Superword training's cost", round 3)
     BLOCK_CHARS = 1 << 16      # a long non-ASCII str is turned into UTF-8 and encoded this many
                                # characters at a time (or a little more: see next_cut)
     KEEP_IDS = 64 << 20        # bytes of id buffer a thread keeps between calls (scratch ids)
@@ -386,8 +386,8 @@ cdef class MergeEncoder:
         long-chunk cache, then, once the pass is done, its stored ids); the second looks them up.
         The entries, which would each be a wait for memory, arrive while the splitter runs. Runs
         of chunks found in their home cache line (two entries) are emitted by table_emit_home,
-        whose loop keeps its state in registers (0.90x the time of a pass over C code; room for
-        the batch's ids is reserved first); everything else is taken here one chunk at a time,
+        whose loop keeps its state in registers (benchmarks/RESULTS.md, "Encode once (5)"; room
+        for the batch's ids is reserved first); everything else is taken here one chunk at a time,
         through encode_short or encode_long. A BoundlessBPE tokenizer then merges runs of chunks
         that are one unit each (run_step), chunk by chunk in the second pass, so that the
         splitter keeps one call site and stays inlined."""
@@ -677,10 +677,10 @@ cdef class MergeEncoder:
         cdef bint bad
         self.check_ready()
         bpe_str_view(text, &ref.data, &ref.length, &ref.kind)
-        if output != OUT_COUNT:     # 3-4 bytes a token on most text, under 3 on long-tailed text
-            # (zipf: 2.85 with o200k_base); a token a character at most outside ASCII, but for rare
-            # ones. Room that is never written costs no page; a reservation too small costs a copy
-            # of the ids to fresh pages (a third of a pass's page faults on zipf, with 3 and 2).
+        if output != OUT_COUNT:     # over 2 bytes a token on ASCII text, long-tailed text too; a
+            # token a character at most outside ASCII, but for rare ones. Room that is never
+            # written costs no page; a reservation too small costs a copy of the ids to fresh
+            # pages (benchmarks/RESULTS.md, "Encode once (6)": one id per 3 bytes was too few).
             # On ordinary pages, not huge ones (_Ids.grow says why).
             w.ids.grow(<size_t>ref.length // (2 if ref.kind == 0 else 1) + 64)
         with nogil:
@@ -801,8 +801,8 @@ cdef class _Ids:
         the tables (big_alloc): the ids are written once, in order, so huge pages save few TLB
         misses, and a fresh huge page can cost far more than its 512 small ones (a virtual
         machine that gave the host back its free memory fills all 2 MB at the first touch).
-        With ids on huge pages from 4 MB, a pass over 52 MB of many scripts in pieces of 1 Mi
-        characters (cl100k_base) took 0.27-0.38 s of system time, 0.06-0.10 s without."""
+        With ids on huge pages from 4 MB, a pass over many scripts in pieces of 1 Mi characters
+        spent several times the system time (benchmarks/RESULTS.md, "Encode once (7)")."""
         cdef uint32_t* bigger
         if self.size + n <= self.capacity:
             return 0
@@ -903,8 +903,8 @@ cdef class _Worker:
     def __cinit__(self, MergeEncoder enc, bint counting, bint scratch=False):
         """scratch: the ids are read before ``release`` and never leave (a batch copies them
         out): they go in the cache's kept buffer, whose pages are already there. A batch's
-        workers grow their ids from nothing, on fresh pages each call: 8% of a 2-thread batch of
-        mix33's lines (cl100k). One str's ids are reserved at once and gain nothing from it."""
+        workers grew their ids from nothing, on fresh pages each call (benchmarks/RESULTS.md,
+        "Encoding against gigatoken"). One str's ids are reserved at once and gain nothing from it."""
         self.enc, self.counting = enc, counting and not enc.boundless   # runs need the ids
         self.cache = enc.caches.pop() if enc.caches else _ChunkCache()
         if self.cache.chunks.entries == NULL:
@@ -950,11 +950,11 @@ cdef class _Worker:
             if not self.counting:
                 self.ids.extend(self.cache.chunks.spill.data() + x.ids[0], count)
         elif not self.counting:
-            if self.ids.size + INLINE_IDS <= self.ids.capacity:     # all four slots at once:
+            if self.ids.size + INLINE_IDS <= self.ids.capacity:     # all four slots at once, not
                 memcpy(self.ids.data + self.ids.size, x.ids, INLINE_IDS * sizeof(uint32_t))
-                self.ids.size += count                              # (a call to memcpy of
-            else:                                                   # count ids was 4% of a
-                self.ids.extend(x.ids, count)                       # pass over new text)
+                self.ids.size += count                              # a call to memcpy of count
+            else:                                                   # ids (benchmarks/RESULTS.md,
+                self.ids.extend(x.ids, count)                       # "Encode once (2)")
         if self.counting:
             self.count += count
 

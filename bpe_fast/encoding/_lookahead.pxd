@@ -55,8 +55,8 @@ cdef inline size_t split_window_run(Window* window, const uint8_t* s, const uint
     of over PACKED_MAX_BYTES bytes or one within 16 bytes of ``end``, for the caller to take the long
     way. Returns the new m; the next chunk's start goes to ``at``. A loop of its own, like
     table_emit_home, so that the window's bits and base stay in registers instead of going through the
-    stack each chunk, and the key's bounds are checked once (9 in 10 chunks of C come this way; the
-    instructions of encoding C 0.92x, callgrind)."""
+    stack each chunk, and the key's bounds are checked once (most chunks of C come this way; the
+    instructions of encoding C: benchmarks/RESULTS.md, "Encode once (7)")."""
     cdef uint64_t ends = window.ends
     cdef size_t base = window.base, j
     while ends and m < BATCH:

@@ -18,9 +18,9 @@ cdef extern from *:
     /* Give ids [from, to) of data their pages now, and 256 KB more (within capacity), with one
        call (Linux 5.14+; elsewhere nothing, and never asked again) instead of a page fault at the
        first id of each 4 KB: the ids are the one memory a pass keeps touching fresh (a page fault
-       per 1,024 ids, 10-18% of a pass over C code in system time). Alternating fresh processes,
-       medians of 5-8 (c_s8, c_fresh, code307, scripts307): 0.95-1.00x the time of a pass.
-       Returns the ids backed from data on (at least to). */
+       per 1,024 ids, a share of a pass over C code in system time); it takes a little off a
+       pass (benchmarks/RESULTS.md, "Encode once (8)"). Returns the ids backed from data on (at
+       least to). */
     static size_t bpe_populate_ahead(uint32_t* data, size_t from, size_t to, size_t capacity) {
         static int unsupported = 0;
         size_t want = to + (256 << 10) / 4;

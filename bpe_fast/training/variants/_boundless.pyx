@@ -10,8 +10,9 @@ its units' ids (int32, in the machine's byte order, one after another): the tabl
 those keys, and everything else (spilling, sorting, adding the workers' tables) is counting's.
 
 A module of its own, not a method of ChunkTable: the compiler inlines the scanner into the one
-loop of each module that calls it, and a second call site in _table.pyx made it stop (10% more
-instructions counting chunks).
+loop of each module that calls it, and a second call site in _table.pyx made it stop (more
+instructions counting chunks; the closest measurements: benchmarks/RESULTS.md,
+"Encoding against gigatoken", round 4).
 """
 import numpy as np
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
