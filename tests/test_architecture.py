@@ -254,6 +254,86 @@ def test_no_machine_specific_paths_in_the_repository():
     assert not offenders, offenders
 
 
+
+# -- Cython files: in their stage, short enough to read, each type named once ----------------------
+
+MAX_CYTHON_LINES = 1200
+# A type a .pyx/.pxd declares: "cdef [public|packed|extern] class|struct|cppclass|enum|union|fused
+# Name", "ctypedef struct Name", "ctypedef some[type] Name" and "ctypedef void (*Name)(...)".
+_CYTHON_TYPE = re.compile(r"^[ \t]*c(?:def|typedef)[ \t]+(?:(?:public|readonly|packed|extern)[ \t]+)*"
+                          r"(?:class|struct|cppclass|enum|union|fused)[ \t]+(\w+)", re.M)
+_CYTHON_ALIAS = re.compile(r"^[ \t]*ctypedef[ \t]+(?!(?:public|readonly|packed|extern|class|struct|cppclass"
+                           r"|enum|union|fused)\b)([^\n#:]+)", re.M)
+
+
+def cython_files(package: Path = PACKAGE) -> list[Path]:
+    return sorted(p for p in package.rglob("*") if p.suffix in (".pyx", ".pxd"))
+
+
+def cython_file_problems(package: Path = PACKAGE) -> list[str]:
+    """Cython files in the package's root (each belongs in the stage folder of its Python) and
+    Cython files over MAX_CYTHON_LINES lines."""
+    problems = [f"{p.relative_to(package.parent)}: in the package's root" for p in cython_files(package)
+                if p.parent == package]
+    for path in cython_files(package):
+        lines = len(path.read_text(encoding="utf-8").splitlines())
+        if lines > MAX_CYTHON_LINES:
+            problems.append(f"{path.relative_to(package.parent)}: {lines} lines")
+    return problems
+
+
+def _alias_name(declaration: str) -> str:
+    """The name a ctypedef gives: "void (*job_fn)(void*) nogil" -> job_fn, "pair[a, b] Entry" -> Entry."""
+    pointer = re.search(r"\(\s*\*\s*(\w+)\s*\)", declaration)
+    return pointer.group(1) if pointer else re.findall(r"\w+", declaration)[-1]
+
+
+def cython_types(package: Path = PACKAGE) -> dict[str, set[str]]:
+    """Each type name the .pyx/.pxd files declare -> the modules declaring it (a module's .pyx and
+    .pxd, or a forward declaration and its class, are one module)."""
+    found: dict[str, set[str]] = {}
+    for path in cython_files(package):
+        text = path.read_text(encoding="utf-8")
+        names = [m.group(1) for m in _CYTHON_TYPE.finditer(text)]
+        names += [_alias_name(m.group(1)) for m in _CYTHON_ALIAS.finditer(text)]
+        for name in names:
+            found.setdefault(name, set()).add(module_name(path, package))
+    return found
+
+
+def shared_type_names(package: Path = PACKAGE) -> dict[str, list[str]]:
+    return {name: sorted(where) for name, where in cython_types(package).items() if len(where) > 1}
+
+
+def test_cython_files_sit_in_stage_folders_and_none_is_over_1200_lines():
+    assert len(cython_files()) > 20, PACKAGE
+    problems = cython_file_problems()
+    assert not problems, problems
+
+
+def test_no_two_cython_types_share_a_name():
+    assert len(cython_types()) > 30             # the reader finds the package's types
+    shared = shared_type_names()
+    assert not shared, shared
+
+
+def test_the_cython_guards_catch_a_file_in_the_root_a_long_file_and_each_kind_of_shared_name(tmp_path):
+    package = write_package(tmp_path, {
+        "_flat.pyx": "cdef class Flat:\n    pass\n",
+        "stage/_long.pxd": "# a comment\n" * (MAX_CYTHON_LINES + 1),
+        "stage/_one.pxd": ("cdef class Worker\ncdef struct Slot:\n    int x\ncdef cppclass Pool \"BpePool\":\n"
+                           "    pass\nctypedef pair[int, int] Entry\nctypedef void (*job_fn)(void*) nogil\n"
+                           "cdef extern from *:\n    ctypedef struct classes:\n        int a\n"),
+        "stage/_one.pyx": "cdef class Worker:\n    pass\n",      # the same module's class: not shared
+        "other/_two.pyx": ("cdef packed struct Slot:\n    int y\ncdef class Pool:\n    pass\n"
+                           "ctypedef long Entry\nctypedef int (*job_fn)(int)\ncdef enum classes:\n    A\n"),
+    })
+    assert cython_file_problems(package) == ["bpe_fast/_flat.pyx: in the package's root",
+                                             f"bpe_fast/stage/_long.pxd: {MAX_CYTHON_LINES + 1} lines"]
+    two = ["bpe_fast.other._two", "bpe_fast.stage._one"]
+    assert shared_type_names(package) == {"Slot": two, "Pool": two, "Entry": two, "job_fn": two, "classes": two}
+
+
 if __name__ == "__main__":
     graph = import_graph()
     for module, deps in graph.items():

@@ -51,7 +51,7 @@ cdef extern from *:
     const uint64_t* key_mask1 "bpe_key_mask1"
 
 
-cdef struct Slot:
+cdef struct KeySlot:
     uint64_t hash
     uint32_t length            # the key's length in bytes; 0 marks a free slot
     int32_t value

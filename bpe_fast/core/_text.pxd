@@ -137,7 +137,8 @@ cdef extern from *:
     /* Blocks of 16 code points of the kind from *at while no surrogate is among them: their
        UTF-8 to out; its length (*at: past the blocks taken). A block all ASCII is stored as its
        low bytes, and runs of ASCII go 64 (kind 1) or 32 (kind 2) at a time: code and markup
-       are mostly ASCII even in a str that is not (0.9x the converter's time on C sources). */
+       are mostly ASCII even in a str that is not (the converter's time on C sources:
+       benchmarks/RESULTS.md, "Encode once (5)"). */
     BPE_UTF8_TARGET
     static size_t bpe_utf8_blocks(const void* data, int kind, size_t n, size_t* at, unsigned char* out) {
         size_t i = *at, k = 0;

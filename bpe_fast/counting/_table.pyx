@@ -199,7 +199,7 @@ cdef extern from *:
     void table_free "bpe_table_free"(void* p, size_t nbytes, int mapped) nogil
 
 
-cdef struct Slot:
+cdef struct CountSlot:
     uint64_t k0       # a short chunk's bytes 0..7; a long chunk's probe hash
     uint64_t k1       # a short chunk's bytes 8..14 and its length (1..15) in the top byte; LONG | a long
                       # chunk's length; 0: the slot is empty
@@ -249,7 +249,7 @@ cdef inline uint64_t long_hash(const uint8_t* s, size_t n) noexcept nogil:
 
 cdef inline uint64_t key_of(const uint8_t* s, size_t n, const uint8_t* end, uint64_t keep,
                             uint64_t* k0, uint64_t* k1) noexcept nogil:
-    """A chunk's key (k0, k1: see Slot) and probe hash. A short chunk is read as 16 bytes at once
+    """A chunk's key (k0, k1: see CountSlot) and probe hash. A short chunk is read as 16 bytes at once
     when they lie before ``end`` (the end of the buffer it is in), what is past it masked off."""
     cdef uint64_t a, b, h
     cdef uint8_t buffer[16]
@@ -270,7 +270,7 @@ cdef inline uint64_t key_of(const uint8_t* s, size_t n, const uint8_t* end, uint
 
 
 cdef struct Table:
-    Slot* slots
+    CountSlot* slots
     size_t capacity               # slots, a power of two
     size_t used
     int mapped                    # how the slots were allocated (bpe_table_alloc)
@@ -312,8 +312,8 @@ cdef void flush(Table* t) noexcept nogil:
     it; the rest take ``put``."""
     cdef size_t q
     cdef Pending* p
-    cdef Slot* pair
-    cdef Slot* slot
+    cdef CountSlot* pair
+    cdef CountSlot* slot
     cdef uint64_t k0, k1
     cdef bint second
     for q in range(t.queued):
@@ -335,7 +335,7 @@ cdef inline void put(Table* t, const uint8_t* s, uint64_t k0, uint64_t k1, uint6
     probing from the slot its hash picks."""
     cdef size_t mask = t.capacity - 1
     cdef size_t i = home(h, t.capacity)
-    cdef Slot* slot
+    cdef CountSlot* slot
     while True:
         slot = &t.slots[i]
         if slot.k1 == k1 and slot.k0 == k0 and (k1 < LONG or same_bytes(t.arena + slot.ref, s, k1 & LENGTH)):
@@ -356,7 +356,7 @@ cdef void insert(Table* t, const uint8_t* s, uint64_t k0, uint64_t k1, uint64_t 
     """A new chunk into the empty slot i, or where it goes once the table has grown."""
     cdef size_t mask
     cdef uint64_t ref = 0
-    cdef Slot* slot
+    cdef CountSlot* slot
     if 4 * (t.used + 1) > 3 * t.capacity:
         if grow(t):                             # (then it goes in the new slots)
             mask = t.capacity - 1
@@ -394,7 +394,7 @@ cdef uint64_t store_long(Table* t, const uint8_t* s, size_t n) noexcept nogil:
     return ref
 
 
-cdef inline uint64_t probe_hash(const Slot* slot, uint64_t keep) noexcept nogil:
+cdef inline uint64_t probe_hash(const CountSlot* slot, uint64_t keep) noexcept nogil:
     """The probe hash of the chunk in a slot (a long chunk's is in the slot)."""
     return slot.k0 if slot.k1 >= LONG else mum(slot.k0 ^ P0, slot.k1 ^ P1) & keep
 
@@ -404,15 +404,15 @@ cdef bint grow(Table* t) noexcept nogil:
     grows where it is (``bpe_table_extend``, then ``rehash_in_place``); else into new slots."""
     cdef size_t capacity = 2 * t.capacity, mask = capacity - 1, k, i
     cdef int mapped, huge = t.huge
-    cdef Slot* slots
-    cdef Slot* old = t.slots
+    cdef CountSlot* slots
+    cdef CountSlot* old = t.slots
     if t.mapped:
-        slots = <Slot*>table_extend(old, t.capacity * sizeof(Slot), capacity * sizeof(Slot), &huge)
+        slots = <CountSlot*>table_extend(old, t.capacity * sizeof(CountSlot), capacity * sizeof(CountSlot), &huge)
         if slots != NULL:
             t.slots, t.huge = slots, huge
             rehash_in_place(t, capacity)
             return True
-    slots = <Slot*>table_alloc(capacity * sizeof(Slot), use_huge_pages, &mapped, &huge)
+    slots = <CountSlot*>table_alloc(capacity * sizeof(CountSlot), use_huge_pages, &mapped, &huge)
     if slots == NULL:
         return False
     for k in range(t.capacity):
@@ -424,7 +424,7 @@ cdef bint grow(Table* t) noexcept nogil:
         slots[i] = old[k]
         if <Py_ssize_t>k == t.overflow_slot:
             t.overflow_slot = i
-    table_free(old, t.capacity * sizeof(Slot), t.mapped)
+    table_free(old, t.capacity * sizeof(CountSlot), t.mapped)
     t.slots, t.capacity, t.mapped, t.huge = slots, capacity, mapped, huge
     return True
 
@@ -444,8 +444,8 @@ cdef void rehash_in_place(Table* t, size_t capacity) noexcept nogil:
     So every chunk is found from its home without crossing an empty slot, as in a table built
     by inserting them one by one."""
     cdef size_t old = capacity // 2, mask = capacity - 1, e = 0, step, k, i
-    cdef Slot* slots = t.slots
-    cdef Slot moving
+    cdef CountSlot* slots = t.slots
+    cdef CountSlot moving
     cdef Py_ssize_t overflow = t.overflow_slot
     while slots[e].k1 != 0:                     # (a table at most 3/4 full has an empty slot)
         e += 1
@@ -469,7 +469,7 @@ cdef inline void add_span(Table* t, int pattern, const uint8_t* cls, const uint8
     """``queue`` for every chunk of a span, with the table's fields in locals: the batch is in the
     Table, so each store to it would otherwise make the compiler read them again."""
     cdef size_t i = 0, j, q = t.queued, capacity = t.capacity
-    cdef Slot* slots = t.slots
+    cdef CountSlot* slots = t.slots
     cdef uint64_t keep = t.keep
     cdef Pending* p
     cdef Window window
@@ -536,12 +536,13 @@ cdef class ChunkTable:
         self.start()
 
     def __dealloc__(self):
-        table_free(self.t.slots, self.t.capacity * sizeof(Slot), self.t.mapped)
+        table_free(self.t.slots, self.t.capacity * sizeof(CountSlot), self.t.mapped)
         free(self.t.arena)
 
     cdef start(self):
         """An empty table of the first size, no arena."""
-        self.t.slots = <Slot*>table_alloc(FIRST_SLOTS * sizeof(Slot), use_huge_pages, &self.t.mapped, &self.t.huge)
+        self.t.slots = <CountSlot*>table_alloc(FIRST_SLOTS * sizeof(CountSlot), use_huge_pages, &self.t.mapped,
+                                               &self.t.huge)
         if self.t.slots == NULL:
             raise MemoryError()
         self.t.capacity, self.t.used, self.t.queued = FIRST_SLOTS, 0, 0
@@ -554,7 +555,7 @@ cdef class ChunkTable:
     @property
     def nbytes(self) -> int:
         """Memory held, in bytes (what a worker compares with its budget before spilling)."""
-        return self.t.capacity * sizeof(Slot) + self.t.arena_capacity
+        return self.t.capacity * sizeof(CountSlot) + self.t.arena_capacity
 
     @property
     def huge_pages(self) -> bool:
@@ -568,7 +569,7 @@ cdef class ChunkTable:
             raise ValueError("the probe hash of a table in use cannot change")
         self.t.keep = keep
 
-    cdef inline size_t chunk_at(self, const Slot* slot, const uint8_t** data, uint8_t* buffer) noexcept nogil:
+    cdef inline size_t chunk_at(self, const CountSlot* slot, const uint8_t** data, uint8_t* buffer) noexcept nogil:
         """The bytes of the chunk in a slot (short ones copied out to ``buffer``, 16 bytes)."""
         if slot.k1 >= LONG:
             data[0] = self.t.arena + slot.ref
@@ -659,7 +660,7 @@ cdef class ChunkTable:
 
     def clear(self):
         """Forget every chunk and give the memory back."""
-        table_free(self.t.slots, self.t.capacity * sizeof(Slot), self.t.mapped)
+        table_free(self.t.slots, self.t.capacity * sizeof(CountSlot), self.t.mapped)
         free(self.t.arena)
         self.t.slots = NULL
         self.t.arena = NULL
@@ -708,7 +709,7 @@ cdef class ChunkTable:
         cdef size_t length
         cdef const uint8_t* chunk
         cdef uint8_t buffer[16]
-        cdef const Slot* slot
+        cdef const CountSlot* slot
         offsets[0] = first_offset
         for k in range(lo, hi):
             slot = &self.t.slots[keyed[0][k].second]

@@ -159,8 +159,9 @@ cdef inline int reachable_load(Reachable* r, size_t n, const uint8_t[::1] reacha
 cdef inline int compat_widen(Compat* c, int bits) except -1:
     """Make ``known`` 2**bits answers if it is smaller (it starts empty: answers found under
     another size would sit in the wrong slots). Encoding the distinct chunks of a word table,
-    the pairs of tokens that meet are millions: a table of 2**16 forgets them (15% of the
-    time is the walk down the merges again, on a superword table)."""
+    the pairs of tokens that meet are millions: a table of 2**16 forgets them, and the walk down
+    the merges again takes a good share of the time on a superword table (benchmarks/RESULTS.md,
+    "Superword training's cost")."""
     cdef uint64_t* table
     if c.known != NULL and bits <= c.bits:
         return 0

@@ -4,7 +4,7 @@
 Invariant: an entry's ids are the ids the encoder gives its chunk; nothing is ever deleted but
 the whole table at once (starting afresh at its limit), so linear probing stays unbroken.
 
-``ChunkTable``: chunks of at most 15 bytes -> their ids, as packed keys (``Packed``, see
+``ShortChunkTable``: chunks of at most 15 bytes -> their ids, as packed keys (``Packed``, see
 core/_hash.pxd). It starts as a copy of the encoder's ``seed`` (every token of at most 15
 bytes -> its id: tiktoken's rule that a chunk that is a token is that token; _whole.pxd)
 and the chunks merged are added; up to INLINE_IDS ids sit in the entry, a longer result in
@@ -14,7 +14,7 @@ doubles past 3/4 full, up to ``max_bits``; half full at that size, it starts afr
 seed, in place (``resets`` counts that); table_room says why. The seed belongs to the encoder
 that made the table, which outlives it.
 
-``LongCache``: chunks over 15 bytes merged before: bytes (``Slot``) -> an offset in ``store``,
+``LongCache``: chunks over 15 bytes merged before: bytes (``KeySlot``) -> an offset in ``store``,
 where the chunk's token count, its ids and its bytes follow. When full it starts afresh.
 """
 from libc.stdint cimport int32_t, uint8_t, uint32_t, uint64_t
@@ -23,13 +23,13 @@ from libc.string cimport memcpy, memset
 from libcpp.vector cimport vector
 
 from ..core._cpu cimport prefetch
-from ..core._hash cimport (Slot, slot_of, same_bytes, Packed, PACKED_KEY_MASK, big_alloc,
+from ..core._hash cimport (KeySlot, slot_of, same_bytes, Packed, PACKED_KEY_MASK, big_alloc,
                            packed_hash, packed_slot)
 
 cdef enum:
     CACHE_MIN_BITS = 10        # the cache of chunks over 15 bytes (LongCache):
     CACHE_MAX_BITS = 21        # at most 2^20 cached chunks; then the cache starts afresh
-    TABLE_MIN_BITS = 10        # the chunk table of chunks up to 15 bytes (ChunkTable) ...
+    TABLE_MIN_BITS = 10        # the chunk table of chunks up to 15 bytes (ShortChunkTable) ...
     TABLE_MAX_BITS = 20        # ... grows to 2^20 entries (32 MB; more if the vocabulary needs it),
                                # grown past 3/4 full; half full at the most, it starts afresh
     INLINE_IDS = 4             # ids a chunk table entry holds; a longer result goes to ``spill``
@@ -39,11 +39,12 @@ cdef enum:
     CACHE_MAX_BYTES = 255      # longer chunks are rare: not cached
     LONG_STORE_RESERVE = 1 << 25   # words the long-chunk store reserves at once (128 MB of address
                                # space, its pages touched only as it fills: no copy as it grows;
-                               # from 16 MB it was copied twice over a pass of 52 MB of zipf, 44%
-                               # of the pass's page faults)
+                               # from 16 MB it was copied twice over a pass of zipf, the largest
+                               # share of the pass's page faults: benchmarks/RESULTS.md,
+                               # "Encode once (6)")
 
 
-cdef struct ChunkTable:
+cdef struct ShortChunkTable:
     Packed* entries
     int bits                   # 2**bits entries
     size_t used
@@ -56,14 +57,14 @@ cdef struct ChunkTable:
 
 
 cdef struct LongCache:
-    Slot* slots
+    KeySlot* slots
     int bits
     size_t size
     vector[uint32_t] store
 
 
 # -- chunks of at most 15 bytes --------------------------------------------------------------
-cdef inline int table_start(ChunkTable* c, const Packed* seed, int seed_bits, size_t seed_used,
+cdef inline int table_start(ShortChunkTable* c, const Packed* seed, int seed_bits, size_t seed_used,
                             int max_bits) noexcept nogil:
     """The table as a copy of the seed, growing up to 2**max_bits entries. 0 if done."""
     c.seed, c.seed_bits, c.seed_used = seed, seed_bits, seed_used
@@ -71,7 +72,7 @@ cdef inline int table_start(ChunkTable* c, const Packed* seed, int seed_bits, si
     return table_restart(c)
 
 
-cdef inline int table_restart(ChunkTable* c) noexcept nogil:
+cdef inline int table_restart(ShortChunkTable* c) noexcept nogil:
     """The table as the seed, nothing merged in it. 0 if done (else it is left as it was).
     A table grown past the seed's size starts afresh where it is, the seed's entries put
     back (no new memory, no growing again)."""
@@ -99,7 +100,7 @@ cdef inline int table_restart(ChunkTable* c) noexcept nogil:
     return 0
 
 
-cdef inline int table_grow(ChunkTable* c) noexcept nogil:
+cdef inline int table_grow(ShortChunkTable* c) noexcept nogil:
     """Double the table, or start afresh at its limit. 0 if done."""
     if c.bits + 1 > c.max_bits:
         c.resets += 1
@@ -107,7 +108,7 @@ cdef inline int table_grow(ChunkTable* c) noexcept nogil:
     return table_grow_to(c, c.bits + 1)
 
 
-cdef inline int table_grow_to(ChunkTable* c, int bits) noexcept nogil:
+cdef inline int table_grow_to(ShortChunkTable* c, int bits) noexcept nogil:
     """The table at 2**bits entries (more than now), its entries moved over. 0 if done.
     Straight to the size a job will need (``lay_out_chunks``' hint) instead of doubling up
     to it: every doubling's table is fresh memory, zeroed page by page by the system on
@@ -130,7 +131,7 @@ cdef inline int table_grow_to(ChunkTable* c, int bits) noexcept nogil:
     return 0
 
 
-cdef inline const Packed* table_lookup(ChunkTable* c, uint64_t k0, uint64_t k1, uint64_t h) noexcept nogil:
+cdef inline const Packed* table_lookup(ShortChunkTable* c, uint64_t k0, uint64_t k1, uint64_t h) noexcept nogil:
     """The entry of the packed key (k0, k1) whose hash is h, or NULL. An entry found past
     its home line is moved into it (move_home), so the chunks that recur get there."""
     cdef size_t mask = (<size_t>1 << c.bits) - 1, home = packed_slot(h, c.bits), j = home
@@ -174,7 +175,7 @@ cdef inline size_t table_emit_home(const Packed** homes, const uint32_t* spill, 
     return q
 
 
-cdef inline Packed* table_move_home(ChunkTable* c, size_t j, size_t home) noexcept nogil:
+cdef inline Packed* table_move_home(ShortChunkTable* c, size_t j, size_t home) noexcept nogil:
     """Swap entry j with one of its home line (home, home + 1), preferably one that is not
     at home there either; return where entry j now is. Linear probing still finds both:
     every entry from the other's home to j is taken (nothing is ever deleted, only the
@@ -190,19 +191,19 @@ cdef inline Packed* table_move_home(ChunkTable* c, size_t j, size_t home) noexce
     return &c.entries[v]
 
 
-cdef inline size_t table_room(const ChunkTable* c) noexcept nogil:
+cdef inline size_t table_room(const ShortChunkTable* c) noexcept nogil:
     """How many entries the table holds before it grows: 3/4 of its size while it can grow, half
-    at its limit (before it starts afresh). A smaller table stays nearer the core: one pass over
-    128 MiB of C took 0.88x the time growing at 3/4 instead of 1/2, mix33 0.82-0.92x (alternating
-    fresh processes, medians of 5). At the limit, text of many scripts keeps missing, and a miss
-    probes on to the next free entry, further in a fuller table: starting afresh at 3/4 there
-    too took it 1.03-1.05x the time; at 1/2, as here, 0.98-1.00x."""
+    at its limit (before it starts afresh). A smaller table stays nearer the core: a pass over C
+    or mix33 took less time growing at 3/4 instead of 1/2. At the limit, text of many scripts
+    keeps missing, and a miss probes on to the next free entry, further in a fuller table:
+    starting afresh at 3/4 there too made it slower, at 1/2 it is not (benchmarks/RESULTS.md,
+    "Encode once (4)")."""
     if c.bits < c.max_bits:
         return (<size_t>3 << c.bits) >> 2
     return (<size_t>1 << c.bits) >> 1
 
 
-cdef inline void table_insert(ChunkTable* c, uint64_t k0, uint64_t k1, uint64_t h, const int32_t* syms,
+cdef inline void table_insert(ShortChunkTable* c, uint64_t k0, uint64_t k1, uint64_t h, const int32_t* syms,
                               size_t count, const int32_t* ext) noexcept nogil:
     """Remember the ids (ext of syms) of a chunk not in the table (none if out of memory)."""
     cdef size_t j, mask, i, at
@@ -230,7 +231,7 @@ cdef inline void table_insert(ChunkTable* c, uint64_t k0, uint64_t k1, uint64_t 
     c.used += 1
 
 
-cdef inline void table_free(ChunkTable* c) noexcept nogil:
+cdef inline void table_free(ShortChunkTable* c) noexcept nogil:
     free(c.entries)
 
 
@@ -255,7 +256,7 @@ cdef inline void long_ask(const LongCache* c, uint64_t h) noexcept nogil:
     """Ask for the stored ids and bytes of the chunk whose hash is h, if its home slot holds it
     (the slot's own line was asked for when the chunk was split off): long_find's second wait,
     for the store, then overlaps the chunks before it."""
-    cdef const Slot* slot
+    cdef const KeySlot* slot
     if c.slots == NULL:
         return
     slot = &c.slots[slot_of(h, c.bits)]
@@ -273,8 +274,8 @@ cdef inline void long_add(LongCache* c, uint64_t h, const uint8_t* s, size_t n, 
     if at + 1 + count + ((n + 3) >> 2) > c.store.capacity():    # (grown here)
         # On ordinary pages: it fills in order and is read a chunk at a time, and a fresh huge page
         # can cost far more than its small ones here (the slots, probed at random, stay on huge
-        # pages). One pass over zipf (cl100k_base) took 0.06-0.08 s of system time instead of
-        # 0.10-0.17 s, the same user time.
+        # pages): a pass over zipf (cl100k_base) spends less system time, the same user time
+        # (benchmarks/RESULTS.md, "Encode once (7)").
         c.store.reserve(max(2 * c.store.capacity(), <size_t>LONG_STORE_RESERVE))
     c.store.push_back(<uint32_t>count)
     for i in range(count):
@@ -292,18 +293,18 @@ cdef inline void long_add(LongCache* c, uint64_t h, const uint8_t* s, size_t n, 
 cdef inline int long_grow(LongCache* c) noexcept nogil:
     """Double the table (rehashing), or empty it at the size limit. 0 if done."""
     cdef int bits = CACHE_MIN_BITS if c.slots == NULL else c.bits + 1
-    cdef Slot* old = c.slots
+    cdef KeySlot* old = c.slots
     cdef size_t i, k, mask, old_size = (<size_t>1 << c.bits) if old != NULL else 0
     if bits > CACHE_MAX_BITS:
-        memset(c.slots, 0, old_size * sizeof(Slot))
+        memset(c.slots, 0, old_size * sizeof(KeySlot))
         c.store.clear()
         c.size = 0
         return 0
-    c.slots = <Slot*>big_alloc((<size_t>1 << bits) * sizeof(Slot))
+    c.slots = <KeySlot*>big_alloc((<size_t>1 << bits) * sizeof(KeySlot))
     if c.slots == NULL:
         c.slots = old
         return -1
-    memset(c.slots, 0, (<size_t>1 << bits) * sizeof(Slot))
+    memset(c.slots, 0, (<size_t>1 << bits) * sizeof(KeySlot))
     c.bits = bits
     mask = (<size_t>1 << bits) - 1
     for i in range(old_size):

@@ -13,15 +13,17 @@ whose state ``MergeEncoder`` holds in that .pxd's struct:
   (``Reachable``), exactly what _replay.pxd's replayed merges give (merge recovery,
   ``recover_merges``, runs those);
 * _whole.pxd: whole tokens by their bytes, tiktoken's first rule (``WholeTokens``);
-* _cache.pxd: each thread's chunk table and long-chunk cache (held by ``_ChunkCache``);
+* _cache.pxd: each thread's chunk table and long-chunk cache (``ShortChunkTable``,
+  ``LongCache``; held by ``_ChunkCache``);
 * _supermerges.pxd: BoundlessBPE's supermerges over runs of whole-token chunks (``Supermerges``);
 * _batch.pxd: a list of str encoded on threads, block by block (``_Batch``);
 * core/_text.pxd: str -> UTF-8 without the GIL, a block at a time; _lists.pxd: ids as
-  lists of one shared Python int per id; core/_hash.pxd: the tables' keys and hashes.
+  lists of one shared Python int per id; _pages.pxd: the ids' pages, asked for ahead (``_Ids``);
+  core/_hash.pxd: the tables' keys and hashes.
 
-Text is split and looked up in batches of chunks: the first pass scans, packs, hashes and
-prefetches each chunk's entry, the second reads the entries, which by then are in the CPU's
-cache. Text arrives as Python str and is read without the GIL, so batches run on threads in
+Text is split and looked up in batches of chunks: the first pass (_lookahead.pxd) scans, packs,
+hashes and prefetches each chunk's entry, the second reads the entries, which by then are in the
+CPU's cache. Text arrives as Python str and is read without the GIL, so batches run on threads in
 parallel; ids leave as NumPy arrays, or as lists.
 """
 import gc
@@ -41,14 +43,15 @@ from ._batch cimport (Blocks, BlockLog, blocks_first_bad, blocks_gather, blocks_
                       blocks_plan, blocks_take)
 from ._bpe cimport (Compat, Reachable, bpe_chunk, compat_free, compat_widen, compatible,
                     reachable_build, reachable_free, reachable_init, reachable_load)
-from ._cache cimport (CACHE_MAX_BYTES, INLINE_IDS, SPILL_PAD, SPILLED, TABLE_MAX_BITS, ChunkTable,
+from ._cache cimport (CACHE_MAX_BYTES, INLINE_IDS, SPILL_PAD, SPILLED, TABLE_MAX_BITS, ShortChunkTable,
                       LongCache, long_add, long_ask, long_find, long_free, table_emit_home, table_free,
                       table_grow_to, table_insert, table_lookup, table_start)
 from ..core._hash cimport (PairSlot, slot_of, pair_of, pairtable_add, pairtable_free, pairtable_init, Packed,
-                           PACKED_KEY_MASK, PACKED_MAX_BYTES, bytes_hash, pack_key, pack_key16, packed_hash,
-                           packed_slot)
+                           PACKED_KEY_MASK, PACKED_MAX_BYTES, bytes_hash, pack_key, packed_hash, packed_slot)
 from ._lists cimport IdInts, bpe_list_of_ids, bpe_lists_of_ids, ints_free, ints_make
+from ._lookahead cimport BATCH, ask_home, find_homes, split_window_run
 from ._merges cimport Merges, merges_add, merges_free, merges_init
+from ._pages cimport populate_ahead
 from ._ranks cimport SHORT_MERGE, Ranks, merge_scalar, merge_short, ranks_build, ranks_free
 from ._replay cimport SHORT_CHUNK, replay_long, replay_short
 from ._supermerges cimport Supermerges, end_run, merge_run, run_step
@@ -57,17 +60,16 @@ from ..core._text cimport (TextRef, Utf8Buffer, bpe_str_view, next_cut, to_utf8,
 from ._whole cimport WholeTokens, find_whole, seed_build, whole_build, whole_free
 from ..core._cpu cimport prefetch
 from ..pretokenize._scan cimport cuts_at_line_ends
-from ..pretokenize._split cimport Window, bpe_ctz64, split_next, window_reset
+from ..pretokenize._split cimport Window, split_next, window_reset
 
 cdef enum:
     SPLIT_NONE = -1            # pattern: no split, each piece between special tokens is one chunk
     MAX_CACHES = 64            # caches an encoder keeps between calls (one per thread in use)
     COMPAT_BITS = 16           # answers of ``compatible`` a thread keeps (512 KB) ...
     WIDE_COMPAT_BITS = 17      # ... or 1 MB when it lays out a word table's millions of distinct chunks
-                               # (8 MB found more answers but missed the caches on every probe: 2 MB
-                               # took 10-23% off superword stage two's layouts, 1 MB 4-11% more; on
-                               # cl100k's layout of mix33 2 MB changed nothing and 1 MB took 8% off)
-    BATCH = 128                # chunks scanned, hashed and prefetched before they are looked up
+                               # (8 MB found more answers but missed the caches on every probe; 2 MB,
+                               # then 1 MB took time off superword stage two's layouts:
+                               # benchmarks/RESULTS.md, "Superword training's cost", round 3)
     BLOCK_CHARS = 1 << 16      # a long non-ASCII str is turned into UTF-8 and encoded this many
                                # characters at a time (or a little more: see next_cut)
     KEEP_IDS = 64 << 20        # bytes of id buffer a thread keeps between calls (scratch ids)
@@ -82,32 +84,6 @@ OUTPUT_LIST, OUTPUT_ARRAY, OUTPUT_COUNT = OUT_LIST, OUT_ARRAY, OUT_COUNT
 cdef class _Worker
 cdef class _Batch
 cdef class _Ids
-
-cdef extern from *:
-    """
-    #include <sys/mman.h>
-    #include <stdint.h>
-    #ifndef MADV_POPULATE_WRITE
-    #define MADV_POPULATE_WRITE 23
-    #endif
-    /* Give ids [from, to) of data their pages now, and 256 KB more (within capacity), with one
-       call (Linux 5.14+; elsewhere nothing, and never asked again) instead of a page fault at the
-       first id of each 4 KB: the ids are the one memory a pass keeps touching fresh (a page fault
-       per 1,024 ids, 10-18% of a pass over C code in system time). Alternating fresh processes,
-       medians of 5-8 (c_s8, c_fresh, code307, scripts307): 0.95-1.00x the time of a pass.
-       Returns the ids backed from data on (at least to). */
-    static size_t bpe_populate_ahead(uint32_t* data, size_t from, size_t to, size_t capacity) {
-        static int unsupported = 0;
-        size_t want = to + (256 << 10) / 4;
-        if (want > capacity) want = capacity;
-        if (unsupported) return capacity;
-        uintptr_t a = ((uintptr_t)(data + from)) & ~(uintptr_t)4095;
-        uintptr_t b = ((uintptr_t)(data + want)) & ~(uintptr_t)4095;
-        if (b > a && madvise((void*)a, b - a, MADV_POPULATE_WRITE) != 0) { unsupported = 1; return capacity; }
-        return (size_t)(((uint32_t*)b) - data) > to ? (size_t)(((uint32_t*)b) - data) : to;
-    }
-    """
-    size_t populate_ahead "bpe_populate_ahead"(uint32_t* data, size_t start, size_t stop, size_t capacity) noexcept nogil
 
 
 @cython.final
@@ -156,57 +132,6 @@ cdef class SpecialSet:
 
     cdef size_t length(self, size_t k) noexcept nogil:
         return self.tokens[k].size()
-
-
-cdef inline const Packed* home_of(const Packed* table, int bits, uint64_t k0, uint64_t k1) noexcept nogil:
-    """The home line (two entries) of the packed key (k0, k1) in a chunk table of 2**bits entries."""
-    return &table[packed_slot(packed_hash(k0, k1), bits)]
-
-
-cdef inline const Packed* ask_home(const Packed* table, int bits, uint64_t k0, uint64_t k1) noexcept nogil:
-    """The home line of the packed key (k0, k1), asked for (encode_piece's first pass: the line
-    comes while the next chunks are split; the second reads it from here instead of hashing again)."""
-    cdef const Packed* home = home_of(table, bits, k0, k1)
-    prefetch(home)
-    return home
-
-
-cdef inline void find_homes(const Packed* table, int bits, const uint64_t* key0, const uint64_t* key1,
-                            const Packed** homes, size_t q, size_t m) noexcept nogil:
-    """The home lines of chunks q .. m - 1 (the short ones: key1 not 0) again, in a table that has
-    grown or started afresh since they were found (encode_piece)."""
-    while q < m:
-        if key1[q] != 0:
-            homes[q] = home_of(table, bits, key0[q], key1[q])
-        q += 1
-
-
-cdef inline size_t split_window_run(Window* window, const uint8_t* s, const uint8_t* end, size_t i, size_t m,
-                                   const Packed* table, int bits, size_t* start, uint32_t* length,
-                                   uint64_t* key0, uint64_t* key1, const Packed** homes, size_t* at) noexcept nogil:
-    """encode_piece's first pass over the chunks the splitter's window has vouched for (their ends are
-    the bits of ``window.ends``, as split_next would give them): each is split off, its key packed and
-    hashed and its chunk table line asked for, up to BATCH chunks in all (m so far). Stops before a chunk
-    of over PACKED_MAX_BYTES bytes or one within 16 bytes of ``end``, for the caller to take the long
-    way. Returns the new m; the next chunk's start goes to ``at``. A loop of its own, like
-    table_emit_home, so that the window's bits and base stay in registers instead of going through the
-    stack each chunk, and the key's bounds are checked once (9 in 10 chunks of C come this way; the
-    instructions of encoding C 0.92x, callgrind)."""
-    cdef uint64_t ends = window.ends
-    cdef size_t base = window.base, j
-    while ends and m < BATCH:
-        j = base + bpe_ctz64(ends)
-        if j - i > PACKED_MAX_BYTES or s + i + 16 > end:
-            break
-        ends &= ends - 1
-        start[m], length[m] = i, <uint32_t>(j - i)
-        pack_key16(s + i, j - i, &key0[m], &key1[m])
-        homes[m] = ask_home(table, bits, key0[m], key1[m])
-        m += 1
-        i = j
-    window.ends = ends
-    at[0] = i
-    return m
 
 
 @cython.final
@@ -328,7 +253,7 @@ cdef class MergeEncoder:
         limit ``max_bits``), ``home`` (entries in their key's home cache line) and ``long``
         (chunks over 15 bytes in the other cache)."""
         cdef _ChunkCache c
-        cdef ChunkTable* table
+        cdef ShortChunkTable* table
         cdef size_t i, home, spilled
         out = []
         for c in self.caches:
@@ -461,8 +386,8 @@ cdef class MergeEncoder:
         long-chunk cache, then, once the pass is done, its stored ids); the second looks them up.
         The entries, which would each be a wait for memory, arrive while the splitter runs. Runs
         of chunks found in their home cache line (two entries) are emitted by table_emit_home,
-        whose loop keeps its state in registers (0.90x the time of a pass over C code; room for
-        the batch's ids is reserved first); everything else is taken here one chunk at a time,
+        whose loop keeps its state in registers (benchmarks/RESULTS.md, "Encode once (5)"; room
+        for the batch's ids is reserved first); everything else is taken here one chunk at a time,
         through encode_short or encode_long. A BoundlessBPE tokenizer then merges runs of chunks
         that are one unit each (run_step), chunk by chunk in the second pass, so that the
         splitter keeps one call site and stays inlined."""
@@ -752,10 +677,10 @@ cdef class MergeEncoder:
         cdef bint bad
         self.check_ready()
         bpe_str_view(text, &ref.data, &ref.length, &ref.kind)
-        if output != OUT_COUNT:     # 3-4 bytes a token on most text, under 3 on long-tailed text
-            # (zipf: 2.85 with o200k_base); a token a character at most outside ASCII, but for rare
-            # ones. Room that is never written costs no page; a reservation too small costs a copy
-            # of the ids to fresh pages (a third of a pass's page faults on zipf, with 3 and 2).
+        if output != OUT_COUNT:     # over 2 bytes a token on ASCII text, long-tailed text too; a
+            # token a character at most outside ASCII, but for rare ones. Room that is never
+            # written costs no page; a reservation too small costs a copy of the ids to fresh
+            # pages (benchmarks/RESULTS.md, "Encode once (6)": one id per 3 bytes was too few).
             # On ordinary pages, not huge ones (_Ids.grow says why).
             w.ids.grow(<size_t>ref.length // (2 if ref.kind == 0 else 1) + 64)
         with nogil:
@@ -876,8 +801,8 @@ cdef class _Ids:
         the tables (big_alloc): the ids are written once, in order, so huge pages save few TLB
         misses, and a fresh huge page can cost far more than its 512 small ones (a virtual
         machine that gave the host back its free memory fills all 2 MB at the first touch).
-        With ids on huge pages from 4 MB, a pass over 52 MB of many scripts in pieces of 1 Mi
-        characters (cl100k_base) took 0.27-0.38 s of system time, 0.06-0.10 s without."""
+        With ids on huge pages from 4 MB, a pass over many scripts in pieces of 1 Mi characters
+        spent several times the system time (benchmarks/RESULTS.md, "Encode once (7)")."""
         cdef uint32_t* bigger
         if self.size + n <= self.capacity:
             return 0
@@ -931,7 +856,7 @@ cdef class _ChunkCache:
     A cache is used by one thread at a time; the encoder lends its caches out per call and keeps
     them (``MergeEncoder.caches``), so repeated words are merged once per thread, not per call.
     The chunk table's seed belongs to the encoder that made the cache, which outlives it."""
-    cdef ChunkTable chunks                      # chunks of at most 15 bytes -> their ids
+    cdef ShortChunkTable chunks                 # chunks of at most 15 bytes -> their ids
     cdef LongCache longer                       # chunks over 15 bytes merged before
     cdef Compat compat
     cdef Utf8Buffer utf8
@@ -978,8 +903,8 @@ cdef class _Worker:
     def __cinit__(self, MergeEncoder enc, bint counting, bint scratch=False):
         """scratch: the ids are read before ``release`` and never leave (a batch copies them
         out): they go in the cache's kept buffer, whose pages are already there. A batch's
-        workers grow their ids from nothing, on fresh pages each call: 8% of a 2-thread batch of
-        mix33's lines (cl100k). One str's ids are reserved at once and gain nothing from it."""
+        workers grew their ids from nothing, on fresh pages each call (benchmarks/RESULTS.md,
+        "Encoding against gigatoken"). One str's ids are reserved at once and gain nothing from it."""
         self.enc, self.counting = enc, counting and not enc.boundless   # runs need the ids
         self.cache = enc.caches.pop() if enc.caches else _ChunkCache()
         if self.cache.chunks.entries == NULL:
@@ -1025,11 +950,11 @@ cdef class _Worker:
             if not self.counting:
                 self.ids.extend(self.cache.chunks.spill.data() + x.ids[0], count)
         elif not self.counting:
-            if self.ids.size + INLINE_IDS <= self.ids.capacity:     # all four slots at once:
+            if self.ids.size + INLINE_IDS <= self.ids.capacity:     # all four slots at once, not
                 memcpy(self.ids.data + self.ids.size, x.ids, INLINE_IDS * sizeof(uint32_t))
-                self.ids.size += count                              # (a call to memcpy of
-            else:                                                   # count ids was 4% of a
-                self.ids.extend(x.ids, count)                       # pass over new text)
+                self.ids.size += count                              # a call to memcpy of count
+            else:                                                   # ids (benchmarks/RESULTS.md,
+                self.ids.extend(x.ids, count)                       # "Encode once (2)")
         if self.counting:
             self.count += count
 

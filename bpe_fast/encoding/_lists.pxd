@@ -71,12 +71,13 @@ cdef extern from *:
     }
     /* An empty list of n items to fill (NULL items). A list of millions of items gets its item
        array on huge pages where Linux has them: PyList_New's array is fresh memory, mapped 4 KB
-       at a time as it is first written (16,000 faults for 8 million ids, a third of what the
-       list costs over an array) and unmapped again when the list dies. The array comes from
+       at a time as it is first written (a fault every 512 items, a good part of what the list
+       costs over an array) and unmapped again when the list dies. The array comes from
        PyMem_Malloc, as the list's own would, so the list frees it as its own; with the GIL only
        (the free-threaded build lays its arrays out differently). Where memory is fragmented
        the kernel may compact it to find huge pages (an early try measured that as slower);
-       in the encoding benchmark, beside other libraries, it is 0.02 s faster a list of 8 M. */
+       in the encoding benchmark, beside other libraries, it is faster (benchmarks/RESULTS.md,
+       "Encoding against gigatoken"). */
     #define BPE_HUGE_LIST_ITEMS ((Py_ssize_t)1 << 20)
     static PyObject* bpe_new_list(Py_ssize_t n) {
     #if defined(__linux__) && defined(MADV_HUGEPAGE) && !defined(Py_GIL_DISABLED)

@@ -10,27 +10,27 @@ whichever of its two forms runs: ``merge_vector`` (CPUs with AVX-512) or ``merge
 Why, beside backtracking (_bpe.pxd): on text it has never seen the encoder spends most
 of its time on the BPE of new chunks. Backtracking walks a trie of 16 MB and checks each pair of
 tokens it puts side by side by walking the merges again; on long-tailed text (generated words of
-9-24 bytes) it backtracks often: 20 walks and 27 compatibility checks a chunk (cachegrind).
-Replaying the merges over an array (merge_scalar) is quadratic in the chunk, but on these tables it takes
-0.36-0.64x backtracking's time for new chunks of up to 32 bytes, on text made after the tuning
-(benchmarks/bench_new_chunks.py; benchmarks/RESULTS.md, "Encode once (2)"). At 33-48 bytes it
-still wins for o200k_base (0.67x) and loses for cl100k_base's chunks of many scripts (1.25x, 1.3%
-of the new chunks there; merge_vector, below, wins there too: 0.69x); at 49-64 bytes it loses
-(4.9 against 4.6 us), while merge_vector, in four vectors, still takes 0.49x backtracking's time
-(o200k_base) and 0.81x (cl100k_base) on the new chunks of 49-64 bytes of generated text of many
-scripts (1.7 against 3.6 us, 1.1 against 1.4; bench_new_chunks.py, `make_corpus.py --kind scripts
---seed 331`, made after the change). Past 64 bytes, in 5-8 vectors, it keeps winning for o200k_base (0.58x at 65-96 bytes,
-0.66x at 97-128: its backtracking is the slower, 4.7-5.9 us) and stops for cl100k_base (seed 307:
-0.89x at 65-80 bytes, 1.02-1.18x at 81-128). So chunks up to ``Ranks.longest`` bytes are merged
-here and longer ones backtracked: SHORT_MERGE without AVX-512, else VECTOR_MERGE, or
-VECTOR_MERGE_BIG for a vocabulary the size of o200k_base's.
+9-24 bytes) it backtracks often, with many trie walks and compatibility checks a chunk
+(cachegrind: benchmarks/RESULTS.md, "Encode once (2)"). Replaying the merges over an array
+(merge_scalar) is quadratic in the chunk, but on these tables it takes less time than
+backtracking for new chunks of up to 32 bytes, on text made after the tuning
+(benchmarks/bench_new_chunks.py; "Encode once (2)"). At 33-48 bytes it still wins for o200k_base
+and loses for cl100k_base's chunks of many scripts (few of the new chunks there; merge_vector,
+below, wins there too: "Encode once (3)"); at 49-64 bytes it loses, while merge_vector, in four
+vectors, still wins for both encodings on the new chunks of 49-64 bytes of generated text of
+many scripts made after the change. Past 64 bytes, in 5-8 vectors, it keeps winning for
+o200k_base, whose backtracking is the slower, and stops paying for cl100k_base
+("Encode once (8)"). So chunks up to ``Ranks.longest`` bytes are merged here and longer ones
+backtracked: SHORT_MERGE without AVX-512, else VECTOR_MERGE, or VECTOR_MERGE_BIG for a
+vocabulary the size of o200k_base's.
 
 Why other tables than ``Merges.pairs`` (16-byte slots, 4-8 MB for cl100k_base / o200k_base): on
-this kind of machine a random load from 1 MB takes ~7 ns, from 4 MB ~36 ns, from 16 MB ~130 ns (a
-pointer chase, benchmarks/RESULTS.md). The replay of short chunks over ``Merges`` gained nothing
-over backtracking (RESULTS, "Encode once"); the same loop over these tables took 0.67x its time
-(zipf's new chunks, cl100k_base), then 0.49x with the argmin and gap-closing below. Packing the
-slots tighter still (0.76 full) changed nothing. Here:
+this kind of machine a random load takes several times longer from 4 MB than from 1 MB, and
+longer again from 16 MB (a pointer chase: "Encode once (2)"). The replay of short chunks over
+``Merges`` gained nothing over backtracking; the same loop over these tables took less time
+(zipf's new chunks, cl100k_base), and less again with the argmin and gap-closing below
+("Encode once (2)"). Packing the slots tighter still (0.76 full) did not pay
+("Encode once (6)" and "(8)"). Here:
 * ``grid``: every pair of bytes, 256 x 256 int32 (256 KB): the first round of merges of any
   chunk is all byte pairs, and needs no hashing;
 * ``slots``: all merges, one uint64 each, (a << 21 | b) << 21 | made (symbols below 2**21),
@@ -40,19 +40,19 @@ slots tighter still (0.76 full) changed nothing. Here:
 
 Two forms of the same replay. ``merge_scalar`` keeps the chunk in two arrays (symbols, and the
 rank of each pair) and per merge finds the least rank, closes the gap and probes twice; its loops
-run as many times as the data says, and callgrind's branch simulation put a third of its
-mispredictions on their exits, the probe loops' hit-or-miss another 44%. ``merge_vector`` holds
-the chunk in 1-8 AVX-512 vectors (16 to 128 lanes) and does each merge in a fixed number of
-vector steps: the least (rank << 6 | lane; 7 bits of lane past 64) for the merge, a masked shift for the gap, four slots
-compared at once for each probe. More things shorten the chain of waits from one merge to the
+run as many times as the data says, and callgrind's branch simulation put most of its
+mispredictions on their exits and the probe loops' hit-or-miss ("Encode once (3)").
+``merge_vector`` holds the chunk in 1-8 AVX-512 vectors (16 to 128 lanes) and does each merge
+in a fixed number of vector steps: the least (rank << 6 | lane; 7 bits of lane past 64) for the
+merge, a masked shift for the gap, four slots compared at once for each probe. More things shorten the chain of waits from one merge to the
 next: the least of the pairs a merge leaves alone is found while its two new pairs are looked up,
 and the symbols either side of the merge are read before the lanes move. That least untouched
-pair is the next merge in 95-99% of merges (new chunks of generated prose, both encodings, and
+pair is the next merge in nearly every merge (new chunks of generated prose, both encodings, and
 of generated code, cl100k_base: a new pair made with the new symbol rarely comes earlier), so the
 choice of the next merge is a branch taken on that guess, which the core runs ahead on without
-waiting for the lookups (new zipf chunks 0.89-0.98x the time of a select), and the slots the
-guessed merge will probe are asked for early (BPE_SPECULATE; 0.95-0.98x more on top of the branch).
-benchmarks/RESULTS.md, "Encode once (3)" and "(6)", has the measurements.
+waiting for the lookups (new zipf chunks take less time than with a select), and the slots the
+guessed merge will probe are asked for early (BPE_SPECULATE; less time again on top of the
+branch). benchmarks/RESULTS.md, "Encode once (3)", "(6)" and "(8)", has the measurements.
 """
 from libc.stdint cimport int32_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc
@@ -73,8 +73,9 @@ cdef enum:
 cdef extern from *:
     """
     /* The leftmost smallest of r[0..n) (n >= 1), without a branch on the data (the ranks of
-       a chunk's pairs follow no pattern a branch predictor could learn: with the branchy loop
-       a new zipf chunk took 870-892 ns, with this one 752-774). */
+       a chunk's pairs follow no pattern a branch predictor could learn: a new zipf chunk takes
+       less time with this loop than with the branchy one; benchmarks/RESULTS.md,
+       "Encode once (2)"). */
     static inline size_t bpe_argmin(const int32_t* r, size_t n, int32_t* low_out) {
         int32_t low = r[0];
         size_t best = 0;
@@ -93,7 +94,8 @@ cdef extern from *:
     """
     #include <string.h>
     /* a[i] = a[i + 1] for from <= i < to, 8 at a time (a has room for to + 8): the plain loop
-       is made a call to memmove by the compiler, 4% of a pass over new text in calls. */
+       is made a call to memmove by the compiler, which a pass over new text paid for in calls
+       (benchmarks/RESULTS.md, "Encode once (2)"). */
     static inline void bpe_close_gap(int32_t* a, size_t from, size_t to) {
         for (size_t i = from; i < to; i += 8) {
             int32_t t[8];
@@ -127,8 +129,8 @@ cdef extern from *:
        free, and a probe never wraps: a window starts at most at the first of them, and reads
        at most its fifth), so a probe loops only past four slots full of other keys. The one branch
        left, on the hit (the compiler makes it of the select), is worth keeping: a miss guessed
-       right needs no wait for the slot's value (a select without it: 549 against 479 ns a new
-       zipf chunk). */
+       right needs no wait for the slot's value (a select without it was slower on new zipf
+       chunks: benchmarks/RESULTS.md, "Encode once (3)"). */
     BPE_VECTOR static inline int32_t bpe_rank_probe4(const uint64_t* slots, int bits, uint64_t key) {
         size_t i = (size_t)((key * 0x9E3779B97F4A7C15ULL) >> (64 - bits));
         const __m256i want = _mm256_set1_epi64x((long long)key), all_ones = _mm256_set1_epi64x(-1);
@@ -205,8 +207,9 @@ cdef extern from *:
        into) in lane i of V more (0x7FFFFFFF where none). A merge: the least (rank << BITS | lane),
        so the earliest merge and on ties the leftmost pair; the lanes past it moved down one;
        the two pairs it makes looked up. A fixed number of vector steps, where the scalar loop's
-       argmin, gap and probe loops ran a count the data decided (callgrind: a third of its
-       mispredicted branches were their exits). out gets the symbols (room for n). */
+       argmin, gap and probe loops ran a count the data decided (callgrind: their exits took a
+       good share of its mispredicted branches, benchmarks/RESULTS.md, "Encode once (3)"). out
+       gets the symbols (room for n). */
     template <int V>
     BPE_VECTOR static inline __attribute__((always_inline))
     size_t bpe_merge_lanes(const int32_t* grid, const uint64_t* slots, int bits,
@@ -273,11 +276,11 @@ cdef extern from *:
             untouched -= untouched < NONE && (untouched & LANE) > best;
             uint32_t new_right = ((uint32_t)with_right << B) | best;
             uint32_t new_left = best ? (((uint32_t)with_left << B) | (best - 1)) : 0xFFFFFFFFu;
-            /* The next merge: a branch, not a select. In 95-99% of merges it is the untouched pair
-               (see the docstring), so the branch is predicted and the core goes on to that merge
-               without waiting for this one's lookups (a select waited for them: the branch takes
-               0.89-0.98x the time a new zipf chunk). The empty asm keeps the compiler
-               from making it a select again. */
+            /* The next merge: a branch, not a select. In nearly every merge it is the untouched
+               pair (see the docstring), so the branch is predicted and the core goes on to that
+               merge without waiting for this one's lookups (a select waited for them: the branch
+               takes less time on new zipf chunks: benchmarks/RESULTS.md, "Encode once (6)"). The
+               empty asm keeps the compiler from making it a select again. */
             uint32_t fresh = new_right < new_left ? new_right : new_left;
             if (__builtin_expect(fresh < untouched, 0)) {
                 least = fresh;

@@ -17,12 +17,12 @@ from libcpp.vector cimport vector
 
 from ._cache cimport TABLE_MAX_BITS, TABLE_MIN_BITS
 from ..core._pairmap cimport half_full_bits
-from ..core._hash cimport (Slot, bytes_hash, slot_of, same_bytes, Packed, PACKED_KEY_MASK, PACKED_MAX_BYTES,
+from ..core._hash cimport (KeySlot, bytes_hash, slot_of, same_bytes, Packed, PACKED_KEY_MASK, PACKED_MAX_BYTES,
                            big_alloc, pack_key, packed_hash, packed_slot)
 
 
 cdef struct WholeTokens:
-    Slot* whole                              # tokens over 15 bytes: bytes -> id
+    KeySlot* whole                           # tokens over 15 bytes: bytes -> id
     int whole_bits
     vector[uint8_t] arena                    # the bytes of the tokens in ``whole`` ...
     vector[int64_t] arena_at                 # ... at arena_at[id]
@@ -34,7 +34,7 @@ cdef struct WholeTokens:
 
 
 cdef inline bint same_whole(WholeTokens* w, size_t k, uint64_t h, const uint8_t* s, size_t n) noexcept nogil:
-    cdef const Slot* slot = &w.whole[k]
+    cdef const KeySlot* slot = &w.whole[k]
     return (slot.hash == h and slot.length == n
             and (n <= 8 or same_bytes(w.arena.data() + w.arena_at[slot.value], s, n)))
 
@@ -62,7 +62,7 @@ cdef inline int whole_build(WholeTokens* w, list vocab) except -1:
         if token is not None and len(token) > PACKED_MAX_BYTES:
             count += 1
     w.whole_bits = half_full_bits(count, 4)
-    w.whole = <Slot*>calloc(<size_t>1 << w.whole_bits, sizeof(Slot))
+    w.whole = <KeySlot*>calloc(<size_t>1 << w.whole_bits, sizeof(KeySlot))
     if w.whole == NULL:
         raise MemoryError()
     mask = (<size_t>1 << w.whole_bits) - 1

@@ -61,8 +61,9 @@ cdef enum:
     TRACK_PER_MERGE = 4    # continuing, the first count tracks about this many pairs per merge asked for
     LOWER_BY = 16          # a recount lowers track_from this many times (to min_count at least)
     # From bytes, new pairs are tracked from (pairs in the corpus) / (merges asked x TRACK_SHARE):
-    # on five long-tailed 1 GB corpora at 32k-64k the last merge's count was 1/27-1/66 of pairs /
-    # merges, so this threshold sits 2-4 times below it (a recount if a corpus falls lower)
+    # on long-tailed 1 GB corpora at 32k-64k the last merge's count sat a few times above that
+    # (benchmarks/RESULTS.md, "Long-tailed corpora on a quiet machine"; a recount if a corpus
+    # falls lower)
     TRACK_SHARE = 128
 
 
@@ -88,7 +89,7 @@ def default_track_from(const int64_t[::1] offsets, counts, Py_ssize_t n_merges, 
     100 bytes and a heap entry. Any value gives the same merges (a recount finds pairs that were
     not tracked); too high a value costs recounts, too low one memory."""
     # (an elementwise product and a sum: np.dot would go to BLAS, whose threads then spin for a
-    # while, 0.1-0.3 CPU s on a 5 M-word table)
+    # while: benchmarks/RESULTS.md, "Superword training's cost")
     pairs = float(np.multiply(counts, np.diff(np.asarray(offsets)) - 1, dtype=np.float64).sum())
     return max(8 * min_count, int(pairs / (max(n_merges, 1) * TRACK_SHARE)))
 
@@ -423,8 +424,9 @@ cdef class _Merger:
         tracked.keys, tracked.values = <uint64_t*>NULL, <int32_t*>NULL
         # Continuing, each map starts sized for a pair every 32 slots of the whole corpus, not
         # small: growing to millions of pairs rehashes them all, and each range holds most of the
-        # corpus's distinct pairs (stage two of superword training has one every 20-25 slots in
-        # all, 15-18 in each half). At most one every 8 slots of its range, when there are many.
+        # corpus's distinct pairs (stage two of superword training has more than that, in all and
+        # in each half; the closest figures: benchmarks/RESULTS.md, "Superword training's cost").
+        # At most one every 8 slots of its range, when there are many.
         cdef size_t expected = max(1 << 16, min(n // 32, n // n_parts // 8)) if self.many_pairs else 1 << 16
         parts.resize(n_parts)
         job.corpus, job.parts, job.step, job.tracked = &self.c, parts.data(), SIGNAL_CHECK_EVERY, &tracked

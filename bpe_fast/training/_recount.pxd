@@ -15,7 +15,8 @@ order (ties go by key).
 
 Where ``track_from`` comes from: from bytes it starts at 8 x min_count or, on a big corpus, at
 its pairs / (128 x the merges asked) (``default_track_from``): the merges of a long-tailed GB
-make a million new pairs counted 8 or more times, nearly all far below the last merge's count.
+make very many new pairs counted 8 or more times, nearly all far below the last merge's count
+(benchmarks/RESULTS.md, "Long-tailed corpora on a quiet machine").
 Continuing from a base (millions of distinct pairs of its tokens), the first count raises
 ``track_from`` to the count of the 4 x n_merges-th best pair (``first_rank``): the merges come
 from far fewer pairs than that, and a recount, should one be needed, finds the rest.
@@ -215,8 +216,8 @@ cdef inline void count_part(void* arg, int tid) noexcept nogil:
 
 
 # -- continuing from a base: the slimmer recount -------------------------------------------------
-# A base's tokens make millions of distinct pairs (stage two of superword training on 52 MB of
-# long-tailed text: 1.57 M, 1.12 M in each half of the slots), against a few thousand tracked.
+# A base's tokens make millions of distinct pairs (stage two of superword training on long-tailed
+# text: benchmarks/RESULTS.md, "Superword training's cost"), against a few thousand tracked.
 # count_slots keeps for each a map entry (key and number: two cache lines) and a 32-byte tally
 # (a third), to size every list before pass 2; three misses a position filled the CPU's queue of
 # misses. Continuing, pass 1 keeps only the weighted count, in the map's own slot (one miss), and

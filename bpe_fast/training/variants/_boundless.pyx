@@ -10,8 +10,9 @@ its units' ids (int32, in the machine's byte order, one after another): the tabl
 those keys, and everything else (spilling, sorting, adding the workers' tables) is counting's.
 
 A module of its own, not a method of ChunkTable: the compiler inlines the scanner into the one
-loop of each module that calls it, and a second call site in _table.pyx made it stop (10% more
-instructions counting chunks).
+loop of each module that calls it, and a second call site in _table.pyx made it stop (more
+instructions counting chunks; the closest measurements: benchmarks/RESULTS.md,
+"Encoding against gigatoken", round 4).
 """
 import numpy as np
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
@@ -19,7 +20,7 @@ from libc.stdlib cimport calloc, free
 from libc.string cimport memchr, memcmp, memcpy
 from libcpp.vector cimport vector
 
-from ...core._hash cimport Slot, bytes_hash, slot_of
+from ...core._hash cimport KeySlot, bytes_hash, slot_of
 from ...core._pairmap cimport half_full_bits
 from ...pretokenize._pretok cimport Scanner
 from ...pretokenize._split cimport Window, split_next, window_reset
@@ -30,7 +31,7 @@ cdef class RunScanner:
     (bytes) is token ``ids[k]``. The runs a call finds go to the table in one ``add_arrays`` at
     its end."""
     cdef object table
-    cdef Slot* slots                    # unit bytes -> index k (see core/_hash.pxd)
+    cdef KeySlot* slots                 # unit bytes -> index k (see core/_hash.pxd)
     cdef int bits
     cdef vector[int32_t] ids            # k -> token id
     cdef vector[int64_t] at             # k -> where its bytes are in arena (read for keys over 8 bytes)
@@ -47,7 +48,7 @@ cdef class RunScanner:
             raise ValueError("RunScanner needs one id per unit")
         self.table = table
         self.bits = half_full_bits(n, 4)
-        self.slots = <Slot*>calloc(<size_t>1 << self.bits, sizeof(Slot))
+        self.slots = <KeySlot*>calloc(<size_t>1 << self.bits, sizeof(KeySlot))
         if self.slots == NULL:
             raise MemoryError()
         mask = (<size_t>1 << self.bits) - 1
@@ -71,7 +72,7 @@ cdef class RunScanner:
         free(self.slots)
 
     cdef inline bint same(self, size_t k, uint64_t h, const uint8_t* s, size_t n) noexcept nogil:
-        cdef const Slot* slot = &self.slots[k]
+        cdef const KeySlot* slot = &self.slots[k]
         return (slot.hash == h and slot.length == n
                 and (n <= 8 or memcmp(self.arena.data() + self.at[slot.value], s, n) == 0))
 

@@ -48,7 +48,7 @@ cdef bint tokens_below(const int32_t[::1] tokens, int32_t limit) noexcept:
     return True
 
 
-cdef struct Slot:
+cdef struct WordSlot:
     int32_t sym             # the token that starts here (-1: taken into the token before it)
     int32_t nxt, prv        # the next and previous live slot of the word (-1: none)
     int32_t word
@@ -67,7 +67,7 @@ cdef struct Entry:
 
 
 cdef class ParityCorpus:
-    cdef vector[Slot] slot             # each byte of the words: one cache line holds several
+    cdef vector[WordSlot] slot         # each byte of the words: one cache line holds several
     cdef vector[int64_t] wcount
     cdef vector[int32_t] wlang
     cdef int n_langs

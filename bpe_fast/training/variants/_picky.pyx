@@ -41,7 +41,8 @@ expansion (its parents, each expanded again while itself removed), adjusting the
 pairs around it. Only the words that hold the pair or the removed token are touched, and each
 costs its length. Training stops when ``n_learned`` learned tokens are present or no pair is
 left; as in the paper's code, nothing else bounds the steps (a removal can bring back pairs
-already merged): on natural text the removals are 1.5-10% of the merges (benchmarks/RESULTS.md).
+already merged): on natural text the removals are a small share of the merges
+(benchmarks/RESULTS.md, "Picky BPE").
 
 The replay encoder (``PickyEncoder``) applies the events to one chunk in event order without
 visiting the events that do not apply: a min-heap of (event, position) candidates, one for each
@@ -249,7 +250,8 @@ cdef class _Picky:
         for i in range(n):
             # Words are scattered in memory: ask for the records 16 words ahead in the list and for
             # the tokens 8 ahead, so they are in the cache when the visit comes (written out here:
-            # as a method it lost most of the gain). Half a merge's time went to waiting for them.
+            # as a method it lost most of the gain). Much of a merge's time went to waiting for
+            # them (benchmarks/RESULTS.md, "Picky BPE").
             if i + 16 < n:
                 prefetch(&self.words[words[i + 16]])
             if i + 8 < n:
@@ -415,9 +417,9 @@ def train_picky(const uint8_t[::1] symbols, const int64_t[::1] offsets, const in
     above 1 removes nothing: plain BPE (the tests hold it to ``_kernel``). ``segmentation``, a
     list, gets each word's tokens (event ids) at the end, the state the replay must reach.
     ``max_steps`` (default 4 * n_learned + 1024) bounds the merge steps: no proof is known that
-    merges and removals cannot alternate for ever, and on real text the steps stay within 1.2
-    times the tokens asked for (tau = 0.6 removes about 10% of the merges); ``stats["steps"]``
-    says whether the bound stopped the training."""
+    merges and removals cannot alternate for ever, and on real text the steps stay well within
+    it, even at tau = 0.6, which removes the most (benchmarks/RESULTS.md, "Picky BPE");
+    ``stats["steps"]`` says whether the bound stopped the training."""
     if not tau > 0:
         raise ValueError(f"tau must be > 0, got {tau}")
     cdef _Picky state = _Picky()
