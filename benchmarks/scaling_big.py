@@ -4,7 +4,7 @@ and the scaling model drawn from them (distinct chunks and memory against corpus
     python benchmarks/scaling_big.py --dir big/ --sizes 0.1,0.3,1,3,10 --peer-up-to 3
     python benchmarks/scaling_big.py --dir big/ --kinds mutated,zipf,scripts --vocab-size 65536 --peer-up-to 1
     python benchmarks/scaling_big.py --plot-only      # redraw the charts from scaling_big.csv
-    python benchmarks/scaling_big.py --model          # the fitted model, extrapolated (README "Scaling")
+    python benchmarks/scaling_big.py --model          # the fitted model, extrapolated (docs/big-corpora.md)
 
 Makes each corpus with make_corpus.py (``--kinds``: mutated, a web-like long tail with about 5
 million distinct GPT-2 chunks per GB, files web-Ng.txt; zipf, scripts, code, neardup: KIND-Ng.txt,

@@ -191,6 +191,50 @@ def test_the_cycle_finder_finds_cycles():
     assert find_cycle({"a": {"b"}, "b": set()}) is None
 
 
+# The parts of bpe_fast, lowest first: a module imports only modules of its own part or of a
+# lower layer (docs/architecture.md draws them); the leaves, at the bottom, may also import each
+# other. A part is a folder (a stage) or a module at the package's root.
+LAYERS = [
+    {"errors", "arguments", "paths", "progress", "outputs", "bytelevel", "budget", "prebuilt", "_version", "_build",
+     "core"},                                   # leaves any stage may use, and the shared native headers
+    {"pretokenize"},                            # what a chunk is
+    {"counting", "encoding"},                   # chunks counted into a table; the native encoder
+    {"formats", "quality"},                     # files of a vocabulary; measuring tokenizers
+    {"tokenizer"},
+    {"registry", "prepare"},                    # bpe_fast.load; corpora encoded for a model's training
+    {"training"},                               # the kernel, the pipeline, the variants
+    {"workshop"},
+    {"cli"},
+    {"__main__", "_moved"},                     # python -m bpe_fast; the 0.2 paths
+]
+
+
+def part_of(module: str) -> str:
+    return module.split(".")[1] if module.count(".") else module
+
+
+def layer_of(module: str) -> int:
+    part = part_of(module)
+    found = [i for i, layer in enumerate(LAYERS) if part in layer]
+    assert found, f"{module}: its part {part!r} has no layer in LAYERS"
+    return found[0]
+
+
+def test_every_module_imports_only_its_own_part_or_lower_layers():
+    graph = import_graph()
+    assert "bpe_fast.counting.corpus" in graph["bpe_fast.training.trainer"]      # real edges to check
+    offenders = [f"{module} -> {target}" for module, targets in graph.items() if module != "bpe_fast"
+                 for target in targets
+                 if part_of(target) != part_of(module) and layer_of(target) >= max(1, layer_of(module))]
+    assert not offenders, offenders
+
+
+def test_the_layer_rule_catches_an_import_that_climbs():
+    assert layer_of("bpe_fast.counting.workers") > layer_of("bpe_fast.pretokenize.splitter")
+    assert layer_of("bpe_fast.training.trainer") > layer_of("bpe_fast.tokenizer")
+    assert layer_of("bpe_fast.counting.workers") == layer_of("bpe_fast.encoding._encode")  # one layer: no edge
+
+
 def test_formats_never_imports_the_tokenizer_and_the_core_never_imports_the_workshop_or_cli():
     graph = import_graph()
     wing = [m for m in graph if m == "bpe_fast.formats" or m.startswith("bpe_fast.formats.")]

@@ -154,9 +154,10 @@ def test_setup_py_refuses_an_old_setuptools_in_one_line(tmp_path):
         "bpe_fast needs setuptools>=77 to build in place (this one is 65.5.0): pip install -U 'setuptools>=77'"]
 
 
-def test_the_sdist_leaves_out_the_generated_cpp_and_carries_the_changelog():
+def test_the_sdist_leaves_out_the_generated_cpp_and_carries_the_changelog_and_docs():
     manifest = (ROOT / "MANIFEST.in").read_text(encoding="utf-8").splitlines()
     assert "global-exclude *.cpp" in manifest and "include CHANGELOG.md" in manifest
+    assert "include CONTRIBUTING.md" in manifest and "recursive-include docs *.md" in manifest   # the README links them
     assert (ROOT / "CHANGELOG.md").read_text(encoding="utf-8").startswith("# Changelog")
     assert f"## [{bpe_fast.__version__}]" in (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")
 

@@ -215,7 +215,7 @@ def add_tokenizer_option(parser, many: bool = False) -> None:
                              + ("; repeatable" if many else ""))
     parser.add_argument("--vocabs", default=None, metavar="FOLDER",
                         help="folder of the named encodings' files (default: $BPE_FAST_VOCABS, tiktoken's cache, "
-                             "the shared vocabs/; see the README)")
+                             "the shared vocabs/; see docs/encoding-and-formats.md)")
 
 
 def add_special_options(parser) -> None:

@@ -32,7 +32,7 @@ def add_parser(sub) -> None:
                         f"trained with, a name ({known_names()}) or a regex")
     c.add_argument("--vocabs", default=None, metavar="FOLDER",
                    help="folder of the named encodings' files (default: $BPE_FAST_VOCABS, tiktoken's cache, the "
-                        "shared vocabs/; see the README)")
+                        "shared vocabs/; see docs/encoding-and-formats.md)")
     for role in ("eos", "pad", "bos"):
         c.add_argument(f"--{role}-token", default=None, metavar="TOKEN",
                        help=f"--format huggingface: the special token that is the {role} token for transformers "

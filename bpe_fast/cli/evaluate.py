@@ -27,7 +27,7 @@ def add_parser(sub) -> None:
                    help="a tokenizer to compare with, on the same text (repeatable): a named encoding or a file")
     e.add_argument("--vocabs", default=None, metavar="FOLDER",
                    help="folder of the named encodings' files (default: $BPE_FAST_VOCABS, tiktoken's cache, the "
-                        "shared vocabs/; see the README)")
+                        "shared vocabs/; see docs/encoding-and-formats.md)")
     e.add_argument("inputs", nargs="+", metavar="INPUT",
                    help="text, .gz/.bz2/.xz/.zst, .jsonl, .parquet files or directories; - for stdin")
     e.add_argument("--by", default=None, metavar="file|FIELD",

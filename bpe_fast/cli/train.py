@@ -53,7 +53,7 @@ def add_parser(sub) -> None:
                         "file; its tokens keep their ids, new ones follow")
     t.add_argument("--vocabs", default=None, metavar="FOLDER",
                    help="folder of the named encodings' files, for --base (default: $BPE_FAST_VOCABS, "
-                        "tiktoken's cache, the shared vocabs/; see the README)")
+                        "tiktoken's cache, the shared vocabs/; see docs/encoding-and-formats.md)")
     t.add_argument("--max-token-length", type=whole_number(1, INT64_MAX, "bytes"), default=None, metavar="BYTES",
                    help="learn no token longer than this many bytes")
     t.add_argument("--superword-at", type=size_or_auto, default=None, metavar="SIZE",

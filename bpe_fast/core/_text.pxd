@@ -10,14 +10,13 @@ other surrogate becomes U+FFFD.
 A ``TextRef`` holds no reference: whoever fills it keeps the str alive while it is read.
 
 A long str is converted a block at a time into a thread's ``Utf8Buffer``, kept between calls,
-cut only where no chunk of the named patterns can go on across the cut (``next_cut``), so the
-blocks encode to what the whole would.
+cut only where no chunk of the named patterns can go on across the cut (pretokenize/_scan.pxd's
+``next_cut``), so the blocks encode to what the whole would.
 """
 from libc.stdint cimport uint8_t, uint16_t, uint32_t
 from libc.stdlib cimport free, malloc
 
 from ._cpu cimport prefetch  # (and _cpu.pxd's C block, with BPE_CPU_LEVEL, before this one's)
-from ..pretokenize._scan cimport C_S
 
 cdef extern from *:
     """
@@ -465,23 +464,3 @@ cdef inline void utf8_trim(Utf8Buffer* b) noexcept nogil:
 
 cdef inline void utf8_free(Utf8Buffer* b) noexcept nogil:
     free(b.data)
-
-
-cdef inline size_t next_cut(const TextRef* t, size_t i, const uint8_t* cls) noexcept nogil:
-    """The first position from i (or the end of t) where a block of text may end: after a "\n"
-    that follows a character other than whitespace and comes before one other than whitespace
-    and "/" (``cls``: the scanners' class table). It is the general rule of
-    pretokenize.is_safe_cut, which says why: for gpt2, cl100k and o200k no chunk goes on from
-    such a "\n" into such a character, the "\n" ends its chunk whether the text goes on or
-    ends there, and no pattern looks behind."""
-    cdef size_t n = <size_t>t.length
-    cdef uint32_t c
-    if i < 2:
-        i = 2
-    while i < n:
-        if code_point(t.data, t.kind, i - 1) == 10:
-            c = code_point(t.data, t.kind, i)
-            if c != 47 and not (cls[c] & C_S) and not (cls[code_point(t.data, t.kind, i - 2)] & C_S):
-                return i
-        i += 1
-    return n

@@ -55,11 +55,11 @@ from ._pages cimport populate_ahead
 from ._ranks cimport SHORT_MERGE, Ranks, merge_scalar, merge_short, ranks_build, ranks_free
 from ._replay cimport SHORT_CHUNK, replay_long, replay_short
 from ._supermerges cimport Supermerges, end_run, merge_run, run_step
-from ..core._text cimport (TextRef, Utf8Buffer, bpe_str_view, next_cut, to_utf8, utf8_capacity, utf8_free,
+from ..core._text cimport (TextRef, Utf8Buffer, bpe_str_view, to_utf8, utf8_capacity, utf8_free,
                            utf8_room, utf8_trim)
 from ._whole cimport WholeTokens, find_whole, seed_build, whole_build, whole_free
 from ..core._cpu cimport prefetch
-from ..pretokenize._scan cimport cuts_at_line_ends
+from ..pretokenize._scan cimport cuts_at_line_ends, next_cut
 from ..pretokenize._split cimport Window, split_next, window_reset
 
 cdef enum:

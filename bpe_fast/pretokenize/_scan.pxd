@@ -15,6 +15,8 @@ The input must be valid UTF-8 (it always comes from str.encode).
 """
 from libc.stdint cimport uint8_t, uint32_t
 
+from ..core._text cimport TextRef, code_point
+
 cdef enum:
     C_L = 1        # \p{L}
     C_N = 2        # \p{N}
@@ -421,3 +423,23 @@ cdef inline size_t scan_next(int pattern, const unsigned char* s, size_t n, size
     if pattern == PAT_SUPERWORD:
         return scan_superword(s, n, i, cls)
     return scan_gpt2(s, n, i, cls)
+
+
+cdef inline size_t next_cut(const TextRef* t, size_t i, const uint8_t* cls) noexcept nogil:
+    """The first position from i (or the end of t) where a block of text may end: after a "\n"
+    that follows a character other than whitespace and comes before one other than whitespace
+    and "/" (``cls``: the scanners' class table). It is the general rule of
+    pretokenize.is_safe_cut, which says why: for gpt2, cl100k and o200k no chunk goes on from
+    such a "\n" into such a character, the "\n" ends its chunk whether the text goes on or
+    ends there, and no pattern looks behind."""
+    cdef size_t n = <size_t>t.length
+    cdef uint32_t c
+    if i < 2:
+        i = 2
+    while i < n:
+        if code_point(t.data, t.kind, i - 1) == 10:
+            c = code_point(t.data, t.kind, i)
+            if c != 47 and not (cls[c] & C_S) and not (cls[code_point(t.data, t.kind, i - 2)] & C_S):
+                return i
+        i += 1
+    return n
