@@ -204,14 +204,112 @@ def test_a_tokenizer_made_in_memory_is_not_cached(cache):
 
 
 def test_the_folder_is_trimmed_to_its_limit_least_recently_used_first(cache, monkeypatch):
-    monkeypatch.setattr(prebuilt, "LIMIT_BYTES", 3 * 4096)
-    big = {"a": np.zeros(4096 - 300, np.uint8)}             # one entry: about 4 KiB on disk
+    big = {"a": np.zeros(4096, np.uint8)}
+    keys = [prebuilt.key_of("test", str(i)) for i in range(4)]
+    prebuilt.write(keys[0], big)
+    monkeypatch.setattr(prebuilt, "LIMIT_BYTES", 3 * (cache / f"{keys[0]}.npz").stat().st_size)   # three entries
     for i in range(3):
-        prebuilt.write(f"test-{i}", big)
-        os.utime(cache / f"test-{i}.npz", ns=(i * 10**9, i * 10**9))   # written in order, seconds apart
-    assert prebuilt.read("test-0") is not None              # read: now the most recently used
-    prebuilt.write("test-3", big)
-    assert sorted(p.stem for p in cache.glob("*.npz")) == ["test-0", "test-2", "test-3"]
+        prebuilt.write(keys[i], big)
+        os.utime(cache / f"{keys[i]}.npz", ns=(i * 10**9, i * 10**9))   # written in order, seconds apart
+    assert prebuilt.read(keys[0]) is not None               # read: now the most recently used
+    prebuilt.write(keys[3], big)
+    assert sorted(p.stem for p in cache.glob("*.npz")) == sorted([keys[0], keys[2], keys[3]])
+
+
+# -- a cache that is self-describing, and only ever removes its own files (issue 49) ------------------
+
+def test_trimming_removes_only_entries_never_the_users_own_files(cache, monkeypatch):
+    monkeypatch.setattr(prebuilt, "LIMIT_BYTES", 1)        # every entry is past the limit
+    cache.mkdir()
+    mine = {name: cache / name for name in ("results.npz", "notes.txt", "test-1234.npz", ".draft.tmp")}
+    for path in mine.values():
+        path.write_bytes(b"the user's own")
+        os.utime(path, ns=(0, 0))                          # old: the first to go, were they entries
+    prebuilt.write(prebuilt.key_of("test", "a"), {"a": np.arange(10)})
+    assert all(path.read_bytes() == b"the user's own" for path in mine.values())
+    assert sorted(p.name for p in cache.iterdir()) == sorted(mine)         # the entry itself went
+
+
+def _damage_a_header_digit(entry) -> None:
+    """One digit of the merges' shape, in their .npy header inside the .npz: (100000, 2) becomes
+    (100000, 1), a valid header that reads half the member (so a reader that stops there never
+    reaches the member's checksum)."""
+    data = entry.read_bytes()
+    assert data.count(b"'shape': (100000, 2)") == 1
+    entry.write_bytes(data.replace(b"'shape': (100000, 2)", b"'shape': (100000, 1)"))
+
+
+def test_an_entry_with_a_damaged_header_is_rebuilt_and_the_file_not_blamed(cache):
+    text = _text()
+    bpe_fast.load("cl100k_base", path=vocab_path()).encode("warm")
+    (entry,) = _entries(cache, "tiktoken")
+    _damage_a_header_digit(entry)
+    assert prebuilt.read(entry.stem) is None                # the checksum is checked to the member's end
+    for _ in range(2):                                      # and every later load works
+        assert bpe_fast.load("cl100k_base", path=vocab_path()).encode(text) == reference("cl100k_base").encode(text)
+    assert prebuilt.read(entry.stem) is not None            # saved whole again
+
+
+def test_an_entry_of_another_kind_in_the_character_classes_place_is_rebuilt(cache):
+    bpe_fast.load("cl100k_base", path=vocab_path()).encode("warm")
+    char_classes.cache_clear()
+    try:
+        char_classes()
+        (classes,) = _entries(cache, "classes")
+        (other,) = _entries(cache, "tiktoken")
+        classes.write_bytes(other.read_bytes())            # another entry copied over it
+        char_classes.cache_clear()
+        read = char_classes()
+    finally:
+        char_classes.cache_clear()
+    fresh = _char_classes_of_regex()
+    assert all(np.array_equal(a, b) for a, b in zip(read, fresh))
+    text = _text()
+    assert bpe_fast.load("cl100k_base", path=vocab_path()).encode(text) == reference("cl100k_base").encode(text)
+
+
+def test_two_entries_swapped_are_not_trusted(cache):
+    """Each entry names what it was made from: one encoding's merges under another's key are
+    ignored (and rebuilt), never read as that encoding's."""
+    text = _text()
+    for name in ("cl100k_base", "o200k_base"):
+        bpe_fast.load(name, path=vocab_path()).encode("warm")
+    first, second = _entries(cache, "tiktoken")
+    a, b = first.read_bytes(), second.read_bytes()
+    first.write_bytes(b)
+    second.write_bytes(a)
+    for name in ("cl100k_base", "o200k_base"):
+        assert bpe_fast.load(name, path=vocab_path()).encode(text) == reference(name).encode(text), name
+
+
+def test_entries_are_readable_by_everyone_the_umask_allows(cache):
+    old = os.umask(0o022)
+    try:
+        prebuilt.write(prebuilt.key_of("test", "shared"), {"a": np.arange(3)})
+    finally:
+        os.umask(old)
+    (entry,) = _entries(cache, "test")
+    assert entry.stat().st_mode & 0o777 == 0o644
+
+
+def test_a_cache_folder_written_with_a_tilde_is_under_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("BPE_FAST_CACHE", "~/cache")
+    monkeypatch.chdir(tmp_path)
+    assert prebuilt.cache_folder() == tmp_path / "home" / "cache"
+    prebuilt.write(prebuilt.key_of("test", "tilde"), {"a": np.arange(3)})
+    assert len(_entries(tmp_path / "home" / "cache", "test")) == 1 and not (tmp_path / "~").exists()
+
+
+def test_the_temporary_file_of_a_writer_that_died_is_removed(cache):
+    cache.mkdir()
+    key = prebuilt.key_of("test", "dead")
+    dead, alive = cache / f".{key}.k3j2h1.tmp", cache / f".{key}.a1b2c3.tmp"
+    for path in (dead, alive):
+        path.write_bytes(b"half an entry")
+    os.utime(dead, ns=(0, 0))                              # long ago: its writer is gone
+    prebuilt.write(prebuilt.key_of("test", "next"), {"a": np.arange(3)})
+    assert not dead.exists() and alive.exists()             # one still being written is left alone
 
 
 def test_an_entry_that_cannot_be_marked_used_is_still_read(cache, monkeypatch):

@@ -280,8 +280,8 @@ def cached_merges(kind: str, path: str | os.PathLike, make: Callable[[], tuple[A
     making is most of a load: its merges recovered from the ranks of a .tiktoken file, or 199,742
     merges of a tokenizer.json spelled out in GPT-2's alphabet and looked up (most of 1.5 s)."""
     key = prebuilt.key_of(kind, file_sha256(path)) if _worth_caching(path) else None
-    cached = prebuilt.read(key) if key is not None else None
-    if cached is not None and {"merges", "merge_ids", "byte_ids"} <= cached.keys():
+    cached = prebuilt.read(key, expect=dict.fromkeys(("merges", "merge_ids", "byte_ids"))) if key is not None else None
+    if cached is not None:
         return cached["merges"], cached["merge_ids"], cached["byte_ids"]
     merges, merge_ids, byte_ids = make()
     if key is not None:

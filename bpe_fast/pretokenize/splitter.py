@@ -494,8 +494,8 @@ def char_classes() -> tuple[np.ndarray, np.ndarray]:
     they mean in the patterns: once per process, or read back from prebuilt.py's cache, keyed by
     the regex module's version (its Unicode tables) and the class bits."""
     key = prebuilt.key_of("classes", regex.__version__, repr(sorted(_BITS.items())), str(_FOLD_LIMIT))
-    saved = prebuilt.read(key)
-    if saved is not None and saved["classes"].shape == (0x110000,) and saved["fold"].shape == (_FOLD_LIMIT,):
+    saved = prebuilt.read(key, expect={"classes": (0x110000,), "fold": (_FOLD_LIMIT,)})
+    if saved is not None:
         return saved["classes"].astype(np.uint8), saved["fold"].astype(np.uint8)
     classes, fold = _char_classes_of_regex()
     prebuilt.write(key, {"classes": classes, "fold": fold})
