@@ -5,9 +5,10 @@ A vocabulary is 256 single-byte tokens and a list of merges in rank order: merge
 merge m 256 + m; vocabularies loaded from other tools keep their own ids (tiktoken ranks,
 GPT-2's encoder.json, ...). Special tokens come after the learned ids unless given ids.
 
-Encoding follows tiktoken's rule (see _encode.pyx); with a named pattern the whole text is split
-and encoded natively, otherwise ``regex.findall`` splits and each chunk is encoded natively. A
-tokenizer with a normalization (``normalize="nfc"`` or ``"nfkc"``) puts every text in that normal
+Encoding follows tiktoken's rule (see _encode.pyx) and every encode and decode is one call of
+the tokenizer's encoder (encoding/encoder.py: the native encoder for a named pattern or none,
+the regex fallback otherwise), built on first use by ``encoder_for``. A tokenizer with a
+normalization (``normalize="nfc"`` or ``"nfkc"``) puts every text in that normal
 form first, as its training did; decoding then gives the normalized text.
 
 A tokenizer may have a second level, supermerges, applied after the merges in runs of chunks that
@@ -16,173 +17,34 @@ are this class, with supermerges, or a subclass; ``Tokenizer.variant`` says whic
 """
 from __future__ import annotations
 
-import codecs
-import functools
 import os
 import threading
-import unicodedata
-from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any, Literal
 from collections.abc import Collection, Iterable, Mapping, Sequence, Set as AbstractSet
 
 import numpy as np
-import regex
 
-from . import arguments, formats, prebuilt
+from . import arguments, formats
 from .encoding import tiktoken_surface
-from .encoding._encode import OUTPUT_ARRAY as OUT_ARRAY, OUTPUT_COUNT as OUT_COUNT, OUTPUT_LIST as OUT_LIST
-from .encoding._encode import MergeEncoder, SpecialSet, spell_tokens
+from .encoding import vocab as vocabulary
+from .encoding.encoder import (OUTPUT_ARRAY, OUTPUT_COUNT, OUTPUT_LIST, Encoder, build, check_error_handler,
+                                encoder_for, text_list, text_taker)
+from .encoding.specials import allowed_and_disallowed, disallowed_error
+from .encoding.vocab import checked_parts, special_ids, spell
+from .encoding._encode import MergeEncoder
 from .bytelevel import str_to_token, token_to_str
-from .errors import ArgumentError, ArgumentTypeError, EncodingError, TokenizerFileError, VocabularyError, naming_file
+from .errors import ArgumentTypeError, EncodingError, TokenizerFileError, VocabularyError, naming_file
 from .formats import Vocabulary, variant_parts
 from .formats.huggingface import huggingface_ids, to_transformers
-from .pretokenize.patterns import whole_matches
 from .encoding.visualize import TokenView, token_view
-from .pretokenize.splitter import (NORMALIZATIONS, REGEX, WHOLE, Splitter, char_classes, check_encodable,
-                                   check_normal_specials, special_splitter, special_token_list)
+from .pretokenize.splitter import Splitter, check_normal_specials
 
 if TYPE_CHECKING:       # for annotations only (types.EllipsisType is Python 3.10+)
     from types import EllipsisType
 
 
-def _as_ids(values, what: str) -> np.ndarray:
-    """values as an int64 array; anything but integers (floats, strings, ragged lists) is refused."""
-    try:
-        ids = np.asarray(values)
-    except (ValueError, TypeError) as exc:
-        raise VocabularyError(f"{what} must be integer ids: {exc}") from None
-    if ids.size and ids.dtype.kind not in "iu":
-        raise VocabularyError(f"{what} must be integer ids, got values of type {ids.dtype}")
-    return np.ascontiguousarray(ids, dtype=np.int64)
-
-
-def _as_pairs(values, what: str) -> np.ndarray:
-    """values as an (n, 2) int64 array of id pairs."""
-    pairs = _as_ids(values, what)
-    if pairs.size % 2 or (pairs.ndim != 2 and pairs.size):
-        raise VocabularyError(f"{what} must be pairs of ids, got an array of shape {pairs.shape}")
-    return pairs.reshape(-1, 2)
-
-
-# Ids index arrays (int32 in the native encoder), so they must be dense enough: at most this
-# many ids may go unused. A file whose ids run to 10**9 is corrupt, not a vocabulary to allocate.
-MAX_UNUSED_IDS = 1 << 20
-
-
-def _check_id_range(largest: int, defined: int, what: str) -> None:
-    if largest >= 2**31 - 1 or largest >= defined + MAX_UNUSED_IDS:
-        raise VocabularyError(f"{what} {largest} is out of range: {defined:,} tokens need ids below "
-                              f"{defined + MAX_UNUSED_IDS:,} (at most {MAX_UNUSED_IDS:,} unused ids)")
-
-
-def _check_no_repeated_pair(merges: np.ndarray, what: str) -> None:
-    """A pair is merged once: merged again it would make a second id for the same bytes (the
-    ranks, a tiktoken file and a tokenizer.json would then each hold another vocabulary)."""
-    if len(merges) < 2:
-        return
-    keys = merges[:, 0].astype(np.int64) << 32 | merges[:, 1].astype(np.int64)
-    in_order = np.sort(keys)
-    if not (in_order[1:] == in_order[:-1]).any():      # the usual case, at the cost of one sort
-        return
-    unique, first = np.unique(keys, return_index=True)
-    repeated = np.ones(len(keys), dtype=bool)
-    repeated[first] = False
-    m = int(np.flatnonzero(repeated)[0])
-    earlier = int(np.flatnonzero(keys == keys[m])[0])
-    left, right = (int(x) for x in merges[m])
-    raise VocabularyError(f"{what} {m} is ({left}, {right}), the pair {what} {earlier} already merged: "
-                          f"each {what} must join a pair no earlier one joined")
-
-
-def _build_vocab(merges: np.ndarray, merge_ids: np.ndarray, byte_ids: np.ndarray,
-                 supermerges: np.ndarray | None = None, supermerge_ids: np.ndarray | None = None) -> list:
-    """id -> token bytes (None where no token has the id), checking that ids are consistent.
-    Supermerges come after the merges and join any two tokens made before."""
-    _check_no_repeated_pair(merges, "merge")
-    if supermerges is not None and len(supermerges):
-        _check_no_repeated_pair(supermerges, "supermerge")
-        merges, merge_ids = np.concatenate([merges, supermerges]), np.concatenate([merge_ids, supermerge_ids])
-    all_ids = np.concatenate([byte_ids, merge_ids])
-    if len(all_ids) and all_ids.min() < 0:
-        raise VocabularyError(f"token ids must be >= 0, got {int(all_ids.min())}")
-    if len(np.unique(byte_ids)) != 256:
-        raise VocabularyError("the 256 single-byte tokens must have 256 distinct ids")
-    _check_id_range(int(all_ids.max()), len(all_ids), "token id")
-    size = int(all_ids.max()) + 1 if len(all_ids) else 256
-    outside = np.flatnonzero(((merges < 0) | (merges >= size)).any(axis=1))
-    made = int(outside[0]) if len(outside) else len(merges)   # narrowed to int32 below: no wrapping
-    vocab, bad = spell_tokens(np.ascontiguousarray(merges[:made], np.int32),
-                              np.ascontiguousarray(merge_ids[:made], np.int32),
-                              np.ascontiguousarray(byte_ids, np.int32), size)
-    if bad < 0 and made < len(merges):
-        bad = made
-    if bad >= 0:
-        (left, right), new = merges[bad].tolist(), int(merge_ids[bad])
-        if not (0 <= left < size and 0 <= right < size) or vocab[left] is None or vocab[right] is None:
-            raise VocabularyError(f"merge {bad} is ({left}, {right}): its ids must be single bytes or "
-                                  f"tokens made by earlier merges")
-        raise VocabularyError(f"merge {bad} makes token id {new}, which is already {vocab[new]!r} (duplicate id)")
-    return vocab
-
-
-def _as_str(text, name: str) -> str:
-    """text as an exact str: the native encoder takes no subclass (numpy.str_), which tiktoken takes."""
-    if text.__class__ is str:
-        return text
-    if not isinstance(text, str):
-        raise ArgumentTypeError(f"{name} must be a str, got {type(text).__name__}")
-    return str.__str__(text)            # the same characters, whatever the subclass's own __str__ says
-
-
-def _as_normal_str(form: Literal["NFC", "NFKC"], text, name: str) -> str:
-    """text as an exact str (``_as_str``), in the Unicode normal form ``form``."""
-    return unicodedata.normalize(form, _as_str(text, name))
-
-
-def _text_taker(normalize: str | None):
-    """What turns the argument of an encode call into the str to encode: ``_as_str``, or with a
-    normalization ``_as_normal_str``. Chosen once per tokenizer, so that encoding without a
-    normalization makes the very call it made before normalization existed."""
-    return _as_str if normalize is None else functools.partial(_as_normal_str, NORMALIZATIONS[normalize])
-
-
-def _is_all(value) -> bool:
-    return isinstance(value, str) and value == "all"
-
-
-def _token_set(value, name: str) -> set[str]:
-    """The special tokens ``allowed_special`` or ``disallowed_special`` names ("all" aside): a collection of str."""
-    if isinstance(value, str):
-        raise EncodingError(f"{name} takes \"all\" or a set of special tokens, not one string: "
-                            f"write {name}={{{value!r}}}")
-    try:
-        tokens = set(value)
-    except TypeError:
-        raise ArgumentTypeError(f"{name} takes \"all\" or a set of special tokens, "
-                                f"got {type(value).__name__}") from None
-    odd = [t for t in tokens if not isinstance(t, str)]
-    if odd:
-        raise ArgumentTypeError(f"{name} holds {odd[0]!r}, which is no special token (a str)")
-    for token in tokens:
-        check_encodable(token, ArgumentError)
-    return tokens
-
-
-def _check_error_handler(errors) -> None:
-    """decode's ``errors``: a name codecs knows ("replace", "strict", "ignore"...), checked now, not
-    only when an invalid byte comes."""
-    if not isinstance(errors, str):
-        raise ArgumentTypeError(f"errors must be the name of an error handler, such as 'replace', got {errors!r}")
-    try:
-        codecs.lookup_error(errors)
-    except (LookupError, ValueError):         # ValueError: a name that is no text (a lone surrogate)
-        raise ArgumentError(f"errors={errors!r} is no error handler (try 'replace', 'strict' or 'ignore')") from None
-
-
-def _check_workers(workers) -> int:
-    if workers is None:
-        return os.cpu_count() or 1
-    return arguments.workers(workers)
+_AllOr = Literal["all"]       # allowed_special= and disallowed_special= take "all" or a set of special tokens
+_NONE: frozenset[str] = frozenset()
 
 
 class Tokenizer:
@@ -218,25 +80,15 @@ class Tokenizer:
     supermerges: np.ndarray = np.empty((0, 2), np.int32)
     supermerge_ids: np.ndarray = np.empty(0, np.int32)
     boundless_eligible: str | None = None
-    _units: frozenset[int] | None = None
+    _keep_tables = False        # read from a file: keep the encoder's tables for other processes (prebuilt.py)
 
     def __init__(self, merges, pattern: str | None = None,
                  special_tokens: Mapping[str, int] | Iterable[str] | None = None, *,
                  merge_ids=None, byte_ids=None, normalize: str | None = None, supermerges=None,
                  supermerge_ids=None, boundless_eligible: str | None = None):
-        merges = _as_pairs(merges, "merges")
-        merge_ids = np.arange(256, 256 + len(merges)) if merge_ids is None else _as_ids(merge_ids, "merge_ids")
-        byte_ids = np.arange(256) if byte_ids is None else _as_ids(byte_ids, "byte_ids")
-        if merge_ids.shape != (len(merges),) or byte_ids.shape != (256,):
-            raise VocabularyError("merge_ids needs one id per merge and byte_ids 256 ids")
-        supermerges = _as_pairs([] if supermerges is None else supermerges, "supermerges")
-        supermerge_ids = (np.arange(256 + len(merges), 256 + len(merges) + len(supermerges)) if supermerge_ids is None
-                          else _as_ids(supermerge_ids, "supermerge_ids"))
-        if supermerge_ids.shape != (len(supermerges),):
-            raise VocabularyError("supermerge_ids needs one id per supermerge")
-        if boundless_eligible is not None and not isinstance(boundless_eligible, str):
-            raise VocabularyError(f"boundless_eligible must be a regex (str), got {boundless_eligible!r}")
-        self._vocab = _build_vocab(merges, merge_ids, byte_ids, supermerges, supermerge_ids)
+        merges, merge_ids, byte_ids, supermerges, supermerge_ids = checked_parts(
+            merges, merge_ids, byte_ids, supermerges, supermerge_ids, boundless_eligible)
+        self._vocab = spell(merges, merge_ids, byte_ids, supermerges, supermerge_ids)
         self.merges = merges.astype(np.int32)
         self.merge_ids = merge_ids.astype(np.int32)
         self.byte_ids = byte_ids.astype(np.int32)
@@ -252,96 +104,42 @@ class Tokenizer:
         """Everything but the vocabulary (``_vocab``, which the special tokens' ids follow)."""
         # Special tokens are matched per call (allowed_special=), so the splitter holds none.
         self.splitter = Splitter.of(pattern, normalize=normalize)
-        self._as_text = _text_taker(self.splitter.normalize)
-        self.special_tokens = self._assign_special_ids(special_tokens)
+        self._as_text = text_taker(self.splitter.normalize)
+        self.special_tokens = special_ids(special_tokens, self._vocab)
         check_normal_specials(self.special_tokens, self.normalize, VocabularyError)
-        self._special_regexes: dict[frozenset, regex.Pattern[str]] = {}
-        self._encoder: MergeEncoder | None = None        # built on first use (see _native)
+        self._encoder: Encoder | None = None      # built on first use, by encoder_for
         self._encoder_lock = threading.Lock()
-        self._special_sets: dict[frozenset, SpecialSet] = {}
-        self._cache: dict[str, list[int]] = {}
-        self._ids_by_bytes: dict[bytes, int] | None = None     # token_to_id's map, made on first use
-        self._units = None                             # the ids that make runs (supermerges), on first use
-        self._keep_tables = False                      # save the encoder's tables for other processes (prebuilt.py)
         # The trainer's TrainReport (trainer.py, which imports this module: Any), else None.
         self.training_report: Any = None
 
+    def _make_encoder(self) -> Encoder:
+        """A new encoder of this vocabulary (``encoder_for`` keeps it); a variant's subclass makes its own."""
+        return build(self)
+
     @property
     def _native(self) -> MergeEncoder:
-        """The native encoder, built the first time it is needed: training, loading and saving
-        never need it, and for a large vocabulary it takes a good fraction of a second."""
-        if self._encoder is None:
-            with self._encoder_lock:
-                if self._encoder is None:
-                    vocab = self._vocab
-                    if len(self.supermerges):           # superwords are never a chunk's tokens
-                        vocab = list(vocab)
-                        for i in self.supermerge_ids.tolist():
-                            vocab[i] = None
-                    encoder = self._merge_encoder(vocab)
-                    if len(self.supermerges):
-                        encoder.set_supermerges(self.supermerges, self.supermerge_ids,
-                                                [self._vocab[i] for i in self.supermerge_ids.tolist()])
-                    native_id = self.splitter.native_id         # None unless the engine is NATIVE
-                    if native_id is not None:
-                        encoder.set_scanner(native_id, *char_classes())
-                    elif self.splitter.engine == WHOLE:
-                        encoder.set_no_split()
-                    self._encoder = encoder
-        return self._encoder
-
-    def _merge_encoder(self, vocab: list) -> MergeEncoder:
-        """The encoder of these merges; a large vocabulary read from a file has its reachable
-        tokens and their trie read back from prebuilt.py's cache when an earlier process saved them
-        (they are most of the time of building it), else built and saved. A tokenizer made in
-        memory (trained, extended) is not saved: no other process would read it."""
-        specials = {s.encode("utf-8"): i for s, i in self.special_tokens.items()}
-        if len(self.merges) < prebuilt.WORTH_CACHING or not getattr(self, "_keep_tables", False):
-            return MergeEncoder(self.merges, self.merge_ids, self.byte_ids, vocab, specials)
-        key = prebuilt.key_of("reachable", self.merges, self.merge_ids, self.byte_ids)
-        saved = prebuilt.read(key)
-        if saved is not None:
-            try:
-                return MergeEncoder(self.merges, self.merge_ids, self.byte_ids, vocab, specials,
-                                    tuple(saved[f"t{i}"] for i in range(5)) + (int(saved["bits"][0]),))
-            except (ValueError, KeyError):      # not what these merges make: build it afresh
-                pass
-        encoder = MergeEncoder(self.merges, self.merge_ids, self.byte_ids, vocab, specials)
-        *tables, bits = encoder.reachable_tables()
-        prebuilt.write(key, {f"t{i}": table for i, table in enumerate(tables)} | {"bits": np.array([bits])})
-        return encoder
+        """The native merge table (continued training lays chunks out with it)."""
+        return encoder_for(self).native
 
     def _extended(self, merges: np.ndarray, merge_ids: np.ndarray, special_tokens: Mapping[str, int]) -> Tokenizer:
-        """This tokenizer's merges and ids, then ``merges`` making ``merge_ids`` (continued
-        training): the same as building it whole, without rebuilding the base's vocabulary."""
-        merges = np.asarray(merges, np.int32).reshape(-1, 2)
-        merge_ids = np.asarray(merge_ids, np.int32)
+        """This tokenizer's merges and ids, then ``merges`` making ``merge_ids`` (continued training)."""
         tok = object.__new__(Tokenizer)
-        tok.__setstate__(dict(self.__getstate__(), _special_regexes={}, _cache={}, training_report=None,
-                              _name=None, _keep_tables=False))  # another vocabulary, made in memory
-        vocab = list(self._vocab) + [None] * max(0, int(merge_ids.max(initial=-1)) + 1 - len(self._vocab))
-        for (left, right), new in zip(merges.tolist(), merge_ids.tolist()):
-            if vocab[new] is not None or vocab[left] is None or vocab[right] is None:
-                raise VocabularyError(f"cannot extend with merge ({left}, {right}) -> {new}")
-            vocab[new] = vocab[left] + vocab[right]
-        tok._vocab = vocab
-        tok.merges = np.concatenate([self.merges, merges])
-        tok.merge_ids = np.concatenate([self.merge_ids, merge_ids])
-        tok.special_tokens = tok._assign_special_ids(dict(special_tokens))
+        tok.__setstate__(dict(self.__getstate__(), training_report=None, _name=None,
+                              _keep_tables=False))     # another vocabulary, made in memory
+        vocabulary.extend(tok, merges, merge_ids, special_tokens)
         return tok
 
     def __getstate__(self) -> dict:
         """Pickling (multiprocessing, ``datasets.map(num_proc=...)``) sends the vocabulary; the
-        receiving process builds its own native encoder when it first encodes."""
-        state = dict(self.__dict__, _encoder=None, _special_sets={}, _ids_by_bytes=None, _units=None,
-                     _token_table=None)
+        receiving process builds its own encoder when it first encodes."""
+        state = dict(self.__dict__, _encoder=None, _ids_by_bytes=None, _token_table=None)
         del state["_encoder_lock"], state["_as_text"]
         return state
 
     def __setstate__(self, state: dict) -> None:
         self.__dict__.update(state)
         self._encoder_lock = threading.Lock()
-        self._as_text = _text_taker(self.splitter.normalize)
+        self._as_text = text_taker(self.splitter.normalize)
 
     @classmethod
     def from_vocabulary(cls, vocab: Vocabulary) -> Tokenizer:
@@ -362,25 +160,6 @@ class Tokenizer:
         if not isinstance(ranks, Mapping):
             raise ArgumentTypeError(f"ranks must be a mapping {{token bytes: rank}}, got {type(ranks).__name__}")
         return cls.from_vocabulary(formats.tiktoken.vocabulary_from_ranks(ranks, pattern, special_tokens))
-
-    def _assign_special_ids(self, specials) -> dict[str, int]:
-        if specials is None:
-            return {}
-        if not isinstance(specials, Mapping):
-            specials = {s: self.n_base + i for i, s in enumerate(special_token_list(specials))}
-        for s, i in specials.items():
-            if not isinstance(s, str) or not s:
-                raise VocabularyError(f"special token {s!r} must be a non-empty string")
-            check_encodable(s, VocabularyError)
-            if not isinstance(i, (int, np.integer)) or isinstance(i, bool) or i < 0:
-                raise VocabularyError(f"special token {s!r} has id {i!r}; ids are non-negative integers")
-            _check_id_range(int(i), len(self._vocab) + len(specials), f"special token {s!r} has id")
-            if i < len(self._vocab) and self._vocab[i] is not None:
-                raise VocabularyError(f"special token {s!r} has id {i}, which is already the learned "
-                                      f"token {self._vocab[i]!r}")
-        if len(set(specials.values())) != len(specials):
-            raise VocabularyError(f"special tokens share ids: {dict(specials)}")
-        return {s: int(i) for s, i in specials.items()}
 
     # -- sizes and vocabulary -------------------------------------------------------------
     @property
@@ -408,241 +187,93 @@ class Tokenizer:
         """The Unicode normal form text is put in before it is split ("nfc", "nfkc"), or None."""
         return self.splitter.normalize
 
-    @property
-    def _native_text(self) -> bool:
-        """Is text split natively (a named pattern, or none), rather than by the regex module?"""
-        return self.splitter.engine != REGEX
-
     def token_bytes(self, token: int) -> bytes:
-        token = arguments.integer(token, "token")
-        try:
-            return self._native.decode_bytes([token])
-        except ValueError as exc:      # an id that is not in the vocabulary
-            raise EncodingError(str(exc)) from None
+        return self.decode_bytes([arguments.integer(token, "token")])
 
     def mergeable_ranks(self) -> dict[bytes, int]:
         """tiktoken's mergeable_ranks: token bytes -> id, for the bytes and the merges."""
         return {b: i for i, b in enumerate(self._vocab) if b is not None}
-
-    # -- encoding -------------------------------------------------------------------------
-    # With a named pattern, or none, the native encoder takes the str itself (_encode.pyx):
-    # UTF-8, special tokens, splitting and merging happen there without the GIL, and ids come
-    # back as a list, a NumPy array or a count. A custom regex splits here, chunk by chunk.
-    @staticmethod
-    def _utf8(text: str) -> bytes:
-        try:
-            return text.encode("utf-8")
-        except UnicodeEncodeError:   # lone surrogates become U+FFFD, as tiktoken does
-            return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace").encode("utf-8")
-
-    def _encode_chunk(self, chunk: str) -> list[int]:
-        ids = self._cache.get(chunk)
-        if ids is None:
-            ids = self._native.encode_chunk_bytes(self._utf8(chunk))
-            if len(self._cache) < 1_000_000:
-                self._cache[chunk] = ids
-        return ids
-
-    def _regex_encode_ordinary(self, text: str) -> list[int]:
-        if len(self.supermerges):
-            return self._regex_encode_runs(text)
-        out: list[int] = []
-        for chunk in whole_matches(self.splitter.regex, text):
-            out.extend(self._encode_chunk(chunk))
-        return out
-
-    def _run_units(self) -> frozenset[int]:
-        """The ids that make runs: the tokens of the first level some supermerge joins."""
-        if self._units is None:
-            self._units = frozenset(self._native.unit_ids())
-        return self._units
 
     @property
     def runs_cross_line_ends(self) -> bool:
         """Could a run (of supermerges) hold a chunk with a "\n" or "\r"? Text is cut into blocks
         after line ends (pretokenize.find_cut), where the chunk before always holds one; such a
         cut must not split a run, so with this, text must not be cut. False for plain tokenizers."""
-        return any(b"\n" in self._vocab[i] or b"\r" in self._vocab[i] for i in self._run_units()) \
-            if len(self.supermerges) else False
+        if not len(self.supermerges):
+            return False
+        return any(b"\n" in unit or b"\r" in unit for unit in map(self.token_bytes, self._native.unit_ids()))
 
-    def _regex_encode_runs(self, text: str) -> list[int]:
-        """Supermerges with a custom regex: the chunks as always, then each maximal run of
-        chunks that are one unit each merged by the supermerges (as the native encoder does)."""
-        native, units = self._native, self._run_units()
-        out: list[int] = []
-        run: list[int] = []
-        for chunk in whole_matches(self.splitter.regex, text):
-            ids = self._encode_chunk(chunk)
-            if len(ids) == 1 and ids[0] in units:
-                run.append(ids[0])
-                continue
-            if run:
-                out.extend(native.merge_run_list(run))
-                run = []
-            out.extend(ids)
-        out.extend(native.merge_run_list(run))
-        return out
+    # -- encoding: one call of the encoder (encoding/encoder.py) ---------------------------
+    def _encode_one(self, text: str, output: int, allowed_special, disallowed_special):
+        text = self._as_text(text, "text")
+        allowed, disallowed = allowed_and_disallowed(self.special_tokens, allowed_special, disallowed_special)
+        result, bad = encoder_for(self).encode(text, output, allowed, disallowed)
+        if bad:
+            raise disallowed_error(text, disallowed, self.splitter.normalize)
+        return result
 
     def encode_ordinary(self, text: str) -> list[int]:
         """Token ids of text; special tokens' text is encoded as ordinary text."""
-        text = self._as_text(text, "text")
-        if self._native_text:
-            return self._native.encode_str(text, OUT_LIST, None, None)[0]
-        return self._regex_encode_ordinary(text)
+        return encoder_for(self).encode(self._as_text(text, "text"), OUTPUT_LIST, _NONE, _NONE)[0]
 
-    def _special_set(self, tokens: AbstractSet[str]) -> SpecialSet | None:
-        """The native finder of these special tokens (None for none), made once per set."""
-        key = frozenset(tokens)
-        if not key:
-            return None
-        if key not in self._special_sets:
-            self._special_sets[key] = SpecialSet({t.encode("utf-8"): self.special_tokens.get(t, -1) for t in key})
-        return self._special_sets[key]
-
-    def _special_regex(self, tokens: AbstractSet[str]) -> regex.Pattern[str]:
-        key = frozenset(tokens)
-        if key not in self._special_regexes:
-            self._special_regexes[key] = special_splitter(tokens)
-        return self._special_regexes[key]
-
-    def _specials(self, allowed_special, disallowed_special) -> tuple[set[str], set[str]]:
-        """tiktoken's arguments as (allowed, disallowed) sets of special tokens, checked."""
-        everything = set(self.special_tokens)
-        allowed = everything if _is_all(allowed_special) else _token_set(allowed_special, "allowed_special")
-        unknown = allowed - everything
-        if unknown:
-            raise EncodingError(f"allowed_special names tokens this tokenizer does not have: {sorted(unknown)}")
-        if disallowed_special is None:            # tiktoken takes it (any false value) as none disallowed
-            return allowed, set()
-        if _is_all(disallowed_special):
-            return allowed, everything - allowed
-        return allowed, _token_set(disallowed_special, "disallowed_special")
-
-    def _disallowed_error(self, text: str, disallowed: set[str], where: str = "text") -> EncodingError:
-        found = self._special_regex(disallowed).search(text)
-        normalized = f" (of its {self.normalize.upper()} form)" if self.normalize else ""
-        return EncodingError(
-            f"{where} contains the special token {found.group()!r} at character {found.start()}{normalized}; "
-            f"pass allowed_special={{{found.group()!r}}} to encode it as a special token, or "
-            f"disallowed_special=() to encode it as text")
-
-    def _encode_regex(self, text: str, allowed: set[str], disallowed: set[str]) -> list[int]:
-        """encode() with a custom regex: special tokens found and split here."""
-        if disallowed and self._special_regex(disallowed).search(text):
-            raise self._disallowed_error(text, disallowed)
-        if not allowed:
-            return self._regex_encode_ordinary(text)
-        out: list[int] = []
-        pos = 0
-        for m in self._special_regex(allowed).finditer(text):
-            out.extend(self._regex_encode_ordinary(text[pos:m.start()]))
-            out.append(self.special_tokens[m.group()])
-            pos = m.end()
-        out.extend(self._regex_encode_ordinary(text[pos:]))
-        return out
-
-    def _encode_one(self, text: str, output: int, allowed_special, disallowed_special):
-        text = self._as_text(text, "text")
-        allowed, disallowed = self._specials(allowed_special, disallowed_special)
-        if not self._native_text:
-            ids = self._encode_regex(text, allowed, disallowed)
-            return ids if output == OUT_LIST else len(ids) if output == OUT_COUNT else np.array(ids, np.uint32)
-        result, bad = self._native.encode_str(text, output, self._special_set(allowed), self._special_set(disallowed))
-        if bad:
-            raise self._disallowed_error(text, disallowed)
-        return result
-
-    def encode(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
-               disallowed_special: Literal["all"] | Collection[str] = "all") -> list[int]:
+    def encode(self, text: str, *, allowed_special: _AllOr | AbstractSet[str] = frozenset(),
+               disallowed_special: _AllOr | Collection[str] = "all") -> list[int]:
         """Like tiktoken's ``Encoding.encode``: special tokens in text raise unless allowed."""
-        return self._encode_one(text, OUT_LIST, allowed_special, disallowed_special)
+        return self._encode_one(text, OUTPUT_LIST, allowed_special, disallowed_special)
 
-    def encode_to_numpy(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
-                        disallowed_special: Literal["all"] | Collection[str] = "all") -> np.ndarray:
+    def encode_to_numpy(self, text: str, *, allowed_special: _AllOr | AbstractSet[str] = frozenset(),
+                        disallowed_special: _AllOr | Collection[str] = "all") -> np.ndarray:
         """``encode`` as a uint32 array, with no Python int per token."""
-        return self._encode_one(text, OUT_ARRAY, allowed_special, disallowed_special)
+        return self._encode_one(text, OUTPUT_ARRAY, allowed_special, disallowed_special)
 
-    def count_tokens(self, text: str, *, allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
-                     disallowed_special: Literal["all"] | Collection[str] = "all") -> int:
+    def count_tokens(self, text: str, *, allowed_special: _AllOr | AbstractSet[str] = frozenset(),
+                     disallowed_special: _AllOr | Collection[str] = "all") -> int:
         """``len(encode(text, ...))`` without making the ids."""
-        return self._encode_one(text, OUT_COUNT, allowed_special, disallowed_special)
+        return self._encode_one(text, OUTPUT_COUNT, allowed_special, disallowed_special)
 
     def _encode_many(self, texts: Iterable[str], output: int, workers: int | None, allowed_special,
                      disallowed_special):
-        if isinstance(texts, str):
-            raise ArgumentTypeError("texts must be a list of str, not one str: write [text] or use encode()")
-        if not isinstance(texts, Iterable):
-            raise ArgumentTypeError(f"texts must be a list of str, got {type(texts).__name__}")
-        texts = texts if isinstance(texts, list) else list(texts)
-        workers = _check_workers(workers)
-        allowed, disallowed = self._specials(allowed_special, disallowed_special)
-        if not self._native_text or self.splitter.normalize is not None:
+        texts = text_list(texts)
+        workers = (os.cpu_count() or 1) if workers is None else arguments.workers(workers)
+        allowed, disallowed = allowed_and_disallowed(self.special_tokens, allowed_special, disallowed_special)
+        if self.splitter.normalize is not None:
             texts = [self._as_text(text, f"texts[{i}]") for i, text in enumerate(texts)]
-        if not self._native_text:
-            return self._encode_many_regex(texts, output, workers, allowed, disallowed)
-        try:
-            result, bad = self._native.encode_strs(texts, workers, output, self._special_set(allowed),
-                                                   self._special_set(disallowed))
-        except TypeError as exc:       # the native encoder names the first text that is no str
-            raise ArgumentTypeError(str(exc)) from None
+        result, bad = encoder_for(self).encode_batch(texts, workers, output, allowed, disallowed)
         if bad >= 0:
-            raise self._disallowed_error(texts[bad], disallowed, f"texts[{bad}]")
+            raise disallowed_error(texts[bad], disallowed, self.splitter.normalize, f"texts[{bad}]")
         return result
 
-    def _encode_many_regex(self, texts: list[str], output: int, workers: int, allowed, disallowed):
-        """The batch APIs with a custom regex: encode() of each text on threads, then packed."""
-        def one(text: str) -> list[int]:
-            return self._encode_regex(text, allowed, disallowed)
-
-        for i, text in enumerate(texts):   # the first text at fault, in order, as the native path
-            if disallowed and self._special_regex(disallowed).search(text):
-                raise self._disallowed_error(text, disallowed, f"texts[{i}]")
-        if workers == 1 or len(texts) < 2:
-            lists = [one(t) for t in texts]
-        else:
-            with ThreadPoolExecutor(workers) as pool:
-                lists = list(pool.map(one, texts))
-        if output == OUT_LIST:
-            return lists
-        counts = np.array([len(ids) for ids in lists], np.int64)
-        if output == OUT_COUNT:
-            return counts
-        offsets = np.zeros(len(lists) + 1, np.int64)
-        np.cumsum(counts, out=offsets[1:])
-        flat = np.fromiter((i for ids in lists for i in ids), np.uint32, count=int(offsets[-1]))
-        return flat, offsets
-
-    def encode_batch(self, texts: Sequence[str], *, allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
-                     disallowed_special: Literal["all"] | Collection[str] = "all",
+    def encode_batch(self, texts: Sequence[str], *, allowed_special: _AllOr | AbstractSet[str] = frozenset(),
+                     disallowed_special: _AllOr | Collection[str] = "all",
                      workers: int | None = None) -> list[list[int]]:
         """encode() of each text, on ``workers`` threads (default: one per CPU; the native
         encoder runs without the GIL). A text holding a disallowed special token raises,
         naming the first such text."""
-        return self._encode_many(texts, OUT_LIST, workers, allowed_special, disallowed_special)
+        return self._encode_many(texts, OUTPUT_LIST, workers, allowed_special, disallowed_special)
 
     def encode_ordinary_batch(self, texts: Sequence[str], *, workers: int | None = None) -> list[list[int]]:
         """encode_ordinary() of each text, on ``workers`` threads."""
-        return self._encode_many(texts, OUT_LIST, workers, frozenset(), ())
+        return self._encode_many(texts, OUTPUT_LIST, workers, frozenset(), ())
 
     def encode_batch_to_numpy(self, texts: Sequence[str], *, workers: int | None = None,
-                              allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
-                              disallowed_special: Literal["all"] | Collection[str] = "all"
+                              allowed_special: _AllOr | AbstractSet[str] = frozenset(),
+                              disallowed_special: _AllOr | Collection[str] = "all"
                               ) -> tuple[np.ndarray, np.ndarray]:
         """The ids of every text in one uint32 array, and int64 offsets (len(texts) + 1 of them):
         text i's ids are ``ids[offsets[i]:offsets[i + 1]]``. No Python object per token."""
-        return self._encode_many(texts, OUT_ARRAY, workers, allowed_special, disallowed_special)
+        return self._encode_many(texts, OUTPUT_ARRAY, workers, allowed_special, disallowed_special)
 
     def count_tokens_batch(self, texts: Sequence[str], *, workers: int | None = None,
-                           allowed_special: Literal["all"] | AbstractSet[str] = frozenset(),
-                           disallowed_special: Literal["all"] | Collection[str] = "all") -> np.ndarray:
+                           allowed_special: _AllOr | AbstractSet[str] = frozenset(),
+                           disallowed_special: _AllOr | Collection[str] = "all") -> np.ndarray:
         """The number of tokens of each text, as an int64 array, without making the ids."""
-        return self._encode_many(texts, OUT_COUNT, workers, allowed_special, disallowed_special)
+        return self._encode_many(texts, OUTPUT_COUNT, workers, allowed_special, disallowed_special)
 
     # -- decoding -------------------------------------------------------------------------
     def decode_bytes(self, ids: Iterable[int]) -> bytes:
         """The bytes the ids stand for (of the normalized text, when the tokenizer normalizes)."""
         try:
-            return self._native.decode_bytes(ids)
+            return encoder_for(self).decode_bytes(ids)
         except TypeError as exc:
             detail = str(exc) if str(exc).startswith("token ids must") else "ids is not a sequence"
             raise EncodingError(f"decode takes a sequence of integer token ids: {detail}") from None
@@ -652,7 +283,7 @@ class Tokenizer:
     def decode(self, ids: Iterable[int], errors: str = "replace") -> str:
         """The text the ids stand for (invalid UTF-8 handled by ``errors``). A tokenizer that
         normalizes (``normalize``) gives the normalized text: what was encoded, not what was given."""
-        _check_error_handler(errors)
+        check_error_handler(errors)
         return self.decode_bytes(ids).decode("utf-8", errors=errors)
 
     def decode_batch(self, batch: Iterable[Iterable[int]], *, errors: str = "replace") -> list[str]:
@@ -665,6 +296,7 @@ class Tokenizer:
     # -- tiktoken's Encoding surface (tiktoken_surface.py) and a coloured view (visualize.py) ----
     _name: str | None = None        # a named encoding's name (registry.load_encoding), or one given
     _token_table: tiktoken_surface.TokenTable | None = None      # every id's bytes, made on first use
+    _ids_by_bytes: dict[bytes, int] | None = None     # token_to_id's map, made on first use
 
     @property
     def name(self) -> str:
@@ -882,18 +514,7 @@ class Tokenizer:
         """The tokenizer a shorter training would have given: the first merges only (merges are a
         prefix of each other), as many as make ``vocab_size`` tokens with the special tokens,
         which keep their order and follow the learned ids, as a fresh training numbers them."""
-        vocab_size = arguments.integer(vocab_size, "vocab_size")
-        if len(self.supermerges):
-            return self._truncated_supermerged(vocab_size)
-        specials = sorted(self.special_tokens, key=self.special_tokens.__getitem__)
-        n = vocab_size - 256 - len(specials)
-        if n < 0 or n > len(self.merges):
-            raise VocabularyError(f"vocab_size={vocab_size!r} is out of range: this tokenizer can be cut to "
-                                  f"{256 + len(specials)}..{256 + len(self.merges) + len(specials)} tokens")
-        merge_ids = self.merge_ids[:n]
-        top = int(max(self.byte_ids.max(), merge_ids.max() if n else 0))
-        return Tokenizer(self.merges[:n], self.pattern, {s: top + 1 + k for k, s in enumerate(specials)},
-                         merge_ids=merge_ids, byte_ids=self.byte_ids, normalize=self.normalize)
+        return vocabulary.truncated(self, arguments.integer(vocab_size, "vocab_size"), Tokenizer)
 
     @property
     def variant(self):
@@ -910,24 +531,6 @@ class Tokenizer:
         special tokens keep their ids)."""
         return Tokenizer(self.merges, self.pattern, self.special_tokens, merge_ids=self.merge_ids,
                          byte_ids=self.byte_ids, normalize=self.normalize)
-
-    def _truncated_supermerged(self, vocab_size: int) -> Tokenizer:
-        """``truncated`` of a tokenizer with supermerges: its first supermerges, as many as the size
-        allows after phase 1 whole; at phase 1's size or below, phase 1 truncated."""
-        phase_one = self.without_supermerges()
-        keep = vocab_size - phase_one.vocab_size
-        if keep <= 0:
-            return phase_one.truncated(vocab_size)
-        if keep > len(self.supermerges):
-            raise VocabularyError(f"vocab_size={vocab_size!r} is out of range: this tokenizer can be cut to "
-                                  f"{256 + len(self.special_tokens)}..{self.vocab_size} tokens")
-        tok = Tokenizer(self.merges, self.pattern, self.special_tokens, merge_ids=self.merge_ids,
-                        byte_ids=self.byte_ids, normalize=self.normalize, supermerges=self.supermerges[:keep],
-                        supermerge_ids=self.supermerge_ids[:keep], boundless_eligible=self.boundless_eligible)
-        if tok.vocab_size != vocab_size:
-            raise VocabularyError(f"vocab_size={vocab_size!r}: this tokenizer's supermerge ids do not follow its "
-                                  f"phase-1 ids, so it cannot be cut to that size")
-        return tok
 
     def __eq__(self, other) -> bool:
         """Equal vocabularies, patterns, normalizations and special tokens (and supermerges):

@@ -27,6 +27,7 @@ import numpy as np
 
 from .. import arguments
 from ..errors import ArgumentTypeError, UnknownTokenError
+from .encoder import utf8
 
 
 class TokenTable:
@@ -153,5 +154,5 @@ def encode_with_offsets(tok, table: TokenTable, text: str, allowed_special, disa
     """``encode``'s ids, and each token's character offset in ``text`` (in its normal form, for a
     tokenizer that normalizes: the text ``decode`` gives back)."""
     ids = tok.encode_to_numpy(text, allowed_special=allowed_special, disallowed_special=disallowed_special)
-    data = tok._utf8(tok._as_text(text, "text"))
+    data = utf8(tok._as_text(text, "text"))
     return ids.tolist(), char_offsets(data, table.lengths[ids]).tolist()
