@@ -84,8 +84,9 @@ def load_encoding(name: str, path: str | os.PathLike | None = None) -> Tokenizer
     """A named encoding from its file(s)."""
     enc = ENCODINGS[name]
     files = encoding_files(name, path)
-    tok = Tokenizer.from_gpt2(*files) if name == "gpt2" else Tokenizer.from_tiktoken(files[0], enc.pattern,
-                                                                                     enc.special_tokens)
+    vocab = (formats.gpt2.read_gpt2(*files) if name == "gpt2"
+             else formats.tiktoken.read_tiktoken(files[0], enc.pattern, enc.special_tokens))
+    tok = Tokenizer.from_vocabulary(vocab)
     tok.name = name         # tiktoken's Encoding.name, and what repr(tok) shows
     return tok
 
