@@ -277,7 +277,7 @@ def test_no_other_format_can_hold_it(tmp_path, fmt):
         with pytest.raises(VocabularyError, match="Picky BPE"):
             refused()
     with pytest.raises(VocabularyError, match="cannot hold a Picky BPE tokenizer"):
-        tok.save_tiktoken(tmp_path / "x.tiktoken")
+        formats.tiktoken.write_tiktoken(tok, tmp_path / "x.tiktoken")      # the writer itself, not only save
 
 
 def test_a_bad_events_file_is_refused(tmp_path):
