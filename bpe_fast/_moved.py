@@ -6,9 +6,14 @@ when it is imported; nothing inside bpe_fast imports an old path.
 An old path is a module of its own whose attributes are the new module's (PEP 562's
 ``__getattr__``), so ``from bpe_fast.trainer import train`` and ``bpe_fast.trainer.train`` work;
 patching an attribute there does not reach the new module (patch the new path).
+
+A few names moved out of a module that stayed (``MOVED_NAMES``: ``from bpe_fast.tokenizer import
+PickyTokenizer``): ``install`` gives that module a ``__getattr__`` that finds them where they
+are now, with a DeprecationWarning, so that the module itself need not import them.
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import importlib.abc
 import importlib.machinery
@@ -61,6 +66,12 @@ NAMES_MOVED = {
 }
 
 
+# old module.name -> the module that holds the name now (the module stayed where it was)
+MOVED_NAMES = {
+    "bpe_fast.tokenizer.PickyTokenizer": "bpe_fast.training.variants.picky",
+}
+
+
 class _OldPath(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds the old paths of ``MOVED`` (and only those) and makes each a forwarding module."""
 
@@ -90,6 +101,20 @@ class _OldPath(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 def install() -> None:
     if not any(isinstance(finder, _OldPath) for finder in sys.meta_path):
         sys.meta_path.append(_OldPath())
+    for module_name in {old.rpartition(".")[0] for old in MOVED_NAMES}:
+        module = importlib.import_module(module_name)
+        if "__getattr__" not in vars(module):
+            module.__getattr__ = functools.partial(_moved_name, module_name)     # type: ignore[method-assign]
+
+
+def _moved_name(module_name: str, name: str):
+    """``module_name.name`` for a name of ``MOVED_NAMES``, from where it is now (with a warning)."""
+    new = MOVED_NAMES.get(f"{module_name}.{name}")
+    if new is None:
+        raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+    warnings.warn(f"{module_name}.{name} moved to {new}: import it from there, or from bpe_fast (the old "
+                  f"place goes in a later release)", DeprecationWarning, stacklevel=2)
+    return getattr(importlib.import_module(new), name)
 
 
 def old_attribute(name: str):

@@ -84,8 +84,9 @@ def load_encoding(name: str, path: str | os.PathLike | None = None) -> Tokenizer
     """A named encoding from its file(s)."""
     enc = ENCODINGS[name]
     files = encoding_files(name, path)
-    tok = Tokenizer.from_gpt2(*files) if name == "gpt2" else Tokenizer.from_tiktoken(files[0], enc.pattern,
-                                                                                     enc.special_tokens)
+    vocab = (formats.gpt2.read_gpt2(*files) if name == "gpt2"
+             else formats.tiktoken.read_tiktoken(files[0], enc.pattern, enc.special_tokens))
+    tok = Tokenizer.from_vocabulary(vocab)
     tok.name = name         # tiktoken's Encoding.name, and what repr(tok) shows
     return tok
 
@@ -99,7 +100,15 @@ def load(name_or_path: str | os.PathLike, path: str | os.PathLike | None = None)
     GPT-2's encoder.json or vocab.bpe (the other file beside it), a folder holding
     tokenizer.json or encoder.json and vocab.bpe, or a Hugging Face hub repository id
     ("openai-community/gpt2"), its tokenizer.json read offline from the local hub cache (hub.py)
-    when no local file or folder has that name."""
+    when no local file or folder has that name.
+
+    >>> import os, tempfile, bpe_fast
+    >>> tok = bpe_fast.Tokenizer([(104, 105), (32, 256)], "gpt2", ["<|endoftext|>"])
+    >>> with tempfile.TemporaryDirectory() as folder:
+    ...     _ = tok.save(os.path.join(folder, "tokenizer.json"))        # Hugging Face's format
+    ...     bpe_fast.load(os.path.join(folder, "tokenizer.json")) == tok == bpe_fast.load(folder)
+    True
+    """
     spec = os.fspath(arguments.path(name_or_path, "name_or_path"))
     if path is not None:
         arguments.path(path, "path")

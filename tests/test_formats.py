@@ -6,6 +6,7 @@ import base64
 import functools
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -40,14 +41,15 @@ def test_tiktoken_export(tmp_path, pattern):
     tiktoken = need("tiktoken")
     tiktoken_load = need("tiktoken.load")
     tok = trained(pattern)
-    tok.save_tiktoken(tmp_path / "tok.tiktoken")
+    tok.save(tmp_path / "tok.tiktoken", format="tiktoken")
     ranks = tiktoken_load.load_tiktoken_bpe(str(tmp_path / "tok.tiktoken"))
     enc = tiktoken.Encoding("t", pat_str=tok.pattern, mergeable_ranks=ranks, special_tokens=tok.special_tokens)
     direct = tok.to_tiktoken()
     for text in sample_texts():
         ids = tok.encode(text)
         assert enc.encode(text) == ids and direct.encode(text) == ids
-    again = Tokenizer.from_tiktoken(tmp_path / "tok.tiktoken", pattern=tok.pattern, special_tokens=tok.special_tokens)
+    again = Tokenizer.load(tmp_path / "tok.tiktoken", format="tiktoken", pattern=tok.pattern,
+                           special_tokens=tok.special_tokens)
     assert again == tok
 
 
@@ -56,7 +58,7 @@ def test_tiktoken_export(tmp_path, pattern):
 def test_huggingface_export(tmp_path, pattern):
     hf = need("tokenizers")
     tok = trained(pattern) if pattern else bpe_fast.train_from_iterator(sample_texts(), 400, pattern=None)
-    tok.save_huggingface(tmp_path / "tokenizer.json")
+    tok.save(tmp_path / "tokenizer.json", format="huggingface")
     theirs = hf.Tokenizer.from_file(str(tmp_path / "tokenizer.json"))
     texts = sample_texts() if pattern else [t[:3000] for t in sample_texts()]
     for text in texts:
@@ -64,7 +66,7 @@ def test_huggingface_export(tmp_path, pattern):
     if pattern is not None:   # the special tokens are HF added tokens with the same ids
         ids = tok.encode("hello <|endoftext|> world", allowed_special="all")
         assert theirs.encode("hello <|endoftext|> world").ids == ids
-    assert Tokenizer.from_huggingface(tmp_path / "tokenizer.json") == tok
+    assert Tokenizer.load(tmp_path / "tokenizer.json", format="huggingface") == tok
 
 
 @needs_vocabs
@@ -80,7 +82,7 @@ def test_huggingface_export_of_cl100k_encodes_every_corpus_alike(tmp_path_factor
 def _cl100k_pair(tmp: str):
     hf = need("tokenizers")
     tok = bpe_fast.load("cl100k_base", path=vocab_dir())
-    tok.save_huggingface(f"{tmp}/cl100k.json")
+    tok.save(f"{tmp}/cl100k.json", format="huggingface")
     return tok, hf.Tokenizer.from_file(f"{tmp}/cl100k.json")
 
 
@@ -88,8 +90,8 @@ def _cl100k_pair(tmp: str):
 @pytest.mark.parametrize("pattern", ["cl100k", None])
 def test_minbpe_round_trip(tmp_path, pattern):
     tok = trained(pattern) if pattern else bpe_fast.train_from_iterator(["hello world " * 30], 270, pattern=None)
-    tok.save_minbpe(tmp_path / "tok")
-    assert Tokenizer.from_minbpe(tmp_path / "tok.model") == tok
+    tok.save(tmp_path / "tok", format="minbpe")
+    assert Tokenizer.load(tmp_path / "tok.model", format="minbpe") == tok
     model = (tmp_path / "tok.model").read_text().split("\n")
     assert model[0] == "minbpe v1" and model[1] == (tok.pattern or "")
     vocab = (tmp_path / "tok.vocab").read_text()
@@ -98,9 +100,9 @@ def test_minbpe_round_trip(tmp_path, pattern):
 
 @needs_vocabs
 def test_gpt2_round_trip(tmp_path):
-    gpt2 = Tokenizer.from_gpt2(vocab_path("gpt2_encoder.json"), vocab_path("gpt2_vocab.bpe"))
-    gpt2.save_gpt2(tmp_path / "encoder.json", tmp_path / "vocab.bpe")
-    assert Tokenizer.from_gpt2(tmp_path / "encoder.json", tmp_path / "vocab.bpe") == gpt2
+    gpt2 = Tokenizer.load(vocab_path("gpt2_vocab.bpe"), format="gpt2", encoder_json=vocab_path("gpt2_encoder.json"))
+    gpt2.save(tmp_path / "vocab.bpe")
+    assert Tokenizer.load(tmp_path / "vocab.bpe", format="gpt2", encoder_json=tmp_path / "encoder.json") == gpt2
     assert (tmp_path / "vocab.bpe").read_text(encoding="utf-8").split("\n")[:3] == \
         vocab_path("gpt2_vocab.bpe").read_text(encoding="utf-8").split("\n")[:3]
 
@@ -129,13 +131,15 @@ def small_trained(pattern: str | None) -> Tokenizer:
 
 FORMATS = {
     "bpe_fast": (lambda tok, p: tok.save(p / "t.json"), lambda tok, p: Tokenizer.load(p / "t.json")),
-    "tiktoken": (lambda tok, p: tok.save_tiktoken(p / "t.tiktoken"),
-                 lambda tok, p: Tokenizer.from_tiktoken(p / "t.tiktoken", tok.pattern, tok.special_tokens)),
-    "huggingface": (lambda tok, p: tok.save_huggingface(p / "tokenizer.json"),
-                    lambda tok, p: Tokenizer.from_huggingface(p / "tokenizer.json")),
-    "minbpe": (lambda tok, p: tok.save_minbpe(p / "t"), lambda tok, p: Tokenizer.from_minbpe(p / "t.model")),
-    "gpt2": (lambda tok, p: tok.save_gpt2(p / "encoder.json", p / "vocab.bpe"),
-             lambda tok, p: Tokenizer.from_gpt2(p / "encoder.json", p / "vocab.bpe")),
+    "tiktoken": (lambda tok, p: tok.save(p / "t.tiktoken", format="tiktoken"),
+                 lambda tok, p: Tokenizer.load(p / "t.tiktoken", format="tiktoken", pattern=tok.pattern,
+                                               special_tokens=tok.special_tokens)),
+    "huggingface": (lambda tok, p: tok.save(p / "tokenizer.json", format="huggingface"),
+                    lambda tok, p: Tokenizer.load(p / "tokenizer.json", format="huggingface")),
+    "minbpe": (lambda tok, p: tok.save(p / "t", format="minbpe"),
+               lambda tok, p: Tokenizer.load(p / "t.model", format="minbpe")),
+    "gpt2": (lambda tok, p: tok.save(p / "vocab.bpe"),
+             lambda tok, p: Tokenizer.load(p / "vocab.bpe", format="gpt2", encoder_json=p / "encoder.json")),
 }
 
 
@@ -157,8 +161,8 @@ def test_every_format_round_trips(tmp_path, fmt, pattern):
 def test_bpe_fast_json_load_opens_every_format(tmp_path):
     tok = small_trained("cl100k")
     tok.save(tmp_path / "t.json")
-    tok.save_huggingface(tmp_path / "tokenizer.json")
-    tok.save_minbpe(tmp_path / "t")
+    tok.save(tmp_path / "tokenizer.json", format="huggingface")
+    tok.save(tmp_path / "t", format="minbpe")
     for name in ("t.json", "tokenizer.json", "t.model"):
         assert bpe_fast.load(tmp_path / name) == tok
 
@@ -194,7 +198,7 @@ def test_corrupt_tiktoken_files(tmp_path, content, message):
     path = tmp_path / "bad.tiktoken"
     path.write_text(content)
     with pytest.raises(TokenizerFileError, match=message) as err:
-        Tokenizer.from_tiktoken(path, pattern="gpt2")
+        Tokenizer.load(path, format="tiktoken", pattern="gpt2")
     assert str(path) in str(err.value)
 
 
@@ -204,22 +208,22 @@ def test_truncated_gpt2_files(tmp_path):
     (tmp_path / "encoder.json").write_text(json.dumps(encoder))
     (tmp_path / "vocab.bpe").write_text("#version: 0.2\na b\n")          # the merge for "abc" is missing
     with pytest.raises(TokenizerFileError, match=r"vocab.bpe: no merge makes 'abc' \(id 257"):
-        Tokenizer.from_gpt2(tmp_path / "encoder.json", tmp_path / "vocab.bpe")
+        Tokenizer.load(tmp_path / "vocab.bpe", format="gpt2", encoder_json=tmp_path / "encoder.json")
     (tmp_path / "vocab.bpe").write_text("#version: 0.2\na b\nab\n")
     with pytest.raises(TokenizerFileError, match=r"vocab.bpe, line 3: expected two tokens"):
-        Tokenizer.from_gpt2(tmp_path / "encoder.json", tmp_path / "vocab.bpe")
+        Tokenizer.load(tmp_path / "vocab.bpe", format="gpt2", encoder_json=tmp_path / "encoder.json")
     (tmp_path / "encoder.json").write_text(json.dumps(encoder)[:-10])
     with pytest.raises(TokenizerFileError, match=r"encoder.json, line 1: not valid JSON"):
-        Tokenizer.from_gpt2(tmp_path / "encoder.json", tmp_path / "vocab.bpe")
+        Tokenizer.load(tmp_path / "vocab.bpe", format="gpt2", encoder_json=tmp_path / "encoder.json")
 
 
 def test_truncated_minbpe_file(tmp_path):
     (tmp_path / "t.model").write_text("minbpe v1\n\n2\n<a> 300\n")
     with pytest.raises(TokenizerFileError, match=r"t.model, line 5: expected 'token id' for special token 2 of 2"):
-        Tokenizer.from_minbpe(tmp_path / "t.model")
+        Tokenizer.load(tmp_path / "t.model", format="minbpe")
     (tmp_path / "t.model").write_text("minbpe v1\n\n0\n97 98\n256 999\n")
     with pytest.raises(TokenizerFileError, match=r"t.model: merge 1 is \(256, 999\)"):
-        Tokenizer.from_minbpe(tmp_path / "t.model")
+        Tokenizer.load(tmp_path / "t.model", format="minbpe")
 
 
 def test_duplicate_ids_and_colliding_specials():
@@ -246,14 +250,14 @@ def test_huggingface_special_tokens_listed_in_the_vocab(tmp_path):
     data["model"]["vocab"][special] = 300
     data["added_tokens"].append({"id": 300, "content": special, "special": True})
     (tmp_path / "t.json").write_text(json.dumps(data), encoding="utf-8")
-    loaded = Tokenizer.from_huggingface(tmp_path / "t.json")
+    loaded = Tokenizer.load(tmp_path / "t.json", format="huggingface")
     assert loaded.special_tokens == {special: 300} and loaded.merges.tolist() == [[97, 98]]
 
 
 def test_bad_patterns_and_binary_files_name_the_file(tmp_path):
     (tmp_path / "m.model").write_text("minbpe v1\n(unclosed\n0\n")
     with pytest.raises(TokenizerFileError, match=r"m.model: pattern '\(unclosed' does not compile"):
-        Tokenizer.from_minbpe(tmp_path / "m.model")
+        Tokenizer.load(tmp_path / "m.model", format="minbpe")
     (tmp_path / "bin.json").write_bytes(b"\xff\xfe{\x00")
     with pytest.raises(TokenizerFileError, match=r"bin.json: not UTF-8 text \(byte offset 0\)"):
         bpe_fast.load(tmp_path / "bin.json")
@@ -271,11 +275,11 @@ def test_huggingface_files_that_are_not_bpe_or_miss_merges(tmp_path):
     for model in ("x", None, {"type": "WordPiece"}):
         (tmp_path / "t.json").write_text(json.dumps({**data, "model": model}))
         with pytest.raises(TokenizerFileError, match=r"t.json: not a BPE tokenizer.json"):
-            Tokenizer.from_huggingface(tmp_path / "t.json")
+            Tokenizer.load(tmp_path / "t.json", format="huggingface")
     data["model"]["merges"] = data["model"]["merges"][:-50]          # truncated: 50 tokens have no merge
     (tmp_path / "t.json").write_text(json.dumps(data))
     with pytest.raises(TokenizerFileError, match=r"t.json: model.merges: no merge makes .* 50 tokens lack their merge"):
-        Tokenizer.from_huggingface(tmp_path / "t.json")
+        Tokenizer.load(tmp_path / "t.json", format="huggingface")
 
 
 def test_writers_refuse_special_tokens_their_format_cannot_hold(tmp_path):
@@ -283,12 +287,12 @@ def test_writers_refuse_special_tokens_their_format_cannot_hold(tmp_path):
                                        workers=1)
     with pytest.raises(VocabularyError,
                        match=r"encoder.json can only hold special tokens spelled <\|...\|>.*'\[EOS\]'"):
-        tok.save_gpt2(tmp_path / "encoder.json", tmp_path / "vocab.bpe")
+        tok.save(tmp_path / "vocab.bpe")
     with pytest.raises(VocabularyError, match=r"minbpe's .model .* 'a\\nb' does"):
-        tok.save_minbpe(tmp_path / "t")
+        tok.save(tmp_path / "t", format="minbpe")
     assert list(tmp_path.iterdir()) == []          # refused before anything was written
     tok.save(tmp_path / "t.json")                  # bpe_fast's JSON and tokenizer.json hold any special
-    tok.save_huggingface(tmp_path / "tokenizer.json")
+    tok.save(tmp_path / "tokenizer.json", format="huggingface")
     assert bpe_fast.load(tmp_path / "t.json") == tok == bpe_fast.load(tmp_path / "tokenizer.json")
 
 
@@ -330,11 +334,11 @@ def test_format_is_told_by_content_not_by_name(tmp_path):
 
 
 @pytest.mark.parametrize("fmt,loader", [
-    ("huggingface", r"Tokenizer\.from_huggingface\(path\)"),
-    ("tiktoken", r"Tokenizer\.from_tiktoken\(path, pattern=...\)"),
-    ("minbpe", r"Tokenizer\.from_minbpe\(path\)"),
-    ("gpt2 encoder.json", r"Tokenizer\.from_gpt2\(encoder_json, vocab_bpe\)"),
-    ("gpt2 vocab.bpe", r"Tokenizer\.from_gpt2\(encoder_json, vocab_bpe\)"),
+    ("huggingface", r'Tokenizer\.load\(path, format="huggingface"\)'),
+    ("tiktoken", r'Tokenizer\.load\(path, format="tiktoken", pattern=...\)'),
+    ("minbpe", r'Tokenizer\.load\(path, format="minbpe"\)'),
+    ("gpt2 encoder.json", r'Tokenizer\.load\(vocab_bpe, format="gpt2", encoder_json=encoder_json\)'),
+    ("gpt2 vocab.bpe", r'Tokenizer\.load\(vocab_bpe, format="gpt2", encoder_json=encoder_json\)'),
 ])
 def test_tokenizer_load_of_another_format_names_the_loader_that_fits(tmp_path, fmt, loader):
     path = every_format(small_trained("gpt2"), tmp_path)[fmt]
@@ -346,9 +350,11 @@ def test_tokenizer_load_of_another_format_names_the_loader_that_fits(tmp_path, f
 
 @needs_vocabs
 def test_tokenizer_load_of_real_tiktoken_and_gpt2_files_names_the_loader(tmp_path):
-    for name, loader in (("cl100k_base.tiktoken", "from_tiktoken"), ("gpt2_encoder.json", "from_gpt2"),
-                         ("gpt2_vocab.bpe", "from_gpt2")):
-        with pytest.raises(TokenizerFileError, match=rf"bpe_fast\.load\(path\) \(any format\) or Tokenizer\.{loader}"):
+    gpt2 = '(vocab_bpe, format="gpt2"'
+    for name, loader in (("cl100k_base.tiktoken", '(path, format="tiktoken"'), ("gpt2_encoder.json", gpt2),
+                         ("gpt2_vocab.bpe", gpt2)):
+        with pytest.raises(TokenizerFileError, match=rf"bpe_fast\.load\(path\) \(any format\) or Tokenizer\.load"
+                                                     rf"{re.escape(loader)}"):
             Tokenizer.load(vocab_path(name))
 
 
@@ -371,13 +377,13 @@ def test_a_sidecar_or_a_lone_gpt2_file_says_what_to_load(tmp_path):
 def test_tiktoken_sidecar_round_trips_pattern_and_specials(tmp_path, pattern):
     tok = bpe_fast.train_from_iterator([small_text()], 400, pattern=pattern, workers=1,
                                        special_tokens=["<|endoftext|>", "<|pad|>"])
-    written = tok.save_tiktoken(tmp_path / "t.tiktoken")
+    written = tok.save(tmp_path / "t.tiktoken", format="tiktoken")
     assert written == [str(tmp_path / "t.tiktoken"), str(tmp_path / "t.tiktoken.json")]
     side = json.loads((tmp_path / "t.tiktoken.json").read_text())
     assert side == {"format": "bpe_fast.tiktoken-sidecar", "version": 1, "tiktoken_file": "t.tiktoken",
                     "pattern": tok.pattern, "pattern_name": tok.pattern_name,
                     "special_tokens": tok.special_tokens, "n_vocab": tok.vocab_size}
-    assert Tokenizer.from_tiktoken(tmp_path / "t.tiktoken") == tok == bpe_fast.load(tmp_path / "t.tiktoken")
+    assert Tokenizer.load(tmp_path / "t.tiktoken", format="tiktoken") == tok == bpe_fast.load(tmp_path / "t.tiktoken")
 
 
 def test_tiktoken_sidecar_read_by_tiktoken_itself(tmp_path):
@@ -396,26 +402,27 @@ def test_tiktoken_without_sidecar_requires_the_pattern(tmp_path):
     tok = small_trained("o200k")
     tok.save(tmp_path / "t.tiktoken")
     (tmp_path / "t.tiktoken.json").unlink()
-    for load in (Tokenizer.from_tiktoken, bpe_fast.load):
+    for load in (functools.partial(Tokenizer.load, format="tiktoken"), bpe_fast.load):
         with pytest.raises(bpe_fast.PatternRequiredError,
                            match=r"t.tiktoken: a .tiktoken file holds no pattern, and there is no sidecar "
                                  r"t.tiktoken.json .*pass the pattern it was trained with, e.g. "
-                                 r"Tokenizer.from_tiktoken\(.*, pattern='cl100k'\)"):
+                                 r"Tokenizer.load\(.*, format='tiktoken', pattern='cl100k'\)"):
             load(tmp_path / "t.tiktoken")
-    again = Tokenizer.from_tiktoken(tmp_path / "t.tiktoken", pattern="o200k", special_tokens=tok.special_tokens)
+    again = Tokenizer.load(tmp_path / "t.tiktoken", format="tiktoken", pattern="o200k",
+                           special_tokens=tok.special_tokens)
     assert again == tok
-    assert Tokenizer.from_tiktoken(tmp_path / "t.tiktoken", pattern=None).pattern is None   # "no split", said
+    assert Tokenizer.load(tmp_path / "t.tiktoken", format="tiktoken", pattern=None).pattern is None   # "no split", said
 
 
 def test_explicit_arguments_win_over_the_sidecar_and_a_bad_sidecar_is_named(tmp_path):
     tok = small_trained("cl100k")
     tok.save(tmp_path / "t.tiktoken")
-    again = Tokenizer.from_tiktoken(tmp_path / "t.tiktoken", pattern="gpt2")
+    again = Tokenizer.load(tmp_path / "t.tiktoken", format="tiktoken", pattern="gpt2")
     assert again.pattern == bpe_fast.GPT2 and again.special_tokens == tok.special_tokens  # specials: the sidecar's
     (tmp_path / "t.tiktoken.json").write_text('{"format": "bpe_fast.tiktoken-sidecar", "version": 1, '
                                               '"pattern": 5, "special_tokens": {}}')
     with pytest.raises(TokenizerFileError, match=r"t.tiktoken.json: pattern must be a string, not 5"):
-        Tokenizer.from_tiktoken(tmp_path / "t.tiktoken")
+        Tokenizer.load(tmp_path / "t.tiktoken", format="tiktoken")
     (tmp_path / "t.tiktoken.json").write_text('{"pattern": "x"}')
     with pytest.raises(TokenizerFileError, match=r"t.tiktoken.json: not a .tiktoken sidecar"):
         bpe_fast.load(tmp_path / "t.tiktoken")
@@ -427,11 +434,11 @@ def test_a_named_encodings_published_file_keeps_its_pattern_without_a_sidecar(tm
     shutil.copy(vocab_path("r50k_base.tiktoken"), tmp_path / "r50k_base.tiktoken")
     named = bpe_fast.load("r50k_base")
     copied = tmp_path / "r50k_base.tiktoken"
-    assert Tokenizer.from_tiktoken(copied) == named == bpe_fast.load(copied)
+    assert Tokenizer.load(copied, format="tiktoken") == named == bpe_fast.load(copied)
     with open(tmp_path / "r50k_base.tiktoken", "ab") as fh:      # no longer the published file
         fh.write(b"\n")
     with pytest.raises(bpe_fast.PatternRequiredError, match="nor is it a named encoding's published file"):
-        Tokenizer.from_tiktoken(tmp_path / "r50k_base.tiktoken")
+        Tokenizer.load(tmp_path / "r50k_base.tiktoken", format="tiktoken")
 
 
 # -- save(path, format): the name says the format where it can ---------------------------------

@@ -20,6 +20,7 @@ from bpe_fast.training.variants._picky import PickyEncoder, train_picky
 from bpe_fast.budget import resident_bytes
 from bpe_fast.bytelevel import huggingface_byte_order
 from bpe_fast.cli import main
+from bpe_fast.encoding.encoder import ChunkEncoder, encoder_for
 from bpe_fast.training.variants.picky import REMOVED, events_for, token_ids
 from bpe_fast.training.variants.picky import PICKY_LONGEST
 from bpe_fast.training.reference import train_reference
@@ -161,6 +162,13 @@ def test_the_kernel_makes_the_references_events_on_a_corpus_slice(corpora):
         assert kernel_events(words, 120, tau) == train_picky_reference(words, 120, tau)
 
 
+def replayed(tok, chunk: str) -> list[int]:
+    """One chunk's ids, as a Picky BPE tokenizer's encoder replays it alone."""
+    encoder = encoder_for(tok)
+    assert isinstance(encoder, ChunkEncoder)
+    return encoder.encode_chunk(chunk)
+
+
 # -- the tokenizer -------------------------------------------------------------------------------
 
 @needs_data
@@ -175,7 +183,7 @@ def test_encoding_replays_the_training_and_round_trips_on_every_corpus(path):
     events = train_picky(table.symbols, table.offsets, table.counts, 1500, 0.7, segmentation=segmentation)
     tok = PickyTokenizer(events, table.pattern)
     for i, tokens in enumerate(segmentation):
-        assert tok._encode_chunk(table.word(i).decode("utf-8")) == tok.event_ids[tokens].tolist()
+        assert replayed(tok, table.word(i).decode("utf-8")) == tok.event_ids[tokens].tolist()
     for part in (train_text, held_out):
         ids = tok.encode(part)
         assert tok.decode(ids) == part
@@ -213,7 +221,7 @@ def test_every_pattern_splits_text_into_the_chunks_training_counted(pattern):
     tokenizers."""
     tok = bpe_fast.train_from_iterator(SMALL, 500, pattern=pattern, picky=0.8, progress="none")
     text = small_text()
-    assert tok.encode(text) == [i for chunk in tok.splitter.chunks(text) for i in tok._encode_chunk(chunk)]
+    assert tok.encode(text) == [i for chunk in tok.splitter.chunks(text) for i in replayed(tok, chunk)]
     odd = text[:200] + " \ud800 tail"
     assert tok.decode(tok.encode(odd)) == odd.replace("\ud800", "\ufffd")
 
@@ -269,7 +277,7 @@ def test_no_other_format_can_hold_it(tmp_path, fmt):
         with pytest.raises(VocabularyError, match="Picky BPE"):
             refused()
     with pytest.raises(VocabularyError, match="cannot hold a Picky BPE tokenizer"):
-        tok.save_tiktoken(tmp_path / "x.tiktoken")
+        formats.tiktoken.write_tiktoken(tok, tmp_path / "x.tiktoken")      # the writer itself, not only save
 
 
 def test_a_bad_events_file_is_refused(tmp_path):

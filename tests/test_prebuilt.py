@@ -131,10 +131,10 @@ def test_a_changed_file_is_read_afresh(cache, tmp_path):
     whole = vocab_path("cl100k_base.tiktoken").read_bytes()
     copy = tmp_path / "mine.tiktoken"
     copy.write_bytes(whole)
-    assert bpe_fast.Tokenizer.from_tiktoken(copy, pattern="cl100k").vocab_size == 100256
+    assert bpe_fast.Tokenizer.load(copy, format="tiktoken", pattern="cl100k").vocab_size == 100256
     lines = whole.splitlines(keepends=True)
     copy.write_bytes(b"".join(lines[:60000]))              # the same name, other contents
-    assert bpe_fast.Tokenizer.from_tiktoken(copy, pattern="cl100k").vocab_size == 60000
+    assert bpe_fast.Tokenizer.load(copy, format="tiktoken", pattern="cl100k").vocab_size == 60000
     assert len(_entries(cache, "tiktoken")) == 2
 
 

@@ -7,7 +7,7 @@ for 2-byte code points, all of UTF-8's 2-byte range) and the other blocks one ch
 time. The packer's tests take both routes (``route``). These texts are runs of every width, of
 any length, so that every kind of block meets every other at every offset, with surrogates
 (pairs and lone ones) across the blocks' edges. Held to Python's own encoder: ``str.encode``,
-and for surrogates ``Tokenizer._utf8`` (tiktoken's fallback)."""
+and for surrogates ``encoding.encoder.utf8`` (tiktoken's fallback)."""
 from __future__ import annotations
 
 import functools
@@ -21,6 +21,7 @@ import bpe_fast
 import numpy as np
 
 from bpe_fast.counting._pack import _utf8_wide, pack_documents, utf8_into
+from bpe_fast.encoding.encoder import utf8
 from .conftest import examples
 
 WIDTHS = {
@@ -84,7 +85,7 @@ def test_the_converter_writes_nothing_past_the_utf8(route, text):
 @settings(max_examples=examples(400), deadline=None)
 def test_the_encoder_converts_runs_of_every_width_and_surrogates_as_tiktoken_would(text):
     tok = byte_level()
-    assert tok.decode_bytes(tok.encode(text)) == tok._utf8(text)
+    assert tok.decode_bytes(tok.encode(text)) == utf8(text)
 
 
 @given(text=runs(WIDTHS), at=st.integers(0, 200))

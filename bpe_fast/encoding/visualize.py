@@ -17,7 +17,6 @@ import html
 import os
 from typing import NamedTuple
 
-from .tiktoken_surface import char_offsets
 
 # Backgrounds for alternating tokens, as the Tiktokenizer page shows them (HTML, then 256-colour ANSI).
 HTML_COLOURS = ["#cfe2ff", "#fff3bf", "#d3f9d8", "#ffd8e1", "#e5dbff"]
@@ -109,7 +108,7 @@ def token_view(tok, text: str, allowed_special, disallowed_special) -> TokenView
     table = tok._tokens()
     data = tok.decode_bytes(ids)              # what the ids spell: the text as encoded (normalized)
     shown = data.decode("utf-8")
-    offsets = char_offsets(data, table.lengths[ids]).tolist() + [len(shown)]
+    offsets = table.offsets(data, ids).tolist() + [len(shown)]
     spans = [TokenSpan(i, table.spelled[i], shown[offsets[k]:offsets[k + 1]], i in table.special_ids)
              for k, i in enumerate(ids.tolist())]
     return TokenView(spans, tok.name)

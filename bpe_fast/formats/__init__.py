@@ -17,8 +17,10 @@ beside this one are examples), and its ``FORMAT`` joins the table below.
 
 Readers return a plain ``Vocabulary`` record, which ``Tokenizer.from_vocabulary`` checks and
 turns into a tokenizer; writers take a tokenizer. So this package never imports ``Tokenizer``:
-the dependency runs one way, tokenizer -> formats. Every error names the file (and the line,
-where there are lines) and what is wrong with it.
+the dependency runs one way, tokenizer -> formats. The tokenizer's methods that reach the
+formats (``save``, ``load``, conversions, the old per-format readers and writers) are a mixin
+here, ``_methods.FormatMethods``. Every error names the file (and the line, where there are
+lines) and what is wrong with it.
 """
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ class Vocabulary:
 class FileKind(NamedTuple):
     """What a sniffed file is, in the words of an error message, and the call that reads it."""
     what: str           # "a .tiktoken file"
-    loader: str         # "Tokenizer.from_tiktoken(path, pattern=...)"
+    loader: str         # 'Tokenizer.load(path, format="tiktoken", pattern=...)'
 
 
 class Peek:

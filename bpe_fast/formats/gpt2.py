@@ -14,7 +14,7 @@ from ..pretokenize.patterns import GPT2, name_of
 from ._common import (FileKind, Format, Peek, Vocabulary, check_every_token_made, lookup_merge, maps_tokens_to_ids,
                       read_json, read_text, refuse_normalization, refuse_variant)
 
-LOADER = "Tokenizer.from_gpt2(encoder_json, vocab_bpe)"
+LOADER = 'Tokenizer.load(vocab_bpe, format="gpt2", encoder_json=encoder_json)'
 ENCODER = FileKind("GPT-2's encoder.json", LOADER)
 MERGES = FileKind("GPT-2's vocab.bpe (merges)", LOADER)
 
@@ -111,9 +111,12 @@ def sniff(peek: Peek) -> FileKind | None:
     return ENCODER if maps_tokens_to_ids(peek.json) else None
 
 
-def read(peek: Peek) -> Vocabulary:
-    """Either of GPT-2's files, the other found beside it (gpt2_files)."""
+def read(peek: Peek, encoder_json: str | os.PathLike | None = None) -> Vocabulary:
+    """Either of GPT-2's files, the other found beside it (gpt2_files); or vocab.bpe, with
+    ``encoder_json`` naming its encoder.json."""
     file = Path(peek.path)
+    if encoder_json is not None:
+        return read_gpt2(encoder_json, file)
     if sniff(peek) == ENCODER and not file.name.endswith("encoder.json"):
         raise TokenizerFileError(f"{file}: this is {ENCODER.what}: load it with its vocab.bpe: {LOADER}")
     try:

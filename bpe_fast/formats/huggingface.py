@@ -15,7 +15,7 @@ from ..pretokenize.patterns import PATTERNS
 from ._common import (FileKind, Format, Peek, Vocabulary, cached_merges, check_every_token_made, expect,
                       lookup_merge, maps_tokens_to_ids, read_json, refuse_variant)
 
-KIND = FileKind("a Hugging Face tokenizer.json", "Tokenizer.from_huggingface(path)")
+KIND = FileKind("a Hugging Face tokenizer.json", 'Tokenizer.load(path, format="huggingface")')
 
 # How Hugging Face's Split writes each named pattern (its record's ``huggingface``: Oniguruma must
 # be told some otherwise), and back; and the pattern its ByteLevel pre-tokenizer splits with

@@ -12,7 +12,7 @@ from ..errors import TokenizerFileError, VocabularyError
 from ..outputs import atomic_open
 from ._common import FileKind, Format, Peek, Vocabulary, read_text, refuse_normalization, refuse_variant
 
-KIND = FileKind("a minbpe .model file", "Tokenizer.from_minbpe(path)")
+KIND = FileKind("a minbpe .model file", 'Tokenizer.load(path, format="minbpe")')
 
 
 def read_minbpe(path: str | os.PathLike) -> Vocabulary:

@@ -36,8 +36,8 @@ SIDECAR_FORMAT = "bpe_fast.tiktoken-sidecar"
 SIDECAR_VERSION = 1
 NORMALIZED_VERSION = 2      # a sidecar with "normalize": older readers must refuse it, not ignore the field
 
-RANKS = FileKind("a .tiktoken file", "Tokenizer.from_tiktoken(path, pattern=...)")
-SIDECAR = FileKind("the sidecar of a .tiktoken file", "Tokenizer.from_tiktoken(path of the .tiktoken file)")
+RANKS = FileKind("a .tiktoken file", 'Tokenizer.load(path, format="tiktoken", pattern=...)')
+SIDECAR = FileKind("the sidecar of a .tiktoken file", 'Tokenizer.load(path of the .tiktoken file, format="tiktoken")')
 
 _TIKTOKEN_LINE = re.compile(rb"[A-Za-z0-9+/]+={0,2} [0-9]+\r?")
 
@@ -149,9 +149,9 @@ def _pattern_required(path) -> PatternRequiredError:
     why = (f"{path}: a .tiktoken file holds no pattern, and there is no sidecar {side.name} beside it "
            f"(bpe_fast writes one with every .tiktoken file) nor is it a named encoding's published file")
     return PatternRequiredError(
-        f"{why}: pass the pattern it was trained with, e.g. Tokenizer.from_tiktoken({os.fspath(path)!r}, "
-        f"pattern='cl100k') (a name, a regex, or 'none' for no split; special_tokens= too if it has any); "
-        f"a wrong pattern gives other token ids",
+        f"{why}: pass the pattern it was trained with, e.g. Tokenizer.load({os.fspath(path)!r}, "
+        f"format='tiktoken', pattern='cl100k') (a name, a regex, or 'none' for no split; special_tokens= too if it "
+        f"has any); a wrong pattern gives other token ids",
         cli_message=f"{why}: name the pattern it was trained with once, e.g. `bpe-fast convert {os.fspath(path)} "
                     f"{os.fspath(path)}.converted.json --pattern cl100k` (a name, a regex, or none), then use the "
                     f"converted file; a wrong pattern gives other token ids")

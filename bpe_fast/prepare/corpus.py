@@ -65,6 +65,7 @@ from ..pretokenize.splitter import Splitter, lines_of
 from ..progress import Bar, ProgressOption
 from ..progress import check as check_progress
 from ..tokenizer import Tokenizer
+from ..encoding.specials import allowed_and_disallowed
 
 FORMATS = ("text", "json", "bin", "npy")
 BINARY = ("bin", "npy")                # formats of raw ids, written to a file
@@ -203,7 +204,7 @@ def special_options(tokenizer, allowed_special, disallowed_special) -> tuple[dic
     spelling of no token), checked now, and the special tokens whose text they refuse."""
     if isinstance(allowed_special, str) and allowed_special == "none":
         allowed_special = frozenset()
-    _, refused = tokenizer._specials(allowed_special, disallowed_special)      # checks them, as encode() will
+    _, refused = allowed_and_disallowed(tokenizer.special_tokens, allowed_special, disallowed_special)  # as encode()
     return dict(allowed_special=allowed_special, disallowed_special=disallowed_special), refused
 
 

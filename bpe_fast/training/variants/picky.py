@@ -21,19 +21,18 @@ import json
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import replace
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 
 from . import _picky
 from ... import arguments
 from ...encoding._encode import MergeEncoder
+from ...encoding.encoder import ChunkEncoder, chunker
 from ._picky import PickyEncoder
 from ...errors import (ArgumentError, EmptyCorpusError, TokenizerFileError, VocabSizeWarning, VocabularyError,
                        warn)
 from ...formats._common import expect
-from ...pretokenize.patterns import whole_matches
-from ...pretokenize.splitter import WHOLE
 from ...progress import Bar, summary
 from ...tokenizer import Tokenizer
 from ...counting.wordtable import WordTable
@@ -179,65 +178,19 @@ class PickyTokenizer(Tokenizer):
         self.merges = self.events[self.events[:, 1] != REMOVED]
         self.merge_ids = self.event_ids[256:]
         self.byte_ids = np.arange(256, dtype=np.int32)
-        self._replay: PickyEncoder | None = None           # built on first use (see _replayer)
         self._set_up(pattern, special_tokens, normalize)
 
     @property
     def removals(self) -> int:
         return removals(self.events)
 
-    @property
-    def _native(self) -> MergeEncoder:
-        """A native encoder without merges: it decodes (encoding replays the events instead)."""
-        if self._encoder is None:
-            with self._encoder_lock:
-                if self._encoder is None:
-                    self._encoder = MergeEncoder(np.empty((0, 2), np.int32), np.empty(0, np.int32), self.byte_ids,
-                                                 self._vocab,
-                                                 {s.encode("utf-8"): i for s, i in self.special_tokens.items()})
-        return self._encoder
-
-    def _replayer(self) -> PickyEncoder:
-        if self._replay is None:
-            with self._encoder_lock:
-                if self._replay is None:
-                    self._replay = PickyEncoder(self.events, self.event_ids)
-        return self._replay
-
-    # Every encoding path goes through the chunks: the plain tokenizer's route for a custom regex
-    # (special tokens found here, chunk by chunk through the cache), with the chunks made by the
-    # native scanner where the pattern has one.
-    @property
-    def _native_text(self) -> bool:
-        return False
-
-    def _chunks(self, text: str) -> list[str]:
-        if self.splitter.engine == WHOLE:
-            return [text] if text else []
-        scanner = self.splitter.scanner
-        if scanner is not None:
-            try:
-                return scanner.chunks(text)
-            except UnicodeEncodeError:       # lone surrogates become U+FFFD first, as the native encoder does
-                return scanner.chunks(self._utf8(text).decode("utf-8"))
-        return list(whole_matches(self.splitter.regex, text))
-
-    def _encode_chunk(self, chunk: str) -> list[int]:
-        ids = self._cache.get(chunk)
-        if ids is None:
-            ids = self._replayer().encode(self._utf8(chunk))
-            if len(self._cache) < 1_000_000:
-                self._cache[chunk] = ids
-        return ids
-
-    def _regex_encode_ordinary(self, text: str) -> list[int]:
-        out: list[int] = []
-        for chunk in self._chunks(text):
-            out.extend(self._encode_chunk(chunk))
-        return out
-
-    def __getstate__(self) -> dict:
-        return dict(super().__getstate__(), _replay=None)
+    def _make_encoder(self) -> ChunkEncoder:
+        """Its encoder (encoding/encoder.py): the chunks as a plain tokenizer cuts them, each chunk
+        replayed (``PickyEncoder``); a native encoder without merges decodes."""
+        decoder = MergeEncoder(np.empty((0, 2), np.int32), np.empty(0, np.int32), self.byte_ids, self._vocab,
+                               {s.encode("utf-8"): i for s, i in self.special_tokens.items()})
+        return ChunkEncoder(decoder, self.special_tokens, chunker(self.splitter),
+                            PickyEncoder(self.events, self.event_ids).encode)
 
     def truncated(self, vocab_size: int) -> PickyTokenizer:
         """The tokenizer a shorter training would have given: the events up to the end of the first
@@ -259,7 +212,7 @@ class PickyTokenizer(Tokenizer):
     def _extended(self, merges, merge_ids, special_tokens) -> Tokenizer:
         raise self._not_here("continued training (base=) cannot start from it")
 
-    def with_huggingface_ids(self) -> Tokenizer:
+    def with_huggingface_ids(self) -> NoReturn:
         raise self._not_here("Hugging Face's numbering has no place for it")
 
     def to_tiktoken(self, name: str = "bpe_fast"):
