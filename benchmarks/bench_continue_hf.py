@@ -76,11 +76,11 @@ def with_bpe_continue(base: Path, corpus: str, vocab_size: int, folder: Path) ->
     extended = bpe_continue.continue_training(str(base), files=[corpus], vocab_size=vocab_size, show_progress=False)
     path = folder / f"{base.stem}-bpe-continue.json"
     extended.save(str(path))
-    return bpe_fast.Tokenizer.from_huggingface(path)
+    return bpe_fast.load(path)
 
 
 def with_bpe_fast(base: Path, corpus: str, vocab_size: int, tie_break: str) -> bpe_fast.Tokenizer:
-    return bpe_fast.train([corpus], vocab_size, base=bpe_fast.Tokenizer.from_huggingface(base), tie_break=tie_break,
+    return bpe_fast.train([corpus], vocab_size, base=bpe_fast.load(base), tie_break=tie_break,
                           lines=True, progress="none")
 
 
@@ -164,7 +164,7 @@ def main() -> None:
         makers.append((args.base, lambda *_: given_base(args.base, folder)))
     for name, make in makers:
         base_path = make(args.base_corpus, args.base_size, folder)
-        base = bpe_fast.Tokenizer.from_huggingface(base_path)
+        base = bpe_fast.load(base_path)
         n_base = len(base.merges)
         runs, seconds = continue_three_ways(base_path, args.corpus, base.vocab_size + args.merges, folder)
         merges = {run: new_merges(tok, n_base) for run, tok in runs.items()}
