@@ -15,7 +15,7 @@ from bpe_fast import TokenizerFileError
 from bpe_fast.formats import _hub as hub
 from bpe_fast.cli import main
 
-from .conftest import need, small_text
+from ..conftest import need, small_text
 
 REPO = "openai-community/gpt2"
 COMMIT = "607a30d783dfa663caf39e06633721c8d4cfcd7e"

@@ -21,7 +21,7 @@ import bpe_fast
 from bpe_fast import Tokenizer
 from bpe_fast.errors import EncodingError
 
-from .conftest import need, small_text, vocab_dir, vocab_path
+from ..conftest import need, small_text, vocab_dir, vocab_path
 
 tiktoken = need("tiktoken")
 

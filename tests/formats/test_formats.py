@@ -13,7 +13,7 @@ from bpe_fast import Tokenizer, TokenizerFileError, VocabularyError, formats
 from bpe_fast.cli import _parser, main
 from bpe_fast.formats import FileKind, Format, Peek, Vocabulary
 
-from .conftest import SMALL_CORPUS, small_text
+from ..conftest import SMALL_CORPUS, small_text
 
 # -- a toy format, all a format module holds: "toy v1", the pattern, then one merge per line --------
 

@@ -10,7 +10,7 @@ import pytest
 import bpe_fast
 from bpe_fast.cli import main
 
-from .conftest import vocab_dir
+from ..conftest import vocab_dir
 
 
 @pytest.fixture

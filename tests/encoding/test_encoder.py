@@ -17,7 +17,7 @@ from bpe_fast import EncodingError, Tokenizer
 from bpe_fast.encoding import encoder as encoding
 from bpe_fast.encoding.encoder import ChunkEncoder, NativeEncoder, encoder_for
 
-from .conftest import examples, small_text
+from ..conftest import examples, small_text
 
 SPECIALS = ["<|endoftext|>", "<|pad|>"]
 

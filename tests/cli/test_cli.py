@@ -20,7 +20,7 @@ from bpe_fast.cli import _parser, main
 from bpe_fast.cli.train import DEMO_SAMPLE
 from bpe_fast.paths import stdlib_sources
 
-from .conftest import SMALL_CORPUS, need, needs_vocabs, small_text, vocab_dir, vocab_path
+from ..conftest import SMALL_CORPUS, need, needs_vocabs, small_text, vocab_dir, vocab_path
 
 
 def test_demo_corpus_is_the_standard_library():

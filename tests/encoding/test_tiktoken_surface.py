@@ -23,7 +23,7 @@ import pytest
 import bpe_fast
 from bpe_fast import formats
 
-from .conftest import (SMALL_CORPUS, corpus_files, need, needs_data, read_corpus, shared_path, small_text, vocab_dir,
+from ..conftest import (SMALL_CORPUS, corpus_files, need, needs_data, read_corpus, shared_path, small_text, vocab_dir,
                        vocab_path)
 
 NAMES = ["cl100k_base", "o200k_base", "r50k_base", "p50k_base", "gpt2"]
