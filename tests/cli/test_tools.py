@@ -3,6 +3,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import shutil
+import subprocess
 import sys
 
 import pytest
@@ -10,7 +13,8 @@ import pytest
 import bpe_fast
 from bpe_fast.cli import main
 
-from ..conftest import vocab_dir
+from ..conftest import needs_vocabs, vocab_dir, vocab_path
+from .conftest import bpe_fast_cli
 
 
 @pytest.fixture
@@ -112,3 +116,40 @@ def test_decode_ends_the_line_on_a_terminal_and_nowhere_else(tok_path):
         out += data
     os.close(leader)
     assert done.returncode == 0 and out.replace(b"\r\n", b"\n") == b"lazy fox\n"
+
+
+@needs_vocabs
+def test_python_load_works_wherever_the_cli_does(tmp_path):
+    """`bpe_fast.load("gpt2")` and `-t gpt2` find the same files, also in tiktoken's cache only."""
+    from bpe_fast.formats._named import ENCODINGS
+    code = ("import bpe_fast, sys; print(' '.join(map(str, bpe_fast.load('gpt2').encode(sys.stdin.read()))))")
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    env = {"TIKTOKEN_CACHE_DIR": str(cache), "BPE_FAST_VOCABS": str(tmp_path / "none")}
+    names = subprocess.run([sys.executable, "-c", "from bpe_fast.paths import tiktoken_cache_file as f; "
+                            + "; ".join(f"print(f({f.url!r}))" for f in ENCODINGS["gpt2"].files)],
+                           env=dict(os.environ, **env), capture_output=True, text=True).stdout.split()
+    for f, name in zip(ENCODINGS["gpt2"].files, names):
+        shutil.copy(vocab_path(f.name), name)
+    cli = bpe_fast_cli("encode", "-t", "gpt2", env=env, stdin="Hello, world!")
+    python = subprocess.run([sys.executable, "-c", code], input="Hello, world!", capture_output=True, text=True,
+                            env=dict(os.environ, **env))
+    assert cli.stdout.split() == python.stdout.split() == ["15496", "11", "995", "0"], (cli.stderr, python.stderr)
+
+
+def test_show_a_missing_file_is_an_error_and_text_stays_text(tmp_path, capsys, reference):
+    reference.save(tmp_path / "t.json")
+    tok = ["-t", str(tmp_path / "t.json")]
+    for missing in ("notes/chapter1.txt", "NO_SUCH_README.md", "./draft", str(tmp_path / "gone.txt")):
+        assert main(["show", *tok, missing]) == 2
+        err = capsys.readouterr().err
+        assert f"{missing}: no such file (it looks like a file name); to show these characters themselves, " \
+               f"give --text" in err
+    for text in ("some text", "and/or with spaces", "hello", "a.txt and more"):
+        assert main(["show", *tok, "--no-color", text]) == 0
+        assert capsys.readouterr().out.splitlines()[0].replace("|", "") == text
+    assert main(["show", *tok, "--no-color", "--text", "notes/chapter1.txt"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].replace("|", "") == "notes/chapter1.txt"
+    (tmp_path / "real.txt").write_text("from a file")
+    assert main(["show", *tok, "--no-color", str(tmp_path / "real.txt")]) == 0
+    assert capsys.readouterr().out.splitlines()[0].replace("|", "") == "from a file"
