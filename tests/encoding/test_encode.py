@@ -1,6 +1,7 @@
-"""The encoder's chunk table (_encode.pyx, _ChunkCache): chunks of up to 15 bytes as packed keys
-with up to 4 ids inline, seeded with every token; longer chunks and results elsewhere. And the
-long-str path: UTF-8 in blocks cut after a newline, lists built from counted ids.
+"""The native encoder (encoding/_encode.pyx). Its chunk table (_ChunkCache): chunks of up to 15
+bytes as packed keys with up to 4 ids inline, seeded with every token; longer chunks and results
+elsewhere. The long-str path: UTF-8 in blocks cut after a newline, lists built from counted ids
+(past a million, laid out by bpe_fast). Decoding: every id, and ids that are none.
 
 Every result is checked against tiktoken given the same ranks and pattern (nothing of
 bpe_fast's in the oracle), cold (first call: chunks merged and put in the table) and warm (the
@@ -23,11 +24,15 @@ from bpe_fast.errors import EncodingError
 
 from ..conftest import need, small_text, vocab_dir, vocab_path
 
-tiktoken = need("tiktoken")
+
+
+def tiktoken_encoding(*args, **kwargs):
+    """tiktoken's Encoding, the oracle (the tests that need it skip without tiktoken)."""
+    return need("tiktoken").Encoding(*args, **kwargs)
 
 
 def oracle(tok: Tokenizer):
-    return tiktoken.Encoding(f"oracle-{id(tok)}", pat_str=tok.pattern, mergeable_ranks=tok.mergeable_ranks(),
+    return tiktoken_encoding(f"oracle-{id(tok)}", pat_str=tok.pattern, mergeable_ranks=tok.mergeable_ranks(),
                              special_tokens=tok.special_tokens)
 
 
@@ -309,7 +314,7 @@ def test_real_vocabularies_at_the_edges_of_the_table(name):
     """cl100k and o200k: chunks of 15 and 16 bytes, results of 4 and 5 ids, tokens of exactly
     15 and 16 bytes, and a long multilingual str, cold and warm."""
     tok = real(name)
-    ref = tiktoken.Encoding(name, pat_str=tok.pattern, mergeable_ranks=tok.mergeable_ranks(),
+    ref = tiktoken_encoding(name, pat_str=tok.pattern, mergeable_ranks=tok.mergeable_ranks(),
                             special_tokens=tok.special_tokens)
     ranks = tok.mergeable_ranks()
     rng = random.Random(11)
@@ -331,7 +336,7 @@ def test_chunks_merged_and_chunks_backtracked_either_side_of_the_limits(name):
     to 140 bytes, runs of one letter (every pair ties: the leftmost must win) and words of pairs that
     merge late, against tiktoken, alone (encode_chunk) and in texts, cold and warm."""
     tok = real(name)
-    ref = tiktoken.Encoding(name, pat_str=tok.pattern, mergeable_ranks=tok.mergeable_ranks(),
+    ref = tiktoken_encoding(name, pat_str=tok.pattern, mergeable_ranks=tok.mergeable_ranks(),
                             special_tokens=tok.special_tokens)
     words = words_of_bytes(range(2, 141), 6000, seed=48)
     assert {2, 47, 48, 49, 63, 64, 65, 80, 81, 127, 128, 129, 140} <= {len(w.encode()) for w in words}
@@ -384,3 +389,53 @@ def test_bpe_chunks_refuses_what_it_cannot_do():
         tok._native.bpe_chunks(data, np.array([0, 61], np.int64))
     ids, counts = tok._native.bpe_chunks(data, np.array([0, 60], np.int64), "auto")   # backtracked
     assert ids.tolist() == oracle(tok).encode_ordinary("a" * 60)
+
+
+# -- lists of ids past a million: laid out by bpe_fast, a list like any other ------------------------
+
+def test_a_list_of_a_million_ids_and_more_is_a_list_like_any_other():
+    """Past a million ids the list's items are laid out by bpe_fast (on huge pages) and each
+    int's references added once: the list equals the array, grows, shrinks and is freed as any
+    list, and its ints hold exactly one reference per item, given back when it goes."""
+    import gc
+    import sys
+
+    tok = bpe_fast.train_from_iterator(["zqxw vy zqxw"] * 50, 262, progress="none")
+    text = "zqxw vy " * 600_000
+    ids = tok.encode_ordinary(text)
+    assert len(ids) > 1 << 20 and ids == tok.encode_to_numpy(text).tolist()
+    token = ids[1]
+    assert token > 256 and ids.count(token) > 1 << 19   # (an int of its own, not a cached small one)
+    held, before = ids.count(token), sys.getrefcount(token)
+    ids.append(token)
+    ids.extend(ids[:1000])
+    del ids[:500]
+    assert sys.getrefcount(token) - before == ids.count(token) - held or before > 1 << 30
+    del ids
+    gc.collect()
+    assert before - sys.getrefcount(token) == held or before > 1 << 30    # (immortal: counts never move)
+
+
+# -- decode: every id, and ids that are none --------------------------------------------------------
+
+def test_decode_of_every_id_and_of_ids_out_of_range():
+    tok = bpe_fast.train_from_iterator([small_text()], 600, pattern="cl100k", workers=1,
+                                       special_tokens=["<|endoftext|>", "<|pad|>"])
+    for i in range(tok.n_base):
+        assert tok.decode_bytes([i]) == tok.token_bytes(i) and len(tok.token_bytes(i)) >= 1
+    assert tok.decode([tok.special_tokens["<|pad|>"]]) == "<|pad|>"
+    for bad in (-1, tok.vocab_size, 2**40):
+        with pytest.raises(bpe_fast.EncodingError, match=f"token id {bad} .* is not in the vocabulary"):
+            tok.decode([97, bad])
+
+
+def test_decode_of_an_id_beyond_64_bits():
+    with pytest.raises(bpe_fast.EncodingError,
+                       match=r"token id 1180591620717411303424 \(position 1\) is not in the vocabulary"):
+        Tokenizer([]).decode([97, 2**70])
+
+
+def test_decode_rejects_ids_out_of_range():
+    tok = Tokenizer([], pattern="gpt2")
+    with pytest.raises(bpe_fast.EncodingError, match=r"token id 256 \(position 1\) is not in the vocabulary"):
+        tok.decode([104, 256])

@@ -1,30 +1,26 @@
-"""Issue 32: tiktoken's Encoding surface (item 4), the coloured view of tokens (item 5) and
-``save("my_tokenizer.json")`` in Hugging Face's format (item 9).
+"""Issue 32: tiktoken's Encoding surface (item 4; encoding/tiktoken_surface.py). The coloured view
+of tokens (item 5) is tested in test_visualize.py, ``save("my_tokenizer.json")`` in Hugging Face's
+format (item 9) in tests/formats/test_formats.py.
 
 The oracle for the surface is tiktoken itself: Encodings built by tiktoken_ext.openai_public from
 the same files (its download redirected to the local files), so nothing of bpe_fast's is in it.
-The views are checked against what the ids' bytes spell, and the tokenizer.json against
-Hugging Face's ``tokenizers``.
 """
 from __future__ import annotations
 
 import functools
-import html
-import json
 import pickle
 import re
 from collections.abc import Callable
-from html.parser import HTMLParser
 from typing import Any
 
 import numpy as np
 import pytest
 
 import bpe_fast
-from bpe_fast import formats
 
 from ..conftest import (SMALL_CORPUS, corpus_files, need, needs_data, read_corpus, shared_path, small_text, vocab_dir,
                        vocab_path)
+from .test_visualize import check_view
 
 NAMES = ["cl100k_base", "o200k_base", "r50k_base", "p50k_base", "gpt2"]
 needs_vocabs = pytest.mark.skipif(vocab_dir() is None, reason="shared vocabularies not found (BPE_FAST_DATA or "
@@ -228,114 +224,9 @@ def test_a_named_encoding_grown_by_training_is_no_longer_that_encoding():
     assert pickle.loads(pickle.dumps(base)).name == "r50k_base"
 
 
-# -- item 5: the coloured view, and repr -------------------------------------------------------------
-
-class Spans(HTMLParser):
-    """The token spans of a view's HTML: (attributes, text) each."""
-
-    def __init__(self):
-        super().__init__(convert_charrefs=True)
-        self.spans: list[tuple[dict, str]] = []
-        self._open: dict | None = None
-
-    def handle_starttag(self, tag, attrs):
-        if tag == "span":
-            self._open = dict(attrs)
-            self.spans.append((self._open, ""))
-
-    def handle_endtag(self, tag):
-        if tag == "span":
-            self._open = None
-
-    def handle_data(self, data):
-        if self._open is not None:
-            attrs, text = self.spans[-1]
-            self.spans[-1] = (attrs, text + data)
-
-
-def spans_of(view) -> list[tuple[dict, str]]:
-    parser = Spans()
-    parser.feed(view._repr_html_())
-    return parser.spans
-
-
-def check_view(tok, text: str) -> None:
-    """One span per token; up to each token, the spans spell what the ids' bytes so far spell
-    as whole characters (a character split over tokens shows in the span that completes it)."""
-    view = tok.visualize(text)
-    ids = tok.encode(text, allowed_special="all")
-    assert view.ids == ids and view.text == text
-    spans = spans_of(view)
-    assert len(spans) == len(ids) and "".join(t for _, t in spans) == text
-    done = b""
-    shown = ""
-    for token, (attrs, piece) in zip(ids, spans):
-        done += tok.decode_single_token_bytes(token)
-        shown += piece
-        assert shown == done.decode("utf-8", "ignore")
-        assert attrs["title"].startswith(f"{token}: ")
-    assert re.sub(r"\x1b\[[0-9;]*m", "", view.ansi()) == text
-    assert view.plain("") == text
-
-
-@needs_vocabs
-@pytest.mark.parametrize("path", MULTILINGUAL[::4], ids=[p.name for p in MULTILINGUAL[::4]])
-def test_the_view_spells_the_text_token_by_token(path):
-    check_view(ours("cl100k_base"), read_corpus(path)[:3000] + MIXED)
-
-
-def test_the_view_splits_characters_escapes_html_and_shows_special_tokens_apart(monkeypatch):
-    tok = trained()
-    text = "a <b>&amp;</b> 日本 \"q\" 🎉\nline two<|endoftext|> end"
-    check_view(tok, text)
-    view = tok.visualize(text)
-    markup = view._repr_html_()
-    raw = re.findall(r"<span [^>]*>([^<]*)</span>", markup)         # nothing unescaped inside a span
-    assert len(raw) == len(view) and "".join(map(html.unescape, raw)) == text
-    assert all(re.fullmatch(r"(?:[^&]|&(?:amp|lt|gt|quot|#x27);)*", piece) for piece in raw)
-    assert any(not piece for _, piece in spans_of(view))          # a token inside 日 or 🎉: an empty span
-    special = [(attrs, piece) for attrs, piece in spans_of(view) if "special" in attrs["class"]]
-    assert special == [({"class": "token special", "style": special[0][0]["style"],
-                         "title": f"{tok.special_tokens['<|endoftext|>']}: <|endoftext|> (special)"}, "<|endoftext|>")]
-    assert len({attrs["style"] for attrs, _ in spans_of(view)}) > 2     # backgrounds alternate
-    coloured = re.findall(r"(\x1b\[[0-9;]*m)([^\x1b]*)\x1b\[0m", view.ansi())
-    special_codes = {code for code, piece in coloured if piece == "<|endoftext|>"}
-    ordinary_codes = {code for code, piece in coloured if piece != "<|endoftext|>"}
-    assert len(special_codes) == 1 and not special_codes & ordinary_codes
-    assert all("\n" not in piece for _, piece in coloured)              # no colour runs past a line end
-    monkeypatch.delenv("NO_COLOR", raising=False)
-    assert str(view) == view.ansi()
-    monkeypatch.setenv("NO_COLOR", "1")
-    assert str(view) == view.plain() and "\x1b" not in repr(view) and "tokens" in repr(view)
-    with pytest.raises(bpe_fast.EncodingError):
-        tok.visualize(text, allowed_special=set())
-
+# -- repr: the name, as tiktoken's Encoding shows it --------------------------------------------------
 
 @needs_vocabs
 def test_repr_names_a_named_encoding():
     assert repr(ours("cl100k_base")) == "<Tokenizer cl100k_base: 100,277 ids, pattern cl100k, 5 special tokens>"
     assert repr(trained()).startswith("Tokenizer(vocab_size=400, ")
-
-
-# -- item 9: a name ending in tokenizer.json is Hugging Face's --------------------------------------
-
-@pytest.mark.parametrize("name", ["my_tokenizer.json", "gpt-Tokenizer.JSON", "tokenizer.json"])
-def test_a_name_ending_in_tokenizer_json_is_written_for_hugging_face(tmp_path, name):
-    hf = need("tokenizers")
-    tok = trained()
-    assert tok.save(tmp_path / name) == [str(tmp_path / name)]
-    assert formats.sniff(tmp_path / name) == "huggingface"
-    text = small_text()[:3000] + MIXED + "<|pad|>"
-    assert hf.Tokenizer.from_file(str(tmp_path / name)).encode(text).ids == tok.encode(text, allowed_special="all")
-    assert bpe_fast.load(tmp_path / name) == tok
-    assert formats.format_of_path(tmp_path / name) == "huggingface"       # the CLI's -o too
-
-
-def test_format_still_wins_and_other_json_names_stay_bpe_fasts(tmp_path):
-    tok = trained()
-    tok.save(tmp_path / "my_tokenizer.json", format="bpe_fast")
-    assert json.loads((tmp_path / "my_tokenizer.json").read_text())["format"] == "bpe_fast.tokenizer"
-    assert bpe_fast.load(tmp_path / "my_tokenizer.json") == tok
-    for name in ("tok.json", "tokenizers.json", "tokenizer.json.bak.json"):
-        tok.save(tmp_path / name)
-        assert formats.sniff(tmp_path / name) == "bpe_fast", name

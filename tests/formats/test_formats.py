@@ -1,9 +1,11 @@
 """The table of formats (bpe_fast/formats/): a format is one module and one line in the table, and
 everything that depends on the format -- bpe_fast.load, Tokenizer.save and .load, the names that
-say a format, the CLI's --format -- follows the table."""
+say a format, the CLI's --format -- follows the table. Every format round-trips through it, is
+told by its content, and refuses what it cannot hold before writing anything."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -13,7 +15,8 @@ from bpe_fast import Tokenizer, TokenizerFileError, VocabularyError, formats
 from bpe_fast.cli import _parser, main
 from bpe_fast.formats import FileKind, Format, Peek, Vocabulary
 
-from ..conftest import SMALL_CORPUS, small_text
+from ..conftest import SMALL_CORPUS, need, needs_vocabs, small_text, vocab_path
+from .conftest import every_format, small_trained
 
 # -- a toy format, all a format module holds: "toy v1", the pattern, then one merge per line --------
 
@@ -157,3 +160,166 @@ def test_a_folder_without_any_formats_files_names_them(tmp_path):
     with pytest.raises(TokenizerFileError, match=r"is a directory holding neither tokenizer.json \(huggingface\) nor "
                                                  r"encoder.json and vocab.bpe \(gpt2\); give a tokenizer file"):
         bpe_fast.load(tmp_path)
+
+
+# -- every format round-trips, on the repository's own corpus (no peer library, no shared data) --
+
+FORMATS = {
+    "bpe_fast": (lambda tok, p: tok.save(p / "t.json"), lambda tok, p: Tokenizer.load(p / "t.json")),
+    "tiktoken": (lambda tok, p: tok.save(p / "t.tiktoken", format="tiktoken"),
+                 lambda tok, p: Tokenizer.load(p / "t.tiktoken", format="tiktoken", pattern=tok.pattern,
+                                               special_tokens=tok.special_tokens)),
+    "huggingface": (lambda tok, p: tok.save(p / "tokenizer.json", format="huggingface"),
+                    lambda tok, p: Tokenizer.load(p / "tokenizer.json", format="huggingface")),
+    "minbpe": (lambda tok, p: tok.save(p / "t", format="minbpe"),
+               lambda tok, p: Tokenizer.load(p / "t.model", format="minbpe")),
+    "gpt2": (lambda tok, p: tok.save(p / "vocab.bpe"),
+             lambda tok, p: Tokenizer.load(p / "vocab.bpe", format="gpt2", encoder_json=p / "encoder.json")),
+}
+
+
+# GPT-2's two files hold no pattern: they always mean the GPT-2 one.
+ROUND_TRIPS = [(f, p) for f in FORMATS for p in ("gpt2", "cl100k", "o200k", None) if f != "gpt2" or p == "gpt2"]
+
+
+@pytest.mark.parametrize("fmt,pattern", ROUND_TRIPS)
+def test_every_format_round_trips(tmp_path, fmt, pattern):
+    tok = small_trained(pattern)
+    save, load = FORMATS[fmt]
+    save(tok, tmp_path)
+    again = load(tok, tmp_path)
+    assert again == tok and again.mergeable_ranks() == tok.mergeable_ranks()
+    text = small_text()
+    assert again.encode(text, disallowed_special=()) == tok.encode(text, disallowed_special=())
+
+
+def test_bpe_fast_json_load_opens_every_format(tmp_path):
+    tok = small_trained("cl100k")
+    tok.save(tmp_path / "t.json")
+    tok.save(tmp_path / "tokenizer.json", format="huggingface")
+    tok.save(tmp_path / "t", format="minbpe")
+    for name in ("t.json", "tokenizer.json", "t.model"):
+        assert bpe_fast.load(tmp_path / name) == tok
+
+
+def test_writers_refuse_special_tokens_their_format_cannot_hold(tmp_path):
+    tok = bpe_fast.train_from_iterator([small_text()], 300, pattern="gpt2", special_tokens=["[EOS]", "a\nb"],
+                                       workers=1)
+    with pytest.raises(VocabularyError,
+                       match=r"encoder.json can only hold special tokens spelled <\|...\|>.*'\[EOS\]'"):
+        tok.save(tmp_path / "vocab.bpe")
+    with pytest.raises(VocabularyError, match=r"minbpe's .model .* 'a\\nb' does"):
+        tok.save(tmp_path / "t", format="minbpe")
+    assert list(tmp_path.iterdir()) == []          # refused before anything was written
+    tok.save(tmp_path / "t.json")                  # bpe_fast's JSON and tokenizer.json hold any special
+    tok.save(tmp_path / "tokenizer.json", format="huggingface")
+    assert bpe_fast.load(tmp_path / "t.json") == tok == bpe_fast.load(tmp_path / "tokenizer.json")
+
+
+# -- one load: every format told by its content; Tokenizer.load names the loader that fits ------
+
+def test_bpe_fast_load_detects_every_format(tmp_path):
+    tok = small_trained("gpt2")            # the GPT-2 files can hold only the GPT-2 pattern
+    for fmt, path in every_format(tok, tmp_path).items():
+        again = bpe_fast.load(path)
+        assert again == tok, fmt
+        assert again.encode(small_text(), disallowed_special=()) == tok.encode(small_text(), disallowed_special=())
+    (tmp_path / "str").mkdir()
+    for fmt, path in every_format(tok, tmp_path / "str").items():
+        assert bpe_fast.load(str(path)) == tok, fmt          # a str path, as a user types it
+
+
+def test_format_is_told_by_content_not_by_name(tmp_path):
+    tok = small_trained("cl100k")
+    tok.save(tmp_path / "a.tiktoken")
+    (tmp_path / "ranks.txt").write_bytes((tmp_path / "a.tiktoken").read_bytes())
+    (tmp_path / "ranks.txt.json").write_bytes((tmp_path / "a.tiktoken.json").read_bytes())
+    tok.save(tmp_path / "hf.data", format="huggingface")
+    assert bpe_fast.load(tmp_path / "ranks.txt") == tok == bpe_fast.load(tmp_path / "hf.data")
+
+
+@pytest.mark.parametrize("fmt,loader", [
+    ("huggingface", r'Tokenizer\.load\(path, format="huggingface"\)'),
+    ("tiktoken", r'Tokenizer\.load\(path, format="tiktoken", pattern=...\)'),
+    ("minbpe", r'Tokenizer\.load\(path, format="minbpe"\)'),
+    ("gpt2 encoder.json", r'Tokenizer\.load\(vocab_bpe, format="gpt2", encoder_json=encoder_json\)'),
+    ("gpt2 vocab.bpe", r'Tokenizer\.load\(vocab_bpe, format="gpt2", encoder_json=encoder_json\)'),
+])
+def test_tokenizer_load_of_another_format_names_the_loader_that_fits(tmp_path, fmt, loader):
+    path = every_format(small_trained("gpt2"), tmp_path)[fmt]
+    with pytest.raises(TokenizerFileError, match=rf"not bpe_fast's JSON: open it with bpe_fast\.load\(path\) "
+                                                 rf"\(any format\) or {loader}") as err:
+        Tokenizer.load(path)
+    assert str(path) in str(err.value)
+
+
+@needs_vocabs
+def test_tokenizer_load_of_real_tiktoken_and_gpt2_files_names_the_loader(tmp_path):
+    gpt2 = '(vocab_bpe, format="gpt2"'
+    for name, loader in (("cl100k_base.tiktoken", '(path, format="tiktoken"'), ("gpt2_encoder.json", gpt2),
+                         ("gpt2_vocab.bpe", gpt2)):
+        with pytest.raises(TokenizerFileError, match=rf"bpe_fast\.load\(path\) \(any format\) or Tokenizer\.load"
+                                                     rf"{re.escape(loader)}"):
+            Tokenizer.load(vocab_path(name))
+
+
+def test_a_sidecar_or_a_lone_gpt2_file_says_what_to_load(tmp_path):
+    tok = small_trained("gpt2")
+    tok.save(tmp_path / "t.tiktoken")
+    with pytest.raises(TokenizerFileError, match=r"t.tiktoken.json: this is the sidecar of a .tiktoken file: "
+                                                 r"load t.tiktoken itself"):
+        bpe_fast.load(tmp_path / "t.tiktoken.json")
+    tok.save(tmp_path / "x_vocab.bpe")
+    (tmp_path / "x_encoder.json").unlink()
+    with pytest.raises(TokenizerFileError, match=r"x_vocab.bpe: GPT-2's files come in pairs, and .*x_encoder.json "
+                                                 r"is not beside it"):
+        bpe_fast.load(tmp_path / "x_vocab.bpe")
+
+
+# -- save(path, format): the name says the format where it can ---------------------------------
+
+def test_save_chooses_the_format_by_name_and_refuses_a_contradiction(tmp_path):
+    tok = small_trained("gpt2")
+    assert tok.save(tmp_path / "a.tiktoken") == [str(tmp_path / "a.tiktoken"), str(tmp_path / "a.tiktoken.json")]
+    assert tok.save(tmp_path / "a.model") == [str(tmp_path / "a.model"), str(tmp_path / "a.vocab")]
+    assert tok.save(tmp_path / "m_vocab.bpe") == [str(tmp_path / "m_encoder.json"), str(tmp_path / "m_vocab.bpe")]
+    assert tok.save(tmp_path / "a.json") == [str(tmp_path / "a.json")]
+    assert json.loads((tmp_path / "a.json").read_text())["format"] == "bpe_fast.tokenizer"    # .json: bpe_fast's
+    assert "model" in json.loads(open(tok.save(tmp_path / "b.json", format="huggingface")[0]).read())
+    with pytest.raises(bpe_fast.ArgumentError, match=r"a.model: the name ends in .model, which means the minbpe "
+                                                     r"format, but the format asked for is tiktoken"):
+        tok.save(tmp_path / "a.model", format="tiktoken")
+    with pytest.raises(bpe_fast.ArgumentError, match=r"GPT-2's format is two files"):
+        tok.save(tmp_path / "gpt2.txt", format="gpt2")
+    with pytest.raises(bpe_fast.ArgumentError, match=r"format 'sentencepiece' is not one of bpe_fast, huggingface"):
+        tok.save(tmp_path / "x", format="sentencepiece")
+    with pytest.raises(VocabularyError, match=r"GPT-2's files hold no pattern .* this tokenizer splits with cl100k"):
+        small_trained("cl100k").save(tmp_path / "cl_vocab.bpe")
+    assert not (tmp_path / "cl_vocab.bpe").exists()
+
+
+# -- issue 32, item 9: a name ending in tokenizer.json is Hugging Face's -----------------------------
+
+MIXED = "héllo wörld 日本語 🎉🎉 <b>&amp;</b> Ελληνικά\n\tमराठी ﷽ 👩‍👩‍👧"
+
+
+@pytest.mark.parametrize("name", ["my_tokenizer.json", "gpt-Tokenizer.JSON", "tokenizer.json"])
+def test_a_name_ending_in_tokenizer_json_is_written_for_hugging_face(tmp_path, name):
+    hf = need("tokenizers")
+    tok = small_trained("cl100k")
+    assert tok.save(tmp_path / name) == [str(tmp_path / name)]
+    assert formats.sniff(tmp_path / name) == "huggingface"
+    text = small_text()[:3000] + MIXED + "<|pad|>"
+    assert hf.Tokenizer.from_file(str(tmp_path / name)).encode(text).ids == tok.encode(text, allowed_special="all")
+    assert bpe_fast.load(tmp_path / name) == tok
+    assert formats.format_of_path(tmp_path / name) == "huggingface"       # the CLI's -o too
+
+
+def test_format_still_wins_and_other_json_names_stay_bpe_fasts(tmp_path):
+    tok = small_trained("cl100k")
+    tok.save(tmp_path / "my_tokenizer.json", format="bpe_fast")
+    assert json.loads((tmp_path / "my_tokenizer.json").read_text())["format"] == "bpe_fast.tokenizer"
+    assert bpe_fast.load(tmp_path / "my_tokenizer.json") == tok
+    for name in ("tok.json", "tokenizers.json", "tokenizer.json.bak.json"):
+        tok.save(tmp_path / name)
+        assert formats.sniff(tmp_path / name) == "bpe_fast", name

@@ -112,7 +112,7 @@ def test_a_local_path_of_the_same_name_wins(tmp_path, clean_env, monkeypatch, hf
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
     local = bpe_fast.train_from_iterator([small_text()[:20000]], 300, pattern="gpt2", progress="none")
     (tmp_path / REPO).mkdir(parents=True)
-    local.save_huggingface(tmp_path / REPO / "tokenizer.json")
+    local.save(tmp_path / REPO / "tokenizer.json", format="huggingface")
     assert bpe_fast.load(REPO) == local
 
 
