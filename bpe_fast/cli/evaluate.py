@@ -9,7 +9,7 @@ import os
 
 from ..arguments import MAX_WORKERS
 from ..errors import BpeFastError, require
-from ..outputs import atomic_open
+from ..outputs import Files, atomic_open
 from ..quality.report import ALL, QualityReport, evaluate
 from ..registry import ENCODINGS, load
 
@@ -40,7 +40,8 @@ def add_parser(sub) -> None:
     e.add_argument("--json", action="store_true", help="print the report as JSON (with the unused ids) instead")
     e.add_argument("--plot", default=None, metavar="PNG",
                    help="draw a chart per group: bytes per token of each tokenizer (needs bpe_fast[plot])")
-    e.set_defaults(run=cmd_eval)
+    e.set_defaults(run=cmd_eval,
+                   file_roles=Files(reads=("inputs", "tokenizer", "baseline"), writes=(("plot", "--plot"),)))
 
 
 def _workers(text: str) -> int:

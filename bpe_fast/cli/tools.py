@@ -13,6 +13,7 @@ import numpy as np
 from ..prepare.corpus import (FORMATS, ID_DTYPES, encode_files, first_special, index_path, load_bin, named_batches,
                                named_pieces, special_error, special_token_error)
 from ..counting.inputs import sources
+from ..outputs import Files
 from ..errors import ArgumentError, EncodingError, InputError
 from ..progress import MODES
 from ..registry import load
@@ -58,7 +59,7 @@ def _add_encode(sub) -> None:
                      help="<|endoftext|>'s id after every document, as nanoGPT's prepare.py (the tokenizer must "
                           "have that special token)")
     enc.add_argument("--progress", choices=MODES, default="auto", help="progress on stderr (auto: a bar on a terminal)")
-    enc.set_defaults(run=cmd_encode)
+    enc.set_defaults(run=cmd_encode, file_roles=Files(reads=("inputs", "tokenizer"), writes=(("output", "-o"),)))
 
 
 def encode_format(args) -> str:
