@@ -335,9 +335,11 @@ def train_parity(corpora: Any, vocab_size: int | Sequence[int], *, ratio: Sequen
                                                  for c in dev_items]
     report.seconds["counting"] = time.perf_counter() - t0
     report.input_size = sum(t.input_bytes for t in tables)
-    for name, table in zip(names, tables):
-        if len(table) == 0:       # (its compression, 0 / 0, would be no number: it could never be served)
-            raise EmptyCorpusError(f"corpora[{name!r}] is empty: every language needs text to learn merges from")
+    needs = {"corpora": "text to learn merges from", "dev": "dev text to measure its compression on"}
+    for what, counted in (("corpora", tables), ("dev", dev_tables or [])):
+        for name, table in zip(names, counted):
+            if len(table) == 0:   # (its compression, 0 / 0, would be no number: it could never be served)
+                raise EmptyCorpusError(f"{what}[{name!r}] is empty: every language needs {needs[what]}")
     options = replace(options, pattern=tables[0].pattern, normalize=tables[0].normalize)
     settings = dict(ratio=ratios, variant=variant, global_merges=int(global_merges), window_size=int(window_size),
                     alpha=float(alpha))
