@@ -15,7 +15,7 @@ from bpe_fast.counting.inputs import docs_tasks, file_tasks
 from bpe_fast.pretokenize.patterns import SUPERWORD
 from bpe_fast.pretokenize.splitter import Splitter, chunks_of, find_cut, is_safe_cut
 
-from .conftest import SHARED, corpus_files, examples
+from ..conftest import SHARED, corpus_files, examples
 
 NAMED = [GPT2, CL100K, O200K, SUPERWORD]
 IDS = ["gpt2", "cl100k", "o200k", "superword"]

@@ -19,7 +19,7 @@ from bpe_fast import CL100K, GPT2, O200K
 from bpe_fast.counting._table import ChunkTable, _use_huge_pages, read_part
 from bpe_fast.pretokenize.splitter import Splitter
 
-from .conftest import corpus_params, examples, small_text
+from ..conftest import corpus_params, examples, small_text
 
 M64 = (1 << 64) - 1
 SEED, MUL1, MUL2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB

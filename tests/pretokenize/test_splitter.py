@@ -16,7 +16,7 @@ from bpe_fast.prepare.corpus import pieces
 from bpe_fast.pretokenize.patterns import CL100K, GPT2, O200K, SUPERWORD
 from bpe_fast.pretokenize.splitter import NATIVE, REGEX, WHOLE, Splitter
 
-from .conftest import examples, small_text
+from ..conftest import examples, small_text
 
 SPECIAL = "<|sep|>"
 

@@ -15,7 +15,7 @@ import bpe_fast
 from bpe_fast.prepare import corpus as ef
 from bpe_fast.errors import ArgumentError, InputError
 
-from .conftest import SMALL_CORPUS, need, needs_vocabs, small_text, vocab_dir, vocab_path
+from ..conftest import SMALL_CORPUS, need, needs_vocabs, small_text, vocab_dir, vocab_path
 
 BPE = [sys.executable, "-m", "bpe_fast"]
 

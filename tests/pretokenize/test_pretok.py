@@ -14,7 +14,7 @@ from bpe_fast.counting._table import ChunkTable
 from bpe_fast.counting.wordtable import WordTable
 from bpe_fast.pretokenize.splitter import char_classes, native_scanner
 
-from .conftest import SHARED, corpus_params, examples
+from ..conftest import SHARED, corpus_params, examples
 
 PATTERNS = {"gpt2": GPT2, "cl100k": CL100K, "o200k": O200K, "superword": SUPERWORD}
 

@@ -26,7 +26,7 @@ from bpe_fast.quality._measure import count_ids, measure_texts
 from bpe_fast.cli import main
 from bpe_fast.errors import ArgumentError, InputError, TokenizerFileError
 
-from .conftest import (SMALL_CORPUS, corpus_params, examples, need, needs_vocabs, read_corpus, shared_path, small_text,
+from ..conftest import (SMALL_CORPUS, corpus_params, examples, need, needs_vocabs, read_corpus, shared_path, small_text,
                        vocab_dir)
 
 

@@ -15,7 +15,7 @@ from bpe_fast.counting._table import ChunkTable, merge_tables
 from bpe_fast.budget import resident_bytes
 from bpe_fast.cli import main
 
-from .conftest import examples, small_text, sparse_array, sparse_files
+from ..conftest import examples, small_text, sparse_array, sparse_files
 
 chunk_counts = st.dictionaries(st.binary(min_size=1, max_size=12), st.integers(1, 2**40), max_size=30)
 

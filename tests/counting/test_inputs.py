@@ -17,7 +17,7 @@ from bpe_fast import InputError
 from bpe_fast.counting import inputs
 from bpe_fast.counting.inputs import classify
 
-from .conftest import need, small_text
+from ..conftest import need, small_text
 
 DOCS = [small_text(), "A second document.\nWith two lines, café and 日本語.\n", "third " * 300,
         "crlf line\r\nand another\r\n"]
