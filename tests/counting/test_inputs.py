@@ -15,7 +15,8 @@ import pytest
 import bpe_fast
 from bpe_fast import InputError
 from bpe_fast.counting import inputs
-from bpe_fast.counting.inputs import classify
+from bpe_fast.counting.inputs import classify, file_tasks
+from bpe_fast.pretokenize.splitter import Splitter
 
 from ..conftest import need, small_text
 
@@ -183,3 +184,10 @@ def test_a_read_that_fails_while_counting_names_the_input(tmp_path, monkeypatch)
     monkeypatch.setattr(inputs, "open", failing_open, raising=False)
     with pytest.raises(InputError, match=r"disk.txt: read failed: Input/output error"):
         bpe_fast.count([path], workers=1, progress="none")
+
+
+def test_custom_patterns_read_files_whole(tmp_path):
+    path = tmp_path / "doc.txt"
+    path.write_text("a b\nc d\n" * 100)
+    tasks = list(file_tasks(str(path), path.stat().st_size, Splitter.of(r"\S+|\s+").cut, 8))
+    assert len(tasks) == 1 and tasks[0].size == path.stat().st_size

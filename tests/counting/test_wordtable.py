@@ -167,3 +167,28 @@ def test_a_saved_table_whose_pattern_does_not_compile_is_refused_naming_the_file
     assert main(["train", "--counts", str(tmp_path / "bad.npz"), "--vocab-size", "300", "-o",
                  str(tmp_path / "tok.json"), "-q"]) != 0
     assert "bad.npz: meta's pattern is not usable" in capsys.readouterr().err
+
+
+# -- normalized tables --------------------------------------------------------------------------
+
+# Text that normalization changes: compatibility characters (ligatures, circled and full-width
+# forms, fractions), decomposed letters NFC composes, marks after a newline, and the NFKC
+# characters that become a space or "/" (U+00A8, U+FF0F) right after a line end.
+ODD = ("ﬁne ﬂow ① ② ＡＢＣ ｄｅｆ café cafe\u0301 A\u030a Å \u212b ½ ﬀ x\u00a8y 한국 \u1112\u1161\u11ab "
+       "\u1f71\u0345 e\u0301\u0316 =\u0338 \u2460\n\u0301abc\n\u00a8def!\n\uff0fghi\nﬁ\n")
+DOCS = [small_text(), ODD * 40, "\n".join(f"{ODD[k:]}{k}" for k in range(0, len(ODD), 7))]
+
+
+def test_word_tables_record_their_normalization(tmp_path):
+    table = bpe_fast.count_from_iterator(DOCS, normalize="nfkc", workers=1, progress="none")
+    table.save(tmp_path / "t.npz")
+    loaded = WordTable.load(tmp_path / "t.npz")
+    assert loaded == table and loaded.normalize == "nfkc" and loaded.meta["version"] == 2
+    assert bpe_fast.train_from_table(loaded, 500, progress="none").normalize == "nfkc"
+    plain = bpe_fast.count_from_iterator(DOCS, workers=1, progress="none")
+    plain.save(tmp_path / "p.npz")
+    assert WordTable.load(tmp_path / "p.npz").meta["version"] == 1        # unnormalized tables: as before
+    with pytest.raises(bpe_fast.ArgumentError, match="special tokens and normalization.*normalized to NFKC"):
+        table + plain                                       # noqa: B018 (the addition is what is tested)
+    relabelled = WordTable(*plain.arrays(), plain.pattern, normalize="nfkc")
+    assert relabelled != plain and relabelled.as_dict() == plain.as_dict()

@@ -1,4 +1,5 @@
-"""Counting gives the same chunks whatever the block size and the number of workers."""
+"""Counting the tasks (counting/workers.py: count_tasks, here or in worker processes) gives the
+chunks the Splitter finds in the whole text, whatever the block size and the number of workers."""
 from __future__ import annotations
 
 from collections import Counter
@@ -13,40 +14,19 @@ from bpe_fast import CL100K, GPT2, O200K
 from bpe_fast.counting.workers import CountConfig, count_tasks
 from bpe_fast.counting.inputs import docs_tasks, file_tasks
 from bpe_fast.pretokenize.patterns import SUPERWORD
-from bpe_fast.pretokenize.splitter import Splitter, chunks_of, find_cut, is_safe_cut
+from bpe_fast.pretokenize.splitter import Splitter, chunks_of
 
 from ..conftest import SHARED, corpus_files, examples
 
 NAMED = [GPT2, CL100K, O200K, SUPERWORD]
 IDS = ["gpt2", "cl100k", "o200k", "superword"]
-LINEY = "ab 1'\n\n\r\n  \t!/\u00a0é😀中\u3000.x"
-documents = st.text(alphabet=LINEY, max_size=300)
+SPECIAL = "<|sep|>"
+text_with_specials = st.lists(st.sampled_from(["Hello", " world", "\n", "\r\n", "  ", SPECIAL, "123", "ünï", "'s",
+                                               "\u2028", "\t", "!?", "/"]), max_size=30).map("".join)
 
 
 def whole_counts(text: str, pattern: str) -> Counter:
     return Counter(c.encode("utf-8") for c in chunks_of([text], pattern))
-
-
-@pytest.mark.parametrize("pattern", NAMED, ids=IDS)
-@given(text=documents)
-@settings(max_examples=examples(300), deadline=None)
-def test_every_safe_cut_keeps_the_chunks(pattern, text):
-    """Splitting at *all* safe cuts at once gives exactly the chunks of the whole text."""
-    data = text.encode("utf-8")
-    cuts = [i for i in range(len(data) + 1) if is_safe_cut(data, i, pattern)]
-    pieces = [data[a:b].decode("utf-8") for a, b in zip([0, *cuts], [*cuts, len(data)])]
-    assert Counter(c.encode() for c in chunks_of(pieces, pattern)) == whole_counts(text, pattern)
-
-
-@pytest.mark.parametrize("pattern", NAMED, ids=IDS)
-@given(text=st.text(alphabet="ab 1.\r\n\t/é", max_size=200))
-@settings(max_examples=examples(300), deadline=None)
-def test_crlf_cuts_keep_the_chunks(pattern, text):
-    """The same on text made mostly of CRLF line ends (the pattern-specific rules)."""
-    data = text.replace("\n", "\r\n").encode("utf-8")
-    cuts = [i for i in range(len(data) + 1) if is_safe_cut(data, i, pattern)]
-    pieces = [data[a:b].decode("utf-8") for a, b in zip([0, *cuts], [*cuts, len(data)])]
-    assert Counter(c.encode() for c in chunks_of(pieces, pattern)) == whole_counts(data.decode(), pattern)
 
 
 def test_crlf_files_are_cut_into_blocks(tmp_path):
@@ -58,67 +38,6 @@ def test_crlf_files_are_cut_into_blocks(tmp_path):
         tasks = list(file_tasks(str(path), path.stat().st_size, config.splitter.cut, 4096))
         assert len(tasks) > 10
         assert Counter(count_tasks(tasks, config, workers=1).as_dict()) == whole_counts(text, pattern)
-
-
-def test_cut_rule_refuses_the_dangerous_places():
-    assert find_cut(b"abc\ndef") == 4
-    assert find_cut(b"abc \ndef") is None       # gpt2: "\s++$" would take " \n" at a block end
-    assert find_cut(b"abc\n def") is None       # the next chunk starts with the space
-    assert find_cut(b"abc!\n/def") is None      # o200k: "!\n/" is one chunk
-    assert find_cut(b"abc\n\ndef") is None      # gpt2: "\n\n" is two chunks, but one at a block end
-    assert find_cut(b"abc\n\ndef\nghi") == 9
-
-
-# Dense in what the superword rule looks at: letters before digits, pairs of marks, spaces.
-superwordy = st.text(alphabet="ab\u00e9\u4e2d 1\u0663!./\n\r\t\u00a0\U0001F600", max_size=200)
-
-
-@given(text=superwordy)
-@settings(max_examples=examples(300), deadline=None)
-def test_every_superword_cut_keeps_the_chunks(text):
-    data = text.encode("utf-8")
-    cuts = [i for i in range(len(data) + 1) if is_safe_cut(data, i, SUPERWORD)]
-    pieces = [data[a:b].decode("utf-8") for a, b in zip([0, *cuts], [*cuts, len(data)])]
-    assert Counter(c.encode() for c in chunks_of(pieces, SUPERWORD)) == whole_counts(text, SUPERWORD)
-    for start in range(len(data) + 1):          # the search finds the first of them from any byte
-        assert find_cut(data, start, SUPERWORD) == next((c for c in cuts if c >= start), None)
-
-
-# Text that NFC/NFKC change: decomposed letters, compatibility forms, a letter NFKC makes a space
-# and a mark (U+037A), ASCII letters, digits and marks around them.
-normalizable = st.text(alphabet="ae1 !.\u0301\u0308\u037a\ufb01\u2460\u00a8\uff0f\u1112\u1161\n", max_size=120)
-
-
-@given(text=normalizable, form=st.sampled_from(["nfc", "nfkc"]))
-@settings(max_examples=examples(300), deadline=None)
-def test_every_normalized_superword_cut_keeps_the_normalized_chunks(text, form):
-    """With a normalization, a superword cut must also be a place where normalizing the blocks
-    one by one gives the normalized whole, and the chunks of the normalized blocks those of the
-    normalized whole: cuts only between ASCII characters (pretokenize._is_superword_cut)."""
-    import unicodedata
-    data = text.encode("utf-8")
-    whole = unicodedata.normalize(form.upper(), text)
-    cuts = [i for i in range(len(data) + 1) if is_safe_cut(data, i, SUPERWORD, form)]
-    pieces = [unicodedata.normalize(form.upper(), data[a:b].decode("utf-8"))
-              for a, b in zip([0, *cuts], [*cuts, len(data)])]
-    assert "".join(pieces) == whole
-    assert Counter(c.encode() for c in chunks_of(pieces, SUPERWORD)) == whole_counts(whole, SUPERWORD)
-    assert not any(data[c - 1] >= 0x80 or data[c] >= 0x80 for c in cuts)
-
-
-def test_superword_cut_rule_refuses_the_dangerous_places():
-    assert find_cut(b"said,\" and", 0, SUPERWORD) == 4      # after a letter, before two marks
-    assert find_cut(b"ab\ncd\n", 0, SUPERWORD) is None      # its chunks cross lines: "ab\ncd\n" is one
-    assert find_cut(b"a, b.\n", 0, SUPERWORD) is None        # one mark and a space join the chunk
-    assert find_cut(b"!!!\n12", 0, SUPERWORD) is None        # no letter before the digits, none after them
-    assert find_cut(b"line 12\r\n", 0, SUPERWORD) == 7       # after a digit run: "12" ends there
-    assert find_cut(b"a !!", 0, SUPERWORD) == 1              # before a space and two marks: " !!"
-    assert find_cut(b"ab !x", 0, SUPERWORD) is None          # a space and one mark join the chunk
-    assert find_cut(b"a  b", 0, SUPERWORD) == 1              # before spaces that split: "a", " ", " b"
-    assert find_cut(b"a  b", 2, SUPERWORD) is None           # not between them: a block's "  " at its end
-    assert find_cut(b"x1", 0, SUPERWORD) == 1
-    assert find_cut(b"a!\xff", 0, SUPERWORD) is None         # an invalid byte is no mark
-    assert find_cut(b"a 1234", 0, SUPERWORD) is None         # "123" then "4": inside the digit run
 
 
 @given(parts=st.lists(st.sampled_from(["ab", "c!!", "x1", " ", "  ", "\n", "<|s|>", "é.", "!"]), max_size=40))
@@ -157,13 +76,6 @@ def test_file_blocks_give_whole_file_counts(tmp_path, pattern, block_size):
     assert len(tasks) > 1 or block_size == 1 << 30
     counts = count_tasks(tasks, config, workers=1)
     assert Counter(counts.as_dict()) == whole_counts(text, pattern)
-
-
-def test_custom_patterns_read_files_whole(tmp_path):
-    path = tmp_path / "doc.txt"
-    path.write_text("a b\nc d\n" * 100)
-    tasks = list(file_tasks(str(path), path.stat().st_size, Splitter.of(r"\S+|\s+").cut, 8))
-    assert len(tasks) == 1 and tasks[0].size == path.stat().st_size
 
 
 @pytest.mark.parametrize("workers", [1, 2, 4])
@@ -245,3 +157,16 @@ def test_replaced_surrogates_are_counted_as_the_encoder_encodes_them(pattern):
     replaced = sum(counted.word(i).count("\ufffd".encode()) * int(counted.counts[i]) for i in range(len(counted)))
     assert replaced == encoded.count("\ufffd".encode()) == 2
     assert len(tok.encode(docs[0])) < len(encoded) / 2       # the learned tokens are the ones it encodes with
+
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(docs=st.lists(text_with_specials, min_size=1, max_size=6),
+       pattern=st.sampled_from([GPT2, CL100K, O200K, SUPERWORD, r"\w+|\s+|[^\w\s]+", None]), lines=st.booleans(),
+       as_bytes=st.booleans())
+def test_counting_counts_the_splitters_chunks_on_every_engine(docs, pattern, lines, as_bytes):
+    splitter = Splitter.of(pattern, [SPECIAL], lines)
+    given_docs = [d.encode() for d in docs] if as_bytes else docs
+    table = count_tasks(docs_tasks(given_docs, 64), CountConfig(splitter), workers=1)
+    expected = Counter(c.encode() for d in docs for c in splitter.chunks(d))
+    assert table.as_dict() == dict(expected)
