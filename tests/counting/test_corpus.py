@@ -55,3 +55,10 @@ def test_counting_in_worker_processes_normalizes(tmp_path):
     alone = bpe_fast.count_from_iterator([norm(f.read_text(encoding="utf-8"), "nfc") for f in files], workers=1,
                                          progress="none")
     assert table.as_dict() == alone.as_dict()
+
+
+# -- arguments -------------------------------------------------------------------------------------
+
+def test_single_string_is_not_an_iterator_of_documents():
+    with pytest.raises(TypeError, match="wrap it in a list"):
+        bpe_fast.train_from_iterator("a long text", 300)
