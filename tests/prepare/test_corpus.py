@@ -15,7 +15,7 @@ import bpe_fast
 from bpe_fast.prepare import corpus as ef
 from bpe_fast.errors import ArgumentError, InputError
 
-from .conftest import SMALL_CORPUS, need, needs_vocabs, small_text, vocab_dir, vocab_path
+from ..conftest import SMALL_CORPUS, need, needs_vocabs, small_text, vocab_dir, vocab_path
 
 BPE = [sys.executable, "-m", "bpe_fast"]
 
@@ -221,3 +221,45 @@ def test_an_input_that_fails_mid_read_is_named_as_the_input(tok, tmp_path, monke
     with pytest.raises(InputError, match=r"small_corpus.txt: read failed: Input/output error"):
         ef.encode_files(tok, [SMALL_CORPUS], out, format="bin", progress="none")
     assert not out.exists() and not (tmp_path / "o.idx").exists()
+
+
+# -- .npy files and plain .bin ids (as nanoGPT reads and writes them) --------------------------
+
+EOT = "<|endoftext|>"
+
+
+@pytest.fixture(scope="module")
+def trained():
+    """A small tokenizer with <|endoftext|> and two more special tokens (no vocabularies needed)."""
+    return bpe_fast.train_from_iterator([small_text()], 600, pattern="cl100k",
+                                        special_tokens=[EOT, "<|pad|>", "<|bos|>"], progress="none")
+
+
+def test_npy_of_many_batches_with_eot_after_each_line(trained, tmp_path, monkeypatch):
+    monkeypatch.setattr(ef, "BATCH_CHARS", 2000)              # many batches, each a header's rewrite away
+    text = small_text()
+    (tmp_path / "in.txt").write_text(text, encoding="utf-8", newline="")
+    summary = ef.encode_files(trained, [tmp_path / "in.txt"], tmp_path / "ids.npy", format="npy", lines=True,
+                              append_eot=True, progress="none")
+    eot = trained.special_tokens[EOT]
+    expected = [i for line in text.splitlines(keepends=True) for i in trained.encode_ordinary(line) + [eot]]
+    ids = np.load(tmp_path / "ids.npy")
+    assert ids.dtype == np.uint16 and ids.tolist() == expected
+    assert summary["tokens"] == len(expected) and summary["files"] == [str(tmp_path / "ids.npy")]
+
+
+def test_load_bin_dtype_is_checked(trained, tmp_path):
+    np.array([1, 2, 3], dtype=np.uint16).tofile(tmp_path / "odd.bin")         # 6 bytes: no whole uint32
+    with pytest.raises(InputError, match="odd.bin: 6 bytes is not a whole number of uint32 ids"):
+        bpe_fast.load_bin(tmp_path / "odd.bin", dtype="uint32")
+    with pytest.raises(InputError, match=r"odd.bin: no odd.idx beside it .* dtype='uint16'"):
+        bpe_fast.load_bin(tmp_path / "odd.bin")
+    for bad in ("int8", "float32", "nonsense", np.dtype(">u2")):
+        with pytest.raises(ArgumentError, match="dtype must be 'uint16' or 'uint32'"):
+            bpe_fast.load_bin(tmp_path / "odd.bin", dtype=bad)
+    ef.encode_files(trained, [tmp_path / "odd.bin"], tmp_path / "c.bin", format="bin", errors="replace",
+                    progress="none")                                           # uint16, with its index
+    as_told = bpe_fast.load_bin(tmp_path / "c.bin", dtype=np.uint16)[0]
+    assert as_told.dtype == np.uint16 and as_told.tolist() == bpe_fast.load_bin(tmp_path / "c.bin")[0].tolist()
+    with pytest.raises(ArgumentError, match="as uint32: its index says uint16"):
+        bpe_fast.load_bin(tmp_path / "c.bin", dtype="uint32")

@@ -24,7 +24,7 @@ from bpe_fast.counting._pack import document_ends, pack_documents
 from bpe_fast.counting._table import ChunkTable
 from bpe_fast.counting.inputs import docs_tasks
 from bpe_fast.pretokenize.splitter import Splitter
-from .conftest import examples
+from ..conftest import examples
 
 # Every UTF-8 width, line ends, spaces the patterns treat apart, and text outside the BMP.
 ALPHABET = "ab 1'\n\r\t!/\u00a0é😀中\u3000.x\u0300\U0010fffd"

@@ -10,11 +10,9 @@ from hypothesis import strategies as st
 from bpe_fast import CL100K, GPT2, O200K
 from bpe_fast.pretokenize.patterns import SUPERWORD
 from bpe_fast.pretokenize._pretok import PATTERN_IDS, Scanner, _simd_level
-from bpe_fast.counting._table import ChunkTable
-from bpe_fast.counting.wordtable import WordTable
 from bpe_fast.pretokenize.splitter import char_classes, native_scanner
 
-from .conftest import SHARED, corpus_params, examples
+from ..conftest import SHARED, corpus_params, examples
 
 PATTERNS = {"gpt2": GPT2, "cl100k": CL100K, "o200k": O200K, "superword": SUPERWORD}
 
@@ -218,15 +216,6 @@ def test_superword_scanner_equals_regex_on_dense_text(text):
 def test_superword_chunks_span_words_and_lines():
     assert native_scanner(SUPERWORD).chunks("by the way, it's 2024!!\nOK  then") == [
         "by the way, it's ", "202", "4", "!!\n", "OK", " ", " then"]
-
-
-def test_chunk_counts_count_the_scanned_chunks():
-    text = "the cat and the hat, the end\n"
-    counts = ChunkTable()
-    counts.add_text(native_scanner(CL100K), text.encode())
-    counts.add(b" the", 2)
-    assert WordTable.from_native(counts).as_dict() == {b"the": 1, b" cat": 1, b" and": 1, b" the": 4, b" hat": 1,
-                                                       b",": 1, b" end": 1, b"\n": 1}
 
 
 def test_only_named_patterns_have_a_scanner():

@@ -202,3 +202,66 @@ def test_a_pattern_that_is_not_named_goes_the_generic_way(tmp_path):
     written = json.loads((tmp_path / "tokenizer.json").read_text(encoding="utf-8"))
     assert written["pre_tokenizer"]["pretokenizers"][0] == hf_split(LLAMA3)            # as it is
     assert Tokenizer.from_huggingface(tmp_path / "tokenizer.json") == tok
+
+
+# -- a pattern is resolved in one place, and checked before any text is read -----------------------
+
+def test_pattern_that_does_not_compile():
+    with pytest.raises(bpe_fast.PatternError, match=r"pattern '\(\[a-' does not compile"):
+        bpe_fast.train_from_iterator(["abc"], 300, pattern="([a-")
+
+
+def test_pattern_matching_empty_string():
+    with pytest.raises(bpe_fast.PatternError, match="matches the empty string"):
+        bpe_fast.train_from_iterator(["abc"], 300, pattern=r"\w*")
+
+
+@pytest.mark.parametrize("spelling", ["none", "NONE", "None", None])
+def test_none_in_any_case_means_no_split_everywhere(spelling):
+    docs = ["ab ab ab", "cab cab"]
+    tok = bpe_fast.train_from_iterator(docs, 262, pattern=spelling, workers=1)
+    assert tok.pattern is None and tok.pattern_name == "none"
+    # with no split, merges cross the spaces: "ab " (ab, then (ab, " ")) is learned
+    assert [tok.token_bytes(i) for i in range(256, tok.n_base)][:2] == [b"ab", b"ab "]
+    assert bpe_fast.Tokenizer([], pattern=spelling).pattern is None
+    assert chunks_of(docs, spelling) == docs
+
+
+@pytest.mark.parametrize("name,regex", [("cl100k_base", bpe_fast.CL100K), ("O200K_BASE", bpe_fast.O200K),
+                                        ("r50k_base", bpe_fast.GPT2), ("p50k_base", bpe_fast.GPT2),
+                                        ("GPT2", bpe_fast.GPT2)])
+def test_encoding_names_are_pattern_names(name, regex):
+    assert bpe_fast.Tokenizer([], pattern=name).pattern == regex
+
+
+@pytest.mark.parametrize("typo", ["gpt4", "cl100", "o200k-base", "None_"])
+def test_a_bare_word_that_is_no_known_name_is_refused(typo):
+    def docs():
+        raise AssertionError("the corpus was read")
+        yield "never"
+
+    with pytest.raises(bpe_fast.PatternError, match=rf"pattern '{typo}' is no known pattern name "
+                                                    rf"\(known: none, gpt2,.*cl100k.*o200k_base.*superword\)"):
+        bpe_fast.train_from_iterator(docs(), 300, pattern=typo)
+    with pytest.raises(bpe_fast.PatternError, match="no known pattern name"):
+        bpe_fast.Tokenizer([], pattern=typo)
+    # spelled as a regex, a literal word is still a pattern (and the text it skips stays, as chunks)
+    assert chunks_of(["a gpt4 b"], r"(?:gpt4)") == ["a ", "gpt4", " b"]
+
+
+@pytest.mark.parametrize("pattern,docs,expected", [
+    (r"(a)b", ["ab ab"], ["ab", " ", "ab"]),          # the space the pattern skips is kept
+    (r"\w+|(\s)", ["two words"], ["two", " ", "words"]),
+    (r"(a)(b)|c", ["abcab"], ["ab", "c", "ab"]),
+])
+def test_patterns_with_capturing_groups_give_whole_matches(pattern, docs, expected):
+    assert chunks_of(docs, pattern) == expected
+    tok = bpe_fast.train_from_iterator(docs * 5, 257, pattern=pattern, workers=1)
+    learned = [tok.token_bytes(i) for i in range(256, tok.n_base)]
+    assert learned and all(t.decode() in "".join(expected) for t in learned)
+
+
+@pytest.mark.parametrize("pattern", [r"\b", r"(?=a)", r"$", r"x*", r"\w+|\b"])
+def test_patterns_that_can_match_nothing_are_refused_up_front(pattern):
+    with pytest.raises(bpe_fast.PatternError, match="matches the empty string"):
+        bpe_fast.train_from_iterator(["some text"], 300, pattern=pattern)

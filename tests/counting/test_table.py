@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 import bpe_fast
 from bpe_fast import CL100K, GPT2, O200K
 from bpe_fast.counting._table import ChunkTable, _use_huge_pages, read_part
-from bpe_fast.pretokenize.splitter import Splitter
+from bpe_fast.counting.wordtable import WordTable
+from bpe_fast.pretokenize.splitter import Splitter, native_scanner
 
-from .conftest import corpus_params, examples, small_text
+from ..conftest import corpus_params, examples, small_text
 
 M64 = (1 << 64) - 1
 SEED, MUL1, MUL2 = 0x9E3779B97F4A7C15, 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
@@ -327,3 +328,12 @@ def test_counting_a_long_tailed_file_with_spills_gives_the_regex_table(tmp_path,
                            progress="none")
     assert len(spills) >= 3 and max(spills[:-1]) > 1 << 20
     assert table.as_dict() == dict(regex_counts(text, GPT2))
+
+
+def test_chunk_counts_count_the_scanned_chunks():
+    text = "the cat and the hat, the end\n"
+    counts = ChunkTable()
+    counts.add_text(native_scanner(CL100K), text.encode())
+    counts.add(b" the", 2)
+    assert WordTable.from_native(counts).as_dict() == {b"the": 1, b" cat": 1, b" and": 1, b" the": 4, b" hat": 1,
+                                                       b",": 1, b" end": 1, b"\n": 1}

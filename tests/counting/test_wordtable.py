@@ -2,6 +2,8 @@
 to disk under a memory budget, and trained from as often as one likes."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -15,7 +17,7 @@ from bpe_fast.counting._table import ChunkTable, merge_tables
 from bpe_fast.budget import resident_bytes
 from bpe_fast.cli import main
 
-from .conftest import examples, small_text, sparse_array, sparse_files
+from ..conftest import examples, small_text, sparse_array, sparse_files
 
 chunk_counts = st.dictionaries(st.binary(min_size=1, max_size=12), st.integers(1, 2**40), max_size=30)
 
@@ -167,3 +169,104 @@ def test_a_saved_table_whose_pattern_does_not_compile_is_refused_naming_the_file
     assert main(["train", "--counts", str(tmp_path / "bad.npz"), "--vocab-size", "300", "-o",
                  str(tmp_path / "tok.json"), "-q"]) != 0
     assert "bad.npz: meta's pattern is not usable" in capsys.readouterr().err
+
+
+# -- normalized tables --------------------------------------------------------------------------
+
+# Text that normalization changes: compatibility characters (ligatures, circled and full-width
+# forms, fractions), decomposed letters NFC composes, marks after a newline, and the NFKC
+# characters that become a space or "/" (U+00A8, U+FF0F) right after a line end.
+ODD = ("ﬁne ﬂow ① ② ＡＢＣ ｄｅｆ café cafe\u0301 A\u030a Å \u212b ½ ﬀ x\u00a8y 한국 \u1112\u1161\u11ab "
+       "\u1f71\u0345 e\u0301\u0316 =\u0338 \u2460\n\u0301abc\n\u00a8def!\n\uff0fghi\nﬁ\n")
+DOCS = [small_text(), ODD * 40, "\n".join(f"{ODD[k:]}{k}" for k in range(0, len(ODD), 7))]
+
+
+def test_word_tables_record_their_normalization(tmp_path):
+    table = bpe_fast.count_from_iterator(DOCS, normalize="nfkc", workers=1, progress="none")
+    table.save(tmp_path / "t.npz")
+    loaded = WordTable.load(tmp_path / "t.npz")
+    assert loaded == table and loaded.normalize == "nfkc" and loaded.meta["version"] == 2
+    assert bpe_fast.train_from_table(loaded, 500, progress="none").normalize == "nfkc"
+    plain = bpe_fast.count_from_iterator(DOCS, workers=1, progress="none")
+    plain.save(tmp_path / "p.npz")
+    assert WordTable.load(tmp_path / "p.npz").meta["version"] == 1        # unnormalized tables: as before
+    with pytest.raises(bpe_fast.ArgumentError, match="special tokens and normalization.*normalized to NFKC"):
+        table + plain                                       # noqa: B018 (the addition is what is tested)
+    relabelled = WordTable(*plain.arrays(), plain.pattern, normalize="nfkc")
+    assert relabelled != plain and relabelled.as_dict() == plain.as_dict()
+
+
+# -- counts past int64 refused, not wrapped; damaged files refused before reading them -------------
+
+NEAR_INT64_MAX = 3 << 61            # two of these add up past 2**63 - 1
+
+
+def test_counts_that_would_add_up_past_int64_are_refused(tmp_path):
+    a = bpe_fast.WordTable.from_counts({b"the": NEAR_INT64_MAX, b"cat": 5})
+    b = bpe_fast.WordTable.from_counts({b"the": NEAR_INT64_MAX, b"dog": 5})
+    for add in (lambda: a + b, lambda: bpe_fast.WordTable.merge([a, b, a])):
+        with pytest.raises(bpe_fast.ArgumentError, match=r"chunk b'the' would occur .* past the 64-bit count limit"):
+            add()
+    unsorted = bpe_fast.WordTable(np.frombuffer(b"thethe", np.uint8), np.array([0, 3, 6]),     # a chunk twice
+                                  np.array([NEAR_INT64_MAX, NEAR_INT64_MAX]))
+    with pytest.raises(bpe_fast.ArgumentError, match="past the 64-bit count limit"):
+        unsorted.sorted()
+    a.save(tmp_path / "a.npz")
+    b.save(tmp_path / "b.npz")
+    with pytest.raises(bpe_fast.ArgumentError, match="b.npz: cannot be added .* past the 64-bit count limit"):
+        bpe_fast.WordTable.merge_files([tmp_path / "a.npz", tmp_path / "b.npz"])
+    assert main(["train", "--counts", str(tmp_path / "a.npz"), "--counts", str(tmp_path / "b.npz"), "--vocab-size",
+                 "300", "-o", str(tmp_path / "t.json"), "-q"]) == 2
+    assert (a + bpe_fast.WordTable.from_counts({b"the": 1})).as_dict()[b"the"] == NEAR_INT64_MAX + 1     # in range
+    assert (a + bpe_fast.WordTable.from_counts({b"cat": 1})).total_chunks == NEAR_INT64_MAX + 6
+
+
+def test_the_total_of_counts_past_int64_is_exact():
+    table = bpe_fast.WordTable.from_counts({b"the": NEAR_INT64_MAX, b"cat": NEAR_INT64_MAX})
+    assert table.total_chunks == 2 * NEAR_INT64_MAX
+
+
+def saved_table(tmp_path: Path) -> tuple[bpe_fast.WordTable, Path]:
+    table = bpe_fast.WordTable.from_counts({b"the": 3, b"cat": 5, b" dog": 1})
+    table.save(tmp_path / "t.npz")
+    return table, tmp_path / "t.npz"
+
+
+@pytest.mark.parametrize("claimed", ["(1000000000000,)", "(100000000,)"])
+def test_a_word_table_header_claiming_a_huge_array_is_refused_before_allocating(tmp_path, claimed):
+    import tracemalloc
+    import zipfile
+    _, path = saved_table(tmp_path)
+    with zipfile.ZipFile(path) as archive:
+        members = {name: archive.read(name) for name in archive.namelist()}
+    old, new = b"'shape': (3,), }", f"'shape': {claimed}, }}".encode()
+    at = members["counts.npy"].index(old)
+    members["counts.npy"] = members["counts.npy"][:at] + new + members["counts.npy"][at + len(new):]   # in the padding
+    with zipfile.ZipFile(path, "w") as archive:         # a consistent archive (CRCs right): only the header lies
+        for name, content in members.items():
+            archive.writestr(name, content)
+    tracemalloc.start()
+    try:
+        with pytest.raises(bpe_fast.InputError, match=r"t.npz: array 'counts' claims shape"):
+            bpe_fast.WordTable.load(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 << 20, f"{peak:,} bytes taken for a damaged header"
+
+
+def test_a_word_table_with_bad_fields_is_an_input_error_naming_the_file(tmp_path):
+    import json
+
+    import numpy as np
+    table, path = saved_table(tmp_path)
+    arrays = dict(symbols=table.symbols, offsets=table.offsets, counts=table.counts, hashes=table.hashes)
+    meta = {"format": "bpe_fast.counting.wordtable", "version": 1, "pattern": None, "special_tokens": []}
+    for damage, expected in [(dict(meta=np.array(json.dumps({**meta, "input_bytes": "many"}))), "input_bytes"),
+                             (dict(counts=np.int64(3)), "counts must be a 1-D int64 array"),
+                             (dict(meta=np.array([1, 2])), "not a bpe_fast word table"),
+                             (dict(hashes=np.array(["x"] * 3, dtype=object)), "not a bpe_fast word table")]:
+        with open(path, "wb") as fh:
+            np.savez(fh, **{**arrays, "meta": np.array(json.dumps(meta)), **damage})
+        with pytest.raises(bpe_fast.InputError, match=f"t.npz: .*{expected}"):
+            bpe_fast.WordTable.load(path)

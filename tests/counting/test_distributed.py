@@ -23,7 +23,7 @@ from bpe_fast.cli import main
 from bpe_fast.counting.workers import CountOptions
 from bpe_fast.counting.inputs import sources
 
-from .conftest import ROOT, need, small_text
+from ..conftest import ROOT, need, small_text
 
 
 @pytest.fixture(scope="module")
