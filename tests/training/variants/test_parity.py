@@ -15,7 +15,7 @@ from bpe_fast.training.reference import merge_word
 from bpe_fast.training.variants.parity import learn_parity
 from bpe_fast.training.variants.parity_reference import train_parity_reference
 
-from .conftest import SMALL_CORPUS, shared_path
+from ...conftest import SMALL_CORPUS, shared_path
 
 FIVE = ["de", "ru", "hi", "zh", "ar"]
 MODES: list[dict] = [dict(ratio=[1.0, 1.2, 2.5, 0.8, 1.5]),
@@ -312,7 +312,7 @@ def test_bench_parity_runs_and_finds_the_merges_equal():
     import subprocess
     import sys
 
-    from .conftest import ROOT
+    from ...conftest import ROOT
     shared_path("corpora", "multilingual")
     pytest.importorskip("tokenizers", reason="tokenizers is a dev dependency")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))

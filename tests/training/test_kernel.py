@@ -10,7 +10,7 @@ from bpe_fast import CL100K, GPT2, O200K, WordTable
 from bpe_fast.training._kernel import train_merges
 from bpe_fast.pretokenize.splitter import chunks_of
 from bpe_fast.training.reference import count_pairs, train_reference
-from .conftest import examples
+from ..conftest import examples
 
 PATTERNS = [GPT2, CL100K, O200K, None]
 

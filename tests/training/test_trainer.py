@@ -24,7 +24,7 @@ from bpe_fast.pretokenize.splitter import Splitter, chunks_of
 from bpe_fast.training.reference import train_reference
 from bpe_fast.training.trainer import TrainOptions
 
-from .conftest import examples, need, needs_data, needs_vocabs, read_corpus, small_text, vocab_dir
+from ..conftest import examples, need, needs_data, needs_vocabs, read_corpus, small_text, vocab_dir
 
 SMALL = [small_text()] * 4
 

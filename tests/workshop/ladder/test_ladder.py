@@ -17,7 +17,7 @@ from bpe_fast.workshop.ladder import RUNGS, Workload, harness, select
 from bpe_fast.workshop.ladder.harness import budget_check, line_profile, run_ladder
 from bpe_fast.training.reference import count_pairs, merge_word, train_reference
 
-from .conftest import examples, need
+from ...conftest import examples, need
 
 # Rungs that break ties like the reference (smallest pair), and rungs that share v1's running
 # maximum (first top pair in dict order) and must therefore agree with each other exactly.
