@@ -26,7 +26,7 @@ from bpe_fast.training.variants.picky import PICKY_LONGEST
 from bpe_fast.training.reference import train_reference
 from bpe_fast.training.variants.picky_reference import encode_picky_reference, picky_token_ids, train_picky_reference
 
-from .conftest import corpus_params, examples, needs_data, read_corpus, small_text, sparse_array, sparse_files
+from ...conftest import corpus_params, examples, needs_data, read_corpus, small_text, sparse_array, sparse_files
 
 SMALL = [small_text()] * 4
 A, B, C, D = b"abcd"

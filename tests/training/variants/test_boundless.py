@@ -22,7 +22,7 @@ from bpe_fast.errors import VocabSizeWarning
 from bpe_fast.training.variants.boundless_reference import (encode_boundless_reference, phase_one, pretoken_units,
                                                             train_boundless_auto_reference, train_boundless_reference)
 
-from .conftest import corpus_params, examples, read_corpus, shared_path, small_text
+from ...conftest import corpus_params, examples, read_corpus, shared_path, small_text
 
 SMALL = [small_text()] * 3
 

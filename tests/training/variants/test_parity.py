@@ -4,32 +4,17 @@ reference (variants/parity_reference.py) on both tie rules, and against plain BP
 must agree; sizes, continued training, files and formats."""
 from __future__ import annotations
 
-import json
 import random
 
 import pytest
 
 import bpe_fast
-from bpe_fast.bytelevel import bytes_to_unicode
 from bpe_fast.training.reference import merge_word
 from bpe_fast.training.variants.parity import learn_parity
 from bpe_fast.training.variants.parity_reference import train_parity_reference
 
-from .conftest import SMALL_CORPUS, shared_path
-
-FIVE = ["de", "ru", "hi", "zh", "ar"]
-MODES: list[dict] = [dict(ratio=[1.0, 1.2, 2.5, 0.8, 1.5]),
-         dict(dev=True),
-         dict(),
-         dict(ratio=[1.0, 1.2, 2.5, 0.8, 1.5], variant="window", window_size=10),
-         dict(dev=True, variant="window", window_size=20, alpha=1.5),
-         dict(ratio=[1.0] * 5, global_merges=40)]
-MODE_IDS = ["ratio", "dev", "neither", "ratio-window", "dev-window", "global"]
-
-
-def language_docs(name: str, chars: int, skip: int = 0) -> list[str]:
-    text = shared_path("corpora", "multilingual", f"{name}.txt").read_text(encoding="utf-8")
-    return text[skip:skip + chars].split("\n")
+from ...conftest import SMALL_CORPUS, shared_path
+from .conftest import FIVE, MODE_IDS, MODES, hf_parity, language_docs, reference_words, tables, with_dev
 
 
 def synthetic_languages(n: int, words: int, seed: int) -> list[list[str]]:
@@ -44,36 +29,8 @@ def synthetic_languages(n: int, words: int, seed: int) -> list[list[str]]:
     return out
 
 
-def hf_parity(train: list[list[str]], n_merges: int, dev: list[list[str]] | None = None, **settings) -> list:
-    hf = pytest.importorskip("tokenizers", reason="tokenizers is a dev dependency")
-    if not hasattr(hf.trainers, "ParityBpeTrainer"):
-        pytest.skip("this tokenizers has no ParityBpeTrainer (0.23.3 has it)")
-    tok = hf.Tokenizer(hf.models.BPE())
-    tok.pre_tokenizer = hf.pre_tokenizers.ByteLevel(add_prefix_space=False)
-    ratio = settings.pop("ratio", None)
-    trainer = hf.trainers.ParityBpeTrainer(num_merges=n_merges, show_progress=False,
-                                           initial_alphabet=hf.pre_tokenizers.ByteLevel.alphabet(), **settings)
-    trainer.train_from_iterator(tok, [iter(d) for d in train], dev_iterators=None if dev is None else
-                                [iter(d) for d in dev], ratio=ratio)
-    byte_of = {c: b for b, c in bytes_to_unicode().items()}
-    merges = [m if isinstance(m, list) else m.split(" ") for m in json.loads(tok.to_str())["model"]["merges"]]
-    return [(bytes(byte_of[c] for c in a), bytes(byte_of[c] for c in b)) for a, b in merges]
-
-
 def as_bytes(tok: bpe_fast.Tokenizer) -> list[tuple[bytes, bytes]]:
     return [(tok.token_bytes(a), tok.token_bytes(b)) for a, b in tok.merges.tolist()]
-
-
-def tables(docs: list[list[str]], pattern: str = "gpt2") -> list[bpe_fast.WordTable]:
-    return [bpe_fast.count_from_iterator(d, pattern=pattern, workers=1, progress="none") for d in docs]
-
-
-def reference_words(table: bpe_fast.WordTable) -> list[tuple[list[int], int]]:
-    return [(list(w), c) for w, c in table.as_dict().items()]
-
-
-def with_dev(mode: dict, dev) -> dict:
-    return {**mode, "dev": dev} if mode.get("dev") else mode
 
 
 # -- Hugging Face's ParityBpeTrainer -------------------------------------------------------------
@@ -102,24 +59,6 @@ def test_merges_equal_parity_bpe_trainer_on_35_languages(variant):
     ours = bpe_fast.train_parity(docs, 256 + 3000, ratio=ratio, variant=variant, window_size=50, pattern="gpt2",
                                  tie_break="huggingface", progress="none")
     assert as_bytes(ours) == theirs
-
-
-def test_the_reference_agrees_with_parity_bpe_trainer():
-    """The reference itself (slow) learns ParityBpeTrainer's merges on a small slice: it is an
-    oracle of the algorithm, not only of our kernel."""
-    train = [language_docs(name, 2_500) for name in FIVE]
-    dev = [language_docs(name, 1_500, skip=2_500) for name in FIVE]
-    for mode in (MODES[0], MODES[4]):
-        theirs = hf_parity(train, 60, dev=dev if mode.get("dev") else None,
-                           **{k: v for k, v in mode.items() if k != "dev"})
-        dev_words = [reference_words(t) for t in tables(dev)]
-        merges = train_parity_reference([reference_words(t) for t in tables(train)], 60,
-                                        [bytes([b]) for b in range(256)], tie_break="huggingface",
-                                        **with_dev(mode, dev_words))
-        names = [bytes([b]) for b in range(256)]
-        for a, b in merges:
-            names.append(names[a] + names[b])
-        assert [(names[a], names[b]) for a, b in merges] == theirs
 
 
 # -- the reference, on both tie rules ----------------------------------------------------------
@@ -312,7 +251,7 @@ def test_bench_parity_runs_and_finds_the_merges_equal():
     import subprocess
     import sys
 
-    from .conftest import ROOT
+    from ...conftest import ROOT
     shared_path("corpora", "multilingual")
     pytest.importorskip("tokenizers", reason="tokenizers is a dev dependency")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")])))
