@@ -109,7 +109,7 @@ def test_cli_plot_writes_a_png(profile_main, tmp_path):
     (["--corpus", "no/such/corpus.txt"], "--corpus no/such/corpus.txt: no such file"),
     (["--repeats", "0"], "--repeats must be at least 1"),
     (["--budget", "-1"], "--budget must be >= 0"),
-    (["--json", "no/such/dir/out.json"], "--json no/such/dir/out.json: directory"),
+    (["--json", "no/such/dir/out.json"], "--json no/such/dir/out.json: the folder no/such/dir does not exist"),
 ])
 def test_cli_bad_input_is_one_clear_line(profile_main, capsys, args, message):
     assert profile_main(["profile", *args]) == 2
