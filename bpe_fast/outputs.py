@@ -11,6 +11,7 @@ import contextlib
 import os
 import stat
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 from collections.abc import Iterable, Iterator
@@ -140,3 +141,36 @@ def _try_temporary(path: Path, option: str) -> None:
         raise ArgumentError(f"{option} {path}: cannot write there: {exc.strerror or exc}") from None
     os.close(fd)
     _remove(tmp)
+
+
+# -- the files a command reads and writes, checked in one place (the command line's) ----------------
+
+@dataclass(frozen=True)
+class Files:
+    """Which of a command's arguments name files it reads (``reads``: argument names, each a path
+    or a list of them) and which name files it writes (``writes``: argument name -> the option,
+    as messages say it). The CLI's ``main`` checks every written path against every read one before the
+    command starts (``check_files``): no output may be an input, or sit in an input folder, or be
+    unwritable; so nothing is read, trained or drawn before a bad output is found, and no input
+    is ever replaced. A command sets it with ``set_defaults(file_roles=Files(...))``."""
+    reads: tuple[str, ...] = ()
+    writes: tuple[tuple[str, str], ...] = ()
+
+
+def check_files(args) -> None:
+    """Every output path the command was given, checked against every input (``Files``). "-" is
+    standard input or output; a path with "{vocab_size}" is a template the command checks per size."""
+    files: Files | None = getattr(args, "file_roles", None)
+    if files is None:
+        return
+    inputs = [os.fspath(p) for name in files.reads for p in _paths(getattr(args, name, None))]
+    for name, option in files.writes:
+        for path in _paths(getattr(args, name, None)):
+            if os.fspath(path) != "-" and "{vocab_size}" not in os.fspath(path):
+                check_output(path, inputs, option)
+
+
+def _paths(value) -> list:
+    if value is None or value is False:
+        return []
+    return list(value) if isinstance(value, (list, tuple)) else [value]

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import io
-import os
 import subprocess
 import sys
 from typing import Any
@@ -11,10 +10,7 @@ import numpy as np
 import pytest
 
 import bpe_fast
-from bpe_fast.counting.workers import CountConfig, count_tasks
-from bpe_fast.counting.inputs import file_tasks
 from bpe_fast.cli import main
-from bpe_fast.pretokenize.splitter import Splitter, chunks_of
 
 
 def write(tmp_path, name, data: bytes):
@@ -23,81 +19,6 @@ def write(tmp_path, name, data: bytes):
     return path
 
 
-def test_missing_file(tmp_path):
-    with pytest.raises(bpe_fast.InputError, match=r"nope\.txt: no such file"):
-        bpe_fast.train([tmp_path / "nope.txt"], 300)
-
-
-def test_empty_directory(tmp_path):
-    with pytest.raises(bpe_fast.InputError, match="the directory holds no files"):
-        bpe_fast.train([tmp_path], 300)
-
-
-@pytest.mark.skipif(not os.path.exists("/proc/self/mem"), reason="needs Linux's /proc")
-def test_unreadable_file():
-    # A file that opens but cannot be read (I/O error at offset 0), even for root.
-    with pytest.raises(bpe_fast.InputError, match="/proc/self/mem: cannot be read"):
-        bpe_fast.train(["/proc/self/mem"], 300)
-
-
-@pytest.mark.parametrize("workers,block_size", [(1, 1 << 20), (2, 16)])
-def test_invalid_utf8_names_file_and_offset(tmp_path, workers, block_size):
-    good = b"hello world\nsecond line\n" * 10
-    path = write(tmp_path, "latin1.txt", good + b"caf\xe9 au lait\nmore\n" + good)
-    with pytest.raises(bpe_fast.InputError, match=rf"latin1.txt: invalid UTF-8 at byte offset {len(good) + 3}\b"):
-        bpe_fast.train([path], 300, workers=workers, block_size=block_size)
-    config = CountConfig(Splitter.of(bpe_fast.CL100K), errors="replace")
-    tasks = file_tasks(str(path), path.stat().st_size, config.splitter.cut, block_size)
-    counts = count_tasks(tasks, config, workers).as_dict()
-    assert counts["\ufffd".encode()] == 1 and counts[b"caf"] == 1
-
-
-def test_invalid_utf8_in_iterator_document():
-    with pytest.raises(bpe_fast.InputError, match=r"document 1: invalid UTF-8 at byte offset 1"):
-        bpe_fast.train_from_iterator(["fine", b"a\xffb"], 300)
-
-
-def test_empty_corpus(tmp_path):
-    path = write(tmp_path, "empty.txt", b"")
-    with pytest.raises(bpe_fast.EmptyCorpusError, match="empty.txt hold no text"):
-        bpe_fast.train([path], 300)
-    with pytest.raises(bpe_fast.EmptyCorpusError, match="empty"):
-        bpe_fast.train_from_iterator(["", ""], 300)
-
-
-def test_vocab_size_too_small():
-    with pytest.raises(ValueError, match="vocab_size=255 is too small: it must be at least 256"):
-        bpe_fast.train_from_iterator(["abc"], 255)
-    with pytest.raises(ValueError, match="at least 258"):
-        bpe_fast.train_from_iterator(["abc"], 257, special_tokens=["<a>", "<b>"])
-
-
-def test_pattern_that_does_not_compile():
-    with pytest.raises(bpe_fast.PatternError, match=r"pattern '\(\[a-' does not compile"):
-        bpe_fast.train_from_iterator(["abc"], 300, pattern="([a-")
-
-
-def test_pattern_matching_empty_string():
-    with pytest.raises(bpe_fast.PatternError, match="matches the empty string"):
-        bpe_fast.train_from_iterator(["abc"], 300, pattern=r"\w*")
-
-
-def test_vocab_larger_than_the_corpus_gives_stops_and_warns():
-    with pytest.warns(bpe_fast.VocabSizeWarning,
-                      match=r"stopped after 3 of 744 merges.*vocab size 259 instead of 1000"):
-        tok = bpe_fast.train_from_iterator(["abcd"], 1000, pattern=None)
-    assert tok.vocab_size == 259 and tok.training_report.merges == 3
-
-
-def test_single_string_is_not_an_iterator_of_documents():
-    with pytest.raises(TypeError, match="wrap it in a list"):
-        bpe_fast.train_from_iterator("a long text", 300)
-
-
-def test_non_text_document():
-    with pytest.raises(bpe_fast.InputError, match=r"item 2: expected a document \(str or bytes\), a batch of "
-                                                  r"them \(a list\) or a record .*got int"):
-        bpe_fast.train_from_iterator(["a", "b", 3], 300)
 
 
 # -- CLI: one line on stderr, exit status 2 ------------------------------------------------
@@ -145,48 +66,7 @@ def test_cli_reports_a_vocab_the_corpus_cannot_give(tmp_path, capsys):
     assert "warning: stopped after" in captured.err and "vocab size 258" in captured.out
 
 
-def test_unknown_tie_break_is_rejected_before_counting():
-    def docs():
-        raise AssertionError("the corpus was read")
-        yield "never"
-
-    with pytest.raises(ValueError, match="tie_break must be one of"):
-        bpe_fast.train_from_iterator(docs(), 300, tie_break="hf")
-
-
 # -- patterns are resolved in one place --------------------------------------------------------
-
-@pytest.mark.parametrize("spelling", ["none", "NONE", "None", None])
-def test_none_in_any_case_means_no_split_everywhere(spelling):
-    docs = ["ab ab ab", "cab cab"]
-    tok = bpe_fast.train_from_iterator(docs, 262, pattern=spelling, workers=1)
-    assert tok.pattern is None and tok.pattern_name == "none"
-    # with no split, merges cross the spaces: "ab " (ab, then (ab, " ")) is learned
-    assert [tok.token_bytes(i) for i in range(256, tok.n_base)][:2] == [b"ab", b"ab "]
-    assert bpe_fast.Tokenizer([], pattern=spelling).pattern is None
-    assert chunks_of(docs, spelling) == docs
-
-
-@pytest.mark.parametrize("name,regex", [("cl100k_base", bpe_fast.CL100K), ("O200K_BASE", bpe_fast.O200K),
-                                        ("r50k_base", bpe_fast.GPT2), ("p50k_base", bpe_fast.GPT2),
-                                        ("GPT2", bpe_fast.GPT2)])
-def test_encoding_names_are_pattern_names(name, regex):
-    assert bpe_fast.Tokenizer([], pattern=name).pattern == regex
-
-
-@pytest.mark.parametrize("typo", ["gpt4", "cl100", "o200k-base", "None_"])
-def test_a_bare_word_that_is_no_known_name_is_refused(typo):
-    def docs():
-        raise AssertionError("the corpus was read")
-        yield "never"
-
-    with pytest.raises(bpe_fast.PatternError, match=rf"pattern '{typo}' is no known pattern name "
-                                                    rf"\(known: none, gpt2,.*cl100k.*o200k_base.*superword\)"):
-        bpe_fast.train_from_iterator(docs(), 300, pattern=typo)
-    with pytest.raises(bpe_fast.PatternError, match="no known pattern name"):
-        bpe_fast.Tokenizer([], pattern=typo)
-    # spelled as a regex, a literal word is still a pattern (and the text it skips stays, as chunks)
-    assert chunks_of(["a gpt4 b"], r"(?:gpt4)") == ["a ", "gpt4", " b"]
 
 
 def test_cli_names_the_known_patterns(tmp_path, capsys):
@@ -196,16 +76,6 @@ def test_cli_names_the_known_patterns(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "pattern 'gpt4' is no known pattern name" in err and "cl100k" in err and err.count("\n") == 1
     assert not (tmp_path / "t.json").exists()
-
-
-def test_options_after_vocab_size_are_keyword_only(tmp_path):
-    with pytest.raises(TypeError):
-        bpe_fast.train_from_iterator(["abc"], 300, "gpt2")  # type: ignore[call-overload]
-    with pytest.raises(TypeError):
-        bpe_fast.train([write(tmp_path, "a.txt", b"abc")], 300, "gpt2")  # type: ignore[call-overload]
-    table = bpe_fast.WordTable.from_words([b"abc"])
-    with pytest.raises(TypeError):
-        bpe_fast.train_from_table(table, 300, "gpt2")  # type: ignore[call-overload]
 
 
 def test_the_cli_shows_a_bug_as_a_traceback(tmp_path, monkeypatch):
@@ -232,34 +102,6 @@ def test_every_error_bpe_fast_raises_on_purpose_is_a_bpe_fast_error():
 
 
 # -- issue 11: found by trying to break it ------------------------------------------------------
-
-@pytest.mark.parametrize("pattern,docs,expected", [
-    (r"(a)b", ["ab ab"], ["ab", " ", "ab"]),          # the space the pattern skips is kept
-    (r"\w+|(\s)", ["two words"], ["two", " ", "words"]),
-    (r"(a)(b)|c", ["abcab"], ["ab", "c", "ab"]),
-])
-def test_patterns_with_capturing_groups_give_whole_matches(pattern, docs, expected):
-    assert chunks_of(docs, pattern) == expected
-    tok = bpe_fast.train_from_iterator(docs * 5, 257, pattern=pattern, workers=1)
-    learned = [tok.token_bytes(i) for i in range(256, tok.n_base)]
-    assert learned and all(t.decode() in "".join(expected) for t in learned)
-
-
-@pytest.mark.parametrize("pattern", [r"\b", r"(?=a)", r"$", r"x*", r"\w+|\b"])
-def test_patterns_that_can_match_nothing_are_refused_up_front(pattern):
-    with pytest.raises(bpe_fast.PatternError, match="matches the empty string"):
-        bpe_fast.train_from_iterator(["some text"], 300, pattern=pattern)
-
-
-def test_numbers_that_are_not_integers_are_refused():
-    with pytest.raises(bpe_fast.ArgumentTypeError, match="min_frequency must be an integer"):
-        bpe_fast.train_from_iterator(["abc"], 300, min_frequency=2.5)  # type: ignore[call-overload]
-    with pytest.raises(bpe_fast.ArgumentTypeError, match="vocab_size must be an integer"):
-        bpe_fast.train_from_iterator(["abc"], 300.0)  # type: ignore[call-overload]
-    with pytest.raises(bpe_fast.ArgumentError, match="workers must be an integer"):
-        bpe_fast.train_from_iterator(["abc"] * 10, 300, workers=1.5, batch_chars=1)  # type: ignore[call-overload]
-    with pytest.raises(bpe_fast.VocabularyError, match="merges must be integer ids"):
-        bpe_fast.Tokenizer([[1.5, 3]])
 
 
 @pytest.mark.parametrize("ids", [[1.7], [104, 2.0], [np.float64(104.0)], ["104"], [None]])

@@ -16,7 +16,7 @@ import pytest
 import bpe_fast
 from bpe_fast.prepare import corpus as ef
 from bpe_fast.cli import main
-from bpe_fast.errors import ArgumentError, EncodingError, InputError
+from bpe_fast.errors import ArgumentError, EncodingError
 
 from .conftest import need, small_text, vocab_path
 
@@ -102,19 +102,6 @@ def test_encode_to_npy_is_what_np_load_reads_with_tiktokens_ids(name, dtype, tmp
     assert ids.tolist() == reference(name).encode_ordinary(text)
     code, out, _ = run(["decode", *named(name), tmp_path / "x.npy"], capsys, monkeypatch)
     assert code == 0 and out == text
-
-
-def test_npy_of_many_batches_with_eot_after_each_line(trained, tmp_path, monkeypatch):
-    monkeypatch.setattr(ef, "BATCH_CHARS", 2000)              # many batches, each a header's rewrite away
-    text = small_text()
-    (tmp_path / "in.txt").write_text(text, encoding="utf-8", newline="")
-    summary = ef.encode_files(trained, [tmp_path / "in.txt"], tmp_path / "ids.npy", format="npy", lines=True,
-                              append_eot=True, progress="none")
-    eot = trained.special_tokens[EOT]
-    expected = [i for line in text.splitlines(keepends=True) for i in trained.encode_ordinary(line) + [eot]]
-    ids = np.load(tmp_path / "ids.npy")
-    assert ids.dtype == np.uint16 and ids.tolist() == expected
-    assert summary["tokens"] == len(expected) and summary["files"] == [str(tmp_path / "ids.npy")]
 
 
 @pytest.mark.parametrize("args,parts", [
@@ -206,23 +193,6 @@ def test_decode_a_plain_bin_written_by_numpy_with_dtype(tmp_path, capsys, monkey
     np.array(ids, dtype=np.uint32).tofile(tmp_path / "wide.dat")              # any name, with --dtype
     code, out, _ = run(["decode", *named("r50k_base"), tmp_path / "wide.dat", "--dtype", "uint32"], capsys, monkeypatch)
     assert code == 0 and out == text
-
-
-def test_load_bin_dtype_is_checked(trained, tmp_path):
-    np.array([1, 2, 3], dtype=np.uint16).tofile(tmp_path / "odd.bin")         # 6 bytes: no whole uint32
-    with pytest.raises(InputError, match="odd.bin: 6 bytes is not a whole number of uint32 ids"):
-        bpe_fast.load_bin(tmp_path / "odd.bin", dtype="uint32")
-    with pytest.raises(InputError, match=r"odd.bin: no odd.idx beside it .* dtype='uint16'"):
-        bpe_fast.load_bin(tmp_path / "odd.bin")
-    for bad in ("int8", "float32", "nonsense", np.dtype(">u2")):
-        with pytest.raises(ArgumentError, match="dtype must be 'uint16' or 'uint32'"):
-            bpe_fast.load_bin(tmp_path / "odd.bin", dtype=bad)
-    ef.encode_files(trained, [tmp_path / "odd.bin"], tmp_path / "c.bin", format="bin", errors="replace",
-                    progress="none")                                           # uint16, with its index
-    as_told = bpe_fast.load_bin(tmp_path / "c.bin", dtype=np.uint16)[0]
-    assert as_told.dtype == np.uint16 and as_told.tolist() == bpe_fast.load_bin(tmp_path / "c.bin")[0].tolist()
-    with pytest.raises(ArgumentError, match="as uint32: its index says uint16"):
-        bpe_fast.load_bin(tmp_path / "c.bin", dtype="uint32")
 
 
 # -- 6. one rule for special tokens' text ------------------------------------------------------------
@@ -329,4 +299,3 @@ def test_convert_roles_are_checked(args, parts, trained, tmp_path, capsys, monke
     code, _, err = run(["convert", tmp_path / "tok.json", *args], capsys, monkeypatch)
     assert_one_line_error(code, err, *parts)
     assert not any((tmp_path / "hf" / name).exists() for name in ("tokenizer.json", "tokenizer_config.json"))
-

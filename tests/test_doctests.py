@@ -19,6 +19,7 @@ MODULES = [
     "bpe_fast.encoding.tiktoken_surface",       # Tokenizer's mixin: tiktoken's and Hugging Face's names
     "bpe_fast.formats._methods",                 # Tokenizer's mixin: files and conversions
     "bpe_fast.registry",                        # bpe_fast.load
+    "bpe_fast.training.trainer",                # train, train_from_iterator, train_from_table, train_parity
 ]
 
 # docstring (its name, as doctest gives it) -> the optional package its example needs
@@ -44,7 +45,9 @@ def test_the_tokenizer_and_load_have_examples():
     names = {test.name for test in TESTS}
     assert {"bpe_fast.tokenizer.Tokenizer.encode", "bpe_fast.registry.load",
             "bpe_fast.encoding.tiktoken_surface.TiktokenSurface.decode_with_offsets",
-            "bpe_fast.formats._methods.FormatMethods.save"} <= names
+            "bpe_fast.formats._methods.FormatMethods.save", "bpe_fast.training.trainer.train",
+            "bpe_fast.training.trainer.train_from_iterator", "bpe_fast.training.trainer.train_from_table",
+            "bpe_fast.training.trainer.train_parity"} <= names
 
 
 @pytest.mark.parametrize("test", TESTS, ids=[test.name for test in TESTS])

@@ -7,7 +7,6 @@ output intact, and say what happened in one line.
 from __future__ import annotations
 
 import contextlib
-import errno
 import io
 import os
 import re
@@ -19,10 +18,8 @@ import sys
 import tempfile
 import textwrap
 import time
-import uuid
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 import bpe_fast
@@ -30,10 +27,7 @@ import bpe_fast.cli.count
 import bpe_fast.cli.train
 import bpe_fast.counting.workers
 from bpe_fast.cli import main
-from bpe_fast.counting.workers import CountConfig, count_tasks
 from bpe_fast.errors import OutputError
-from bpe_fast.pretokenize.splitter import Splitter
-from bpe_fast.counting.inputs import docs_tasks, file_tasks
 
 from .conftest import SMALL_CORPUS, need, small_text
 
@@ -91,177 +85,11 @@ def wait_workers(tag: str, n: int, timeout: float = 30) -> None:
 
 # -- 1. errors and interrupts while feeding workers: the process exits, nothing is left behind ---
 
-FAILING_ITERATOR = """
-    import bpe_fast, time
-    BIG = "the quick brown fox jumps over the lazy dog. " * 45_000      # ~2 MB a document
-    def docs():
-        for i in range(20):
-            if i == 4:
-                {fault}          # while big documents are still queued for the workers
-            yield BIG
-    try:
-        bpe_fast.train_from_iterator(docs(), 1000, workers=2)
-    except Exception as exc:
-        print("caught", type(exc).__name__, str(exc)[:80])
-    print("leaving", time.monotonic())
-"""
-
-
-@pytest.mark.parametrize("fault,error", [
-    ("raise RuntimeError('the source failed')", "RuntimeError"),
-    ("yield 'abc\\ud800' + BIG", "InputError"),
-])
-def test_a_failing_iterator_ends_the_process(fault, error):
-    tag = uuid.uuid4().hex
-    proc = start(FAILING_ITERATOR.format(fault=fault), tag)
-    try:
-        out, err = proc.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        pytest.fail("the process did not exit after the error (a queue's feeder thread hangs it)")
-    assert proc.returncode == 0, err
-    assert f"caught {error}" in out and "leaving" in out
-    assert_all_gone(tag)
-
-
-ENDLESS = """
-    import bpe_fast, itertools
-    def docs():
-        for i in itertools.count():
-            if i == 50:
-                print("feeding", flush=True)
-            yield f"document {i}: " + "the quick brown fox jumps over the lazy dog. " * 2000
-    bpe_fast.train_from_iterator(docs(), 1000, workers=2)
-"""
-
-
-def test_ctrl_c_on_an_endless_iterator_stops_at_once():
-    tag = uuid.uuid4().hex
-    proc = start(ENDLESS, tag)
-    wait_for_line(proc, "feeding")
-    wait_workers(tag, 3)
-    sent = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    try:
-        _, err = proc.communicate(timeout=10)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        pytest.fail("Ctrl-C did not stop training on an endless iterator")
-    assert time.monotonic() - sent < 3
-    assert "KeyboardInterrupt" in err and proc.returncode != 0
-    assert err.count("KeyboardInterrupt") == 1, "the workers should not print tracebacks of their own"
-    assert_all_gone(tag)
-
-
-def test_sigterm_to_the_parent_alone_takes_the_workers_with_it():
-    tag = uuid.uuid4().hex
-    proc = start(ENDLESS, tag)
-    wait_for_line(proc, "feeding")
-    wait_workers(tag, 3)
-    os.kill(proc.pid, signal.SIGTERM)          # the parent only, not its process group
-    proc.communicate(timeout=10)
-    assert_all_gone(tag, within=3)
-
-
-KERNEL = """
-    import numpy as np, bpe_fast, time
-    rng = np.random.default_rng(0)
-    lengths = rng.integers(4, 16, 5_000_000)     # merging takes about 3 s on two threads (3 M words took 2.0)
-    offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    symbols = rng.integers(97, 97 + 40, int(offsets[-1])).astype(np.int32)
-    table = bpe_fast.WordTable(symbols, offsets, np.ones(len(lengths), np.int64))
-    print("merging", flush=True)
-    start = time.monotonic()
-    bpe_fast.train_from_table(table, 60_000, pattern=None, progress="none")
-    print("finished after", time.monotonic() - start, flush=True)
-"""
-
-
-def test_ctrl_c_during_merging_stops_within_a_second():
-    proc = start(KERNEL, uuid.uuid4().hex)
-    wait_for_line(proc, "merging")
-    time.sleep(1.5)                             # the kernel is running now (it takes far longer)
-    assert proc.poll() is None
-    sent = time.monotonic()
-    proc.send_signal(signal.SIGINT)
-    out, err = proc.communicate(timeout=30)
-    assert "finished" not in out, "the kernel ran to its end before the interrupt was seen"
-    assert time.monotonic() - sent < 1.5 and "KeyboardInterrupt" in err
-
 
 # -- 2. workers: killed, too many, failing in two places --------------------------------------
 
-def test_a_killed_worker_is_one_line_naming_the_likely_cause(tmp_path):
-    import multiprocessing as mp
-
-    def docs():
-        for i in range(400):
-            if i == 50:
-                for child in mp.active_children():
-                    child.kill()                        # SIGKILL
-                time.sleep(0.3)
-            yield "hello world " * 10
-
-    with pytest.raises(bpe_fast.WorkerError) as err:
-        bpe_fast.train_from_iterator(docs(), 300, workers=2, batch_chars=100)
-    assert "killed by SIGKILL" in str(err.value) and "--workers" in str(err.value) and "\n" not in str(err.value)
-
-
-def test_workers_are_never_more_than_the_tasks():
-    import multiprocessing as mp
-    seen = []
-    docs = [f"document {i} " * 50 for i in range(7)]
-    count_tasks(docs_tasks(docs, 10), CountConfig(Splitter.of(bpe_fast.CL100K)), workers=1000,
-                on_progress=lambda n: seen.append(len(mp.active_children())))
-    assert len(seen) == 7 and max(seen) <= 7
-
-
-def test_the_first_invalid_byte_is_reported_whatever_the_worker_timing(tmp_path):
-    # The first fault lies at the end of the first 1 MiB block, the second at the start of the
-    # next: the second worker finds its fault first, but the first one in the file is reported.
-    line = b"fine text on a line\n"
-    good = line * 52_000
-    path = tmp_path / "two_faults.txt"
-    path.write_bytes(good + b"bad \xff here\n" + line * 500 + b"worse \xfe there\n" + line * 20_000)
-    for _ in range(5):
-        with pytest.raises(bpe_fast.InputError, match=rf"byte offset {len(good) + 4}\b"):
-            bpe_fast.train([path], 300, workers=2, block_size=1 << 20)
-
 
 # -- 3. inputs that change, streams --------------------------------------------------------------
-
-def test_a_file_that_shrinks_while_read_is_an_error(tmp_path):
-    path = tmp_path / "shrinks.txt"
-    path.write_text("some text on a line\n" * 5000)
-    config = CountConfig(Splitter.of(bpe_fast.CL100K))
-    tasks = list(file_tasks(str(path), path.stat().st_size, config.splitter.cut, 10_000))
-    with open(path, "r+b") as fh:
-        fh.truncate(30_000)
-    with pytest.raises(bpe_fast.InputError, match="shrinks.txt: the file changed while it was read"):
-        count_tasks(tasks, config, workers=1)
-
-
-def test_a_fifo_is_read_as_a_stream(tmp_path):
-    import threading
-    text = small_text() * 20
-    fifo = tmp_path / "corpus.fifo"
-    os.mkfifo(fifo)
-    writer = threading.Thread(target=lambda: fifo.write_bytes(text.encode()))
-    writer.start()
-    tok = bpe_fast.train([fifo], 500, workers=2, block_size=4096)
-    writer.join()
-    (tmp_path / "corpus.txt").write_bytes(text.encode())
-    assert tok == bpe_fast.train([tmp_path / "corpus.txt"], 500, workers=1)
-    assert tok.training_report.input_size == len(text.encode())
-
-
-def test_standard_input_is_read_as_a_stream(tmp_path):
-    text = small_text() * 10
-    (tmp_path / "c.txt").write_bytes(text.encode())
-    proc = subprocess.run([sys.executable, "-m", "bpe_fast", "train", "-", "--vocab-size", "400", "-o",
-                           str(tmp_path / "t.json")], input=text.encode(), capture_output=True)
-    assert proc.returncode == 0, proc.stderr
-    assert bpe_fast.load(tmp_path / "t.json") == bpe_fast.train([tmp_path / "c.txt"], 400)
 
 
 # -- 4. output: checked first, written whole or not at all -----------------------------------------
@@ -530,22 +358,6 @@ def test_huge_min_frequency_is_not_an_overflow(tmp_path, capsys):
     assert "stopped after 0 of" in capsys.readouterr().err
 
 
-def test_a_huge_vocab_size_costs_no_memory(tmp_path):
-    corpus = tmp_path / "c.txt"
-    corpus.write_text(small_text())
-    script = f"""
-        import re, warnings, bpe_fast
-        warnings.simplefilter("ignore")
-        tok = bpe_fast.train([{str(corpus)!r}], 10**9, workers=1)
-        # VmHWM, not ru_maxrss: ru_maxrss keeps the peak of the process before exec (pytest's)
-        peak_kb = int(re.search(r"VmHWM:\\s+(\\d+)", open("/proc/self/status").read()).group(1))
-        print(tok.vocab_size, peak_kb // 1024)
-    """
-    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True, timeout=120)
-    vocab, peak_mb = map(int, proc.stdout.split())
-    assert 256 < vocab < 5000 and peak_mb < 300, (vocab, peak_mb)
-
-
 def test_closed_stdout_and_a_reader_that_goes_away(tmp_path):
     tok = bpe_fast.train_from_iterator([small_text()], 400, workers=1)
     tok.save(tmp_path / "t.json")
@@ -562,44 +374,6 @@ def test_closed_stdout_and_a_reader_that_goes_away(tmp_path):
 
 
 # -- 6. damaged compressed input: an error naming the file, never a short text with exit 0 -------
-
-def zst_corpus(tmp_path: Path, frames: int = 1) -> tuple[bytes, bytes]:
-    """(text, its zstd stream in ``frames`` frames, as ``zstd`` writes big or piped input)."""
-    zstandard = need("zstandard")
-    text = "".join(f"line {i} of a compressed corpus\n" for i in range(20_000)).encode()
-    step = -(-len(text) // frames)
-    return text, b"".join(zstandard.ZstdCompressor().compress(text[i:i + step]) for i in range(0, len(text), step))
-
-
-@pytest.mark.parametrize("frames", [1, 3])
-def test_a_truncated_zst_is_an_input_error_naming_the_file(tmp_path, frames, capsys):
-    _, whole = zst_corpus(tmp_path, frames)
-    cut = tmp_path / "cut.txt.zst"
-    cut.write_bytes(whole[:len(whole) * 2 // 3])          # inside the last frame
-    tok = bpe_fast.train_from_iterator([small_text()], 300, workers=1, progress="none")
-    truncated = "cut.txt.zst: .*truncated"
-    with pytest.raises(bpe_fast.InputError, match=truncated):
-        bpe_fast.count([cut], workers=1, progress="none")
-    with pytest.raises(bpe_fast.InputError, match=truncated):
-        bpe_fast.train([cut], 300, workers=2, block_size=4096, progress="none")
-    with pytest.raises(bpe_fast.InputError, match=truncated):
-        bpe_fast.encode_files(tok, [cut], tmp_path / "ids.txt", progress="none")
-    assert not (tmp_path / "ids.txt").exists()
-    assert main(["count", str(cut), "-o", str(tmp_path / "t.npz"), "-q"]) == 2
-    err = capsys.readouterr().err
-    assert "cut.txt.zst" in err and "truncated" in err and err.count("\n") == 1
-
-
-def test_zst_frames_are_read_across_and_garbage_is_an_input_error(tmp_path):
-    text, whole = zst_corpus(tmp_path, frames=3)
-    (tmp_path / "frames.txt.zst").write_bytes(whole)
-    (tmp_path / "plain.txt").write_bytes(text)
-    assert bpe_fast.count([tmp_path / "frames.txt.zst"], workers=1) == bpe_fast.count([tmp_path / "plain.txt"])
-    (tmp_path / "empty.txt.zst").write_bytes(b"")               # no frame: an empty document, as .gz
-    assert len(bpe_fast.count([tmp_path / "empty.txt.zst"], workers=1)) == 0
-    (tmp_path / "junk.txt.zst").write_bytes(whole + b"not zstd")
-    with pytest.raises(bpe_fast.InputError, match="junk.txt.zst: cannot be decompressed as zstd"):
-        bpe_fast.count([tmp_path / "junk.txt.zst"], workers=1)
 
 
 # -- 7. SIGTERM/SIGHUP while counting: the spill files and the workers go, one line, 128 + signal ---
@@ -618,385 +392,22 @@ def spill_parts(folder: Path) -> list[Path]:
     return list(folder.glob("bpe_fast-counts-*/*.part"))
 
 
-def feed_until_spilled(proc: subprocess.Popen, folder: Path, timeout: float = 20) -> None:
-    """Write made-up words to the child's standard input until its workers have spilled."""
-    deadline, seed = time.monotonic() + timeout, 0
-    assert proc.stdin is not None
-    while not spill_parts(folder):
-        assert time.monotonic() < deadline and proc.poll() is None, "counting did not spill"
-        proc.stdin.write(random_words(1 << 18, seed))
-        proc.stdin.flush()
-        seed += 1
-    time.sleep(0.2)                       # mid-count: more parts on their way
-
-
-COUNT_STDIN_API = "import bpe_fast; bpe_fast.count('-', workers={workers}, memory_budget=1 << 20, progress='none')"
-
-
-@pytest.mark.parametrize("how,workers,signum", [
-    ("cli", 2, signal.SIGTERM), ("cli", 2, signal.SIGHUP), ("api", 2, signal.SIGTERM), ("api", 1, signal.SIGHUP)])
-def test_a_terminating_signal_while_counting_leaves_no_spill_files(tmp_path, how, workers, signum):
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    tag = uuid.uuid4().hex
-    cmd = ([sys.executable, "-m", "bpe_fast", "count", "-", "-o", str(tmp_path / "t.npz"), "--memory-budget", "1M",
-            "--workers", str(workers), "-q"] if how == "cli" else
-           [sys.executable, "-c", COUNT_STDIN_API.format(workers=workers)])
-    env = {**os.environ, "TMPDIR": str(tmp), "BPE_FAST_TEST_TAG": tag}
-    proc = subprocess.Popen(cmd, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        feed_until_spilled(proc, tmp)
-        proc.send_signal(signum)
-        proc.wait(timeout=10)
-    finally:
-        proc.kill()
-    assert proc.stderr is not None
-    err = proc.stderr.read().decode()
-    assert not list(tmp.glob("bpe_fast-counts-*")), "the spill folder outlived the signal"
-    assert_all_gone(tag)
-    if how == "cli":
-        assert proc.returncode == 128 + signum
-        assert err == f"bpe-fast count: stopped by {signal.Signals(signum).name}\n"
-    else:                                  # the signal's default action, once the files are gone
-        assert proc.returncode == -signum and err == ""
-    assert not (tmp_path / "t.npz").exists()
-
-
-SUPERWORD_AHEAD = """
-    import bpe_fast, os, sys, time, pathlib
-    spills = pathlib.Path(os.environ["TMPDIR"])
-    def progress(stage, current, total, elapsed):
-        if stage == "merging":       # stage one's (the count ahead reports nothing while it runs)
-            deadline = time.monotonic() + 30
-            while not list(spills.glob("bpe_fast-counts-*/*.part")) and time.monotonic() < deadline:
-                time.sleep(0.01)     # stage two's count ahead has begun: its workers have spilled
-            print("both running", flush=True)
-            time.sleep(60)
-    import bpe_fast.counting.workers    # tables of 1 MiB, so that the workers spill (memory_budget is the whole job's)
-    bpe_fast.counting.workers.counting_share = lambda budget, workers, most, fixed=False: (workers, 1 << 20)
-    bpe_fast.train([sys.argv[1]], 3000, superword_at=2000, superword_pattern=r"[a-z]+ ?|\\s", workers=2,
-                   memory_budget=1 << 30, progress=progress)
-    print("finished", flush=True)
-"""
-
-
-# About 10 s each (24 MB counted in the child): slow. The inner loop keeps a signal while counting
-# (test_a_terminating_signal_while_counting_leaves_no_spill_files) and while merging
-# (test_ctrl_c_during_merging_stops_within_a_second).
-@pytest.mark.slow
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_a_signal_while_stage_two_is_counted_ahead_stops_the_count(tmp_path, signum):
-    """SuperBPE counts stage two's text on a thread while stage one learns: Ctrl-C or SIGTERM
-    then (in stage one's merging) stops that count too, its workers and spill files gone, at once."""
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    corpus = tmp_path / "words.txt"
-    corpus.write_bytes(random_words(24 << 20, 1))       # the regex route: seconds to count
-    tag = uuid.uuid4().hex
-    proc = subprocess.Popen([sys.executable, "-c", textwrap.dedent(SUPERWORD_AHEAD), str(corpus)],
-                            env={**os.environ, "TMPDIR": str(tmp), "BPE_FAST_TEST_TAG": tag},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    try:
-        wait_for_line(proc, "both running")
-        sent = time.monotonic()
-        proc.send_signal(signum)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        proc.kill()
-    assert time.monotonic() - sent < 5 and "finished" not in out
-    assert not list(tmp.glob("bpe_fast-counts-*")), "the count ahead's spill folder outlived the signal"
-    assert_all_gone(tag)
-    if signum == signal.SIGINT:
-        assert err.count("KeyboardInterrupt") == 1 and proc.returncode != 0
-    else:
-        assert proc.returncode == -signum and err == ""
-
-
-SUPERWORD_WAITING = """
-    import bpe_fast, sys
-    said = []
-    def progress(stage, current, total, elapsed):
-        if stage == "merging" and total and current >= total and not said:     # stage one learned
-            said.append(print("waiting for the count ahead", flush=True))
-    import bpe_fast.counting.workers    # tables of 1 MiB, so that the workers spill (memory_budget is the whole job's)
-    bpe_fast.counting.workers.counting_share = lambda budget, workers, most, fixed=False: (workers, 1 << 20)
-    bpe_fast.train([sys.argv[1]], 2300, superword_at=2000, superword_pattern=r"[a-z]+ ?|\\s", workers=2,
-                   memory_budget=1 << 30, progress=progress)
-    print("finished", flush=True)
-"""
-
-
-def train_counting_ahead(script: str, corpus: Path, tmp: Path, tag: str) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", textwrap.dedent(script), str(corpus)],
-                            env={**os.environ, "TMPDIR": str(tmp), "BPE_FAST_TEST_TAG": tag},
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-
-
-# About 10 s (16 MB counted twice in the child): slow.
-@pytest.mark.slow
-def test_ctrl_c_while_waiting_for_the_count_ahead_leaves_no_spill_folder(tmp_path):
-    """Issue 34: Ctrl-C once stage one has learned, while the main thread waits for stage two's
-    count ahead (CountAhead.result). A Thread.join cut by KeyboardInterrupt marks the thread
-    stopped while it still runs (CPython 3.11), so stop() did not wait for it: the process
-    exited, the daemon thread died before its clean-up, and its spill folder stayed behind,
-    every time."""
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    corpus = tmp_path / "words.txt"
-    corpus.write_bytes(random_words(16 << 20, 2))
-    tag = uuid.uuid4().hex
-    proc = train_counting_ahead(SUPERWORD_WAITING, corpus, tmp, tag)
-    try:
-        wait_for_line(proc, "waiting for the count ahead")
-        time.sleep(0.2)                             # in CountAhead.result's wait by now
-        counting = bool(list(tmp.glob("bpe_fast-counts-*")))
-        proc.send_signal(signal.SIGINT)
-        out, err = proc.communicate(timeout=30)
-    finally:
-        proc.kill()
-    assert "finished" not in out and err.count("KeyboardInterrupt") == 1, err
-    assert not list(tmp.glob("bpe_fast-counts-*")), "the count ahead's spill folder outlived Ctrl-C"
-    assert_all_gone(tag)
-    if not counting:
-        pytest.skip("the count ahead had ended before the signal: the window was missed")
-
-
-# A stress test: Ctrl-C at random times over a whole SuperBPE training counted ahead (stage one's
-# count, its learning, the wait for stage two's count, stage two), as many runs as fit in 15 s.
-# Before the fix a third of the runs left a spill folder (issue 34).
-@pytest.mark.slow
-def test_ctrl_c_at_random_times_while_counting_ahead_leaves_no_spill_folder(tmp_path):
-    import random
-    tmp = tmp_path / "tmp"
-    tmp.mkdir()
-    corpus = tmp_path / "words.txt"
-    corpus.write_bytes(random_words(6 << 20, 3))
-    script = SUPERWORD_WAITING.replace("progress=progress", 'progress="none"')
-    rng = random.Random(34)
-    deadline = time.monotonic() + 15
-    runs = 0
-    while time.monotonic() < deadline or runs < 3:
-        tag = uuid.uuid4().hex
-        proc = train_counting_ahead(script, corpus, tmp, tag)
-        try:
-            time.sleep(rng.uniform(0.3, 3.0))
-            proc.send_signal(signal.SIGINT)
-            proc.communicate(timeout=30)
-        finally:
-            proc.kill()
-        runs += 1
-        left = list(tmp.glob("bpe_fast-counts-*"))
-        assert not left, f"run {runs}: a spill folder outlived Ctrl-C: {[list(f.iterdir()) for f in left]}"
-        assert_all_gone(tag)
-
-
-def test_a_clean_up_runs_to_its_end_through_ctrl_c():
-    """count_tasks' clean-up (the spill folder removed, the workers stopped) is not cut short by
-    a Ctrl-C that comes while it runs: it runs again, whole, then the KeyboardInterrupt is raised."""
-    calls: list[int] = []
-
-    def clean_up():
-        calls.append(len(calls))
-        if len(calls) == 1:
-            raise KeyboardInterrupt
-    with pytest.raises(KeyboardInterrupt):
-        bpe_fast.counting.workers.uninterrupted(clean_up)
-    assert calls == [0, 1]
-
-
-def test_workers_stopped_before_their_set_up_print_no_traceback(monkeypatch, capfd):
-    # The workers are forked while the parent turns SIGTERM into an exception (and inherit its
-    # handler); one stopped before its own set-up must die as by default, not raise the parent's.
-    real_set_up = bpe_fast.counting.workers._die_with_parent
-
-    def slow_set_up(parent):
-        time.sleep(5)
-        real_set_up(parent)
-
-    def docs():
-        yield from ["some text"] * 4
-        time.sleep(0.3)                      # the workers are started (and asleep) by now
-        raise RuntimeError("the source failed")
-
-    monkeypatch.setattr("bpe_fast.counting.workers._die_with_parent", slow_set_up)
-    start = time.monotonic()
-    with pytest.raises(RuntimeError, match="the source failed"):
-        bpe_fast.count_from_iterator(docs(), workers=3, batch_chars=1, progress="none")
-    assert time.monotonic() - start < 3
-    err = capfd.readouterr().err
-    assert "Traceback" not in err and "Terminated" not in err, err
 
 
 # -- 8. every worker failing: the earliest task's error, at once ---------------------------------
 
-def test_when_every_worker_fails_the_error_comes_at_once():
-    # Thousands of "done" messages wait ahead of the errors; taking them in one at a time (each
-    # behind a 0.5 s wait on the full task queue) made the error come 80 s late.
-    def docs():
-        yield from (f"good text {i}" for i in range(10_000))
-        while True:
-            yield b"bad \xff"
-
-    start = time.monotonic()
-    with pytest.raises(bpe_fast.InputError, match="document 10000: invalid UTF-8"):
-        bpe_fast.count_from_iterator(docs(), workers=2, batch_chars=1, progress="none")
-    assert time.monotonic() - start < 20      # 4.05 s once on a loaded machine; the defect took 80 s
-
-
-def slow_first_failure(self, task):
-    if task.first_index == 0:
-        time.sleep(1.0)                   # the earliest task fails last
-    raise bpe_fast.InputError(f"task {task.first_index} failed")
-
-
-def test_the_earliest_failure_is_raised_as_soon_as_it_is_in(monkeypatch):
-    monkeypatch.setattr("bpe_fast.counting.workers.ChunkCounter.run", slow_first_failure)
-    start = time.monotonic()
-    with pytest.raises(bpe_fast.InputError, match="task 0 failed"):
-        bpe_fast.count_from_iterator([f"doc {i}" for i in range(40)], workers=2, batch_chars=1, progress="none")
-    assert time.monotonic() - start < 3
-
 
 # -- 9. a worker out of memory or disk: one line naming the cause and the setting that helps -------
-
-def out_of_memory(self, task):
-    raise MemoryError
-
-
-@pytest.mark.parametrize("workers", [1, 2])
-def test_out_of_memory_while_counting_is_a_worker_error_naming_the_settings(monkeypatch, workers):
-    monkeypatch.setattr("bpe_fast.counting.workers.ChunkCounter.run", out_of_memory)     # forked workers inherit it
-    with pytest.raises(bpe_fast.WorkerError) as err:
-        bpe_fast.count_from_iterator(["some text"] * 8, workers=workers, batch_chars=1, progress="none")
-    message = str(err.value)
-    assert "ran out of memory" in message and "--memory-budget" in message and "\n" not in message
-    assert ("--workers" in message) == (workers > 1)
-
-
-class FullDiskTable(bpe_fast.counting.workers.ChunkTable):
-    """A table past any budget, whose spills find the disk full."""
-    nbytes = 1 << 40
-
-    def write_sorted(self, path, batch=1 << 18):
-        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), path)
-
-
-@pytest.mark.parametrize("workers", [1, 2])
-def test_a_full_disk_while_spilling_names_the_folder_and_tmpdir(tmp_path, monkeypatch, capsys, workers):
-    monkeypatch.setattr("bpe_fast.counting.workers.ChunkTable", FullDiskTable)
-    monkeypatch.setattr("tempfile.tempdir", str(tmp_path))                 # as TMPDIR=tmp_path would
-    corpus = tmp_path / "c.txt"
-    corpus.write_text(small_text() * 20)
-    args = ["count", str(corpus), "-o", str(tmp_path / "t.npz"), "--workers", str(workers), "--block-size", "4096",
-            "--memory-budget", "1M", "-q"]
-    assert main(args) == 2
-    err = capsys.readouterr().err
-    assert f"{tmp_path}{os.sep}bpe_fast-counts-" in err and "No space left on device" in err and "TMPDIR" in err
-    assert err.count("\n") == 1
-    assert not list(tmp_path.glob("bpe_fast-counts-*"))
 
 
 # -- 10. word tables: counts past int64 refused, not wrapped ----------------------------------------
 
-NEAR_INT64_MAX = 3 << 61            # two of these add up past 2**63 - 1
 
-
-def test_counts_that_would_add_up_past_int64_are_refused(tmp_path):
-    a = bpe_fast.WordTable.from_counts({b"the": NEAR_INT64_MAX, b"cat": 5})
-    b = bpe_fast.WordTable.from_counts({b"the": NEAR_INT64_MAX, b"dog": 5})
-    for add in (lambda: a + b, lambda: bpe_fast.WordTable.merge([a, b, a])):
-        with pytest.raises(bpe_fast.ArgumentError, match=r"chunk b'the' would occur .* past the 64-bit count limit"):
-            add()
-    unsorted = bpe_fast.WordTable(np.frombuffer(b"thethe", np.uint8), np.array([0, 3, 6]),     # a chunk twice
-                                  np.array([NEAR_INT64_MAX, NEAR_INT64_MAX]))
-    with pytest.raises(bpe_fast.ArgumentError, match="past the 64-bit count limit"):
-        unsorted.sorted()
-    a.save(tmp_path / "a.npz")
-    b.save(tmp_path / "b.npz")
-    with pytest.raises(bpe_fast.ArgumentError, match="b.npz: cannot be added .* past the 64-bit count limit"):
-        bpe_fast.WordTable.merge_files([tmp_path / "a.npz", tmp_path / "b.npz"])
-    assert main(["train", "--counts", str(tmp_path / "a.npz"), "--counts", str(tmp_path / "b.npz"), "--vocab-size",
-                 "300", "-o", str(tmp_path / "t.json"), "-q"]) == 2
-    assert (a + bpe_fast.WordTable.from_counts({b"the": 1})).as_dict()[b"the"] == NEAR_INT64_MAX + 1     # in range
-    assert (a + bpe_fast.WordTable.from_counts({b"cat": 1})).total_chunks == NEAR_INT64_MAX + 6
-
-
-def test_the_total_of_counts_past_int64_is_exact():
-    table = bpe_fast.WordTable.from_counts({b"the": NEAR_INT64_MAX, b"cat": NEAR_INT64_MAX})
-    assert table.total_chunks == 2 * NEAR_INT64_MAX
-
-
-def test_a_table_whose_pairs_would_pass_int64_is_refused_before_training():
-    # "ab" 2**62 times and "abab" 2**62 times: the pair (a, b) occurs 3 * 2**62 times
-    table = bpe_fast.WordTable.from_counts({b"ab": 1 << 62, b"abab": 1 << 62, b"cd": 5})
-    with pytest.raises(bpe_fast.ArgumentError, match="too large to train on"):
-        bpe_fast.train_from_table(table, 260, pattern=None, progress="none")
-    fine = bpe_fast.WordTable.from_counts({b"ab": 1 << 61, b"abab": 1 << 60, b"cd": 5})
-    assert bpe_fast.train_from_table(fine, 257, pattern=None, progress="none").merges.tolist() == [[97, 98]]
-
-
-def saved_table(tmp_path: Path) -> tuple[bpe_fast.WordTable, Path]:
-    table = bpe_fast.WordTable.from_counts({b"the": 3, b"cat": 5, b" dog": 1})
-    table.save(tmp_path / "t.npz")
-    return table, tmp_path / "t.npz"
-
-
-@pytest.mark.parametrize("claimed", ["(1000000000000,)", "(100000000,)"])
-def test_a_word_table_header_claiming_a_huge_array_is_refused_before_allocating(tmp_path, claimed):
-    import tracemalloc
-    import zipfile
-    _, path = saved_table(tmp_path)
-    with zipfile.ZipFile(path) as archive:
-        members = {name: archive.read(name) for name in archive.namelist()}
-    old, new = b"'shape': (3,), }", f"'shape': {claimed}, }}".encode()
-    at = members["counts.npy"].index(old)
-    members["counts.npy"] = members["counts.npy"][:at] + new + members["counts.npy"][at + len(new):]   # in the padding
-    with zipfile.ZipFile(path, "w") as archive:         # a consistent archive (CRCs right): only the header lies
-        for name, content in members.items():
-            archive.writestr(name, content)
-    tracemalloc.start()
-    try:
-        with pytest.raises(bpe_fast.InputError, match=r"t.npz: array 'counts' claims shape"):
-            bpe_fast.WordTable.load(path)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
-    assert peak < 20 << 20, f"{peak:,} bytes taken for a damaged header"
-
-
-def test_a_word_table_with_bad_fields_is_an_input_error_naming_the_file(tmp_path):
-    import json
-
-    import numpy as np
-    table, path = saved_table(tmp_path)
-    arrays = dict(symbols=table.symbols, offsets=table.offsets, counts=table.counts, hashes=table.hashes)
-    meta = {"format": "bpe_fast.counting.wordtable", "version": 1, "pattern": None, "special_tokens": []}
-    for damage, expected in [(dict(meta=np.array(json.dumps({**meta, "input_bytes": "many"}))), "input_bytes"),
-                             (dict(counts=np.int64(3)), "counts must be a 1-D int64 array"),
-                             (dict(meta=np.array([1, 2])), "not a bpe_fast word table"),
-                             (dict(hashes=np.array(["x"] * 3, dtype=object)), "not a bpe_fast word table")]:
-        with open(path, "wb") as fh:
-            np.savez(fh, **{**arrays, "meta": np.array(json.dumps(meta)), **damage})
-        with pytest.raises(bpe_fast.InputError, match=f"t.npz: .*{expected}"):
-            bpe_fast.WordTable.load(path)
 
 
 # -- 11. JSON nested past what the parser can take: one line naming the file and line -------------
 
 DEEP = 100_000
-
-
-def test_deeply_nested_json_lines_are_an_input_error_naming_the_line(tmp_path, capsys):
-    corpus = tmp_path / "deep.jsonl"
-    corpus.write_text('{"text": "fine"}\n{"text": ' + "[" * DEEP + "]" * DEEP + "}\n")
-    with pytest.raises(bpe_fast.InputError, match="deep.jsonl, line 2: JSON nested too deeply"):
-        bpe_fast.count([corpus], workers=1, progress="none")
-    assert main(["count", str(corpus), "-o", str(tmp_path / "t.npz"), "--workers", "2", "--block-size", "20",
-                 "-q"]) == 2
-    err = capsys.readouterr().err
-    assert "deep.jsonl, line 2: JSON nested too deeply" in err and err.count("\n") == 1
 
 
 def test_a_deeply_nested_tokenizer_file_is_a_tokenizer_file_error_naming_the_line(tmp_path, capsys):
@@ -1010,42 +421,6 @@ def test_a_deeply_nested_tokenizer_file_is_a_tokenizer_file_error_naming_the_lin
 
 
 # -- 12. Parquet: struct and list columns, fields of structs by dotted paths ------------------------
-
-def nested_parquet(tmp_path: Path) -> Path:
-    pa = need("pyarrow")
-    pq = need("pyarrow.parquet")
-    path = tmp_path / "nested.parquet"
-    pq.write_table(pa.table({
-        "meta": pa.array([{"text": "hello world", "n": 1}, None, {"text": "more text", "n": 2},
-                          {"text": None, "n": 3}]),
-        "tags": pa.array([["a b"], ["c"], [], None]),
-        "title": ["one", "two", None, "four"],
-    }), path)
-    return path
-
-
-def test_a_struct_column_named_as_text_says_what_the_file_holds(tmp_path, capsys):
-    path = nested_parquet(tmp_path)
-    holds = (r"its columns: meta \(struct<text: string, n: int64>\), tags \(list<element: string>\), "
-             r"title \(string\); text columns: meta.text, title")
-    for column, problem in [("meta", r"column 'meta' holds struct<text: string, n: int64>, not text"),
-                            ("tags", r"column 'tags' holds list<element: string>, not text"),
-                            ("text", r"no column 'text'"), ("meta.n", r"column 'meta.n' holds int64, not text")]:
-        with pytest.raises(bpe_fast.InputError, match=rf"nested.parquet: {problem}.*; {holds}"):
-            bpe_fast.count([path], column=column, workers=1, progress="none")
-    assert main(["count", str(path), "-o", str(tmp_path / "t.npz"), "-q"]) == 2
-    err = capsys.readouterr().err
-    assert "no column 'text'" in err and "meta.text" in err and err.count("\n") == 1
-
-
-def test_a_field_of_a_struct_column_is_read_by_its_dotted_path(tmp_path):
-    path = nested_parquet(tmp_path)
-    assert bpe_fast.count([path], column="meta.text", workers=1) == \
-        bpe_fast.count_from_iterator(["hello world", "more text"], workers=1)
-    tok = bpe_fast.train_from_iterator([small_text()], 300, workers=1)
-    bpe_fast.encode_files(tok, [path], tmp_path / "ids.txt", column="meta.text", progress="none")
-    lines = (tmp_path / "ids.txt").read_text().split("\n")[:-1]
-    assert [tok.decode([int(i) for i in line.split()]) for line in lines] == ["hello world", "", "more text", ""]
 
 
 # -- 13. a big file given as a tokenizer: refused from its first bytes, not read whole -------------

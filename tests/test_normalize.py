@@ -1,10 +1,10 @@
-"""Unicode normalization (``normalize="nfc"|"nfkc"``): one rule for training, counting, encoding and
-the formats that can say it. Training on normalized text equals training on text normalized
-beforehand; counting a file in blocks equals normalizing it whole (the Unicode facts the block cut
-rests on are checked for every code point); encoding equals Hugging Face's with our tokenizer.json."""
+"""Unicode normalization (``normalize="nfc"|"nfkc"``) across the stages: one rule for training,
+encoding and the formats that can say it. Training on normalized text equals training on text
+normalized beforehand; encoding equals Hugging Face's with our tokenizer.json. (Where a file may be
+cut under a normalization, and the Unicode facts it rests on: tests/pretokenize/test_splitter.py;
+counting normalized: tests/counting/test_corpus.py; word tables: tests/counting/test_wordtable.py.)"""
 from __future__ import annotations
 
-import gzip
 import json
 import unicodedata
 from typing import Any, Literal
@@ -16,14 +16,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import bpe_fast
-from bpe_fast import Tokenizer, WordTable
+from bpe_fast import Tokenizer
 from bpe_fast.cli import main
-from bpe_fast.pretokenize.splitter import Splitter, chunks_of, find_cut, is_safe_cut
 
 from .conftest import corpus_files, examples, need, needs_data, read_corpus, small_text
 
 FORMS: dict[str, Literal["NFC", "NFKC"]] = {"nfc": "NFC", "nfkc": "NFKC"}
-SPACE = regex.compile(r"\s")
 
 # Text that normalization changes: compatibility characters (ligatures, circled and full-width
 # forms, fractions), decomposed letters NFC composes, marks after a newline, and the NFKC
@@ -37,84 +35,7 @@ def norm(text: str, form: str) -> str:
     return unicodedata.normalize(FORMS[form], text)
 
 
-# -- the Unicode facts the block cut rests on (pretokenize.is_safe_cut) -------------------------
-
-def _decomposing() -> list[str]:
-    """Every character with a decomposition (canonical or compatibility): only these change
-    when normalized alone, and only these can be made by composing others."""
-    return [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000 and unicodedata.decomposition(chr(c))]
-
-
-def test_a_line_end_is_stable_under_every_normalization():
-    """"\\n" and "\\r" are starters that no normalization changes, that appear in no character's
-    decomposition (so nothing composes with them, and no character normalizes to text holding
-    them): normalizing each side of a cut after them gives the normalized whole."""
-    decomposing = _decomposing()
-    for c in "\n\r":
-        assert unicodedata.combining(c) == 0 and unicodedata.decomposition(c) == ""
-        assert all(f"{ord(c):04X}" not in unicodedata.decomposition(d).split() for d in decomposing)
-        for form in FORMS.values():
-            assert unicodedata.normalize(form, c) == c
-            assert not [d for d in decomposing if c in unicodedata.normalize(form, d)]
-
-
-def test_marks_and_composites_are_never_spaces_or_slashes():
-    """Whatever follows (precedes) a character, its normalized text's first (last) character is
-    of the same kind, space, "/" or other, as in the character normalized alone: reordering moves
-    only marks (never a space or "/"), and composing joins two characters, neither a space nor
-    "/", into one that is neither (the pairs of canonical decompositions; Hangul syllables are
-    letters). Decomposing is per character, the same alone and in context."""
-    def odd(c: str) -> bool:
-        return c == "/" or bool(SPACE.match(c))
-
-    marks = [chr(c) for c in range(0x110000) if not 0xD800 <= c < 0xE000 and unicodedata.combining(chr(c))]
-    assert marks and not [m for m in marks if odd(m)]
-    pairs = {d: [chr(int(h, 16)) for h in unicodedata.decomposition(d).split()] for d in _decomposing()
-             if not unicodedata.decomposition(d).startswith("<") and len(unicodedata.decomposition(d).split()) == 2}
-    assert len(pairs) > 1000
-    assert not [d for d, parts in pairs.items() if odd(d) or odd(parts[0]) or odd(parts[1])]
-
-
-def test_nfkc_makes_spaces_and_slashes_of_a_few_characters_which_then_refuse_a_cut():
-    """NFKC turns "\\u00a8" into " \\u0308" and "\\uff0f" into "/": after a line end they would
-    let a chunk run across the cut once normalized ("!\\n/" is one o200k chunk), so no cut there."""
-    data = "ab!\n\uff0fc\n".encode()
-    cut = data.index(b"\n") + 1
-    assert is_safe_cut(data, cut, "o200k") and find_cut(data, 0, "o200k") == cut         # the text as it is
-    assert not is_safe_cut(data, cut, "o200k", normalize="nfkc") and find_cut(data, 0, "o200k", "nfkc") is None
-    assert is_safe_cut(data, cut, "o200k", normalize="nfc")                            # NFC keeps "\uff0f"
-    whole, head, tail = (norm(t, "nfkc") for t in ("ab!\n\uff0fc\n", "ab!\n", "\uff0fc\n"))
-    assert chunks_of([whole], "o200k") != chunks_of([head], "o200k") + chunks_of([tail], "o200k")
-    assert not is_safe_cut("ab\n\u00a8c".encode(), 3, "gpt2", normalize="nfkc")
-    assert is_safe_cut("ab\n\u00e9c".encode(), 3, "gpt2", normalize="nfkc")          # other letters: as before
-
-
-CUT_ALPHABET = st.sampled_from(["a", "b", "e", "=", "!", "/", " ", "\n", "\r", "\r\n", "\u0301", "\u0316",
-                                "\u0338", "\u0345", "ﬁ", "①", "Ａ", "\u00a8", "\uff0f", "½", "\u1100", "\u1161",
-                                "\u11a8", "\u212b", "\u3000", "\u00a0", "7"])
-
-
-# Lines of those characters, ended by "\n" or "\r\n": many line ends between solid characters.
-CUT_TEXT = st.lists(st.tuples(st.lists(CUT_ALPHABET, min_size=1, max_size=5).map("".join),
-                              st.sampled_from(["\n", "\r\n"])), min_size=1, max_size=8) \
-    .map(lambda lines: "".join(line + end for line, end in lines))
-
-
-@settings(max_examples=examples(200), deadline=None)
-@given(CUT_TEXT, st.sampled_from(["nfc", "nfkc"]))
-def test_every_cut_keeps_the_normalized_text_and_its_chunks(text, form):
-    data = text.encode()
-    for name in ("gpt2", "cl100k", "o200k"):
-        for i in range(len(data) + 1):
-            if not is_safe_cut(data, i, name, normalize=form):
-                continue
-            head, tail = data[:i].decode(), data[i:].decode()
-            assert norm(head, form) + norm(tail, form) == norm(text, form)
-            whole = chunks_of([norm(text, form)], name)
-            assert chunks_of([norm(head, form)], name) + chunks_of([norm(tail, form)], name) == whole
-
-
-# -- counting and training ---------------------------------------------------------------------
+# -- training --------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("form", ["nfc", "nfkc"])
 def test_training_normalized_equals_training_on_normalized_text(form):
@@ -123,35 +44,6 @@ def test_training_normalized_equals_training_on_normalized_text(form):
     assert np.array_equal(direct.merges, before.merges) and direct.normalize == form and before.normalize is None
     plain = bpe_fast.train_from_iterator(DOCS, 700, workers=1, progress="none")
     assert not np.array_equal(plain.merges, direct.merges)                  # the normalization mattered
-
-
-@pytest.mark.parametrize("pattern", ["gpt2", "cl100k", "o200k", r"\w+|\s+", None])
-def test_counting_a_file_in_blocks_equals_the_whole_text_normalized(tmp_path, pattern):
-    text = "".join(DOCS[1:]) * 3 + small_text()
-    path = tmp_path / "odd.txt"
-    path.write_text(text, encoding="utf-8")
-    with gzip.open(tmp_path / "odd.txt.gz", "wt", encoding="utf-8") as fh:   # a stream, cut as it is read
-        fh.write(text)
-    expected = bpe_fast.count_from_iterator([norm(text, "nfkc")], pattern=pattern, workers=1, progress="none")
-    for source in (path, tmp_path / "odd.txt.gz"):
-        table = bpe_fast.count([source], pattern=pattern, normalize="nfkc", block_size=64, workers=1,
-                               progress="none")
-        assert table.as_dict() == expected.as_dict() and table.normalize == "nfkc"
-    lines = bpe_fast.count([path], pattern=pattern, normalize="nfkc", lines=True, block_size=64, workers=1,
-                           progress="none")
-    by_line = bpe_fast.count_from_iterator([norm(text, "nfkc")], pattern=pattern, lines=True, workers=1,
-                                           progress="none")
-    assert lines.as_dict() == by_line.as_dict()
-
-
-def test_counting_in_worker_processes_normalizes(tmp_path):
-    for k in range(4):
-        (tmp_path / f"{k}.txt").write_text(ODD * (k + 3), encoding="utf-8")
-    files = sorted(tmp_path.glob("*.txt"))
-    table = bpe_fast.count(files, normalize="nfc", workers=2, block_size=256, progress="none")
-    alone = bpe_fast.count_from_iterator([norm(f.read_text(encoding="utf-8"), "nfc") for f in files], workers=1,
-                                         progress="none")
-    assert table.as_dict() == alone.as_dict()
 
 
 def test_special_tokens_are_found_in_the_normalized_text():
@@ -188,21 +80,6 @@ def test_normalize_is_checked_before_anything_is_read():
         with pytest.raises(bpe_fast.ArgumentError, match="normalize must be None, 'nfc' or 'nfkc'"):
             bpe_fast.train_from_iterator(docs(), 300, normalize=bad)
     assert Tokenizer([], normalize="NFKC").normalize == "nfkc"
-
-
-def test_word_tables_record_their_normalization(tmp_path):
-    table = bpe_fast.count_from_iterator(DOCS, normalize="nfkc", workers=1, progress="none")
-    table.save(tmp_path / "t.npz")
-    loaded = WordTable.load(tmp_path / "t.npz")
-    assert loaded == table and loaded.normalize == "nfkc" and loaded.meta["version"] == 2
-    assert bpe_fast.train_from_table(loaded, 500, progress="none").normalize == "nfkc"
-    plain = bpe_fast.count_from_iterator(DOCS, workers=1, progress="none")
-    plain.save(tmp_path / "p.npz")
-    assert WordTable.load(tmp_path / "p.npz").meta["version"] == 1        # unnormalized tables: as before
-    with pytest.raises(bpe_fast.ArgumentError, match="special tokens and normalization.*normalized to NFKC"):
-        table + plain                                       # noqa: B018 (the addition is what is tested)
-    relabelled = WordTable(*plain.arrays(), plain.pattern, normalize="nfkc")
-    assert relabelled != plain and relabelled.as_dict() == plain.as_dict()
 
 
 def test_a_base_passes_on_its_normalization():
@@ -410,8 +287,3 @@ def test_to_transformers_keeps_the_normalizer(nfkc_tok):
     fast = nfkc_tok.to_transformers(eos_token="<|endoftext|>")
     text = ODD + "＜|endoftext|＞"
     assert fast(text)["input_ids"] == nfkc_tok.encode(text, allowed_special="all")
-
-
-def test_splitter_chunks_normalize_first():
-    assert list(Splitter.of("gpt2", normalize="nfkc").chunks("ﬁne ①")) == ["fine", " 1"]
-    assert chunks_of(["ﬁne"], "gpt2") == ["ﬁne"]

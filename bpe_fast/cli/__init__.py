@@ -13,6 +13,7 @@ import sys
 
 from .._version import __version__
 from ..errors import BpeFastError, Terminated, terminating_raises
+from ..outputs import check_files
 from ..workshop.ladder.cli import add_profile_parser
 from . import convert, count, evaluate, parity, tools, train
 from .common import OneLineParser, use_help_formatter
@@ -39,6 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         with terminating_raises(redeliver=False):     # SIGTERM/SIGHUP: clean up, then say so below
+            check_files(args)                         # every output against every input, before any work
             return args.run(args)
     except BrokenPipeError:                     # the reader went away ("| head"): stop quietly
         _silence_stdout()

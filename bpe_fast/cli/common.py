@@ -255,3 +255,4 @@ def special_arguments(args, tok) -> tuple[dict, set[str]]:
 def normalized(normalize: str | None) -> str:
     """", normalized to NFKC" for a summary line, or nothing."""
     return f", normalized to {normalize.upper()}" if normalize else ""
+

@@ -7,7 +7,7 @@ import time
 
 from ..counting.wordtable import WordTable
 from ..errors import ArgumentError, BpeFastError, OutputError
-from ..outputs import check_output
+from ..outputs import Files, check_output
 from ..pretokenize.patterns import name_of
 from ..training.trainer import count
 from .common import add_input_options, count_options, normalized
@@ -18,7 +18,7 @@ def add_parser(sub) -> None:
     c = sub.add_parser("count", help="count the chunks of text into a word table, to train from later (--counts)")
     add_input_options(c)
     c.add_argument("-o", "--output", required=True, help="the word table to write (.npz)")
-    c.set_defaults(run=cmd_count)
+    c.set_defaults(run=cmd_count, file_roles=Files(reads=("inputs",), writes=(("output", "-o"),)))
 
 
 def cmd_count(args) -> int:

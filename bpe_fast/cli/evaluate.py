@@ -9,7 +9,7 @@ import os
 
 from ..arguments import MAX_WORKERS
 from ..errors import BpeFastError, require
-from ..outputs import atomic_open
+from ..outputs import Files, atomic_open
 from ..quality.report import ALL, QualityReport, evaluate
 from ..registry import ENCODINGS, load
 
@@ -40,7 +40,8 @@ def add_parser(sub) -> None:
     e.add_argument("--json", action="store_true", help="print the report as JSON (with the unused ids) instead")
     e.add_argument("--plot", default=None, metavar="PNG",
                    help="draw a chart per group: bytes per token of each tokenizer (needs bpe_fast[plot])")
-    e.set_defaults(run=cmd_eval)
+    e.set_defaults(run=cmd_eval,
+                   file_roles=Files(reads=("inputs", "tokenizer", "baseline"), writes=(("plot", "--plot"),)))
 
 
 def _workers(text: str) -> int:
@@ -57,6 +58,15 @@ def _name(spec: str) -> str:
     return spec if spec in ENCODINGS else os.path.splitext(os.path.basename(os.path.normpath(spec)))[0]
 
 
+def _names(specs: list[str]) -> list[str]:
+    """A name for each tokenizer of the report, all different: its short name (a named encoding,
+    or a file's name without its folder and suffix), else the spec as given, else that numbered
+    (mine/r50k_base.tiktoken beside the named r50k_base keeps its path)."""
+    short = [_name(spec) for spec in specs]
+    names = [s if short.count(s) == 1 else spec for s, spec in zip(short, specs)]
+    return [n if names.count(n) == 1 else f"{n} ({names[:k].count(n) + 1})" for k, n in enumerate(names)]
+
+
 def _load(spec: str, vocabs: str | None, option: str):
     """The tokenizer an option names; a failure says which option."""
     try:
@@ -69,13 +79,11 @@ def cmd_eval(args) -> int:
     if args.plot:
         require("matplotlib", "plot", "--plot")        # before a long pass, not after it
     tok = _load(args.tokenizer, args.vocabs, "-t")
-    baselines = {}
-    for spec in args.baseline:
-        name = _name(spec) if _name(spec) not in baselines and _name(spec) != _name(args.tokenizer) else spec
-        baselines[name] = _load(spec, args.vocabs, "--baseline")
-    report = evaluate(tok, args.inputs, by=args.by, baselines=baselines, name=_name(args.tokenizer), files=True,
+    name, *names = _names([args.tokenizer, *args.baseline])
+    baselines = {n: _load(spec, args.vocabs, "--baseline") for n, spec in zip(names, args.baseline)}
+    report = evaluate(tok, args.inputs, by=args.by, baselines=baselines, name=name, files=True,
                       field=args.field, column=args.column, workers=args.workers, errors=args.errors)
-    print(json.dumps(report.to_dict()) if args.json else report)
+    print(json.dumps(report.to_dict(), allow_nan=False) if args.json else report)
     if args.plot:
         plot(report, args.plot)
         if not args.json:

@@ -10,9 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ..prepare.corpus import (FORMATS, ID_DTYPES, encode_files, first_special, index_path, load_bin, named_batches,
-                               named_pieces, special_error, special_token_error)
+from ..prepare.corpus import (FORMATS, ID_DTYPES, encode_files, first_special, index_path, is_npy, load_bin,
+                              named_batches, named_pieces, special_error, special_token_error)
 from ..counting.inputs import sources
+from ..outputs import Files
 from ..errors import ArgumentError, EncodingError, InputError
 from ..progress import MODES
 from ..registry import load
@@ -58,7 +59,7 @@ def _add_encode(sub) -> None:
                      help="<|endoftext|>'s id after every document, as nanoGPT's prepare.py (the tokenizer must "
                           "have that special token)")
     enc.add_argument("--progress", choices=MODES, default="auto", help="progress on stderr (auto: a bar on a terminal)")
-    enc.set_defaults(run=cmd_encode)
+    enc.set_defaults(run=cmd_encode, file_roles=Files(reads=("inputs", "tokenizer"), writes=(("output", "-o"),)))
 
 
 def encode_format(args) -> str:
@@ -131,8 +132,8 @@ _IDS = re.compile(r"[\s\d,\[\]+-]*\d[\s\d,\[\]+-]*")
 def _ids_of(arg: str, dtype: str | None = None):
     """The ids INPUT means: the ids themselves, a .bin corpus (or any binary file of ``dtype``
     ids), a .npy array, or the text of a file (or stdin)."""
-    if arg != "-" and arg.lower().endswith(".npy") and os.path.isfile(arg):
-        return _npy_ids(arg)                 # its header says the dtype
+    if arg != "-" and os.path.isfile(arg) and (arg.lower().endswith(".npy") or is_npy(arg)) and dtype is None:
+        return _npy_ids(arg)                 # its header says the dtype (whatever the file is called)
     if dtype is not None:
         if arg == "-":
             raise ArgumentError("--dtype reads a binary file of ids: give its name as INPUT, not standard input")

@@ -17,7 +17,7 @@ from ..arguments import INT64_MAX
 from ..counting.inputs import sources
 from ..counting.wordtable import WordTable
 from ..errors import ArgumentError, BpeFastError, require
-from ..outputs import atomic_open, check_output
+from ..outputs import Files, atomic_open, check_output
 from ..paths import stdlib_root, stdlib_sources
 from ..pretokenize.patterns import resolve
 from ..quality.report import evaluate
@@ -80,7 +80,8 @@ def add_parser(sub) -> None:
                         "in the format --format names or the name says (tok.json, tok.tiktoken, tok.model, "
                         "vocab.bpe); with several sizes a name holding {vocab_size}, e.g. tok-{vocab_size}.json")
     add_format_option(t, "-o")
-    t.set_defaults(run=cmd_train)
+    t.set_defaults(run=cmd_train,
+                   file_roles=Files(reads=("inputs", "counts", "eval", "base"), writes=(("plot", "--plot"),)))
 
 
 def cmd_train(args) -> int:

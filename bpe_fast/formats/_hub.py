@@ -67,10 +67,10 @@ def cached_tokenizer_file(repo_id: str) -> Path:
     where it looked and how to download it when it is not there."""
     cache = hub_cache_dir()
     folder = _repo_folder(cache, repo_id)
-    if have_huggingface_hub():
-        found = _from_huggingface_hub(cache, repo_id)
-    else:
-        found = _from_layout(folder) if folder.is_dir() else None
+    found = _from_huggingface_hub(cache, repo_id) if have_huggingface_hub() else None
+    if found is None and folder.is_dir():
+        # huggingface_hub asks refs/main only: a snapshot downloaded by its commit hash has none
+        found = _from_layout(folder)
     if found is not None:
         return found
     what = "holds no tokenizer.json" if folder.is_dir() else "is not there"

@@ -59,7 +59,7 @@ import numpy as np
 
 from .. import arguments
 from ..counting import inputs as inp
-from ..errors import ArgumentError, ArgumentTypeError, EncodingError, InputError
+from ..errors import ArgumentError, ArgumentTypeError, EncodingError, InputError, OutputError
 from ..outputs import atomic_open, check_output
 from ..pretokenize.splitter import Splitter, lines_of
 from ..progress import Bar, ProgressOption
@@ -105,11 +105,13 @@ def load_bin(path: str | os.PathLike, dtype=None) -> tuple[np.ndarray, np.ndarra
                                      f"writes); for a plain file of ids (numpy's tofile, nanoGPT's prepare.py) "
                                      f"give its dtype: --dtype uint16 or --dtype uint32")
     _check_is_file(index, " (the document index encode_files writes beside the ids)")
-    offsets = np.fromfile(index, dtype="<i8")
-    if offsets.size == 0 or offsets[0] != 0:
-        raise ArgumentError(f"{index}: not a bpe_fast document index (it must start with 0)")
+    _refuse_npy(path, "its index " + index.name)
+    offsets = _offsets(index)
     total, size = int(offsets[-1]), os.path.getsize(path)
     if total == 0:
+        if size:
+            raise InputError(f"{index}: says its corpus holds no token, but {path} holds {size:,} bytes: is "
+                             f"{index.name} the index of this file?")
         return np.zeros(0, dtype or np.uint32), offsets
     if size not in (2 * total, 4 * total) or (dtype is not None and size != dtype.itemsize * total):
         given = f" as {dtype.name}" if dtype is not None and size in (2 * total, 4 * total) else ""
@@ -117,6 +119,42 @@ def load_bin(path: str | os.PathLike, dtype=None) -> tuple[np.ndarray, np.ndarra
                             + (f"its index says {'uint16' if size == 2 * total else 'uint32'}" if given else
                                f"neither uint16 nor uint32; is {index} its index?"))
     return np.memmap(path, dtype="<u2" if size == 2 * total else "<u4", mode="r"), offsets
+
+
+def _offsets(index: Path) -> np.ndarray:
+    """A document index: little-endian int64 offsets from 0, never falling; anything else is
+    refused (a damaged or foreign file would give documents that are not there)."""
+    size = os.path.getsize(index)
+    offsets = np.fromfile(index, dtype="<i8") if size % 8 == 0 else np.zeros(0, np.int64)
+    if offsets.size == 0 or offsets[0] != 0:
+        raise InputError(f"{index}: not a bpe_fast document index ({size:,} bytes; it holds int64 offsets from 0)")
+    falls = np.flatnonzero(np.diff(offsets) < 0)
+    if len(falls):
+        at = int(falls[0])
+        raise InputError(f"{index}: not a document index: offset {at + 1} ({int(offsets[at + 1]):,}) is below "
+                         f"offset {at} ({int(offsets[at]):,}); documents cannot end before they start")
+    return offsets
+
+
+NPY_MAGIC = b"\x93NUMPY"
+
+
+def is_npy(path: str | os.PathLike) -> bool:
+    """Does the file start as a NumPy .npy file does (its magic string), whatever its name?"""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(NPY_MAGIC)) == NPY_MAGIC
+    except OSError:
+        return False
+
+
+def _refuse_npy(path: Path, reading: str) -> None:
+    """A .npy file is not a file of raw ids: its header would be read as ids."""
+    if is_npy(path):
+        raise InputError(f"{path}: is a NumPy .npy file (its header says so), not raw ids to read with {reading}: "
+                         f"read it with numpy.load (or decode it as it is, without --dtype)",
+                         cli_message=f"{path}: is a NumPy .npy file (its header says so), not raw ids to read with "
+                                     f"{reading}: decode it without --dtype")
 
 
 def _check_is_file(file: Path, what: str) -> None:
@@ -138,6 +176,7 @@ def _id_dtype_arg(dtype) -> np.dtype:
 
 def _plain_ids(path: Path, dtype: np.dtype) -> tuple[np.ndarray, np.ndarray]:
     """A file of ids and nothing else, as one document."""
+    _refuse_npy(path, f"dtype={dtype.name}")
     size = os.path.getsize(path)
     if size % dtype.itemsize:
         raise InputError(f"{path}: {size:,} bytes is not a whole number of {dtype.name} ids "
@@ -246,9 +285,24 @@ class _BinWriter:
     and the total at the end (documents + 1 offsets, the first 0). With ``eot`` that id ends
     every document: it is written where the next document starts, and at the end."""
 
-    def __init__(self, ids_file: IO[bytes], index_file: IO[bytes] | None, dtype: np.dtype, eot: int | None = None):
+    def __init__(self, ids_file: IO[bytes], index_file: IO[bytes] | None, dtype: np.dtype, eot: int | None = None,
+                 paths: tuple[str | os.PathLike, str | os.PathLike] | None = None):
         self.ids_file, self.index_file, self.dtype, self.eot = ids_file, index_file, dtype, eot
+        # the files' own names, for their errors: each write says which file failed (two are open)
+        self.paths = paths
         self.tokens = self.documents = 0
+
+    def _put(self, array: np.ndarray, index: bool = False) -> None:
+        file = self.index_file if index else self.ids_file
+        assert file is not None
+        try:
+            array.tofile(file)
+        except OSError as exc:
+            if self.paths is None:
+                raise
+            path = Path(self.paths[index])
+            kept = " (the file that was there is unchanged)" if path.exists() else ""
+            raise OutputError(f"{path}: cannot write: {exc.strerror or exc}{kept}") from None
 
     def write(self, ids: np.ndarray, offsets: np.ndarray, starts: list[bool]) -> None:
         firsts = offsets[:-1][np.asarray(starts, bool)]
@@ -256,18 +310,18 @@ class _BinWriter:
             ends = firsts if self.documents else firsts[1:]     # each new document ends the one before
             ids = np.insert(ids, ends, self.eot)
             firsts = firsts + np.arange(len(firsts)) + (1 if self.documents else 0)
-        ids.astype(self.dtype, copy=False).tofile(self.ids_file)
+        self._put(ids.astype(self.dtype, copy=False))
         if self.index_file is not None:
-            (firsts + self.tokens).astype("<i8").tofile(self.index_file)
+            self._put((firsts + self.tokens).astype("<i8"), index=True)
         self.documents += len(firsts)
         self.tokens += len(ids)
 
     def close(self) -> None:
         if self.eot is not None and self.documents:
-            np.asarray([self.eot], self.dtype).tofile(self.ids_file)
+            self._put(np.asarray([self.eot], self.dtype))
             self.tokens += 1
         if self.index_file is not None:
-            np.asarray([self.tokens], "<i8").tofile(self.index_file)
+            self._put(np.asarray([self.tokens], "<i8"), index=True)
 
 
 class _NpyWriter(_BinWriter):
@@ -396,7 +450,25 @@ def _output_files(output: str | os.PathLike | IO[str] | None, format: str) -> li
                                 + (": it writes two files" if format == "bin" else
                                    ": its header, written last, holds the length"))
         return []
+    _check_suffix(output, format)
     return [os.fspath(output), os.fspath(index_path(output))] if format == "bin" else [os.fspath(output)]
+
+
+# The suffixes that say a format of raw ids: a file of one format under another's name would be read
+# as the other (a .npy's header as ids, text as bytes of ids).
+SUFFIX_FORMATS = {".bin": "bin", ".npy": "npy"}
+
+
+def _check_suffix(output: str | os.PathLike, format: str) -> None:
+    suffix = Path(output).suffix.lower()
+    named = SUFFIX_FORMATS.get(suffix)
+    if named is not None and named != format:
+        raise ArgumentError(f"-o {os.fspath(output)}: a {suffix} name is for the {named} format, but the format is "
+                            f"{format}: name it {Path(output).with_suffix(_SUFFIX_OF.get(format, '.txt')).name} "
+                            f"(or give --format {named})")
+
+
+_SUFFIX_OF = {"bin": ".bin", "npy": ".npy", "json": ".jsonl", "text": ".txt"}
 
 
 def _check_encode_arguments(tokenizer, output, format, errors, field, column, progress) -> None:
@@ -421,10 +493,10 @@ def _opened(output, format: str, vocab_size: int, eot: int | None = None):
     file that was there is kept) if encoding fails."""
     with contextlib.ExitStack() as stack:
         writer: _BinWriter | _TextWriter
-        if format == "bin":
-            ids = stack.enter_context(atomic_open(output, "wb"))
+        if format == "bin":         # the index entered first, so it is replaced last: after the ids it counts
             index = stack.enter_context(atomic_open(index_path(output), "wb"))
-            writer = _BinWriter(ids, index, id_dtype(vocab_size), eot)
+            ids = stack.enter_context(atomic_open(output, "wb"))
+            writer = _BinWriter(ids, index, id_dtype(vocab_size), eot, paths=(output, index_path(output)))
         elif format == "npy":
             writer = _NpyWriter(stack.enter_context(atomic_open(output, "wb")), id_dtype(vocab_size), eot)
         elif isinstance(output, (str, os.PathLike)):

@@ -72,14 +72,20 @@ class QualityRow:
         return self.tokens / self.words if self.words else math.nan
 
     def to_dict(self, unused_ids: bool = True) -> dict:
-        """The row as plain JSON values; ``unused_ids=False`` leaves out the list of ids (their count stays)."""
+        """The row as plain JSON values; ``unused_ids=False`` leaves out the list of ids (their count stays).
+        A figure of no text (bytes per token of no token: NaN) is None, JSON's null: JSON has no NaN."""
         row = dict(tokenizer=self.tokenizer, group=self.group, documents=self.documents, bytes=self.bytes,
-                   words=self.words, tokens=self.tokens, bytes_per_token=self.bytes_per_token,
-                   tokens_per_word=self.tokens_per_word, vocabulary=self.vocabulary, unused=len(self.unused_tokens),
-                   renyi_entropy=self.renyi_entropy, renyi_efficiency=self.renyi_efficiency)
+                   words=self.words, tokens=self.tokens, bytes_per_token=_number(self.bytes_per_token),
+                   tokens_per_word=_number(self.tokens_per_word), vocabulary=self.vocabulary,
+                   unused=len(self.unused_tokens), renyi_entropy=_number(self.renyi_entropy),
+                   renyi_efficiency=_number(self.renyi_efficiency))
         if unused_ids:
             row["unused_tokens"] = self.unused_tokens.tolist()
         return row
+
+
+def _number(value: float) -> float | None:
+    return None if math.isnan(value) else value
 
 
 @dataclass
@@ -210,7 +216,16 @@ def _pieces_of_files(paths: list, by: str | None, field: str, column: str, error
 
 
 def _group_name(value) -> str:
-    return value if isinstance(value, str) else json.dumps(value)
+    """The name of the group of a field's value: a string as it is, anything else as JSON (5,
+    null, true). A string that reads as JSON ("5", "null", '"x"') is written as JSON too ('"5"'),
+    so that no two values share a group: 5 and "5" are two groups, as are null and "null"."""
+    if not isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    try:
+        json.loads(value)
+    except ValueError:
+        return value
+    return json.dumps(value, ensure_ascii=False)
 
 
 def _jsonl_grouped(task, by: str) -> Iterator[tuple[str, str]]:

@@ -134,7 +134,15 @@ def train_from_table(table: WordTable, vocab_size: int | Sequence[int],
     bytes (``"huggingface"``, as tokenizers' BpeTrainer with the ByteLevel pre-tokenizer).
     The kernel shares the merges that touch many words among one thread per CPU available; any
     number of threads learns the same merges. A variant's keyword (variants.TableVariantOptions)
-    trains it, as in ``train``."""
+    trains it, as in ``train``.
+
+    >>> import bpe_fast
+    >>> table = bpe_fast.count_from_iterator(["hello hello hello"], pattern="gpt2", workers=1, progress="none")
+    >>> for size in (258, 260):          # one count, two trainings
+    ...     print(size, bpe_fast.train_from_table(table, size, progress="none").merges.tolist())
+    258 [[101, 108], [104, 256]]
+    260 [[101, 108], [104, 256], [108, 111], [257, 258]]
+    """
     settings, _ = _settings("train_from_table", keywords, TrainTableKeywords)
     report, pattern = keywords.get("report"), keywords.get("pattern", ...)
     special_tokens = keywords.get("special_tokens", ...)
@@ -208,6 +216,14 @@ def train(files: Inputs, vocab_size: int | Sequence[int],
 
     The variants (bpe_fast/variants/) train with their keywords (variants.VariantOptions), below.
     ``show_progress`` is a deprecated alias of ``progress`` (True: "bar", False: "none").
+
+    >>> import bpe_fast, os, tempfile
+    >>> path = os.path.join(tempfile.mkdtemp(), "hello.txt")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("hello hello hello")
+    >>> tok = bpe_fast.train([path], 260, pattern="gpt2", workers=1, progress="none")
+    >>> [tok.decode([i]) for i in range(256, 260)]       # 3 x (h,e), (e,l), (l,l), (l,o): ties to the smallest ids
+    ['el', 'hel', 'lo', 'hello']
     """
     settings, count_settings = _settings("train", keywords, TrainKeywords)
     progress = with_alias(keywords.get("progress", "auto"), keywords.get("show_progress"))
@@ -244,6 +260,12 @@ def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int],
     far larger than memory. ``base``, a list of sizes, ``max_token_length``, ``special_tokens``,
     ``normalize`` and the variants' keywords as in ``train`` (a variant that reads the documents
     twice needs a list). ``show_progress`` is a deprecated alias of ``progress``.
+
+    >>> import bpe_fast
+    >>> tok = bpe_fast.train_from_iterator(["hello hello hello"], 260, pattern="gpt2", special_tokens=["<|end|>"],
+    ...                                    workers=1, progress="none")
+    >>> [tok.decode([i]) for i in range(256, 259)], tok.vocab_size, tok.encode("hello<|end|>", allowed_special="all")
+    (['el', 'hel', 'lo'], 260, [257, 258, 259])
     """
     settings, count_settings = _settings("train_from_iterator", keywords, TrainIteratorKeywords)
     progress = with_alias(keywords.get("progress", "auto"), keywords.get("show_progress"))
@@ -264,7 +286,8 @@ def train_from_iterator(docs: Iterable, vocab_size: int | Sequence[int],
 def train_parity(corpora: Any, vocab_size: int | Sequence[int], *, ratio: Sequence[float] | None = None,
                  dev: Any = None, variant: str = "base", global_merges: int = 0, window_size: int = 100,
                  alpha: float = 2.0, progress: Any = "auto", report: Any = None, **keywords: Any) -> Any:
-    """Parity-aware BPE (variants/parity.py): one corpus per language (``corpora``, a list, or a dict name -> corpus);
+    """Parity-aware BPE (variants/parity.py): one corpus per language (``corpora``, a list, or a
+    dict name -> corpus);
     each merge is the best pair of the language least compressed so far.
 
     A corpus is a path (a file or a folder, as ``train`` reads them) or a list of them (each a
@@ -282,6 +305,12 @@ def train_parity(corpora: Any, vocab_size: int | Sequence[int], *, ratio: Sequen
     ParityBpeTrainer), ``base`` (continued training), ``max_token_length``, ``normalize``,
     ``workers``, ``errors``, ``lines``, ``field``, ``memory_budget``, ``progress``; a list of
     sizes gives a tokenizer per size. ``report`` (a TrainReport) is filled in.
+
+    >>> import bpe_fast
+    >>> tok = bpe_fast.train_parity([["hello hello hello"], ["ciao ciao"]], 260, pattern="gpt2", workers=1,
+    ...                             progress="none")
+    >>> [tok.decode([i]) for i in range(256, 260)]       # three for the longer text, then one for the other
+    ['el', 'hel', 'lo', 'ao']
     """
     for key in keywords:
         if key not in parity.TRAINING_KEYWORDS and key not in parity.COUNTING_KEYWORDS:
@@ -306,9 +335,11 @@ def train_parity(corpora: Any, vocab_size: int | Sequence[int], *, ratio: Sequen
                                                  for c in dev_items]
     report.seconds["counting"] = time.perf_counter() - t0
     report.input_size = sum(t.input_bytes for t in tables)
-    for name, table in zip(names, tables):
-        if len(table) == 0:       # (its compression, 0 / 0, would be no number: it could never be served)
-            raise EmptyCorpusError(f"corpora[{name!r}] is empty: every language needs text to learn merges from")
+    needs = {"corpora": "text to learn merges from", "dev": "dev text to measure its compression on"}
+    for what, counted in (("corpora", tables), ("dev", dev_tables or [])):
+        for name, table in zip(names, counted):
+            if len(table) == 0:   # (its compression, 0 / 0, would be no number: it could never be served)
+                raise EmptyCorpusError(f"{what}[{name!r}] is empty: every language needs {needs[what]}")
     options = replace(options, pattern=tables[0].pattern, normalize=tables[0].normalize)
     settings = dict(ratio=ratios, variant=variant, global_merges=int(global_merges), window_size=int(window_size),
                     alpha=float(alpha))

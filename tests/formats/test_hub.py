@@ -91,8 +91,9 @@ def test_hf_home_and_the_default_cache_are_looked_in(tmp_path, clean_env, monkey
     same_ids_as_huggingface(bpe_fast.load("org/other"), hf_tokenizer_json)
 
 
-def test_a_snapshot_without_refs_main_is_found_by_the_layout(tmp_path, clean_env, monkeypatch, hf_tokenizer_json):
-    monkeypatch.setattr(hub, "have_huggingface_hub", lambda: False)
+def test_a_snapshot_without_refs_main_is_found(tmp_path, clean_env, monkeypatch, finder, hf_tokenizer_json):
+    """What downloading by a commit hash leaves: a snapshot and no refs/main (huggingface_hub's own
+    look-up asks refs/main only, so it says nothing is cached)."""
     fake_cache(tmp_path / "cache", REPO, hf_tokenizer_json, ref=False)
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
     same_ids_as_huggingface(bpe_fast.load(REPO), hf_tokenizer_json)

@@ -37,6 +37,7 @@ from typing import Any
 import numpy as np
 
 from ... import arguments
+from ...arguments import INT64_MAX
 from ...bytelevel import huggingface_byte_order
 from ...counting.corpus import check_docs, count_docs, count_inputs
 from ...counting.inputs import names_files
@@ -107,8 +108,8 @@ def check_settings(n: int, ratio: Any, dev: Any, variant: Any, global_merges: An
                     alpha: Any) -> list[float] | None:
     if variant not in PARITY_VARIANTS:
         raise ArgumentError(f"variant must be one of {PARITY_VARIANTS}, got {variant!r}")
-    arguments.integer(global_merges, "global_merges", 0)
-    arguments.integer(window_size, "window_size", 1)
+    arguments.integer(global_merges, "global_merges", 0, INT64_MAX)      # (the kernel counts steps in int64)
+    arguments.integer(window_size, "window_size", 1, INT64_MAX)
     if isinstance(alpha, bool) or not isinstance(alpha, (int, float)) or not (0 < float(alpha) < float("inf")):
         raise ArgumentError(f"alpha must be a positive finite number, got {alpha!r}")
     if ratio is not None and dev is not None:

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from ...errors import BpeFastError, require
-from ...outputs import atomic_open
+from ...outputs import Files, atomic_open
 from ...pretokenize.patterns import known_names
 from ...training.trainer import MAX_VOCAB_SIZE
 from . import DEFAULT_CHARS, DEFAULT_MERGES, DEFAULT_PATTERN, RUNGS, Workload, select
@@ -49,7 +49,8 @@ def add_profile_parser(sub) -> None:
                    help=f"skip a rung estimated to take longer than this many seconds; 0 never skips "
                         f"(default {DEFAULT_BUDGET:.0f}; v1-v3 always run at the notebook's workload)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress messages")
-    p.set_defaults(run=cmd_profile)
+    p.set_defaults(run=cmd_profile,
+                   file_roles=Files(reads=("corpus",), writes=(("plot", "--plot"), ("json", "--json"))))
 
 
 def _check_output(path: str | None, option: str) -> None:
