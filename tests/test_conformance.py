@@ -151,7 +151,7 @@ def test_special_tokens_as_tiktoken(name):
 
 
 def test_gpt2_files_hello_world(vocabs):
-    gpt2 = bpe_fast.Tokenizer.from_gpt2(vocabs / "gpt2_encoder.json", vocabs / "gpt2_vocab.bpe")
+    gpt2 = bpe_fast.Tokenizer.load(vocabs / "gpt2_vocab.bpe", format="gpt2", encoder_json=vocabs / "gpt2_encoder.json")
     assert gpt2.encode("Hello, world!") == [15496, 11, 995, 0]
     assert gpt2.special_tokens == {"<|endoftext|>": 50256}
 
@@ -165,7 +165,8 @@ def test_gpt2_files_encode_as_tiktoken_r50k(vocabs, path):
 
 @functools.cache
 def _gpt2(vocabs: str) -> bpe_fast.Tokenizer:
-    return bpe_fast.Tokenizer.from_gpt2(f"{vocabs}/gpt2_encoder.json", f"{vocabs}/gpt2_vocab.bpe")
+    return bpe_fast.Tokenizer.load(f"{vocabs}/gpt2_vocab.bpe", format="gpt2",
+                                   encoder_json=f"{vocabs}/gpt2_encoder.json")
 
 
 def test_p50k_has_a_gap_for_its_special_token(vocabs):

@@ -38,14 +38,14 @@ def written(tmp: Path, fmt: str) -> dict[str, bytes]:
     if fmt == "bpe_fast":
         tok.save(tmp / "t.json")
     elif fmt == "tiktoken":
-        tok.save_tiktoken(tmp / "t.tiktoken")
+        tok.save(tmp / "t.tiktoken", format="tiktoken")
     elif fmt == "huggingface":
-        tok.save_huggingface(tmp / "tokenizer.json")
+        tok.save(tmp / "tokenizer.json", format="huggingface")
     elif fmt == "minbpe":
-        tok.save_minbpe(tmp / "t")
+        tok.save(tmp / "t", format="minbpe")
         (tmp / "t.vocab").unlink()
     elif fmt == "gpt2":
-        tok.save_gpt2(tmp / "encoder.json", tmp / "vocab.bpe")
+        tok.save(tmp / "vocab.bpe", format="gpt2")
     files = {p.name: p.read_bytes() for p in tmp.iterdir()}
     for p in tmp.iterdir():
         p.unlink()
@@ -54,11 +54,12 @@ def written(tmp: Path, fmt: str) -> dict[str, bytes]:
 
 def load(tmp: Path, fmt: str) -> Tokenizer:
     if fmt == "tiktoken":
-        return Tokenizer.from_tiktoken(tmp / "t.tiktoken", bpe_fast.GPT2, {"<|endoftext|>": 300})
+        return Tokenizer.load(tmp / "t.tiktoken", format="tiktoken", pattern=bpe_fast.GPT2,
+                              special_tokens={"<|endoftext|>": 300})
     if fmt == "minbpe":
-        return Tokenizer.from_minbpe(tmp / "t.model")
+        return Tokenizer.load(tmp / "t.model", format="minbpe")
     if fmt == "gpt2":
-        return Tokenizer.from_gpt2(tmp / "encoder.json", tmp / "vocab.bpe")
+        return Tokenizer.load(tmp / "vocab.bpe", format="gpt2", encoder_json=tmp / "encoder.json")
     return bpe_fast.load(tmp / ("t.json" if fmt == "bpe_fast" else "tokenizer.json"))
 
 

@@ -72,7 +72,7 @@ def test_huggingface_tie_break_reproduces_bpetrainer(tmp_path, corpus, vocab_siz
                                      initial_alphabet=hf.pre_tokenizers.ByteLevel.alphabet())
     theirs.train_from_iterator(docs, trainer)
     theirs.save(str(tmp_path / "hf.json"))
-    hf_merges = _merges_as_bytes(bpe_fast.Tokenizer.from_huggingface(tmp_path / "hf.json"))
+    hf_merges = _merges_as_bytes(bpe_fast.Tokenizer.load(tmp_path / "hf.json", format="huggingface"))
 
     ours = bpe_fast.train_from_iterator(docs, vocab_size, pattern="gpt2", tie_break="huggingface")
     assert _merges_as_bytes(ours) == hf_merges

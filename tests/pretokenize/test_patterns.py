@@ -198,10 +198,10 @@ def test_a_pattern_that_is_not_named_goes_the_generic_way(tmp_path):
     assert list(splitter.chunks(TEXT)) == regex.findall(LLAMA3, TEXT)
     tok = bpe_fast.train_from_iterator([TEXT] * 4, 300, pattern=LLAMA3, workers=1, progress="none")
     assert tok.pattern == LLAMA3 and tok.decode(tok.encode(TEXT)) == TEXT
-    tok.save_huggingface(tmp_path / "tokenizer.json")
+    tok.save(tmp_path / "tokenizer.json", format="huggingface")
     written = json.loads((tmp_path / "tokenizer.json").read_text(encoding="utf-8"))
     assert written["pre_tokenizer"]["pretokenizers"][0] == hf_split(LLAMA3)            # as it is
-    assert Tokenizer.from_huggingface(tmp_path / "tokenizer.json") == tok
+    assert Tokenizer.load(tmp_path / "tokenizer.json", format="huggingface") == tok
 
 
 # -- a pattern is resolved in one place, and checked before any text is read -----------------------

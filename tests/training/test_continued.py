@@ -39,7 +39,7 @@ def test_continuing_with_hugging_face_ties_equals_training_straight_through_with
                                              workers=1)
     assert continued == direct
     first.save(tmp_path / "tokenizer.json")         # bpe_fast's ids in the file (bytes in byte order): the same
-    loaded = Tokenizer.from_huggingface(tmp_path / "tokenizer.json")
+    loaded = Tokenizer.load(tmp_path / "tokenizer.json", format="huggingface")
     assert bpe_fast.train_from_iterator(SMALL, 700, base=loaded, tie_break="huggingface", workers=1) == direct
     by_base_ids = bpe_fast.train_from_iterator(SMALL, 700, pattern=pattern, base=first, workers=1)
     assert by_base_ids != direct                    # ties among the bytes really decide some merges here
@@ -60,7 +60,7 @@ def test_continuing_a_bpetrainer_tokenizer_json_learns_what_bpetrainer_learns_st
             vocab_size=vocab_size, show_progress=False, special_tokens=["<|endoftext|>"],
             initial_alphabet=hf.pre_tokenizers.ByteLevel.alphabet()))
         theirs.save(str(tmp_path / f"{vocab_size}.json"))
-        return Tokenizer.from_huggingface(tmp_path / f"{vocab_size}.json")
+        return Tokenizer.load(tmp_path / f"{vocab_size}.json", format="huggingface")
 
     base, straight = bpetrainer(450), bpetrainer(800)
     ours = bpe_fast.train_from_iterator(docs, 800, base=base, tie_break="huggingface", workers=1)
@@ -85,10 +85,10 @@ def test_bpe_continue_breaks_ties_by_the_files_ids(tmp_path):
         extended = bpe_continue.continue_training(str(tmp_path / name), texts=SMALL, vocab_size=700,
                                                   show_progress=False)
         extended.save(str(tmp_path / f"continued-{name}"))
-        return Tokenizer.from_huggingface(tmp_path / f"continued-{name}")
+        return Tokenizer.load(tmp_path / f"continued-{name}", format="huggingface")
 
     def ours(name: str, tie_break: str) -> Tokenizer:
-        return bpe_fast.train_from_iterator(SMALL, 700, base=Tokenizer.from_huggingface(tmp_path / name),
+        return bpe_fast.train_from_iterator(SMALL, 700, base=Tokenizer.load(tmp_path / name, format="huggingface"),
                                             tie_break=tie_break, workers=1)
 
     assert theirs("hf-ids.json") == ours("hf-ids.json", "huggingface")
@@ -127,17 +127,17 @@ def test_a_base_keeps_its_ids_and_its_special_tokens():
 def test_continue_a_tokenizer_read_from_any_format(tmp_path, fmt):
     base = bpe_fast.train_from_iterator(SMALL, 350, pattern="gpt2", workers=1)
     if fmt == "huggingface":
-        base.save_huggingface(tmp_path / "t.json")
-        loaded = Tokenizer.from_huggingface(tmp_path / "t.json")
+        base.save(tmp_path / "t.json", format="huggingface")
+        loaded = Tokenizer.load(tmp_path / "t.json", format="huggingface")
     elif fmt == "gpt2":
-        base.save_gpt2(tmp_path / "e.json", tmp_path / "v.bpe")
-        loaded = Tokenizer.from_gpt2(tmp_path / "e.json", tmp_path / "v.bpe")
+        base.save(tmp_path / "vocab.bpe", format="gpt2")
+        loaded = Tokenizer.load(tmp_path / "vocab.bpe", format="gpt2", encoder_json=tmp_path / "encoder.json")
     elif fmt == "tiktoken":
-        base.save_tiktoken(tmp_path / "t.tiktoken")
-        loaded = Tokenizer.from_tiktoken(tmp_path / "t.tiktoken", pattern="gpt2")
+        base.save(tmp_path / "t.tiktoken", format="tiktoken")
+        loaded = Tokenizer.load(tmp_path / "t.tiktoken", format="tiktoken", pattern="gpt2")
     else:
-        base.save_minbpe(tmp_path / "t")
-        loaded = Tokenizer.from_minbpe(tmp_path / "t.model")
+        base.save(tmp_path / "t", format="minbpe")
+        loaded = Tokenizer.load(tmp_path / "t.model", format="minbpe")
     assert bpe_fast.train_from_iterator(SMALL, 600, base=loaded, workers=1) == \
         bpe_fast.train_from_iterator(SMALL, 600, pattern="gpt2", workers=1)
 
@@ -153,7 +153,7 @@ def test_continuing_cl100k_exports_to_tiktoken_and_hugging_face(tmp_path):
     ranks = tok.mergeable_ranks()
     assert {t: ranks[t] for t in cl100k.mergeable_ranks()} == cl100k.mergeable_ranks()
     enc = tok.to_tiktoken()
-    tok.save_huggingface(tmp_path / "t.json")
+    tok.save(tmp_path / "t.json", format="huggingface")
     theirs = hf.Tokenizer.from_file(str(tmp_path / "t.json"))
     for text in docs + [small_text()]:
         ids = tok.encode_ordinary(text)

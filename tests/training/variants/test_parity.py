@@ -167,13 +167,15 @@ def test_files_and_named_languages(tmp_path):
 
 FORMATS = {
     "bpe_fast": (lambda tok, p: tok.save(p / "t.json"), lambda tok, p: bpe_fast.Tokenizer.load(p / "t.json")),
-    "tiktoken": (lambda tok, p: tok.save_tiktoken(p / "t.tiktoken"),
-                 lambda tok, p: bpe_fast.Tokenizer.from_tiktoken(p / "t.tiktoken", tok.pattern, tok.special_tokens)),
-    "huggingface": (lambda tok, p: tok.save_huggingface(p / "tokenizer.json"),
-                    lambda tok, p: bpe_fast.Tokenizer.from_huggingface(p / "tokenizer.json")),
-    "minbpe": (lambda tok, p: tok.save_minbpe(p / "t"), lambda tok, p: bpe_fast.Tokenizer.from_minbpe(p / "t.model")),
-    "gpt2": (lambda tok, p: tok.save_gpt2(p / "encoder.json", p / "vocab.bpe"),
-             lambda tok, p: bpe_fast.Tokenizer.from_gpt2(p / "encoder.json", p / "vocab.bpe")),
+    "tiktoken": (lambda tok, p: tok.save(p / "t.tiktoken", format="tiktoken"),
+                 lambda tok, p: bpe_fast.Tokenizer.load(p / "t.tiktoken", format="tiktoken", pattern=tok.pattern,
+                                                        special_tokens=tok.special_tokens)),
+    "huggingface": (lambda tok, p: tok.save(p / "tokenizer.json", format="huggingface"),
+                    lambda tok, p: bpe_fast.Tokenizer.load(p / "tokenizer.json", format="huggingface")),
+    "minbpe": (lambda tok, p: tok.save(p / "t", format="minbpe"),
+               lambda tok, p: bpe_fast.Tokenizer.load(p / "t.model", format="minbpe")),
+    "gpt2": (lambda tok, p: tok.save(p / "vocab.bpe", format="gpt2"),
+             lambda tok, p: bpe_fast.Tokenizer.load(p / "vocab.bpe", format="gpt2", encoder_json=p / "encoder.json")),
 }
 
 
