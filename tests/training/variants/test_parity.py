@@ -227,25 +227,6 @@ def test_stops_early_with_a_warning_when_every_language_is_exhausted():
     assert as_bytes(tok) == [(b"a", b"b"), (b" ", b"ab"), (b"c", b"d")]
 
 
-def test_cli_parity_writes_what_train_parity_learns(tmp_path, capsys):
-    from bpe_fast.cli import main
-    langs = synthetic_languages(3, 100, seed=6)
-    paths = []
-    for k, docs in enumerate(langs):
-        path = tmp_path / f"lang{k}.txt"
-        path.write_text("\n".join(docs), encoding="utf-8")
-        paths.append(str(path))
-    out = tmp_path / "tok.json"
-    assert main(["parity", *paths, "--vocab-size", "380", "--ratio", "1,2,1", "--variant", "window",
-                 "--window-size", "9", "--workers", "1", "--progress", "none", "-o", str(out)]) == 0
-    assert "3 languages" in capsys.readouterr().out
-    expected = bpe_fast.train_parity(paths, 380, ratio=[1, 2, 1], variant="window", window_size=9, workers=1,
-                                     progress="none")
-    assert bpe_fast.Tokenizer.load(out) == expected
-    assert main(["parity", *paths, "--vocab-size", "380", "--ratio", "1,x,1", "-o", str(tmp_path / "t2.json")]) != 0
-    assert "--ratio 1,x,1: give numbers" in capsys.readouterr().err
-
-
 @pytest.mark.slow
 def test_bench_parity_runs_and_finds_the_merges_equal():
     """benchmarks/bench_parity.py's quick path (300 merges, one run) against this checkout."""
