@@ -60,4 +60,52 @@ def test_one_file_name_or_any_iterable_of_them_and_a_bad_item_is_named_by_its_po
     with pytest.raises(ArgumentTypeError, match=r"^inputs\[1\] must be a file name \(str or os.PathLike\), got bytes$"):
         arguments.paths(["a.txt", b"b.txt"], "inputs")
     with pytest.raises(ArgumentTypeError, match=r"inputs\[0\] must be a file name"):
-        bpe_fast.count([b"a.txt"])                          # as the API checks them
+        bpe_fast.count([b"a.txt"])  # type: ignore[list-item]   # as the API checks them
+
+
+# -- every entry point checks its numbers so -------------------------------------------------------
+
+HUGE = 10**20
+
+
+def write(tmp_path, name, data: bytes):
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+def small_table() -> bpe_fast.WordTable:
+    return bpe_fast.WordTable.from_words([b"ab", b"ab", b"abc"])
+
+
+@pytest.mark.parametrize("call,message", [
+    (lambda f: bpe_fast.train([f], HUGE), f"vocab_size={HUGE} is too large: token ids are 32-bit, so a "
+                                          f"vocabulary holds at most 2,147,483,647 tokens"),
+    (lambda f: bpe_fast.train_from_iterator(["ab ab"], 2**31), "vocab_size=2147483648 is too large"),
+    (lambda f: bpe_fast.train_from_table(small_table(), HUGE), "at most 2,147,483,647 tokens"),
+    (lambda f: bpe_fast.train([f], 300, max_token_length=HUGE), "max_token_length must be a positive number of "
+                                                                "bytes (at most 2**63 - 1)"),
+    (lambda f: bpe_fast.train([f, f], 300, workers=HUGE, block_size=4), "workers must be at most 4,096"),
+    (lambda f: bpe_fast.train_from_iterator(["ab ab"], 300, workers=HUGE), "workers must be at most 4,096"),
+    (lambda f: bpe_fast.Tokenizer([]).encode_batch(["a", "b"], workers=HUGE), "workers must be at most 4,096"),
+    (lambda f: bpe_fast.count(f, block_size=HUGE), "block_size must be at most 1,073,741,824"),
+    (lambda f: bpe_fast.count(f, memory_budget=HUGE**2), "memory_budget must be a number of bytes from 1 MiB"),
+])
+def test_huge_numbers_are_an_argument_error_naming_the_argument(tmp_path, call, message):
+    corpus = write(tmp_path, "c.txt", b"ab ab abc\n" * 10)
+    with pytest.raises(bpe_fast.ArgumentError) as caught:
+        call(corpus)
+    assert message in str(caught.value)
+
+
+def test_numpy_integers_are_integers_everywhere():
+    two = np.int64(2)
+    docs = ["the cat sat on the mat"] * 50
+    tok = bpe_fast.train_from_iterator(docs, np.int64(266), workers=two, batch_chars=np.int32(100),
+                                       memory_budget=np.int64(1 << 40), progress="none")   # past the process's size
+    assert tok == bpe_fast.train_from_iterator(docs, 266, workers=1, progress="none")
+    table = bpe_fast.count_from_iterator(docs, workers=two, batch_chars=100, progress="none")
+    assert bpe_fast.train_from_table(table, np.uint16(266), max_token_length=np.int8(20), progress="none") == tok
+    assert tok.truncated(np.int64(260)) == tok.truncated(260)
+    assert tok.token_bytes(np.int64(97)) == b"a" and table.word(np.int64(-1)) == table.word(len(table) - 1)
+    assert tok.encode_batch(["ab"] * 3, workers=two) == [tok.encode("ab")] * 3

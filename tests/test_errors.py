@@ -5,17 +5,18 @@ clean-ups run, then end the process as they would have; and what bpe_fast raises
 BpeFastError that code written for tiktoken's errors still catches."""
 from __future__ import annotations
 
+import signal
 import subprocess
 import sys
 import textwrap
+import time
 import warnings
 
 import pytest
 
 import bpe_fast
 from bpe_fast import errors
-from bpe_fast.errors import (MissingExtraError, Terminated, TokenizerFileError, VocabularyError, naming_file,
-                             require)
+from bpe_fast.errors import MissingExtraError, Terminated, TokenizerFileError, VocabularyError, naming_file, require
 
 
 # -- warn: at the caller's line ------------------------------------------------------------------------
@@ -135,3 +136,37 @@ def test_terminated_is_not_an_exception_so_except_exception_lets_it_through():
         except Exception:
             pytest.fail("except Exception took a Terminated")
     assert str(Terminated(15)) == "stopped by SIGTERM"
+
+
+# -- every error raised on purpose; a worker forked while signals raise ----------------------------
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and POSIX signals")
+
+
+def test_every_error_bpe_fast_raises_on_purpose_is_a_bpe_fast_error():
+    for call in (lambda: bpe_fast.train_from_iterator(["abc"], 10),
+                 lambda: bpe_fast.train_from_iterator("abc", 300),
+                 lambda: bpe_fast.train_from_iterator(["abc"], 300, workers=0),
+                 lambda: bpe_fast.Tokenizer([[1.5, 3]]),
+                 lambda: bpe_fast.Tokenizer([]).decode([300]),
+                 lambda: bpe_fast.Tokenizer([], special_tokens=["<s>"]).encode("<s>"),
+                 lambda: bpe_fast.load("no-such-encoding")):
+        with pytest.raises(bpe_fast.BpeFastError):
+            call()
+
+
+@linux_only
+def test_a_child_forked_while_signals_raise_dies_of_sigterm_at_once():
+    # terminate() sent the instant after the fork was lost: the child had the parent's handler
+    # until its fork hook ran, and a signal caught then meant nothing once it had reset it.
+    import multiprocessing as mp
+
+    from bpe_fast.errors import terminating_raises
+    ctx = mp.get_context("fork")
+    with terminating_raises():
+        for _ in range(30):
+            child = ctx.Process(target=time.sleep, args=(30,), daemon=True)
+            child.start()
+            child.terminate()
+            child.join(timeout=3)
+            assert child.exitcode == -signal.SIGTERM, "the child outlived SIGTERM"

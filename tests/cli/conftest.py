@@ -34,3 +34,13 @@ def reference(tmp_path_factory) -> bpe_fast.Tokenizer:
     path = tmp_path_factory.mktemp("ref") / "ref.json"
     assert main([*TRAIN, "-o", str(path)]) == 0
     return bpe_fast.load(path)
+
+
+def run_cli(args: list[str], capsys) -> tuple[int | str | None, str]:
+    """bpe-fast's exit status and standard error (argparse's errors exit rather than return)."""
+    code: int | str | None
+    try:
+        code = main(args)
+    except SystemExit as exc:
+        code = exc.code
+    return code, capsys.readouterr().err

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -13,7 +15,7 @@ from bpe_fast.cli import main
 from bpe_fast.cli.train import DEMO_SAMPLE
 from bpe_fast.paths import stdlib_sources
 
-from ..conftest import SMALL_CORPUS, vocab_dir
+from ..conftest import SMALL_CORPUS, need, vocab_dir
 from .conftest import TRAIN
 
 
@@ -106,3 +108,55 @@ def test_a_word_tables_pattern_is_checked_against_the_format_before_training(tmp
     assert main(["train", "--counts", str(tmp_path / "c.npz"), "--vocab-size", "300", "-o",
                  str(tmp_path / "t_vocab.bpe")]) == 2
     assert "this tokenizer splits with cl100k" in capsys.readouterr().err
+
+
+# -- a summary, and what the corpus cannot give --------------------------------------------------
+
+def write(tmp_path, name, data: bytes):
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and POSIX signals")
+
+
+def test_cli_train_writes_a_loadable_tokenizer_and_a_summary(tmp_path):
+    lines = [f"It's test {i} of the CLI, {i * 7919 % 1000} times over.\n" for i in range(300)]
+    corpus = write(tmp_path, "c.txt", "".join(lines).encode())
+    out = tmp_path / "tok.json"
+    proc = subprocess.run([sys.executable, "-m", "bpe_fast", "train", str(corpus), "--vocab-size", "300",
+                           "--special", "<|endoftext|>", "--pattern", "gpt2", "-o", str(out)],
+                          capture_output=True, text=True, check=True)
+    assert proc.stderr == ""          # not a terminal: no progress bars
+    for word in ("read", "chunks", "merges", "time", "saved"):
+        assert word in proc.stdout
+    tok = bpe_fast.Tokenizer.load(out)
+    assert tok.vocab_size == 300 and tok.special_tokens == {"<|endoftext|>": 299}
+    assert tok.pattern == bpe_fast.GPT2
+
+
+def test_cli_reports_a_vocab_the_corpus_cannot_give(tmp_path, capsys):
+    corpus = write(tmp_path, "c.txt", b"ab ab ab\n")
+    assert main(["train", str(corpus), "--vocab-size", "5000", "-o", str(tmp_path / "t.json"), "-q"]) == 0
+    captured = capsys.readouterr()
+    assert "warning: stopped after" in captured.err and "vocab size 258" in captured.out
+
+
+@linux_only
+def test_the_plot_is_checked_before_training(tmp_path, monkeypatch, capsys):
+    need("matplotlib")                                   # --plot needs the [plot] extra
+    monkeypatch.setattr("bpe_fast.cli.train.train", lambda *a, **k: pytest.fail("trained before checking --plot"))
+    plot = tmp_path / "no" / "curve.png"
+    assert main(["train", str(SMALL_CORPUS), "--vocab-size", "300", "-o", str(tmp_path / "t.json"), "-q",
+                 "--eval", str(SMALL_CORPUS), "--plot", str(plot)]) == 2
+    assert f"--plot {plot}: the folder {plot.parent} does not exist" in capsys.readouterr().err
+
+
+@linux_only
+def test_huge_min_frequency_is_not_an_overflow(tmp_path, capsys):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("ab ab ab\n")
+    assert main(["train", str(corpus), "--vocab-size", "300", "--min-frequency", "99999999999999999999",
+                 "-o", str(tmp_path / "t.json"), "-q"]) == 0
+    assert "stopped after 0 of" in capsys.readouterr().err

@@ -4,14 +4,20 @@ asked saved elsewhere instead."""
 from __future__ import annotations
 
 import json
+import re
+import shutil
+import sys
+from pathlib import Path
 
 import pytest
 
 import bpe_fast
+import bpe_fast.cli.train
 from bpe_fast.cli import main
 
-from ..conftest import need, small_text
+from ..conftest import SMALL_CORPUS, need, small_text
 from .conftest import TRAIN, bpe_fast_cli
+
 
 # (what the user gives -o, other options, the format written, the files written)
 # (what the user gives -o, other options, the format written, the files written)
@@ -103,3 +109,52 @@ def test_a_format_that_cannot_be_written_fails_before_training(tmp_path, capsys,
     err = capsys.readouterr().err
     assert err.startswith("bpe-fast train: error: ") and message in err and err.count("\n") == 1
     assert list(tmp_path.iterdir()) == []
+
+
+# -- a result that cannot be written after the work: saved elsewhere ---------------------------------
+
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and POSIX signals")
+
+
+@linux_only
+def test_writing_that_fails_after_training_saves_the_result_elsewhere(tmp_path, monkeypatch, capsys):
+    """The folder of -o was there when checked, and is gone when training ends: the training is kept."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    real_train = bpe_fast.cli.train.train
+
+    def train_then_lose_the_folder(*args, **kwargs):
+        result = real_train(*args, **kwargs)
+        folder.rmdir()
+        return result
+
+    monkeypatch.setattr("bpe_fast.cli.train.train", train_then_lose_the_folder)
+    assert main(["train", str(SMALL_CORPUS), "--vocab-size", "300", "--workers", "1", "-o",
+                 str(folder / "t.tiktoken"), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert f"{folder / 't.tiktoken'}: cannot write here" in err and err.count("\n") == 1
+    found = re.search(r"saved instead as (\S+\.json)", err)
+    assert found is not None, err
+    saved = Path(found.group(1))
+    try:
+        assert bpe_fast.load(saved) == bpe_fast.train([SMALL_CORPUS], 300, workers=1, progress="none")
+    finally:
+        shutil.rmtree(saved.parent)
+
+
+@linux_only
+def test_a_writer_that_fails_with_a_bug_keeps_its_traceback_and_the_training(tmp_path, monkeypatch, capsys):
+    def broken_writer(*args, **kwargs):
+        raise KeyError("a bug in a writer")
+
+    monkeypatch.setattr("bpe_fast.cli.writing.write_tokenizer", broken_writer)
+    with pytest.raises(KeyError, match="a bug in a writer"):
+        main(["train", str(SMALL_CORPUS), "--vocab-size", "300", "--workers", "1", "-o", str(tmp_path / "t.json")])
+    err = capsys.readouterr().err
+    found = re.search(r"saved instead as (\S+\.json)", err)
+    assert found is not None, err
+    saved = Path(found.group(1))
+    try:
+        assert bpe_fast.load(saved).vocab_size == 300
+    finally:
+        shutil.rmtree(saved.parent)

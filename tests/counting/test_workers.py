@@ -190,8 +190,8 @@ def test_counting_counts_the_splitters_chunks_on_every_engine(docs, pattern, lin
 
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="uses /proc and POSIX signals")
 
-# A child process and its workers, found by a tag in their environment (as tests/test_faults.py
-# finds them for the faults of the other stages).
+# A child process and its workers, found by a tag in their environment (as tests/training/conftest.py
+# finds a training's).
 
 
 def tagged_processes(tag: str) -> list[int]:

@@ -25,7 +25,6 @@ from bpe_fast.errors import EncodingError
 from ..conftest import need, small_text, vocab_dir, vocab_path
 
 
-
 def tiktoken_encoding(*args, **kwargs):
     """tiktoken's Encoding, the oracle (the tests that need it skip without tiktoken)."""
     return need("tiktoken").Encoding(*args, **kwargs)
@@ -439,3 +438,21 @@ def test_decode_rejects_ids_out_of_range():
     tok = Tokenizer([], pattern="gpt2")
     with pytest.raises(bpe_fast.EncodingError, match=r"token id 256 \(position 1\) is not in the vocabulary"):
         tok.decode([104, 256])
+
+
+@pytest.mark.parametrize("ids", [[1.7], [104, 2.0], [np.float64(104.0)], ["104"], [None]])
+def test_decode_refuses_ids_that_are_not_integers(ids):
+    tok = bpe_fast.Tokenizer([])
+    with pytest.raises(bpe_fast.EncodingError, match=r"token ids must be integers; position \d+ holds"):
+        tok.decode(ids)
+
+
+def test_decode_takes_integers_of_every_kind():
+    tok = bpe_fast.Tokenizer([])
+    text = b"hi!"
+    for ids in (list(text), [np.int64(b) for b in text], np.frombuffer(text, np.uint8),
+                np.array(list(text), np.uint64), [True, 104]):
+        expected = bytes([1, 104]) if ids[0] is True else text
+        assert tok.decode_bytes(ids) == expected
+    with pytest.raises(bpe_fast.EncodingError, match="token id 18446744073709551615 .position 1"):
+        tok.decode_bytes(np.array([104, 2**64 - 1], np.uint64))

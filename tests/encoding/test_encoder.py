@@ -123,3 +123,18 @@ def test_chunks_cut_as_the_splitter_cuts_them():
         splitter = Tokenizer([], pattern).splitter
         text = small_text()[:2000] + " tail"
         assert encoding.chunker(splitter)(text) == list(splitter.chunks(text))
+
+
+@pytest.mark.parametrize("pattern", ["cl100k", r"\w+|\W+"])            # the native encoder and the regex path
+def test_str_subclasses_are_text_on_every_encode_path(pattern):
+    """tiktoken takes numpy.str_ (a str subclass); so does every encode method."""
+    tok = bpe_fast.train_from_iterator(["hi there <s> hi"] * 20, 261, pattern=pattern, special_tokens=["<s>"],
+                                       workers=1, progress="none")
+    text, ids = np.str_("hi there <s>"), tok.encode("hi there <s>", allowed_special="all")
+    assert tok.encode(text, allowed_special="all") == ids and tok.count_tokens(text, allowed_special="all") == len(ids)
+    assert tok.encode_to_numpy(text, allowed_special="all").tolist() == ids
+    assert tok.encode_ordinary(text) == tok.encode_ordinary(str(text))
+    assert tok.encode_batch([text, "hi"], allowed_special="all") == [ids, tok.encode("hi")]
+    assert tok.encode_ordinary_batch([text]) == [tok.encode_ordinary(str(text))]
+    flat, offsets = tok.encode_batch_to_numpy([text], allowed_special="all")
+    assert flat.tolist() == ids and tok.count_tokens_batch([text], allowed_special="all").tolist() == [len(ids)]

@@ -6,6 +6,7 @@ token's text is ordinary text. Where two special tokens start at one place the l
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
 import pytest
 
@@ -78,3 +79,8 @@ def test_a_disallowed_token_is_named_with_where_it_is_and_the_two_ways_to_encode
 def test_an_argument_that_names_no_special_tokens_is_refused_naming_it(kwargs, error, message):
     with pytest.raises(error, match=message):
         tiny().encode("hi", **kwargs)
+
+
+def test_disallowed_special_none_means_none_disallowed_as_in_tiktoken():
+    tok: Any = Tokenizer([[97, 98]], special_tokens=["<s>"])     # Any: the type hints take no None, tiktoken does
+    assert tok.encode("<s>", disallowed_special=None) == tok.encode("<s>", disallowed_special=())

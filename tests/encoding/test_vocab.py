@@ -5,6 +5,7 @@ id; a tokenizer cut to a smaller size, or extended, stays consistent."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import numpy as np
 import pytest
@@ -93,10 +94,11 @@ def test_ids_may_leave_at_most_a_million_unused():
 def test_special_tokens_follow_the_learned_ids_in_their_order_or_take_the_ids_given():
     assert Tokenizer([[97, 98]], special_tokens=["<b>", "<a>"]).special_tokens == {"<b>": 257, "<a>": 258}
     assert Tokenizer([[97, 98]], special_tokens={"<a>": 400}).special_tokens == {"<a>": 400}
-    for specials, message in [({"<a>": 300, "<b>": 300}, "special tokens share ids"),
-                              ({"": 300}, "special token '' must be a non-empty string"),
-                              ({"<a>": -3}, "special token '<a>' has id -3; ids are non-negative integers"),
-                              ({"<a>": True}, "special token '<a>' has id True")]:
+    cases: list[tuple[Any, str]] = [({"<a>": 300, "<b>": 300}, "special tokens share ids"),
+                                    ({"": 300}, "special token '' must be a non-empty string"),
+                                    ({"<a>": -3}, "special token '<a>' has id -3; ids are non-negative integers"),
+                                    ({"<a>": True}, "special token '<a>' has id True")]
+    for specials, message in cases:
         with pytest.raises(VocabularyError, match=message):
             Tokenizer([[97, 98]], special_tokens=specials)
 

@@ -5,7 +5,7 @@
   the kernel's, continued.py's and SuperBPE's tests hold the fast paths to them.
 - A training in a child process, and what it leaves behind (``start_child``, ``wait_for_line``,
   ``assert_all_gone``): the tests that interrupt the kernel or SuperBPE's count ahead, as
-  tests/test_faults.py does the other stages.
+  tests/counting/test_workers.py does counting.
 """
 from __future__ import annotations
 
@@ -61,7 +61,7 @@ def bpe_of_chunk(base: Tokenizer, chunk: bytes) -> list[int]:
     return tokens
 
 
-# -- a training in a child process (as tests/test_faults.py runs the other stages) -------------
+# -- a training in a child process (as tests/counting/test_workers.py runs a count) -------------
 
 def tagged_processes(tag: str) -> list[int]:
     """Processes whose environment holds BPE_FAST_TEST_TAG=tag: a child and its workers."""

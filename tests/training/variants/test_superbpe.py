@@ -288,7 +288,7 @@ SUPERWORD_AHEAD = """
 
 
 # About 10 s each (24 MB counted in the child): slow. The inner loop keeps a signal while counting
-# (tests/test_faults.py: test_a_terminating_signal_while_counting_leaves_no_spill_files) and while
+# (tests/counting/test_workers.py: test_a_terminating_signal_while_counting_leaves_no_spill_files) and while
 # merging (tests/training/test_kernel.py: test_ctrl_c_during_merging_stops_within_a_second).
 @linux_only
 @pytest.mark.slow
