@@ -378,6 +378,68 @@ def test_the_cython_guards_catch_a_file_in_the_root_a_long_file_and_each_kind_of
     assert shared_type_names(package) == {"Slot": two, "Pool": two, "Entry": two, "job_fn": two, "classes": two}
 
 
+# -- tests mirror the package -----------------------------------------------------------------------
+
+TESTS = PACKAGE.parent / "tests"
+TEST_FILE_LIMIT = 600
+# Modules with nothing of their own to test: the entry point of python -m, the version string.
+NO_TEST_FILE = {"bpe_fast.__main__", "bpe_fast._version"}
+
+
+def holds_code(init: Path) -> bool:
+    """An __init__.py with more than its docstring (a package's code, not only its description)."""
+    body = ast.parse(init.read_text(encoding="utf-8")).body
+    return bool(body[1:] if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                else body)
+
+
+def mirrored_test_file(path: Path, package: Path = PACKAGE, tests: Path = TESTS) -> Path | None:
+    """The test file a module's file must have (tests/<its folder>/test_<name>.py; a package's
+    __init__.py: test_<the package's name>.py; a kernel _x.pyx: test_x.py), None for none."""
+    relative = path.relative_to(package)
+    if module_name(path, package) in NO_TEST_FILE or path.suffix == ".pxd":
+        return None
+    if path.name == "__init__.py":
+        if not holds_code(path):
+            return None
+        folder = relative.parent
+        return tests / folder / f"test_{folder.name if folder.parts else package.name}.py"
+    return tests / relative.parent / f"test_{path.stem.lstrip('_')}.py"
+
+
+def test_every_module_has_a_test_file_at_its_mirrored_path():
+    sources = sorted(p for p in PACKAGE.rglob("*") if p.suffix in (".py", ".pyx") and "__pycache__" not in p.parts)
+    wanted = {p: mirrored_test_file(p) for p in sources}
+    assert wanted[PACKAGE / "training" / "_kernel.pyx"] == TESTS / "training" / "test_kernel.py"
+    assert wanted[PACKAGE / "formats" / "__init__.py"] == TESTS / "formats" / "test_formats.py"
+    missing = [f"{p.relative_to(PACKAGE.parent)} -> {t.relative_to(PACKAGE.parent)}"
+               for p, t in wanted.items() if t is not None and not t.is_file()]
+    assert not missing, missing
+
+
+def test_every_test_folder_is_a_package_and_no_test_file_is_long():
+    folders = [d for d in TESTS.rglob("*") if d.is_dir() and d.name not in ("__pycache__", "data")
+               and "data" not in d.relative_to(TESTS).parts]
+    assert not [d for d in folders if not (d / "__init__.py").is_file()]
+    long = [f"{p.relative_to(TESTS)}: {n}" for p in TESTS.rglob("test_*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > TEST_FILE_LIMIT]
+    assert not long, long
+
+
+def test_the_test_file_rule_on_a_small_package(tmp_path):
+    package = write_package(tmp_path, {"__init__.py": '"""doc"""\nfrom .a import x\n', "a.py": "x = 1\n",
+                                       "stage/__init__.py": '"""Only a description."""\n',
+                                       "stage/_kernel.pyx": "", "stage/_kernel.pxd": "", "stage/work.py": "",
+                                       "table/__init__.py": "TABLE = {}\n", "__main__.py": ""})
+    tests = tmp_path / "tests"
+    found = {p.relative_to(package).as_posix(): mirrored_test_file(p, package, tests) for p in package.rglob("*")
+             if p.suffix in (".py", ".pyx", ".pxd")}
+    assert found == {"__init__.py": tests / "test_bpe_fast.py", "a.py": tests / "test_a.py",
+                     "stage/__init__.py": None, "stage/_kernel.pyx": tests / "stage" / "test_kernel.py",
+                     "stage/_kernel.pxd": None, "stage/work.py": tests / "stage" / "test_work.py",
+                     "table/__init__.py": tests / "table" / "test_table.py", "__main__.py": None}
+
+
 if __name__ == "__main__":
     graph = import_graph()
     for module, deps in graph.items():

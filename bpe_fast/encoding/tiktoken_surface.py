@@ -9,7 +9,7 @@ of tokens.
 Face's), and ``visualize`` (visualize.py). They are short delegations to the functions here,
 which take the tokenizer (this module never imports tokenizer.py: the dependency runs
 tokenizer -> here). Each tiktoken name gives what tiktoken's method of the same name gives
-for the same vocabulary (tests/test_tiktoken_surface.py holds them to
+for the same vocabulary (tests/encoding/test_tiktoken_surface.py holds them to
 tiktoken on the named encodings), with the same kind of exception: an id or token the
 vocabulary does not have is an ``UnknownTokenError``, which is a ``KeyError`` as tiktoken's is
 (and an ``EncodingError``). Two deliberate differences: an id that is not an integer (a bool,

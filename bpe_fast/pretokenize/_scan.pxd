@@ -27,7 +27,7 @@ cdef enum:
     FOLD_LIMIT = 0x400
 
 # The named patterns with a scanner here, by the id their record in patterns.PATTERNS gives
-# (``NamedPattern.native``; tests/test_patterns.py holds each id's scanner to the record's regex).
+# (``NamedPattern.native``; tests/pretokenize/test_patterns.py holds each id's scanner to the record's regex).
 # A new one is an id here, its scan_* function, a line in scan_next and in is_native_pattern, and
 # in cuts_at_line_ends if its record's cut is a line-end rule: the C side of its record.
 cdef enum:

@@ -8,7 +8,7 @@ the names it goes by, how Hugging Face writes it, its native scanner (if any) an
 split with it may be cut into blocks. Everything that treats a named pattern apart (resolving a
 name, the Splitter's engine and cuts, the tokenizer.json reader and writer, the native scanners'
 ids) reads the record; any other regex takes the generic path (the regex module, files read
-whole). A new named pattern is one more record (tests/test_patterns.py says what it must pass),
+whole). A new named pattern is one more record (tests/pretokenize/test_patterns.py says what it must pass),
 plus, for native speed, its scanner in _scan.pxd.
 """
 from __future__ import annotations
@@ -110,7 +110,7 @@ class NamedPattern:
 
 
 # The named patterns. ``native``: the ids of _scan.pxd's enum (PAT_GPT2 ...), which must agree
-# (tests/test_patterns.py holds each id's scanner to the record's regex).
+# (tests/pretokenize/test_patterns.py holds each id's scanner to the record's regex).
 PATTERNS: tuple[NamedPattern, ...] = (
     NamedPattern("gpt2", GPT2, aliases=("r50k", "r50k_base", "p50k", "p50k_base"), huggingface=GPT2_HUGGINGFACE,
                  native=1, cut=BlockCut.LINE_END_SPLIT_CRLF, byte_level=True),

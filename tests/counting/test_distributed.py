@@ -401,3 +401,20 @@ def test_bench_cluster_compares_cluster_and_local_counting(tmp_path):
     figures = json.loads((tmp_path / "out.json").read_text())
     assert figures["workers"] == 2 and len(figures["local_s"]) == len(figures["cluster_s"]) == 1
     assert "median ratio" in done.stdout
+
+
+@pytest.mark.parametrize("address", ["tcp://[::1", "foo://x", ":::::", "tcp://host:notaport",
+                                     pytest.param("tcp://no-such-host.invalid:8786", marks=pytest.mark.slow)])
+def test_a_bad_scheduler_is_one_line_naming_it(tmp_path, capsys, monkeypatch, address):
+    pytest.importorskip("dask.distributed", reason="--scheduler needs dask: pip install 'bpe_fast[dask]'")
+    monkeypatch.setattr("bpe_fast.cli.train.train", lambda *a, **k: pytest.fail("trained without a scheduler"))
+    corpus = tmp_path / "c.txt"
+    corpus.write_bytes(b"ab ab abc\n")
+    code: int | str | None
+    try:
+        code = main(["train", str(corpus), "--vocab-size", "300", "-o", str(tmp_path / "t.json"), "-q",
+                     "--scheduler", address])
+    except SystemExit as exc:                   # (argparse's errors exit rather than return)
+        code = exc.code
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith(f"bpe-fast train: error: --scheduler {address}: ") and err.count("\n") == 1

@@ -277,3 +277,24 @@ def test_every_cut_keeps_the_normalized_text_and_its_chunks(text, form):
 def test_splitter_chunks_normalize_first():
     assert list(Splitter.of("gpt2", normalize="nfkc").chunks("ﬁne ①")) == ["fine", " 1"]
     assert chunks_of(["ﬁne"], "gpt2") == ["ﬁne"]
+
+
+# -- special tokens refused where they are given ----------------------------------------------------
+
+def test_special_tokens_given_as_a_set_are_refused():
+    with pytest.raises(bpe_fast.ArgumentTypeError, match="not a set"):
+        bpe_fast.train_from_iterator(["abc"], 300, special_tokens={"<a>", "<b>"})  # type: ignore[call-overload]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: bpe_fast.train_from_iterator(["ab ab"], 300, special_tokens=["<s>", "\ud800"]),
+    lambda: bpe_fast.count_from_iterator(["ab ab"], special_tokens=["x\udcff"]),
+    lambda: bpe_fast.Tokenizer([], special_tokens=["\ud800"]),
+    lambda: bpe_fast.Tokenizer([], special_tokens={"\ud800": 256}),
+    lambda: bpe_fast.train_from_iterator(["ab ab"], 300, pattern="\\w+|\ud800"),
+])
+def test_a_special_token_with_a_lone_surrogate_is_refused_when_given(make):
+    """Not a UnicodeEncodeError later, when counting, encoding or saving (nor a pattern with one, which
+    trained and then could not be saved)."""
+    with pytest.raises((bpe_fast.ArgumentError, bpe_fast.VocabularyError), match="holds a lone surrogate"):
+        make()
