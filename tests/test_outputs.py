@@ -295,3 +295,41 @@ def test_an_output_inside_an_input_folder_is_refused_before_reading(tmp_path, ca
     assert sorted(p.name for p in corpus.rglob("*")) == ["a.txt", "part"]
     (tmp_path / "corpus2").mkdir()                 # a sibling whose name starts alike is elsewhere
     assert main(["count", str(corpus), "-o", str(tmp_path / "corpus2" / "counts.npz"), "-q"]) == 0
+
+
+# -- one place checks every output against every input (issue 49) --------------------------------
+
+@pytest.mark.parametrize("command", [
+    ["count", "{input}", "-o", "{input}"],
+    ["encode", "-t", "{tok}", "{input}", "-o", "{input}"],
+    ["train", "{input}", "--vocab-size", "300", "--eval", "{input}", "--plot", "{input}"],
+    ["eval", "-t", "{tok}", "{input}", "--plot", "{input}"],
+    ["eval", "-t", "{tok}", "{input}", "--plot", "{tok}"],       # the tokenizer's file is an input too
+])
+def test_no_command_writes_over_an_input(tmp_path, capsys, command):
+    from bpe_fast.cli import main
+    text = tmp_path / "input.txt"
+    text.write_text("hello hello hello\n", encoding="utf-8")
+    tok = tmp_path / "tok.json"
+    bpe_fast.train_from_iterator(["hello hello hello"], 260, pattern="gpt2", workers=1, progress="none").save(tok)
+    before = {path: path.read_bytes() for path in (text, tok)}
+    args = [word.format(input=text, tok=tok) for word in command]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "is also an input file" in err
+    assert {path: path.read_bytes() for path in (text, tok)} == before
+
+
+def test_check_files_reads_the_roles_a_command_declares(tmp_path):
+    import argparse
+    from bpe_fast.outputs import Files, check_files
+    inputs = tmp_path / "in"
+    inputs.mkdir()
+    (inputs / "a.txt").write_text("a")
+    roles = Files(reads=("inputs",), writes=(("output", "-o"), ("plot", "--plot")))
+    fine = argparse.Namespace(inputs=[str(inputs)], output="-", plot=None, file_roles=roles)
+    check_files(fine)                                           # standard output, no chart: nothing to check
+    inside = argparse.Namespace(inputs=[str(inputs)], output=str(inputs / "out.txt"), plot=None, file_roles=roles)
+    with pytest.raises(ArgumentError, match=r"-o .*out\.txt: is inside the input folder"):
+        check_files(inside)
+    check_files(argparse.Namespace(inputs=[str(inputs)]))      # a command that declares nothing

@@ -10,7 +10,7 @@ import pytest
 import bpe_fast
 from bpe_fast.cli import main
 
-from ..conftest import SMALL_CORPUS, need, small_text
+from ..conftest import SMALL_CORPUS, need, needs_vocabs, small_text
 
 
 def test_the_cli_prints_the_table_json_and_a_chart(tmp_path, capsys):
@@ -58,3 +58,48 @@ def test_a_baseline_with_the_tokenizers_name_is_told_apart_by_the_paths_given(tm
     rows = json.loads(capsys.readouterr().out)["rows"]
     assert [row["tokenizer"] for row in rows] == ["a/tok.json", "b/tok.json"]
     assert rows[0]["tokens"] < rows[1]["tokens"]             # 320 tokens compress the text more than 300
+
+
+# -- issue 49: the report's files and names -------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def tok_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("eval") / "tok.json"
+    bpe_fast.train([SMALL_CORPUS], 300, progress="none").save(path)
+    return str(path)
+
+
+def test_a_plot_over_an_input_is_refused_and_the_input_kept(tmp_path, capsys, monkeypatch, tok_file):
+    text = tmp_path / "text.txt"
+    text.write_text("some text to measure\n", encoding="utf-8")
+    monkeypatch.setattr("bpe_fast.cli.evaluate.evaluate", lambda *a, **k: pytest.fail("measured before refusing"))
+    assert main(["eval", "-t", tok_file, str(text), "--plot", str(text)]) == 2
+    assert "is also an input file" in capsys.readouterr().err
+    assert text.read_text(encoding="utf-8") == "some text to measure\n"
+
+
+def test_a_plot_into_a_missing_folder_is_refused_before_the_pass(tmp_path, capsys, monkeypatch, tok_file):
+    monkeypatch.setattr("bpe_fast.cli.evaluate.evaluate", lambda *a, **k: pytest.fail("measured before refusing"))
+    assert main(["eval", "-t", tok_file, str(SMALL_CORPUS), "--plot", str(tmp_path / "no" / "c.png")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+
+
+def test_json_of_an_empty_file_is_json(tmp_path, capsys, tok_file):
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    assert main(["eval", "-t", tok_file, str(empty), "--json"]) == 0
+
+    def no_constants(name):
+        raise AssertionError(f"{name} is not JSON")
+    row = json.loads(capsys.readouterr().out, parse_constant=no_constants)["rows"][0]
+    assert row["tokens"] == 0 and row["bytes_per_token"] is None and row["tokens_per_word"] is None
+
+
+@needs_vocabs
+def test_a_file_named_as_a_named_baseline_is_told_apart(tmp_path, capsys, monkeypatch):
+    """-t mine/gpt2.json --baseline gpt2: both are 'gpt2' by their short names; the file keeps its path."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "mine").mkdir()
+    bpe_fast.train([SMALL_CORPUS], 300, progress="none").save(tmp_path / "mine" / "gpt2.json")
+    assert main(["eval", "-t", "mine/gpt2.json", "--baseline", "gpt2", str(SMALL_CORPUS), "--json"]) == 0
+    assert [row["tokenizer"] for row in json.loads(capsys.readouterr().out)["rows"]] == ["mine/gpt2.json", "gpt2"]

@@ -263,3 +263,59 @@ def test_load_bin_dtype_is_checked(trained, tmp_path):
     assert as_told.dtype == np.uint16 and as_told.tolist() == bpe_fast.load_bin(tmp_path / "c.bin")[0].tolist()
     with pytest.raises(ArgumentError, match="as uint32: its index says uint16"):
         bpe_fast.load_bin(tmp_path / "c.bin", dtype="uint32")
+
+
+# -- issue 49: binary outputs known by their bytes or their index ----------------------------------
+
+@pytest.mark.parametrize("offsets", [[0, 0], [0, 600, 300, 1000], "ragged"])
+def test_an_index_that_does_not_cover_its_corpus_is_refused(tmp_path, offsets):
+    (tmp_path / "c.bin").write_bytes(bytes(range(250)) * 8)                    # 2,000 bytes of ids
+    if offsets == "ragged":
+        (tmp_path / "c.idx").write_bytes(b"\0" * 12)                           # no whole number of int64
+    else:
+        np.array(offsets, "<i8").tofile(tmp_path / "c.idx")
+    with pytest.raises(InputError, match=r"c\.idx: "):
+        bpe_fast.load_bin(tmp_path / "c.bin")
+    done = subprocess.run([*BPE, "decode", "-t", "gpt2", str(tmp_path / "c.bin")], capture_output=True, text=True)
+    assert done.returncode == 2 and done.stdout == "" and "c.idx" in done.stderr
+
+
+def test_a_name_that_says_another_format_is_refused_before_encoding(trained, tmp_path):
+    for fmt, name in (("npy", "ids.bin"), ("text", "ids.bin"), ("bin", "ids.npy"), ("json", "ids.npy")):
+        with pytest.raises(ArgumentError, match=rf"-o .*{name}: a \.\w+ name is for the \w+ format"):
+            ef.encode_files(trained, [SMALL_CORPUS], tmp_path / name, format=fmt, progress="none")
+        assert not (tmp_path / name).exists()
+
+
+def test_a_npy_file_is_known_by_its_header_whatever_its_name(trained, tmp_path):
+    ef.encode_files(trained, [SMALL_CORPUS], tmp_path / "ids.npy", format="npy", progress="none")
+    (tmp_path / "ids.npy").rename(tmp_path / "disguised.bin")
+    assert ef.is_npy(tmp_path / "disguised.bin") and not ef.is_npy(SMALL_CORPUS)
+    with pytest.raises(InputError, match="disguised.bin: is a NumPy .npy file"):
+        bpe_fast.load_bin(tmp_path / "disguised.bin", dtype="uint16")       # its header is no ids
+    trained.save(tmp_path / "tok.json")
+    decode = [*BPE, "decode", "-t", str(tmp_path / "tok.json"), str(tmp_path / "disguised.bin")]
+    done = subprocess.run(decode, capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout == SMALL_CORPUS.read_text(encoding="utf-8")
+    done = subprocess.run([*decode, "--dtype", "uint16"], capture_output=True, text=True)
+    assert done.returncode == 2 and done.stdout == "" and "is a NumPy .npy file" in done.stderr
+
+
+@pytest.mark.skipif(not hasattr(os, "setrlimit") and sys.platform != "linux", reason="needs RLIMIT_FSIZE")
+def test_a_failed_write_of_the_ids_names_the_ids_file_and_keeps_both_old_files(trained, tmp_path):
+    import resource
+    import signal
+
+    def limit():                 # a file-size limit: writing past it fails (EFBIG), as a full disk would
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))
+    trained.save(tmp_path / "tok.json")
+    for name, data in (("corpus.bin", b"old ids"), ("corpus.idx", b"old index")):
+        (tmp_path / name).write_bytes(data)
+    big = tmp_path / "big.txt"
+    big.write_text(small_text() * 8, encoding="utf-8")        # about 85 KB of uint16 ids: past the limit
+    done = subprocess.run([*BPE, "encode", "-t", str(tmp_path / "tok.json"), str(big), "--format", "bin",
+                           "-o", str(tmp_path / "corpus.bin")], capture_output=True, text=True, preexec_fn=limit)
+    assert done.returncode == 2 and f"{tmp_path / 'corpus.bin'}: cannot write" in done.stderr, done.stderr
+    assert (tmp_path / "corpus.bin").read_bytes() == b"old ids"
+    assert (tmp_path / "corpus.idx").read_bytes() == b"old index"

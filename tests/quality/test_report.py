@@ -273,3 +273,24 @@ def test_bad_input_is_a_one_line_error_naming_the_argument(tmp_path):
     one_line_error(ArgumentError, "share a name", lambda: tok.evaluate(["some text"], baselines={"tokenizer": tok}))
 
 
+
+
+# -- issue 49: JSON without NaN, a group per value -------------------------------------------------
+
+def test_a_figure_of_no_text_is_null_in_the_dict(tmp_path):
+    tok = bpe_fast.train_from_iterator(["hello hello hello"], 260, pattern="gpt2", workers=1, progress="none")
+    report = tok.evaluate(["", ""])
+    assert math.isnan(report.bytes_per_token)                   # the report's own figure: no number
+    row = report.to_dict()["rows"][0]
+    assert row["bytes_per_token"] is None and row["tokens_per_word"] is None
+    json.dumps(report.to_dict(), allow_nan=False)               # and so JSON, as JSON has no NaN
+
+
+def test_values_that_print_alike_are_groups_of_their_own():
+    tok = bpe_fast.train_from_iterator(["a b c d e f"], 260, pattern="gpt2", workers=1, progress="none")
+    records = [{"text": "a b", "k": 5}, {"text": "c d e", "k": "5"}, {"text": "e", "k": None},
+               {"text": "f f", "k": "null"}, {"text": "g", "k": "en"}, {"text": "h", "k": '"5"'}, {"text": "i", "k": 5}]
+    report = tok.evaluate(records, by="k")
+    assert report.groups == ["5", '"5"', "null", '"null"', "en", json.dumps('"5"')]
+    assert report.row("5").documents == 2 and report.row('"5"').documents == 1       # 5 twice, "5" once
+    assert report.row("null").words == 1 and report.row('"null"').words == 2

@@ -350,3 +350,24 @@ def test_merge_subtracts_each_languages_fall_from_lengths_as_it_returns_it():
     assert subtracted.merge(ord("a"), ord("b"), lengths) is None
     assert fall.tolist() == [6, 7]            # two (a, b) x 3 in language 0; one x 2 and one x 5 in language 1
     assert lengths.tolist() == [94, 93]
+
+
+# -- issue 49: what the API refuses, as the CLI does ---------------------------------------------
+
+def test_an_empty_dev_text_is_refused_as_an_empty_training_text_is(tmp_path):
+    for name, text in (("a.txt", "hello hello hello"), ("b.txt", "ciao ciao"), ("empty.txt", "")):
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    corpora = [tmp_path / "a.txt", tmp_path / "b.txt"]
+    with pytest.raises(bpe_fast.EmptyCorpusError, match=r"dev\['1'\] is empty"):
+        bpe_fast.train_parity(corpora, 260, dev=[tmp_path / "a.txt", tmp_path / "empty.txt"], workers=1,
+                              progress="none")
+    with pytest.raises(bpe_fast.EmptyCorpusError, match=r"corpora\['1'\] is empty"):
+        bpe_fast.train_parity([tmp_path / "a.txt", tmp_path / "empty.txt"], 260, workers=1, progress="none")
+
+
+@pytest.mark.parametrize("setting", [dict(window_size=2**63), dict(global_merges=2**63), dict(window_size=2**70)])
+def test_numbers_past_the_kernels_int64_are_refused_naming_them(setting):
+    name = next(iter(setting))
+    with pytest.raises(bpe_fast.ArgumentError, match=f"{name} must be at most"):
+        bpe_fast.train_parity([["hello hello"], ["ciao ciao"]], 260, variant="window", workers=1, progress="none",
+                              **setting)
