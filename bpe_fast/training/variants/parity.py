@@ -164,16 +164,25 @@ def table_tokens(table: WordTable, base: Tokenizer | None) -> tuple[np.ndarray, 
 
 def _corpus(tables: list[WordTable], base: Tokenizer | None, token_bytes: list, heaps: bool, hf: bool,
             max_token_length: int | None, track_global: bool) -> _parity.ParityCorpus:
-    """One corpus of every language's words, each word with its language."""
-    parts = [table_tokens(t, base) for t in tables]
-    tokens = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int32)
+    """One corpus of every language's words, each word with its language. From bytes, the
+    tables' bytes are cast once, into the corpus's array (not each table's copy, then all of
+    them: budget.py's plan counts what is held while the corpus is laid out)."""
+    if base is None:
+        tokens = np.concatenate([t.symbols for t in tables], dtype=np.int32)
+        word_offsets = [t.offsets for t in tables]
+    else:
+        parts = [table_tokens(t, base) for t in tables]
+        tokens = np.concatenate([p[0] for p in parts])
+        word_offsets = [p[1] for p in parts]
+        del parts
     sizes = [len(t) for t in tables]
     offsets = np.zeros(sum(sizes) + 1, dtype=np.int64)
     at, shift = 0, 0
-    for (_, offs), n in zip(parts, sizes):
+    for offs, n in zip(word_offsets, sizes):
         offsets[at:at + n + 1] = offs + shift
         at, shift = at + n, shift + int(offs[-1])
-    counts = np.concatenate([t.counts for t in tables]).astype(np.int64)
+    del word_offsets
+    counts = np.concatenate([t.counts for t in tables], dtype=np.int64)
     langs = np.repeat(np.arange(len(tables), dtype=np.int32), sizes)
     rank = np.argsort(np.array(huggingface_byte_order())).astype(np.uint8)
     return _parity.ParityCorpus(tokens, offsets, counts, langs, len(tables), token_bytes, heaps=heaps, hf_ties=hf,
@@ -184,7 +193,7 @@ def _lengths(tables: list[WordTable], base: Tokenizer | None) -> list[int]:
     """Each language's text in tokens (bytes, or the base's tokens), each chunk times its count."""
     out = []
     for t in tables:
-        _, offsets = table_tokens(t, base)
+        offsets = t.offsets if base is None else table_tokens(t, base)[1]     # (bytes: no copy of them)
         out.append(int(np.dot(np.diff(offsets), t.counts)) if len(t) else 0)
     return out
 
