@@ -14,6 +14,7 @@ after training/variants/_parity.pyx).
 from __future__ import annotations
 
 import ctypes
+import math
 import os
 from dataclasses import dataclass
 
@@ -205,22 +206,29 @@ def _mib_up(n: int) -> int:
 #   a quarter of the new, while it copies);
 # * the heaps: an entry (16) per pair at most (each pair is pushed once, when it is made: every
 #   pair whose count rises holds the new token; a stale entry is popped before it is pushed
-#   again), in vectors that double: PAIR_HEAP_BYTES a pair;
+#   again), in vectors that double;
+# * the pairs are predicted only within 0.8-1.8x (below), so where their count falls within a
+#   doubling is not known: a vector that doubles is taken at its average over one (DOUBLED, 1 /
+#   ln 2 = 1.44 times what it holds), the map at its average over a quadrupling (2 to 8 slots a
+#   pair, 6 / ln 4 = 4.3), rather than at the step the predicted count would give;
 # * the occurrence lists: an int32 per pair position at first, exactly; merges add the places
-#   of the pairs they make and drop the merged pair's: LIST_BYTES a position, with capacities
-#   (measured up to 7.2 on the tuning corpora, benchmarks/RESULTS.md "Parity-aware training's
-#   memory plan"), and each list a block of the C heap: ALLOC_BYTES a pair of its headers and
-#   rounding (the measured RSS over the lists' capacities);
+#   of the pairs they make and drop the merged pair's: LIST_BYTES_PARITY a position, with
+#   capacities (measured up to 7.2 on the tuning corpora, benchmarks/RESULTS.md "Parity-aware
+#   training's memory plan"); each list is a block of the C heap: ALLOC_BYTES a pair for its
+#   header and rounding (the process's peak over the kernel's capacities, measured 8-63 a pair
+#   on tables of millions of positions);
 # * how many pairs: each language's distinct byte pairs at first (counted from its table), then
-#   each merge makes the new token's distinct neighbours in every language: PAIRS_PER_MERGE at
-#   first, fewer as the merges go deeper into the language's words, the rate falling as
-#   (1 + PAIRS_DEPTH x merges / the language's positions) ** -PAIRS_DECAY, and never more than
-#   two a position (each rewrite of a pair makes two at most, and rewrites take a position
-#   each). The three constants are fitted to the peaks measured on the tuning corpora (RESULTS.md,
-#   "Parity-aware training's memory plan": the shared multilingual text and make_corpus.py's);
-#   they predict those runs' pairs within 0.7-1.35x, corpora differing that much at one shape.
-#   With global merges, the pairs of all languages together too, no more than the languages'
-#   own when the global merges end;
+#   each merge makes the new token's distinct neighbours in every language where the pair is:
+#   PAIRS_PER_MERGE at first for a language of TRIPLES_SCALE distinct byte triples (the
+#   contexts a merge's neighbours come from), times (triples / TRIPLES_SCALE) **
+#   PAIRS_TRIPLES_POWER; fewer as the merges go deeper into the language's words, the rate
+#   falling as (1 + PAIRS_DEPTH x merges / the language's positions) ** -PAIRS_DECAY; never more
+#   than two a position (each rewrite makes two at most, and takes a position). The constants
+#   are fitted to the pairs counted on the tuning corpora (RESULTS.md, "Parity-aware training's
+#   memory plan": the shared multilingual text and make_corpus.py's, 2-5 languages, 256-131,072
+#   merges), which they predict within 0.8-1.8x (corpora of one shape differ that much). With
+#   global merges, the pairs of all languages together too, no more than the languages' own
+#   when the global merges end;
 # * while the corpus is laid out: the first count's three tables of 16 bytes a (language, byte,
 #   byte) (from bytes), and the arrays handed to it: the tokens (int32 a byte), the words'
 #   offsets, counts and languages (8 + 8 + 4 a word); with a base, each table's tokens and
@@ -228,12 +236,16 @@ def _mib_up(n: int) -> int:
 # * the dev corpus is laid out once the training one is; both are held while merging.
 TOKEN_BYTES = 16
 PAIR_BYTES_PARITY = 8 + 4 + 4 + 4 + 1 + 24
-PAIR_HEAP_BYTES = 32
+HEAP_ENTRY_BYTES = 16
+DOUBLED = 1 / math.log(2)              # a doubling vector's capacity over its size, on average
+MAP_SLOTS_PER_PAIR = 6 / math.log(4)   # the map's slots a pair, on average over a quadrupling
 LIST_BYTES_PARITY = 7.5
 ALLOC_BYTES = 32
-PAIRS_PER_MERGE = 60
+PAIRS_PER_MERGE = 50
+TRIPLES_SCALE = 10_000
+PAIRS_TRIPLES_POWER = 0.25
 PAIRS_DEPTH = 500
-PAIRS_DECAY = 0.8
+PAIRS_DECAY = 0.7
 FIRST_MAP_SLOTS = 1 << 18
 FIRST_COUNT_CELL = 8 + 4 + 4
 MOST_DENSE_LANGUAGES = 64            # _parity.pyx's _count_bytes: up to 64 languages
@@ -242,10 +254,12 @@ MOST_DENSE_LANGUAGES = 64            # _parity.pyx's _count_bytes: up to 64 lang
 @dataclass(frozen=True)
 class LanguageShape:
     """What the plan needs of one language's word table: its tokens (bytes, or with a base at
-    most as many), its words, and its distinct pairs of tokens at first."""
+    most as many), its words, its distinct pairs of tokens at first, and its distinct byte
+    triples within words (how varied its contexts are)."""
     tokens: int
     words: int
     first_pairs: int
+    triples: int
 
     @property
     def positions(self) -> int:
@@ -253,28 +267,33 @@ class LanguageShape:
 
 
 def language_shape(table, from_bytes: bool = True, block: int = 1 << 20) -> LanguageShape:
-    """The shape of a WordTable for ``parity_kernel_bytes``: from bytes, its distinct byte
-    pairs within words counted (65,536 counters, a block of the table at a time); with a base,
-    its positions bound them."""
-    n_sym, n_words = table.n_symbols, len(table)
-    if not from_bytes or n_sym - n_words <= 0:
-        return LanguageShape(n_sym, n_words, max(0, n_sym - n_words))
-    s, seen = table.symbols, np.zeros(1 << 16, dtype=np.int64)
+    """The shape of a WordTable for ``parity_kernel_bytes``: its distinct byte pairs and byte
+    triples within words, marked in tables of 2**16 and 2**24 flags (16 MiB), a block of the
+    table at a time; with a base, its positions bound its first pairs."""
+    n_sym, n_words, s, offsets = table.n_symbols, len(table), table.symbols, table.offsets
+    pairs, triples = np.zeros(1 << 16, dtype=bool), np.zeros(1 << 24, dtype=bool)
     for at in range(0, n_sym - 1, block):
-        end = min(at + block, n_sym - 1)
-        pairs = s[at:end].astype(np.int64) << 8
-        pairs |= s[at + 1:end + 1]
-        seen += np.bincount(pairs, minlength=1 << 16)
-    across = table.offsets[1:-1] - 1            # the pairs of one word's last byte and the next's first
-    seen -= np.bincount((s[across].astype(np.int64) << 8) | s[across + 1], minlength=1 << 16)
-    return LanguageShape(n_sym, n_words, int(np.count_nonzero(seen)))
+        end = min(at + block, n_sym - 1)                    # the pairs that start at at .. end - 1
+        starts = np.zeros(end - at + 2, dtype=bool)         # where words start, at .. end + 1
+        lo, hi = np.searchsorted(offsets, [at, end + 2])
+        starts[offsets[lo:hi] - at] = True
+        code = (s[at:end].astype(np.int32) << 8) | s[at + 1:end + 1]
+        inside = ~starts[1:end - at + 1]
+        pairs[code[inside]] = True
+        last = min(end, n_sym - 2)                          # the triples that start at at .. last - 1
+        if last > at:
+            inside = inside[:last - at] & ~starts[2:last - at + 2]
+            triples[((code[:last - at] << 8) | s[at + 2:last + 2])[inside]] = True
+    first_pairs = int(np.count_nonzero(pairs)) if from_bytes else max(0, n_sym - n_words)
+    return LanguageShape(n_sym, n_words, first_pairs, int(np.count_nonzero(triples)))
 
 
 def parity_pairs(shapes: list[LanguageShape], n_merges: int) -> int:
     """The pairs of every language after ``n_merges`` merges (the model above)."""
     total = 0
     for s in shapes:
-        made = PAIRS_PER_MERGE * n_merges * (1 + PAIRS_DEPTH * n_merges / max(s.positions, 1)) ** -PAIRS_DECAY
+        rate = PAIRS_PER_MERGE * (max(s.triples, 1) / TRIPLES_SCALE) ** PAIRS_TRIPLES_POWER
+        made = rate * n_merges * (1 + PAIRS_DEPTH * n_merges / max(s.positions, 1)) ** -PAIRS_DECAY
         total += s.first_pairs + int(min(made, 2 * s.positions))
     return total
 
@@ -284,23 +303,17 @@ def _doubled(n: int) -> int:
     return 1 << max(0, int(n) - 1).bit_length() if n > 0 else 0
 
 
-def _map_slots(pairs: int) -> int:
-    slots = FIRST_MAP_SLOTS
-    while 2 * (pairs + 1) > slots:
-        slots *= 4
-    return slots
-
-
 def _corpus_parts(shapes: list[LanguageShape], pairs: int, ids: int, heaps: bool, list_bytes: float,
                   first_pairs: int) -> dict[str, int]:
     """One ParityCorpus's bytes by part (ParityCorpus.memory()'s names, and two it does not
     count: the map's old slots while it grows, and the C heap's blocks around the lists),
     holding ``pairs`` pairs and ``ids`` token ids, its lists at ``list_bytes`` a position."""
-    pair_map = 12 * _map_slots(pairs)
+    pair_map = int(12 * max(FIRST_MAP_SLOTS, MAP_SLOTS_PER_PAIR * pairs))
     return {"slots": 16 * sum(s.tokens for s in shapes), "words": 12 * sum(s.words for s in shapes),
             "per_id": 40 * _doubled(ids) + TOKEN_BYTES * ids, "pair_map": pair_map,
-            "pairs": PAIR_BYTES_PARITY * _doubled(pairs), "lists": int(list_bytes * sum(s.positions for s in shapes)),
-            "heaps": PAIR_HEAP_BYTES * pairs if heaps else 0,
+            "pairs": int(PAIR_BYTES_PARITY * DOUBLED * pairs),
+            "lists": int(list_bytes * sum(s.positions for s in shapes)),
+            "heaps": int(HEAP_ENTRY_BYTES * DOUBLED * pairs) if heaps else 0,
             "touched": 4 * _doubled(first_pairs),         # every first pair is touched by the first count
             "map_growth": pair_map // 4, "allocator": ALLOC_BYTES * pairs}
 

@@ -227,7 +227,9 @@ LANGUAGES = {
 # The plan's parts that the corpus counts itself (not the map's old slots while it grows, nor the
 # C heap's blocks) against its count: within these factors on small tables (on 100 MB of text, the
 # whole plan against the process's peak: benchmarks/RESULTS.md, "Parity-aware training's memory plan").
-PARITY_UNDER, PARITY_OVER = 0.85, 1.5
+# The low end is random words over ten letters, whose merges make more pairs than their few byte
+# triples predict (natural text: 0.87 at the least).
+PARITY_UNDER, PARITY_OVER = 0.75, 1.5
 
 
 @pytest.mark.parametrize("name", LANGUAGES)
@@ -242,11 +244,15 @@ def test_the_parity_plan_is_within_a_stated_factor_of_what_its_corpus_holds(name
     assert PARITY_UNDER * measured <= predicted <= PARITY_OVER * measured, (predicted, measured)
 
 
-def test_the_shape_counts_each_languages_distinct_byte_pairs_within_words():
-    table = bpe_fast.count_from_iterator(["ab ab ba abc", "cab"], workers=1, progress="none")
-    pairs = {pair for word in table.as_dict() for pair in zip(word, word[1:])}
-    shape = budget.language_shape(table, block=3)       # (blocks smaller than a word)
-    assert (shape.tokens, shape.words, shape.first_pairs) == (table.n_symbols, len(table), len(pairs))
+def test_the_shape_counts_each_languages_distinct_byte_pairs_and_triples_within_words():
+    table = bpe_fast.count_from_iterator(["ab ab ba abc", "cab abcab"], workers=1, progress="none")
+    words = list(table.as_dict())
+    pairs = {pair for word in words for pair in zip(word, word[1:])}
+    triples = {triple for word in words for triple in zip(word, word[1:], word[2:])}
+    for block in (3, 1 << 20):          # (blocks smaller than a word, and one for all)
+        shape = budget.language_shape(table, block=block)
+        assert (shape.tokens, shape.words) == (table.n_symbols, len(table))
+        assert (shape.first_pairs, shape.triples) == (len(pairs), len(triples))
 
 
 def parity_languages(tmp_path) -> list[str]:
