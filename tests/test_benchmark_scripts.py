@@ -186,6 +186,17 @@ def test_bench_budget_measures_the_tree_and_the_kernel_plan(tmp_path):
 
 
 @pytest.mark.slow
+def test_bench_budget_measures_the_parity_plan_against_the_merging_peak(tmp_path):
+    corpus = tmp_path / "small.txt"
+    corpus.write_text(small_text() * 4)
+    done = run_script("bench_budget.py", "--corpus", str(corpus), "--split", "3", "--vocab", "600", "parity")
+    assert done.returncode == 0, done.stderr
+    rows = [line.split("|")[1:-1] for line in done.stdout.splitlines() if line.startswith("| small.txt in 3 parts")]
+    assert len(rows) == 1 and rows[0][2].strip() == "600"
+    assert 0.3 < float(rows[0][6]) < 3            # measured / planned: a peak was measured, near the plan
+
+
+@pytest.mark.slow
 @needs_data
 def test_scaling_big_makes_prefixes_trains_beside_gigabpe_and_fits_the_model(tmp_path):
     """scaling_big.py's quick path: each kind's smaller corpus is the beginning of its largest, cut

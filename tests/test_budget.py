@@ -197,3 +197,113 @@ def test_the_count_runs_with_its_share(corpus, monkeypatch, workers, total, expe
     monkeypatch.setattr(counting, "_count_here_or_in_workers", spy)
     table = bpe_fast.count([corpus], workers=workers, memory_budget=total, block_size=4096, progress="none")
     assert seen == [expected] and table == bpe_fast.count([corpus], progress="none")
+
+
+# -- parity-aware training (budget.plan_parity_merging, variants/parity.py) ------------------------
+
+def parity_kernel_peak(tables: list[WordTable], n_merges: int, **settings) -> int:
+    """The most the parity corpus holds (ParityCorpus.memory(), its own accounting) once the
+    merges are learned: its pairs, heaps and ids only grow."""
+    from bpe_fast.training.variants import parity
+    captured, real = [], parity._corpus
+
+    def corpus(*args, **kwargs):
+        captured.append(real(*args, **kwargs))
+        return captured[-1]
+
+    parity._corpus = corpus
+    try:
+        parity.learn_parity(tables, n_merges, **settings)
+    finally:
+        parity._corpus = real
+    return sum(sum(v for key, v in c.memory().items() if key not in ("pair_ids", "list_entries")) for c in captured)
+
+
+LANGUAGES = {
+    "the small corpus in three parts": lambda: [small_text()[i::3] for i in range(3)],
+    "random words, two alphabets": lambda: [random_words(20_000, seed=1), random_words(20_000, 2, "абвгдежзик")],
+    "five languages of short words": lambda: [random_words(3_000, s, "ab" + chr(0x3b1 + s), 4) * 10 for s in range(5)],
+}
+# The plan's parts that the corpus counts itself (not the map's old slots while it grows, nor the
+# C heap's blocks) against its count: within these factors on small tables (on 100 MB of text, the
+# whole plan against the process's peak: benchmarks/RESULTS.md, "Parity-aware training's memory plan").
+# The low end is random words over ten letters, whose merges make more pairs than their few byte
+# triples predict (natural text: 0.87 at the least).
+PARITY_UNDER, PARITY_OVER = 0.75, 1.5
+
+
+@pytest.mark.parametrize("name", LANGUAGES)
+@pytest.mark.parametrize("n_merges", [64, 1024, 4096])
+@pytest.mark.parametrize("global_merges", [0, 100])
+def test_the_parity_plan_is_within_a_stated_factor_of_what_its_corpus_holds(name, n_merges, global_merges):
+    tables = [bpe_fast.count_from_iterator([doc], workers=1, progress="none") for doc in LANGUAGES[name]()]
+    parts = budget.parity_corpus_parts([budget.language_shape(t) for t in tables], n_merges,
+                                       global_merges=global_merges)
+    predicted = sum(v for key, v in parts.items() if key not in ("map_growth", "allocator"))
+    measured = parity_kernel_peak(tables, n_merges, global_merges=global_merges)
+    assert PARITY_UNDER * measured <= predicted <= PARITY_OVER * measured, (predicted, measured)
+
+
+def test_the_shape_counts_each_languages_distinct_byte_pairs_and_triples_within_words():
+    table = bpe_fast.count_from_iterator(["ab ab ba abc", "cab abcab"], workers=1, progress="none")
+    words = list(table.as_dict())
+    pairs = {pair for word in words for pair in zip(word, word[1:])}
+    triples = {triple for word in words for triple in zip(word, word[1:], word[2:])}
+    for block in (3, 1 << 20):          # (blocks smaller than a word, and one for all)
+        shape = budget.language_shape(table, block=block)
+        assert (shape.tokens, shape.words) == (table.n_symbols, len(table))
+        assert (shape.first_pairs, shape.triples) == (len(pairs), len(triples))
+
+
+def parity_languages(tmp_path) -> list[str]:
+    paths = []
+    for k in range(3):
+        path = tmp_path / f"lang{k}.txt"
+        path.write_text(random_words(4_000, seed=10 + k, alphabet="abcdefgh" if k == 0 else "абвгдежз"[k:]),
+                        encoding="utf-8")
+        paths.append(str(path))
+    return paths
+
+
+def test_parity_refuses_a_budget_too_small_before_laying_anything_out(tmp_path, monkeypatch):
+    monkeypatch.setattr("bpe_fast.training.variants.parity._parity.ParityCorpus", no_merging)
+    with pytest.raises(bpe_fast.MemoryBudgetError) as caught:
+        bpe_fast.train_parity(parity_languages(tmp_path), 600, memory_budget=8 * MiB, workers=1, progress="none")
+    message = str(caught.value)
+    assert "\n" not in message and "8 MiB is too small for the merging" in message and "kept" not in message
+    needs = int(message.split("needs about ")[1].split(" MiB")[0].replace(",", ""))
+    asked = int(message.split("a budget of ")[1].split("M or more")[0])
+    assert 8 < needs <= asked
+
+
+@pytest.mark.parametrize("settings", [{}, {"dev": True}, {"global_merges": 50, "variant": "window"}],
+                         ids=["base", "dev", "global-window"])
+def test_parity_under_a_budget_that_fits_learns_the_same_merges(tmp_path, settings):
+    paths = parity_languages(tmp_path)
+    if settings.get("dev"):
+        settings = {"dev": paths[::-1]}
+    free = bpe_fast.train_parity(paths, 700, workers=1, progress="none", **settings)
+    budgeted = bpe_fast.train_parity(paths, 700, workers=1, progress="none",
+                                     memory_budget=budget.resident_bytes() + 512 * MiB, **settings)
+    assert np.array_equal(budgeted.merges, free.merges)
+    plan = budgeted.training_report.memory_plan
+    assert plan is not None and plan.kernel > 0 and not plan.table_freed
+    assert free.training_report.memory_plan is None
+
+
+def test_parity_counts_each_language_within_what_the_languages_before_it_leave(tmp_path, monkeypatch):
+    from bpe_fast.training.variants import parity
+    shares, tables = [], []
+    real = parity.count_language
+
+    def spy(corpus, options, counting, progress):
+        shares.append(counting["memory_budget"])
+        tables.append(real(corpus, options, counting, progress))
+        return tables[-1]
+
+    monkeypatch.setattr(parity, "count_language", spy)
+    paths = parity_languages(tmp_path)
+    total = budget.resident_bytes() + 512 * MiB
+    bpe_fast.train_parity(paths[:2], 600, dev=paths[1:], memory_budget=total, workers=1, progress="none")
+    held = np.cumsum([0] + [t.nbytes for t in tables[:-1]])
+    assert shares == [total - int(h) for h in held]

@@ -10,7 +10,7 @@ from ..pretokenize.patterns import DEFAULT_PATTERN
 from ..progress import MODES
 from ..training.trainer import TIE_BREAKS, train_parity
 from ..training.variants import parity as parity_variant
-from .common import add_format_option, parse_sizes, sizes_of, whole_number
+from .common import add_format_option, parse_bytes, parse_sizes, sizes_of, whole_number
 from .writing import check_tokenizer_output, outputs_per_size, where_to_write, write_trained
 
 
@@ -41,6 +41,10 @@ def add_parser(sub) -> None:
     t.add_argument("--min-frequency", type=int, default=0, help="a language whose best pair occurs fewer times "
                                                                 "is done")
     t.add_argument("--workers", type=whole_number(1, MAX_WORKERS, "processes"), default=None)
+    t.add_argument("--memory-budget", type=parse_bytes, default=None, metavar="SIZE",
+                   help="the peak memory of the whole job (e.g. 2G): each language is counted within what the "
+                        "languages counted before it leave, and the merging is planned before it starts, with an "
+                        "error saying what it needs if it cannot fit (default: no limit)")
     t.add_argument("--progress", choices=MODES, default="auto")
     t.set_defaults(run=cmd_parity)
 
@@ -59,9 +63,14 @@ def cmd_parity(args) -> int:
         args.inputs, sizes_of(args), ratio=ratio, dev=args.dev, variant=args.variant, global_merges=args.global_merges,
         window_size=args.window_size, alpha=args.alpha, pattern=args.pattern or DEFAULT_PATTERN,
         special_tokens=args.special, tie_break=args.tie_break, min_frequency=args.min_frequency, workers=args.workers,
-        progress=args.progress)
+        progress=args.progress, memory_budget=args.memory_budget)
     toks = result if isinstance(result, list) else [result]
     files = write_trained(toks, outputs, fmt)
     print(f"parity-aware BPE: {len(args.inputs)} languages, {len(toks[-1].merges):,} merges, wrote "
           f"{', '.join(f for group in files for f in group)} in {time.perf_counter() - start:.1f} s")
+    report = max(toks, key=lambda tok: tok.vocab_size).training_report       # (the sizes cut from it have none)
+    plan = report.memory_plan if report is not None else None
+    if plan is not None:
+        print(f"memory: merging planned to peak at {plan.peak / (1 << 20):,.0f} MiB, within the "
+              f"{args.memory_budget / (1 << 20):,.0f} MiB budget")
     return 0

@@ -304,7 +304,10 @@ def train_parity(corpora: Any, vocab_size: int | Sequence[int], *, ratio: Sequen
     ``tie_break`` ("huggingface" with ``pattern="gpt2"``: the merges of tokenizers'
     ParityBpeTrainer), ``base`` (continued training), ``max_token_length``, ``normalize``,
     ``workers``, ``errors``, ``lines``, ``field``, ``memory_budget``, ``progress``; a list of
-    sizes gives a tokenizer per size. ``report`` (a TrainReport) is filled in.
+    sizes gives a tokenizer per size. ``report`` (a TrainReport) is filled in. Under a
+    ``memory_budget``, each language is counted within what the tables counted before it leave,
+    and the merging is planned before it starts (``report.memory_plan``): MemoryBudgetError,
+    saying what it needs, if it cannot fit.
 
     >>> import bpe_fast
     >>> tok = bpe_fast.train_parity([["hello hello hello"], ["ciao ciao"]], 260, pattern="gpt2", workers=1,
@@ -330,9 +333,9 @@ def train_parity(corpora: Any, vocab_size: int | Sequence[int], *, ratio: Sequen
     ratios = parity.check_settings(len(items), ratio, dev, variant, global_merges, window_size, alpha)
     report = report if report is not None else TrainReport(input_unit="bytes")
     t0 = time.perf_counter()
-    tables = [parity.count_language(c, options, counting, progress) for c in items]
-    dev_tables = None if dev_items is None else [parity.count_language(c, options, counting, progress)
-                                                 for c in dev_items]
+    tables = parity.count_languages(items, options, counting, progress)
+    dev_tables = None if dev_items is None else parity.count_languages(dev_items, options, counting, progress,
+                                                                       held=tables)
     report.seconds["counting"] = time.perf_counter() - t0
     report.input_size = sum(t.input_bytes for t in tables)
     needs = {"corpora": "text to learn merges from", "dev": "dev text to measure its compression on"}

@@ -53,3 +53,23 @@ def test_the_output_is_checked_before_training_and_several_sizes_need_a_placehol
     assert "with several vocabulary sizes, -o must hold {vocab_size}" in capsys.readouterr().err
     assert main(["parity", *paths, "--vocab-size", "300", "-o", paths[0]]) == 2
     assert "is also an input file" in capsys.readouterr().err
+
+
+def test_memory_budget_is_planned_before_merging_and_refused_in_one_line(tmp_path, capsys, monkeypatch):
+    paths = []
+    for k, docs in enumerate(synthetic_languages(2, 300, seed=8)):
+        paths.append(str(tmp_path / f"lang{k}.txt"))
+        (tmp_path / f"lang{k}.txt").write_text("\n".join(docs), encoding="utf-8")
+    out = tmp_path / "t.json"
+    assert main(["parity", *paths, "--vocab-size", "400", "--workers", "1", "--progress", "none", "-o", str(out),
+                 "--memory-budget", "64G"]) == 0
+    assert "memory: merging planned to peak at" in capsys.readouterr().out
+    assert bpe_fast.Tokenizer.load(out) == bpe_fast.train_parity(paths, 400, workers=1, progress="none")
+    monkeypatch.setattr("bpe_fast.training.variants.parity._parity.ParityCorpus",
+                        lambda *a, **k: pytest.fail("the corpus was laid out"))
+    out.unlink()
+    assert main(["parity", *paths, "--vocab-size", "400", "--workers", "1", "--progress", "none", "-o", str(out),
+                 "--memory-budget", "8M"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--memory-budget" in err and "8 MiB is too small" in err and "needs about" in err
+    assert not out.exists()

@@ -338,6 +338,10 @@ cdef class ParityCorpus:
                 continue
             slots.clear()
             slots.swap(self.occ[pid])
+            # what the pair got back is the previous language's list, emptied: let it go (the pair
+            # never occurs again, as every pair a merge makes holds the new token), else each
+            # merge would keep the lists of all its languages but the last, unused
+            self.occ[pid].shrink_to_fit()
             self.stamp += 1                   # (a new merge or language: the memo starts empty)
             if x == y:          # overlapping occurrences (x x x): left to right, as in order
                 sort(slots.begin(), slots.end())
@@ -443,6 +447,27 @@ cdef class ParityCorpus:
             self._change(lang, y, self.slot[q].sym, -n, s)
             self._change(lang, new_id, self.slot[q].sym, n, s)
         self._relink(s, t, q, new_id)
+
+    def memory(self):
+        """Bytes held now, by part (capacities, not sizes; the allocator's overheads aside);
+        "pair_ids" and "list_entries": how many, not bytes. For profiling memory."""
+        cdef size_t i, lists = 0, entries = 0, heaps = 0
+        for i in range(self.occ.size()):
+            lists += self.occ[i].capacity() * sizeof(int32_t)
+            entries += self.occ[i].size()
+        for i in range(self.heap.size()):
+            heaps += self.heap[i].capacity() * sizeof(Entry)
+        return {"slots": self.slot.capacity() * sizeof(WordSlot),
+                "words": self.wcount.capacity() * sizeof(int64_t) + self.wlang.capacity() * sizeof(int32_t),
+                "per_id": ((self.tlen.capacity() + self.toff.capacity()) * sizeof(int64_t) + self.tbytes.capacity()
+                           + self.memo.capacity() * sizeof(Memo)),
+                "pair_map": (<size_t>1 << self.ids.bits) * (sizeof(uint64_t) + sizeof(int32_t)),
+                "pairs": (self.pcount.capacity() * sizeof(int64_t)
+                          + (self.pleft.capacity() + self.pright.capacity() + self.plang.capacity()) * sizeof(int32_t)
+                          + self.rose.capacity() + self.occ.capacity() * sizeof(vector[int32_t])),
+                "lists": lists, "heaps": heaps + self.heap.capacity() * sizeof(vector[Entry]),
+                "touched": self.touched.capacity() * sizeof(int32_t),
+                "pair_ids": self.pcount.size(), "list_entries": entries}
 
     def count_of(self, int lang, int32_t x, int32_t y):
         """The count of (x, y) in ``lang`` (tests)."""

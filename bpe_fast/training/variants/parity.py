@@ -36,7 +36,7 @@ from typing import Any
 
 import numpy as np
 
-from ... import arguments
+from ... import arguments, budget
 from ...arguments import INT64_MAX
 from ...bytelevel import huggingface_byte_order
 from ...counting.corpus import check_docs, count_docs, count_inputs
@@ -54,8 +54,10 @@ from ._variant import Variant
 
 
 PARITY_VARIANTS = ("base", "window")
-# The keywords of train_parity that are training's (TrainOptions) and counting's (CountOptions).
-TRAINING_KEYWORDS = ("pattern", "special_tokens", "min_frequency", "tie_break", "base", "max_token_length", "normalize")
+# The keywords of train_parity that are training's (TrainOptions) and counting's (CountOptions);
+# memory_budget is both: the counting's share of it, and the merging's plan (budget.py).
+TRAINING_KEYWORDS = ("pattern", "special_tokens", "min_frequency", "tie_break", "base", "max_token_length", "normalize",
+                     "memory_budget")
 COUNTING_KEYWORDS = ("workers", "errors", "lines", "field", "memory_budget")
 
 
@@ -104,6 +106,22 @@ def count_language(corpus: Any, options: TrainOptions, counting: dict, progress:
     return table
 
 
+def count_languages(corpora: list[Any], options: TrainOptions, counting: dict, progress: Any,
+                    held: Sequence[WordTable] = ()) -> list[WordTable]:
+    """Each language's corpus counted in turn (``count_language``). Under a memory budget, each
+    count's share (budget.counting_share) is what the tables counted before it leave of the
+    budget: they are held meanwhile, in this process, with the tables ``held`` (dev's count
+    comes after the training tables')."""
+    tables: list[WordTable] = []
+    for corpus in corpora:
+        share = counting
+        if counting.get("memory_budget") is not None:
+            held_bytes = sum(t.nbytes for t in [*held, *tables])
+            share = {**counting, "memory_budget": max(budget.MiB, counting["memory_budget"] - held_bytes)}
+        tables.append(count_language(corpus, options, share, progress))
+    return tables
+
+
 def check_settings(n: int, ratio: Any, dev: Any, variant: Any, global_merges: Any, window_size: Any,
                     alpha: Any) -> list[float] | None:
     if variant not in PARITY_VARIANTS:
@@ -134,6 +152,8 @@ def learn(tables: list[WordTable], dev_tables: list[WordTable] | None, vocab_siz
     new_specials = pipeline.new_special_tokens(options)
     first_id = continued.first_new_id(base)
     n_merges = vocab_size - first_id - len(new_specials)
+    if options.memory_budget is not None:     # before the kernel allocates anything (budget.py)
+        report.memory_plan = planned(tables, dev_tables, n_merges, first_id, options, settings["global_merges"])
     t0 = time.perf_counter()
     merges, counts = learn_parity(tables, n_merges, dev=dev_tables, base=base, min_count=max(1, options.min_frequency),
                                   tie_break=options.tie_break, max_token_length=options.max_token_length,
@@ -146,6 +166,19 @@ def learn(tables: list[WordTable], dev_tables: list[WordTable] | None, vocab_siz
     tok = pipeline.tokenizer_of(merges, options, new_specials)
     why = f"no language has a pair left that occurs {max(1, options.min_frequency)} or more times"
     return pipeline.finished(tok, report, len(merges), n_merges, vocab_size, why)
+
+
+def planned(tables: list[WordTable], dev_tables: list[WordTable] | None, n_merges: int, first_id: int,
+            options: TrainOptions, global_merges: int) -> budget.MergingPlan:
+    """The merging's plan (budget.plan_parity_merging) within ``options.memory_budget``, else
+    MemoryBudgetError, in one line that says what it needs, before the corpus is laid out. (No
+    table is kept to train from: train_parity counts its languages again.)"""
+    limit = options.memory_budget
+    assert limit is not None
+    plan = budget.plan_parity_merging(tables, dev_tables, n_merges, first_id, global_merges,
+                                      from_bytes=options.base is None)
+    budget.check_fits(plan, limit, None)
+    return plan
 
 
 def table_tokens(table: WordTable, base: Tokenizer | None) -> tuple[np.ndarray, np.ndarray]:
@@ -164,16 +197,25 @@ def table_tokens(table: WordTable, base: Tokenizer | None) -> tuple[np.ndarray, 
 
 def _corpus(tables: list[WordTable], base: Tokenizer | None, token_bytes: list, heaps: bool, hf: bool,
             max_token_length: int | None, track_global: bool) -> _parity.ParityCorpus:
-    """One corpus of every language's words, each word with its language."""
-    parts = [table_tokens(t, base) for t in tables]
-    tokens = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int32)
+    """One corpus of every language's words, each word with its language. From bytes, the
+    tables' bytes are cast once, into the corpus's array (not each table's copy, then all of
+    them: budget.py's plan counts what is held while the corpus is laid out)."""
+    if base is None:
+        tokens = np.concatenate([t.symbols for t in tables], dtype=np.int32)
+        word_offsets = [t.offsets for t in tables]
+    else:
+        parts = [table_tokens(t, base) for t in tables]
+        tokens = np.concatenate([p[0] for p in parts])
+        word_offsets = [p[1] for p in parts]
+        del parts
     sizes = [len(t) for t in tables]
     offsets = np.zeros(sum(sizes) + 1, dtype=np.int64)
     at, shift = 0, 0
-    for (_, offs), n in zip(parts, sizes):
+    for offs, n in zip(word_offsets, sizes):
         offsets[at:at + n + 1] = offs + shift
         at, shift = at + n, shift + int(offs[-1])
-    counts = np.concatenate([t.counts for t in tables]).astype(np.int64)
+    del word_offsets
+    counts = np.concatenate([t.counts for t in tables], dtype=np.int64)
     langs = np.repeat(np.arange(len(tables), dtype=np.int32), sizes)
     rank = np.argsort(np.array(huggingface_byte_order())).astype(np.uint8)
     return _parity.ParityCorpus(tokens, offsets, counts, langs, len(tables), token_bytes, heaps=heaps, hf_ties=hf,
@@ -184,7 +226,7 @@ def _lengths(tables: list[WordTable], base: Tokenizer | None) -> list[int]:
     """Each language's text in tokens (bytes, or the base's tokens), each chunk times its count."""
     out = []
     for t in tables:
-        _, offsets = table_tokens(t, base)
+        offsets = t.offsets if base is None else table_tokens(t, base)[1]     # (bytes: no copy of them)
         out.append(int(np.dot(np.diff(offsets), t.counts)) if len(t) else 0)
     return out
 

@@ -273,6 +273,24 @@ def test_the_corpus_keeps_every_languages_pair_counts_exact():
             assert corpus.count_of(k, x, y) == 0
 
 
+def test_copies_of_one_language_hold_as_many_times_its_lists():
+    """A merge takes the merged pair's occurrence list of each language and lets it go: four
+    copies of one language hold four times the lists of one (each merge kept the emptied lists
+    of all its languages but the last, unused, before)."""
+    from bpe_fast.training.variants.parity import _corpus
+    table = tables([language_docs("de", 20_000)])[0]
+    held = []
+    for copies in (1, 4):
+        corpus = _corpus([table] * copies, None, [bytes([b]) for b in range(256)], True, False, None, False)
+        for _ in range(300):
+            best = corpus.best(0)
+            assert best is not None
+            corpus.merge(best[0], best[1])
+        held.append(corpus.memory())
+    assert held[1]["list_entries"] == 4 * held[0]["list_entries"]
+    assert held[1]["lists"] == 4 * held[0]["lists"]
+
+
 def test_a_vocabulary_past_the_pair_keys_is_refused_before_training():
     with pytest.raises(bpe_fast.ArgumentError, match="pass the pair keys' 32 bits"):
         bpe_fast.train_parity([["ab ab"], ["cd"]], 2**31 - 2, workers=1, progress="none")
