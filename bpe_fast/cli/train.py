@@ -106,7 +106,8 @@ def cmd_train(args) -> int:
     files = write_trained(toks, outputs, fmt)
     for w in caught:
         print(f"warning: {w.message}", file=sys.stderr)
-    _summary(args, toks[-1], [f for group in files for f in group], fmt, time.perf_counter() - start)
+    trained = max((t for t in toks if t.training_report is not None), key=lambda t: t.vocab_size)  # (the others cut)
+    _summary(args, trained, [f for group in files for f in group], fmt, time.perf_counter() - start)
     if args.eval:
         _evaluate(args, toks)
     if args.demo:

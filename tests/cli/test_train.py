@@ -160,3 +160,14 @@ def test_huge_min_frequency_is_not_an_overflow(tmp_path, capsys):
     assert main(["train", str(corpus), "--vocab-size", "300", "--min-frequency", "99999999999999999999",
                  "-o", str(tmp_path / "t.json"), "-q"]) == 0
     assert "stopped after 0 of" in capsys.readouterr().err
+
+
+def test_sizes_in_any_order_each_get_a_tokenizer_and_the_summary_is_the_largest(tmp_path, capsys):
+    """--vocab-size 300,280: the cut tokenizer has no training report of its own; the summary is of the
+    training (to the largest size), whichever size came last."""
+    assert main(["train", str(SMALL_CORPUS), "--vocab-size", "300,280", "-o", str(tmp_path / "t-{vocab_size}.json"),
+                 "--workers", "1"]) == 0
+    out = capsys.readouterr().out
+    assert "merges     44 -> vocab size 300" in out
+    small, large = bpe_fast.load(tmp_path / "t-280.json"), bpe_fast.load(tmp_path / "t-300.json")
+    assert small.vocab_size == 280 and small.merges.tolist() == large.merges[:24].tolist()
